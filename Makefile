@@ -1,0 +1,39 @@
+# state_backend: PGXS build.
+#
+#   make && make install          build and install (as root)
+#   make installcheck             pg_regress suite on a throwaway server that
+#                                 preloads the library, then the TAP tests
+# Run the servers as an unprivileged user; scripts/test.sh does all of it.
+
+MODULE_big = state_backend
+OBJS = \
+	src/state_backend.o \
+	src/guc.o \
+	src/worker.o \
+	src/registry.o \
+	src/codec.o \
+	src/key_group.o \
+	src/heap_backend.o \
+	src/sql_common.o \
+	src/sql_state.o \
+	src/sql_value.o \
+	src/sql_list.o \
+	src/sql_map.o \
+	src/sql_reducing.o
+
+EXTENSION = state_backend
+DATA = state_backend--1.0.sql
+PGFILEDESC = "state_backend - keyed state for PostgreSQL"
+
+REGRESS = setup types value list map reducing errors privileges isolation prepared
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Werror=implicit-function-declaration
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

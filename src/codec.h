@@ -1,0 +1,35 @@
+/*
+ * codec.h
+ *		Typed keys and values to byte images and back.
+ */
+#ifndef CODEC_H
+#define CODEC_H
+
+#include "access/tupdesc.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+
+typedef struct TypeCodec
+{
+	Oid			typid;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	/* composite types: a codec per attribute */
+	TupleDesc	tupdesc;
+	struct TypeCodec *atts;
+	/* text I/O, set up on first use */
+	bool		io_ready;
+	Oid			typioparam;
+	FmgrInfo	input;
+	FmgrInfo	output;
+	MemoryContext mcxt;
+} TypeCodec;
+
+extern void codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt);
+extern void codec_encode(const TypeCodec *codec, Datum value, StringInfo buf);
+extern Datum codec_decode(const TypeCodec *codec, const char *image, uint32 len);
+extern Datum codec_input(TypeCodec *codec, char *str);
+extern char *codec_output(TypeCodec *codec, Datum value);
+
+#endif							/* CODEC_H */

@@ -1,0 +1,103 @@
+/*
+ * keyed_backend.h
+ *		KeyedStateBackend: the one interface between the SQL layer and the
+ *		places where keyed state is kept.
+ *
+ * The SQL layer resolves a state, turns keys and values into byte images
+ * (codec.c) and calls through this interface; it never reaches a backend's
+ * storage otherwise.  Images are opaque bytes here: equal keys have equal
+ * images.  The heap implementation is in heap_backend.c.
+ */
+#ifndef KEYED_BACKEND_H
+#define KEYED_BACKEND_H
+
+#include "lib/stringinfo.h"
+
+#include "state_backend.h"
+
+/* A key as the backends see it: its image, hash and key group. */
+typedef struct StateKey
+{
+	const char *data;
+	uint32		len;
+	uint32		hash;			/* key_group.c: key_image_hash() */
+	uint16		key_group;
+} StateKey;
+
+/* The state an operation applies to: its descriptor and registry slot. */
+typedef struct StateTarget
+{
+	const StateDesc *desc;
+	int			slot;
+} StateTarget;
+
+/*
+ * StateMergeFn folds the image "in" into the current image "cur" (NULL when
+ * the key has no state yet) and writes the result to "out".  It runs while
+ * the backend holds the key exclusively, so it must not touch state.
+ */
+typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
+							  const char *in, uint32 inlen,
+							  StringInfo out, void *arg);
+
+/*
+ * StateEntryFn receives one entry of an iteration: a key and its whole
+ * value image, or a map key and its value (value NULL for a NULL value).
+ * It is never called with a lock held, so it may allocate and raise errors.
+ */
+typedef void (*StateEntryFn) (void *arg, const char *key, uint32 keylen,
+							  const char *value, uint32 valuelen);
+
+/* Value images of lists: elements, each a uint32 length then its bytes. */
+#define LIST_ELEM_HDR	sizeof(uint32)
+
+typedef struct KeyedStateBackend
+{
+	const char *name;
+
+	/* Whole image of a key's state: value, list, or reducing result. */
+	bool		(*get) (const StateTarget *st, const StateKey *key, StringInfo out);
+	void		(*put) (const StateTarget *st, const StateKey *key,
+						const char *value, uint32 len);
+	bool		(*remove) (const StateTarget *st, const StateKey *key);
+
+	/* ListState: append list elements (in list image form). */
+	void		(*append) (const StateTarget *st, const StateKey *key,
+						   const char *elems, uint32 len);
+
+	/* ReducingState: fold a value in; the result image goes to "out". */
+	void		(*merge) (const StateTarget *st, const StateKey *key,
+						  const char *value, uint32 len,
+						  StateMergeFn fn, void *arg, StringInfo out);
+
+	/* MapState entries of one key. */
+	bool		(*map_get) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							StringInfo out, bool *isnull);
+	void		(*map_put) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							const char *value, uint32 len, bool isnull);
+	bool		(*map_remove) (const StateTarget *st, const StateKey *key,
+							   const char *mkey, uint32 mkeylen);
+	void		(*map_iterate) (const StateTarget *st, const StateKey *key,
+								StateEntryFn fn, void *arg);
+
+	/* Elements of a list, or entries of a map, under one key. */
+	int64		(*length) (const StateTarget *st, const StateKey *key);
+
+	/* Every key of a state, or of one key group of it (key_group >= 0). */
+	void		(*iterate) (const StateTarget *st, int key_group,
+							StateEntryFn fn, void *arg);
+
+	/* Remove every key of the state; returns how many there were. */
+	int64		(*truncate) (const StateTarget *st);
+
+	/* Number of keys and bytes of memory or storage the state holds. */
+	void		(*size) (const StateTarget *st, int64 *entries, int64 *bytes);
+} KeyedStateBackend;
+
+extern const KeyedStateBackend heap_keyed_backend;
+
+extern const KeyedStateBackend *keyed_backend_for(StateBackendId backend);
+
+#endif							/* KEYED_BACKEND_H */

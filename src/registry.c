@@ -1,0 +1,468 @@
+/*
+ * registry.c
+ *		The registry of state descriptors: one slot per state, in shared
+ *		memory, with each backend keeping a cache of the states it resolved.
+ *
+ * A state is named per database and has an id that is never reused.  Every
+ * change to the registry bumps a version counter; a backend whose cached
+ * version differs drops its cache.  Dropping a state marks its slot, has the
+ * state's backend remove its data, then frees the slot; a writer holding an
+ * old id sees the mark (registry_alive) and stops.  The data itself is kept
+ * by the backends behind keyed_backend.h.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "keyed_backend.h"
+#include "registry.h"
+
+typedef struct RegistrySlot
+{
+	StateDesc	desc;
+	bool		dropping;		/* being dropped: no longer resolvable */
+	pg_atomic_uint64 entries;
+	pg_atomic_uint64 bytes;
+} RegistrySlot;
+
+typedef struct RegistryShared
+{
+	pg_atomic_uint64 version;
+	uint32		next_id;
+	int			nslots;
+	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
+} RegistryShared;
+
+static RegistryShared *registry = NULL;
+
+/* Backend-local cache of resolved states of the current database. */
+typedef struct CachedState
+{
+	NameData	name;			/* hash key */
+	StateDesc	desc;
+	int			slot;
+} CachedState;
+
+static HTAB *state_cache = NULL;
+static uint64 state_cache_version = 0;
+
+Size
+registry_shmem_size(void)
+{
+	return add_size(offsetof(RegistryShared, slots),
+					mul_size(state_backend_max_states, sizeof(RegistrySlot)));
+}
+
+void
+registry_shmem_init(void)
+{
+	bool		found;
+
+	registry = ShmemInitStruct("state_backend registry",
+							   registry_shmem_size(), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&registry->version, 1);
+		registry->next_id = 1;
+		registry->nslots = state_backend_max_states;
+		for (int i = 0; i < registry->nslots; i++)
+		{
+			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
+			registry->slots[i].dropping = false;
+			pg_atomic_init_u64(&registry->slots[i].entries, 0);
+			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
+		}
+	}
+}
+
+uint64
+registry_version(void)
+{
+	return pg_atomic_read_u64(&registry->version);
+}
+
+static void
+registry_bump_version(void)
+{
+	pg_atomic_fetch_add_u64(&registry->version, 1);
+}
+
+/*
+ * registry_find_slot returns the slot of the named state of a database, or
+ * -1.  The caller holds the registry lock.
+ */
+static int
+registry_find_slot(Oid dbid, const char *name)
+{
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && s->desc.dbid == dbid &&
+			strcmp(NameStr(s->desc.name), name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static void
+state_cache_reset(uint64 version)
+{
+	HASHCTL		ctl;
+
+	if (state_cache)
+		hash_destroy(state_cache);
+	ctl.keysize = NAMEDATALEN;
+	ctl.entrysize = sizeof(CachedState);
+	ctl.hcxt = TopMemoryContext;
+	state_cache = hash_create("state_backend state cache", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	state_cache_version = version;
+}
+
+/*
+ * registry_lookup finds a state of the current database by name and copies
+ * its descriptor to *desc.  Returns false when there is no such state.
+ */
+bool
+registry_lookup(const char *name, StateDesc *desc, int *slot)
+{
+	uint64		version;
+	CachedState *entry;
+	NameData	key;
+	int			i;
+
+	state_backend_check_loaded();
+	if (strlen(name) >= NAMEDATALEN)
+		return false;
+
+	version = registry_version();
+	if (state_cache == NULL || version != state_cache_version)
+		state_cache_reset(version);
+
+	namestrcpy(&key, name);
+	entry = hash_search(state_cache, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+		i = registry_find_slot(MyDatabaseId, name);
+		if (i < 0)
+		{
+			LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+			return false;
+		}
+		entry = hash_search(state_cache, &key, HASH_ENTER, NULL);
+		entry->desc = registry->slots[i].desc;
+		entry->slot = i;
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	}
+	*desc = entry->desc;
+	*slot = entry->slot;
+	return true;
+}
+
+/* registry_resolve is registry_lookup that raises an error when not found. */
+void
+registry_resolve(const char *name, StateDesc *desc, int *slot)
+{
+	if (!registry_lookup(name, desc, slot))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", name)));
+}
+
+/*
+ * registry_create adds a state to the current database.  The caller fills
+ * in everything but id and dbid, which are set here.
+ */
+void
+registry_create(StateDesc *desc)
+{
+	int			free_slot = -1;
+
+	state_backend_check_loaded();
+	desc->dbid = MyDatabaseId;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (registry_find_slot(MyDatabaseId, NameStr(desc->name)) >= 0)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("state \"%s\" already exists", NameStr(desc->name))));
+	}
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		if (registry->slots[i].desc.id == 0)
+		{
+			free_slot = i;
+			break;
+		}
+	}
+	if (free_slot < 0)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many states"),
+				 errdetail("The server holds at most %d states (state_backend.max_states).",
+						   state_backend_max_states),
+				 errhint("Drop unused states, or raise state_backend.max_states and restart the server.")));
+	}
+
+	desc->id = registry->next_id++;
+	if (registry->next_id == 0)
+		registry->next_id = 1;
+	registry->slots[free_slot].desc = *desc;
+	registry->slots[free_slot].dropping = false;
+	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
+	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/*
+ * registry_drop_slot removes a state: it stops being resolvable at once, its
+ * backend removes its data, then its slot is freed.  Returns false when the
+ * state was already gone (dropped by someone else).
+ */
+static bool
+registry_drop_slot(const StateDesc *desc, int slot)
+{
+	RegistrySlot *s = &registry->slots[slot];
+	StateTarget target;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (s->desc.id != desc->id || s->dropping)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		return false;
+	}
+	s->dropping = true;
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+
+	target.desc = desc;
+	target.slot = slot;
+	keyed_backend_for(desc->backend)->truncate(&target);
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	memset(&s->desc, 0, sizeof(StateDesc));
+	s->dropping = false;
+	pg_atomic_write_u64(&s->entries, 0);
+	pg_atomic_write_u64(&s->bytes, 0);
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return true;
+}
+
+/* registry_drop drops a resolved state of the current database. */
+void
+registry_drop(const StateDesc *desc, int slot)
+{
+	if (!registry_drop_slot(desc, slot))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", NameStr(desc->name))));
+}
+
+/*
+ * registry_drop_database drops every state of a database (DROP EXTENSION,
+ * DROP DATABASE).
+ */
+void
+registry_drop_database(Oid dbid)
+{
+	StateDesc  *descs;
+	int		   *slots;
+	int			n = registry_list(dbid, &descs, &slots);
+
+	for (int i = 0; i < n; i++)
+		(void) registry_drop_slot(&descs[i], slots[i]);
+	pfree(descs);
+	pfree(slots);
+}
+
+/*
+ * registry_set_grant grants (or revokes) privileges on a state to a role.
+ */
+void
+registry_set_grant(const StateDesc *desc, int slot, Oid role, uint8 privs,
+				   bool grant)
+{
+	RegistrySlot *s = &registry->slots[slot];
+	StateDesc  *d = &s->desc;
+	int			i;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (d->id != desc->id || s->dropping)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", NameStr(desc->name))));
+	}
+	for (i = 0; i < d->ngrants; i++)
+		if (d->grants[i].role == role)
+			break;
+
+	if (grant)
+	{
+		if (i == d->ngrants)
+		{
+			if (d->ngrants >= STATE_MAX_GRANTS)
+			{
+				LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("state \"%s\" has too many grants", NameStr(d->name)),
+						 errdetail("A state can be granted to at most %d roles.",
+								   STATE_MAX_GRANTS),
+						 errhint("Grant to a group role instead.")));
+			}
+			d->grants[i].role = role;
+			d->grants[i].privs = 0;
+			d->ngrants++;
+		}
+		d->grants[i].privs |= privs;
+	}
+	else if (i < d->ngrants)
+	{
+		d->grants[i].privs &= ~privs;
+		if (d->grants[i].privs == 0)
+		{
+			d->grants[i] = d->grants[d->ngrants - 1];
+			d->ngrants--;
+		}
+	}
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+static bool
+registry_is_owner(const StateDesc *desc, Oid user)
+{
+	return user == desc->owner || superuser_arg(user) ||
+		has_privs_of_role(user, desc->owner);
+}
+
+/*
+ * registry_check_access raises insufficient_privilege unless the current
+ * user owns the state (or is a member of its owner, or a superuser) or was
+ * granted all of "privs".
+ */
+void
+registry_check_access(const StateDesc *desc, uint8 privs)
+{
+	Oid			user = GetUserId();
+	uint8		have = 0;
+
+	if (user == desc->owner)
+		return;
+	if (registry_is_owner(desc, user))
+		return;
+	for (int i = 0; i < desc->ngrants; i++)
+		if (has_privs_of_role(user, desc->grants[i].role))
+			have |= desc->grants[i].privs;
+	if ((have & privs) != privs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for state \"%s\"", NameStr(desc->name)),
+				 errdetail("This needs %s access.",
+						   privs == STATE_PRIV_READ ? "read" :
+						   privs == STATE_PRIV_WRITE ? "write" : "read and write"),
+				 errhint("The owner can grant it with state.grant_access().")));
+}
+
+/* registry_check_owner raises insufficient_privilege unless owner. */
+void
+registry_check_owner(const StateDesc *desc)
+{
+	if (!registry_is_owner(desc, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of state \"%s\"", NameStr(desc->name))));
+}
+
+/*
+ * registry_alive tells whether the state with this id still holds its slot
+ * and is not being dropped.  Backends call it under their own data lock
+ * before they write, so a write cannot outlive a drop.
+ */
+bool
+registry_alive(int slot, uint32 id)
+{
+	volatile RegistrySlot *s = &registry->slots[slot];
+
+	return s->desc.id == id && !s->dropping;
+}
+
+void
+registry_add_usage(int slot, int64 entries, int64 bytes)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	if (entries != 0)
+		pg_atomic_fetch_add_u64(&s->entries, entries);
+	if (bytes != 0)
+		pg_atomic_fetch_add_u64(&s->bytes, bytes);
+}
+
+void
+registry_usage(int slot, int64 *entries, int64 *bytes)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	*entries = (int64) pg_atomic_read_u64(&s->entries);
+	*bytes = (int64) pg_atomic_read_u64(&s->bytes);
+}
+
+/*
+ * registry_list copies the descriptors of a database's states, sorted by
+ * name, into palloc'd arrays; returns how many.
+ */
+int
+registry_list(Oid dbid, StateDesc **descs, int **slots)
+{
+	int			n = 0;
+
+	state_backend_check_loaded();
+	*descs = palloc(sizeof(StateDesc) * registry->nslots);
+	*slots = palloc(sizeof(int) * registry->nslots);
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && s->desc.dbid == dbid)
+		{
+			(*descs)[n] = s->desc;
+			(*slots)[n] = i;
+			n++;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+
+	/* Insertion sort by name: a database holds few states. */
+	for (int i = 1; i < n; i++)
+	{
+		for (int j = i; j > 0 &&
+			 strcmp(NameStr((*descs)[j - 1].name), NameStr((*descs)[j].name)) > 0; j--)
+		{
+			StateDesc	td = (*descs)[j];
+			int			ts = (*slots)[j];
+
+			(*descs)[j] = (*descs)[j - 1];
+			(*slots)[j] = (*slots)[j - 1];
+			(*descs)[j - 1] = td;
+			(*slots)[j - 1] = ts;
+		}
+	}
+	return n;
+}

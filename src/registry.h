@@ -1,0 +1,30 @@
+/*
+ * registry.h
+ *		State descriptors per database: create, resolve by name, drop,
+ *		owners and grants, and each state's usage counters.
+ */
+#ifndef REGISTRY_H
+#define REGISTRY_H
+
+#include "state_backend.h"
+
+extern Size registry_shmem_size(void);
+extern void registry_shmem_init(void);
+
+extern uint64 registry_version(void);
+extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
+extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
+extern void registry_create(StateDesc *desc);
+extern void registry_drop(const StateDesc *desc, int slot);
+extern void registry_drop_database(Oid dbid);
+extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
+							   uint8 privs, bool grant);
+extern void registry_check_access(const StateDesc *desc, uint8 privs);
+extern void registry_check_owner(const StateDesc *desc);
+
+extern bool registry_alive(int slot, uint32 id);
+extern void registry_add_usage(int slot, int64 entries, int64 bytes);
+extern void registry_usage(int slot, int64 *entries, int64 *bytes);
+extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);
+
+#endif							/* REGISTRY_H */

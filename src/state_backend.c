@@ -1,0 +1,152 @@
+/*
+ * state_backend.c
+ *		Entry point of the library: _PG_init, the shared memory hooks and the
+ *		check that the library was preloaded.
+ *
+ * The shared structures are defined by their owners (registry.c,
+ * heap_backend.c); this file only sizes and initialises them at the right
+ * moments, and starts the state worker (worker.c).
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+
+#include "heap_backend.h"
+#include "registry.h"
+#include "state_backend.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Set once the library was loaded by shared_preload_libraries. */
+static bool loaded_at_startup = false;
+
+static LWLockPadded *state_backend_locks = NULL;
+
+static void
+state_backend_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(add_size(registry_shmem_size(), heap_shmem_size()));
+	RequestNamedLWLockTranche("state_backend", STATE_BACKEND_NUM_LOCKS);
+}
+
+static void
+state_backend_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	state_backend_locks = GetNamedLWLockTranche("state_backend");
+	registry_shmem_init();
+	heap_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	loaded_at_startup = true;
+	state_backend_define_gucs();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = state_backend_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = state_backend_shmem_startup;
+
+	state_worker_register();
+}
+
+/* state_backend_lock returns the n-th lock of the extension's tranche. */
+LWLock *
+state_backend_lock(int n)
+{
+	Assert(n >= 0 && n < STATE_BACKEND_NUM_LOCKS);
+	return &state_backend_locks[n].lock;
+}
+
+/*
+ * state_backend_check_loaded raises an error unless the library was
+ * preloaded: without that there is no shared memory to keep state in.
+ */
+void
+state_backend_check_loaded(void)
+{
+	if (!loaded_at_startup)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("state_backend must be loaded via shared_preload_libraries"),
+				 errhint("Add 'state_backend' to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+PG_FUNCTION_INFO_V1(state_require_preload);
+
+/* The install script calls this so CREATE EXTENSION fails early. */
+Datum
+state_require_preload(PG_FUNCTION_ARGS)
+{
+	state_backend_check_loaded();
+	PG_RETURN_VOID();
+}
+
+const char *
+state_kind_name(StateKind kind)
+{
+	switch (kind)
+	{
+		case STATE_KIND_VALUE:
+			return "value";
+		case STATE_KIND_LIST:
+			return "list";
+		case STATE_KIND_MAP:
+			return "map";
+		case STATE_KIND_REDUCING:
+			return "reducing";
+	}
+	return "unknown";
+}
+
+const char *
+state_backend_name(StateBackendId backend)
+{
+	switch (backend)
+	{
+		case STATE_BACKEND_MEMORY:
+			return "memory";
+		case STATE_BACKEND_FILESYSTEM:
+			return "filesystem";
+		case STATE_BACKEND_ROCKSDB:
+			return "rocksdb";
+	}
+	return "unknown";
+}
+
+const char *
+state_reducer_name(StateReducer reducer)
+{
+	switch (reducer)
+	{
+		case STATE_REDUCER_NONE:
+			return NULL;
+		case STATE_REDUCER_SUM:
+			return "sum";
+		case STATE_REDUCER_MIN:
+			return "min";
+		case STATE_REDUCER_MAX:
+			return "max";
+	}
+	return NULL;
+}

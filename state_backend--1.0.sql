@@ -1,0 +1,166 @@
+/* state_backend--1.0.sql: the SQL contract of the extension (schema "state"). */
+
+\echo Use "CREATE EXTENSION state_backend" to load this file. \quit
+
+-- Refuse to install unless the library was preloaded: the state lives in
+-- shared memory that only shared_preload_libraries can reserve.
+CREATE FUNCTION state._require_preload() RETURNS void
+	AS 'MODULE_PATHNAME', 'state_require_preload' LANGUAGE C STRICT;
+SELECT state._require_preload();
+
+/*
+ * Keys, map keys and values are typed by the state, not by the signature.
+ * Each free position is polymorphic ("anycompatible" or "any"), with an
+ * overload that has "text" in that position, so that an untyped literal or
+ * an untyped bind parameter (OID 0, as drivers send strings) is accepted and
+ * read with the state's declared type's input function.  Getters take a
+ * default whose type fixes the result type.  All overloads of one function
+ * share one C entry point.
+ */
+
+---------------------------------------------------------------- states
+
+CREATE FUNCTION state.create_state(
+	name text,
+	kind text,
+	key_type regtype DEFAULT 'text',
+	value_type regtype DEFAULT 'jsonb',
+	backend text DEFAULT NULL,
+	map_key_type regtype DEFAULT 'text',
+	reducer text DEFAULT NULL,
+	ttl interval DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
+RETURNS void AS 'MODULE_PATHNAME', 'state_drop_state' LANGUAGE C STRICT;
+
+CREATE FUNCTION state._states(
+	OUT name text, OUT kind text, OUT backend text,
+	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
+	OUT reducer text, OUT ttl interval, OUT owner regrole,
+	OUT entries bigint, OUT bytes bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
+
+CREATE VIEW state.states AS SELECT * FROM state._states();
+
+CREATE FUNCTION state.clear(name text, key anycompatible)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_clear' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.truncate(name text)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_truncate' LANGUAGE C STRICT;
+
+CREATE FUNCTION state.keys(name text, "default" anyelement)
+RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.keys(name text, "default" text)
+RETURNS SETOF text AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.key_group(name text, key anycompatible)
+RETURNS integer AS 'MODULE_PATHNAME', 'state_key_group' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.grant_access(name text, role regrole, privilege text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_grant_access' LANGUAGE C STRICT;
+CREATE FUNCTION state.revoke_access(name text, role regrole, privilege text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_revoke_access' LANGUAGE C STRICT;
+
+---------------------------------------------------------------- ValueState
+
+CREATE FUNCTION state.value_set(name text, key anycompatible, value anyelement)
+RETURNS void AS 'MODULE_PATHNAME', 'state_value_set' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.value_set(name text, key anycompatible, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_value_set' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.value_get(name text, key anycompatible, "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_value_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.value_get(name text, key anycompatible, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_value_get' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- ListState
+
+CREATE FUNCTION state.list_add(name text, key anycompatible, value anyelement)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_add' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.list_add(name text, key anycompatible, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_add' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.list_add_all(name text, key anycompatible, "values" anyarray)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_add_all' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.list_add_all(name text, key anycompatible, "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_add_all' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.list_update(name text, key anycompatible, "values" anyarray)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_update' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.list_update(name text, key anycompatible, "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_list_update' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.list_get(name text, key anycompatible, "default" anyarray)
+RETURNS anyarray AS 'MODULE_PATHNAME', 'state_list_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.list_get(name text, key anycompatible, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_list_get' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.list_length(name text, key anycompatible)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_list_length' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- MapState
+
+CREATE FUNCTION state.map_put(name text, key anycompatible, map_key "any", value "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put(name text, key anycompatible, map_key text, value "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put(name text, key anycompatible, map_key "any", value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put(name text, key anycompatible, map_key text, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.map_put_all(name text, key anycompatible, map_keys "any", "values" "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put_all' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put_all(name text, key anycompatible, map_keys text, "values" "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put_all' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put_all(name text, key anycompatible, map_keys "any", "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put_all' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_put_all(name text, key anycompatible, map_keys text, "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_map_put_all' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.map_get(name text, key anycompatible, map_key "any", "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_map_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_get(name text, key anycompatible, map_key text, "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_map_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_get(name text, key anycompatible, map_key "any", "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_map_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_get(name text, key anycompatible, map_key text, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_map_get' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.map_remove(name text, key anycompatible, map_key "any")
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_remove' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_remove(name text, key anycompatible, map_key text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_remove' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.map_contains(name text, key anycompatible, map_key "any")
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_contains' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_contains(name text, key anycompatible, map_key text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_contains' LANGUAGE C CALLED ON NULL INPUT;
+
+-- key is "any" here: anycompatible is taken by value_default.
+CREATE FUNCTION state.map_entries(name text, key "any", key_default anyelement, value_default anycompatible)
+RETURNS TABLE(map_key anyelement, value anycompatible)
+AS 'MODULE_PATHNAME', 'state_map_entries' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_entries(name text, key text, key_default anyelement, value_default anycompatible)
+RETURNS TABLE(map_key anyelement, value anycompatible)
+AS 'MODULE_PATHNAME', 'state_map_entries' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.map_size(name text, key anycompatible)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_map_size' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.map_is_empty(name text, key anycompatible)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_is_empty' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- ReducingState
+
+CREATE FUNCTION state.reduce(name text, key anycompatible, value anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.reduce(name text, key anycompatible, value text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- privileges
+
+-- Every role may use the functions; each call checks the state's owner and
+-- grants.  The internal helpers are not for direct use.
+REVOKE ALL ON FUNCTION state._require_preload() FROM PUBLIC;
+GRANT USAGE ON SCHEMA state TO PUBLIC;
