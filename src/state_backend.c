@@ -9,6 +9,11 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -29,6 +34,11 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool loaded_at_startup = false;
 
 static LWLockPadded *state_backend_locks = NULL;
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* A database whose states go when the dropping transaction commits. */
+static Oid	pending_drop_dbid = InvalidOid;
 
 static void
 state_backend_shmem_request(void)
@@ -53,6 +63,50 @@ state_backend_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/*
+ * DROP EXTENSION state_backend drops the database's states, and DROP
+ * DATABASE frees them.  The drop is noted here and carried out just before
+ * the dropping transaction commits, so a drop that fails or is rolled back
+ * leaves the states alone.
+ */
+static void
+state_backend_object_access(ObjectAccessType access, Oid classId,
+							Oid objectId, int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP)
+		return;
+	if (classId == DatabaseRelationId)
+		pending_drop_dbid = objectId;
+	else if (classId == ExtensionRelationId &&
+			 objectId == get_extension_oid("state_backend", true))
+		pending_drop_dbid = MyDatabaseId;
+}
+
+static void
+state_backend_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (OidIsValid(pending_drop_dbid))
+			{
+				Oid			dbid = pending_drop_dbid;
+
+				pending_drop_dbid = InvalidOid;
+				registry_drop_database(dbid);
+			}
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pending_drop_dbid = InvalidOid;
+			break;
+		default:
+			break;
+	}
+}
+
 void
 _PG_init(void)
 {
@@ -66,6 +120,10 @@ _PG_init(void)
 	shmem_request_hook = state_backend_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = state_backend_shmem_startup;
+
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = state_backend_object_access;
+	RegisterXactCallback(state_backend_xact_callback, NULL);
 
 	state_worker_register();
 }
