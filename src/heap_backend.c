@@ -5,10 +5,16 @@
  *
  * The table is keyed by (state id, key image).  It is split into
  * HEAP_PARTITIONS partitions by the entry hash, each with its own LWLock and
- * its own bucket array, which doubles when the partition fills up.  An entry
- * is one DSA chunk holding its key and its value image; list and map states
- * keep all of a key's elements in that one value image, with spare capacity
- * so appends are amortised.  The area is bounded by
+ * its own open-addressing slot array (linear probing, at most 3/4 full,
+ * doubled when it fills up).  A slot holds a DSA pointer to an entry, with
+ * a 14-bit tag of the entry's hash in bits that a 64-bit DSA pointer never
+ * uses (10 bits of segment number and 40 of offset leave the top 14 free),
+ * so a lookup reads the slots and then only the entry it is after: on a
+ * table far bigger than the CPU caches that is two cache misses.
+ *
+ * An entry is one DSA chunk holding its key and its value image; list and
+ * map states keep all of a key's elements in that one value image, with
+ * spare capacity so appends are amortised.  The area is bounded by
  * state_backend.memory_limit: an allocation past it fails the write with
  * program_limit_exceeded and leaves the table as it was.
  *
@@ -28,17 +34,22 @@
 #include "keyed_backend.h"
 #include "registry.h"
 
-#define HEAP_INITIAL_BUCKETS	64
-#define HEAP_MAX_BUCKETS		(1U << 24)
+#define HEAP_INITIAL_SLOTS		64
+#define HEAP_MAX_SLOTS			(1U << 25)
 #define HEAP_AREA_TRANCHE_NAME	"state_backend_area"
 
 /* Map images: records of [mkeylen][vallen][mkey][value]; NULL values: */
 #define MAP_NULL_VALUE			PG_UINT32_MAX
 #define MAP_REC_HDR				(2 * sizeof(uint32))
 
+/* Slot tags: see the file header. */
+#define SLOT_TAG_SHIFT			50
+#define SLOT_TAG_MASK			(((dsa_pointer) 0x3FFF) << SLOT_TAG_SHIFT)
+
+StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers");
+
 typedef struct HeapEntry
 {
-	dsa_pointer next;			/* next entry in the bucket chain */
 	uint32		hash;			/* heap_entry_hash() */
 	uint32		state_id;
 	uint32		key_len;
@@ -55,8 +66,8 @@ typedef struct HeapEntry
 
 typedef struct HeapPartition
 {
-	dsa_pointer buckets;		/* dsa_pointer[nbuckets] */
-	uint32		nbuckets;		/* a power of two */
+	dsa_pointer slots;			/* dsa_pointer[nslots], tagged; 0 = empty */
+	uint32		nslots;			/* a power of two */
 	uint32		nentries;
 } HeapPartition;
 
@@ -125,8 +136,8 @@ heap_area_attach(void)
 		{
 			HeapPartition *part = &heap_shared->parts[i];
 
-			part->buckets = dsa_allocate0(area, sizeof(dsa_pointer) * HEAP_INITIAL_BUCKETS);
-			part->nbuckets = HEAP_INITIAL_BUCKETS;
+			part->slots = dsa_allocate0(area, sizeof(dsa_pointer) * HEAP_INITIAL_SLOTS);
+			part->nslots = HEAP_INITIAL_SLOTS;
 			part->nentries = 0;
 		}
 		heap_shared->area_handle = dsa_get_handle(area);
@@ -167,45 +178,76 @@ heap_partition_lock(uint32 hash)
 	return state_backend_lock(hash % HEAP_PARTITIONS);
 }
 
-static inline dsa_pointer *
-heap_bucket(HeapPartition *part, uint32 hash)
+static inline dsa_pointer
+slot_tag(uint32 hash)
 {
-	dsa_pointer *buckets = dsa_get_address(heap_area, part->buckets);
+	return ((dsa_pointer) (murmurhash32(hash) >> 18)) << SLOT_TAG_SHIFT;
+}
 
-	return &buckets[(hash / HEAP_PARTITIONS) & (part->nbuckets - 1)];
+static inline dsa_pointer
+slot_make(dsa_pointer p, uint32 hash)
+{
+	return p | slot_tag(hash);
+}
+
+static inline dsa_pointer
+slot_ptr(dsa_pointer slot)
+{
+	return slot & ~SLOT_TAG_MASK;
+}
+
+static inline uint32
+slot_home(uint32 hash, uint32 nslots)
+{
+	return (hash / HEAP_PARTITIONS) & (nslots - 1);
+}
+
+static inline HeapEntry *
+slot_entry(dsa_pointer slot)
+{
+	return (HeapEntry *) dsa_get_address(heap_area, slot_ptr(slot));
 }
 
 /*
- * heap_find returns the entry of a key, or NULL.  *link is set to the
- * pointer that references the entry (or would reference a new one), so the
- * caller can replace or unlink it.  The caller holds the partition lock.
+ * heap_find returns the entry of a key, or NULL.  *slotp is set to the slot
+ * that holds the entry, or to the empty slot where it would go, so the
+ * caller can replace, remove or insert.  The caller holds the partition
+ * lock.
  */
 static HeapEntry *
 heap_find(uint32 state_id, const StateKey *key, uint32 hash,
-		  dsa_pointer **link, dsa_pointer *found_ptr)
+		  dsa_pointer **slotp, dsa_pointer *found_ptr)
 {
 	HeapPartition *part = heap_partition(hash);
-	dsa_pointer *l = heap_bucket(part, hash);
+	dsa_pointer *slots = dsa_get_address(heap_area, part->slots);
+	uint32		mask = part->nslots - 1;
+	dsa_pointer tag = slot_tag(hash);
 
-	while (DsaPointerIsValid(*l))
+	for (uint32 i = slot_home(hash, part->nslots);; i = (i + 1) & mask)
 	{
-		HeapEntry  *e = dsa_get_address(heap_area, *l);
+		dsa_pointer s = slots[i];
+		HeapEntry  *e;
 
+		if (s == InvalidDsaPointer)
+		{
+			if (slotp)
+				*slotp = &slots[i];
+			return NULL;
+		}
+		if ((s & SLOT_TAG_MASK) != tag)
+			continue;
+		e = slot_entry(s);
 		if (e->hash == hash && e->state_id == state_id &&
 			e->key_len == key->len &&
 			memcmp(ENTRY_KEY(e), key->data, key->len) == 0)
 		{
-			if (link)
-				*link = l;
+			if (slotp)
+				*slotp = &slots[i];
 			if (found_ptr)
-				*found_ptr = *l;
+				*found_ptr = slot_ptr(s);
 			return e;
 		}
-		l = &e->next;
 	}
-	if (link)
-		*link = heap_bucket(part, hash);
-	return NULL;
 }
 
 static void
@@ -229,6 +271,17 @@ heap_check_size(const StateTarget *st, Size keylen, Size vallen)
 				 errdetail("A key's state may hold at most 1 GB.")));
 }
 
+static void
+heap_out_of_memory(const StateTarget *st)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("out of state memory"),
+			 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
+					   state_backend_memory_limit_kb, NameStr(st->desc->name)),
+			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
+}
+
 /*
  * heap_alloc allocates an entry for a key with room for "cap" value bytes,
  * or raises program_limit_exceeded when the area is at its limit.  Nothing
@@ -237,22 +290,14 @@ heap_check_size(const StateTarget *st, Size keylen, Size vallen)
 static dsa_pointer
 heap_alloc(const StateTarget *st, const StateKey *key, uint32 hash, Size cap)
 {
-	Size		size;
 	dsa_pointer p;
 	HeapEntry  *e;
 
 	heap_check_size(st, key->len, cap);
-	size = ENTRY_SIZE(key->len, cap);
-	p = dsa_allocate_extended(heap_area, size, DSA_ALLOC_NO_OOM);
+	p = dsa_allocate_extended(heap_area, ENTRY_SIZE(key->len, cap), DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("out of state memory"),
-				 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
-						   state_backend_memory_limit_kb, NameStr(st->desc->name)),
-				 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
+		heap_out_of_memory(st);
 	e = dsa_get_address(heap_area, p);
-	e->next = InvalidDsaPointer;
 	e->hash = hash;
 	e->state_id = st->desc->id;
 	e->key_len = key->len;
@@ -264,57 +309,60 @@ heap_alloc(const StateTarget *st, const StateKey *key, uint32 hash, Size cap)
 	return p;
 }
 
-/*
- * heap_grow doubles a partition's bucket array when its chains get long.
- * If the area has no room, the table simply keeps its longer chains.
- */
+/* Put a tagged slot value at the first empty slot from its home. */
 static void
-heap_grow(HeapPartition *part)
+slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
 {
-	uint32		newn = part->nbuckets * 2;
-	dsa_pointer newp;
-	dsa_pointer *oldb;
-	dsa_pointer *newb;
+	uint32		mask = nslots - 1;
+	uint32		i = slot_home(slot_entry(s)->hash, nslots);
 
-	if (part->nentries <= part->nbuckets * 2 || newn > HEAP_MAX_BUCKETS)
-		return;
-	newp = dsa_allocate_extended(heap_area, sizeof(dsa_pointer) * newn,
-								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO);
-	if (!DsaPointerIsValid(newp))
-		return;
-	oldb = dsa_get_address(heap_area, part->buckets);
-	newb = dsa_get_address(heap_area, newp);
-	for (uint32 i = 0; i < part->nbuckets; i++)
-	{
-		dsa_pointer p = oldb[i];
-
-		while (DsaPointerIsValid(p))
-		{
-			HeapEntry  *e = dsa_get_address(heap_area, p);
-			dsa_pointer next = e->next;
-			uint32		b = (e->hash / HEAP_PARTITIONS) & (newn - 1);
-
-			e->next = newb[b];
-			newb[b] = p;
-			p = next;
-		}
-	}
-	dsa_free(heap_area, part->buckets);
-	part->buckets = newp;
-	part->nbuckets = newn;
+	while (slots[i] != InvalidDsaPointer)
+		i = (i + 1) & mask;
+	slots[i] = s;
 }
 
-/* Link a new entry in place of *link's entry (or at the chain's head). */
+/*
+ * heap_make_room doubles a partition's slot array once it is 3/4 full.  If
+ * the area has no room for a bigger array the partition fills further, up
+ * to 15/16, and heap_link refuses inserts past that.
+ */
 static void
-heap_link(const StateTarget *st, uint32 hash, dsa_pointer *link,
+heap_make_room(HeapPartition *part)
+{
+	uint32		newn = part->nslots * 2;
+	dsa_pointer newp;
+	dsa_pointer *olds;
+	dsa_pointer *news;
+
+	if (part->nentries + 1 <= part->nslots / 4 * 3 || newn > HEAP_MAX_SLOTS)
+		return;
+	newp = dsa_allocate_extended(heap_area, sizeof(dsa_pointer) * newn,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(newp))
+		return;
+	olds = dsa_get_address(heap_area, part->slots);
+	news = dsa_get_address(heap_area, newp);
+	for (uint32 i = 0; i < part->nslots; i++)
+		if (olds[i] != InvalidDsaPointer)
+			slots_insert(news, newn, olds[i]);
+	dsa_free(heap_area, part->slots);
+	part->slots = newp;
+	part->nslots = newn;
+}
+
+/*
+ * heap_link puts a new entry in the slot found by heap_find: in place of
+ * the old entry of the key (freed), or in the empty slot.
+ */
+static void
+heap_link(const StateTarget *st, uint32 hash, dsa_pointer *slot,
 		  dsa_pointer newp, HeapEntry *old, dsa_pointer oldp)
 {
 	HeapEntry  *e = dsa_get_address(heap_area, newp);
 
 	if (old != NULL)
 	{
-		e->next = old->next;
-		*link = newp;
+		*slot = slot_make(newp, hash);
 		registry_add_usage(st->slot, 0,
 						   (int64) ENTRY_SIZE(e->key_len, e->val_cap) -
 						   (int64) ENTRY_SIZE(old->key_len, old->val_cap));
@@ -324,21 +372,48 @@ heap_link(const StateTarget *st, uint32 hash, dsa_pointer *link,
 	{
 		HeapPartition *part = heap_partition(hash);
 
-		e->next = *link;
-		*link = newp;
+		if (part->nentries + 1 > part->nslots - part->nslots / 16)
+		{
+			dsa_free(heap_area, newp);
+			heap_out_of_memory(st);
+		}
+		*slot = slot_make(newp, hash);
 		part->nentries++;
 		registry_add_usage(st->slot, 1, (int64) ENTRY_SIZE(e->key_len, e->val_cap));
-		heap_grow(part);
+	}
+}
+
+/*
+ * slots_remove empties a slot and re-seats the rest of its cluster, so
+ * every entry stays reachable from its home slot (linear probing without
+ * tombstones).
+ */
+static void
+slots_remove(HeapPartition *part, dsa_pointer *slot)
+{
+	dsa_pointer *slots = dsa_get_address(heap_area, part->slots);
+	uint32		mask = part->nslots - 1;
+	uint32		i = (uint32) (slot - slots);
+
+	slots[i] = InvalidDsaPointer;
+	for (i = (i + 1) & mask; slots[i] != InvalidDsaPointer; i = (i + 1) & mask)
+	{
+		dsa_pointer s = slots[i];
+
+		slots[i] = InvalidDsaPointer;
+		slots_insert(slots, part->nslots, s);
 	}
 }
 
 static void
-heap_unlink(const StateTarget *st, uint32 hash, dsa_pointer *link,
+heap_unlink(const StateTarget *st, uint32 hash, dsa_pointer *slot,
 			HeapEntry *e, dsa_pointer p)
 {
-	*link = e->next;
-	heap_partition(hash)->nentries--;
+	HeapPartition *part = heap_partition(hash);
+
 	registry_add_usage(st->slot, -1, -(int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	slots_remove(part, slot);
+	part->nentries--;
 	dsa_free(heap_area, p);
 }
 
@@ -353,10 +428,12 @@ heap_store(const StateTarget *st, const StateKey *key, uint32 hash,
 {
 	dsa_pointer *link;
 	dsa_pointer oldp = InvalidDsaPointer;
-	HeapEntry  *e = heap_find(st->desc->id, key, hash, &link, &oldp);
+	HeapEntry  *e;
 	dsa_pointer newp;
 	HeapEntry  *ne;
 
+	heap_make_room(heap_partition(hash));
+	e = heap_find(st->desc->id, key, hash, &link, &oldp);
 	if (e != NULL && e->val_cap >= len && e->val_cap <= 2 * (Size) len + 64)
 	{
 		memcpy(ENTRY_VAL(e), value, len);
@@ -430,12 +507,15 @@ heap_reserve(const StateTarget *st, const StateKey *key, uint32 hash, uint32 ext
 {
 	dsa_pointer *link;
 	dsa_pointer oldp = InvalidDsaPointer;
-	HeapEntry  *e = heap_find(st->desc->id, key, hash, &link, &oldp);
-	Size		need = (e ? (Size) e->val_len : 0) + extra;
+	HeapEntry  *e;
+	Size		need;
 	Size		cap;
 	dsa_pointer newp;
 	HeapEntry  *ne;
 
+	heap_make_room(heap_partition(hash));
+	e = heap_find(st->desc->id, key, hash, &link, &oldp);
+	need = (e ? (Size) e->val_len : 0) + extra;
 	if (e != NULL && e->val_cap >= need)
 		return e;
 	heap_check_size(st, key->len, need);
@@ -706,26 +786,25 @@ heap_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 	{
 		HeapPartition *part = &heap_shared->parts[i];
 		LWLock	   *lock = state_backend_lock(i);
-		dsa_pointer *buckets;
+		dsa_pointer *slots;
 		int			off = 0;
 
 		resetStringInfo(&buf);
 		LWLockAcquire(lock, LW_SHARED);
-		buckets = dsa_get_address(heap_area, part->buckets);
-		for (uint32 b = 0; b < part->nbuckets; b++)
+		slots = dsa_get_address(heap_area, part->slots);
+		for (uint32 b = 0; b < part->nslots; b++)
 		{
-			for (dsa_pointer p = buckets[b]; DsaPointerIsValid(p);)
-			{
-				HeapEntry  *e = dsa_get_address(heap_area, p);
+			HeapEntry  *e;
 
-				if (e->state_id == st->desc->id &&
-					(key_group < 0 || e->key_group == key_group))
-				{
-					appendBinaryStringInfo(&buf, (char *) &e->key_len, sizeof(uint32));
-					appendBinaryStringInfo(&buf, (char *) &e->val_len, sizeof(uint32));
-					appendBinaryStringInfo(&buf, ENTRY_KEY(e), e->key_len + e->val_len);
-				}
-				p = e->next;
+			if (slots[b] == InvalidDsaPointer)
+				continue;
+			e = slot_entry(slots[b]);
+			if (e->state_id == st->desc->id &&
+				(key_group < 0 || e->key_group == key_group))
+			{
+				appendBinaryStringInfo(&buf, (char *) &e->key_len, sizeof(uint32));
+				appendBinaryStringInfo(&buf, (char *) &e->val_len, sizeof(uint32));
+				appendBinaryStringInfo(&buf, ENTRY_KEY(e), e->key_len + e->val_len);
 			}
 		}
 		LWLockRelease(lock);
@@ -745,6 +824,11 @@ heap_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 	pfree(buf.data);
 }
 
+/*
+ * heap_truncate removes every entry of a state.  Each partition's slots are
+ * cleared first, then the entries that remain are re-seated, which keeps
+ * one pass per partition however many entries go.
+ */
 static int64
 heap_truncate(const StateTarget *st)
 {
@@ -755,29 +839,47 @@ heap_truncate(const StateTarget *st)
 	{
 		HeapPartition *part = &heap_shared->parts[i];
 		LWLock	   *lock = state_backend_lock(i);
-		dsa_pointer *buckets;
+		dsa_pointer *slots;
+		int64		n = 0;
+		int64		bytes = 0;
+		uint32		start;
 
 		LWLockAcquire(lock, LW_EXCLUSIVE);
-		buckets = dsa_get_address(heap_area, part->buckets);
-		for (uint32 b = 0; b < part->nbuckets; b++)
+		slots = dsa_get_address(heap_area, part->slots);
+		for (uint32 b = 0; b < part->nslots; b++)
 		{
-			dsa_pointer *link = &buckets[b];
+			HeapEntry  *e;
 
-			while (DsaPointerIsValid(*link))
+			if (slots[b] == InvalidDsaPointer)
+				continue;
+			e = slot_entry(slots[b]);
+			if (e->state_id != st->desc->id)
+				continue;
+			bytes += ENTRY_SIZE(e->key_len, e->val_cap);
+			dsa_free(heap_area, slot_ptr(slots[b]));
+			slots[b] = InvalidDsaPointer;
+			n++;
+		}
+		if (n > 0)
+		{
+			/* Re-seat the survivors, starting after an empty slot. */
+			for (start = 0; slots[start] != InvalidDsaPointer; start++)
+				;
+			for (uint32 k = 1; k <= part->nslots; k++)
 			{
-				dsa_pointer p = *link;
-				HeapEntry  *e = dsa_get_address(heap_area, p);
+				uint32		b = (start + k) & (part->nslots - 1);
+				dsa_pointer s = slots[b];
 
-				if (e->state_id == st->desc->id)
-				{
-					heap_unlink(st, e->hash, link, e, p);
-					removed++;
-				}
-				else
-					link = &e->next;
+				if (s == InvalidDsaPointer)
+					continue;
+				slots[b] = InvalidDsaPointer;
+				slots_insert(slots, part->nslots, s);
 			}
+			part->nentries -= n;
+			registry_add_usage(st->slot, -n, -bytes);
 		}
 		LWLockRelease(lock);
+		removed += n;
 	}
 	return removed;
 }
