@@ -13,6 +13,7 @@ OBJS = \
 	src/registry.o \
 	src/codec.o \
 	src/key_group.o \
+	src/keyed_backend.o \
 	src/heap_backend.o \
 	src/sql_common.o \
 	src/sql_state.o \

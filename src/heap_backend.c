@@ -906,24 +906,3 @@ const KeyedStateBackend heap_keyed_backend = {
 	.truncate = heap_truncate,
 	.size = heap_size,
 };
-
-/*
- * keyed_backend_for returns the implementation behind a backend name.  The
- * memory and filesystem backends differ only in where snapshots go.
- */
-const KeyedStateBackend *
-keyed_backend_for(StateBackendId backend)
-{
-	switch (backend)
-	{
-		case STATE_BACKEND_MEMORY:
-		case STATE_BACKEND_FILESYSTEM:
-			return &heap_keyed_backend;
-		case STATE_BACKEND_ROCKSDB:
-			break;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("the rocksdb state backend is not available in this build")));
-	return NULL;
-}
