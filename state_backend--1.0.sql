@@ -164,3 +164,4 @@ RETURNS text AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPU
 -- grants.  The internal helpers are not for direct use.
 REVOKE ALL ON FUNCTION state._require_preload() FROM PUBLIC;
 GRANT USAGE ON SCHEMA state TO PUBLIC;
+GRANT SELECT ON state.states TO PUBLIC;

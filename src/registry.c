@@ -289,6 +289,70 @@ registry_drop_database(Oid dbid)
 }
 
 /*
+ * registry_check_type_unused raises dependent_objects_still_exist when a
+ * state of the current database holds values or keys of a type, so that
+ * the type cannot be dropped from under it.
+ */
+void
+registry_check_type_unused(Oid type)
+{
+	NameData	holder;
+	bool		used = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !used; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		if (d->id != 0 && d->dbid == MyDatabaseId &&
+			(d->key_type == type || d->value_type == type || d->map_key_type == type))
+		{
+			holder = d->name;
+			used = true;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	if (used)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop type %s because state \"%s\" uses it",
+						format_type_be(type), NameStr(holder)),
+				 errhint("Drop the state first with state.drop_state().")));
+}
+
+/*
+ * registry_check_role_unused raises dependent_objects_still_exist when a
+ * role owns a state or holds a grant on one, in any database.
+ */
+void
+registry_check_role_unused(Oid role)
+{
+	NameData	holder;
+	bool		used = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !used; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		if (d->id == 0)
+			continue;
+		used = d->owner == role;
+		for (int g = 0; g < d->ngrants && !used; g++)
+			used = d->grants[g].role == role;
+		if (used)
+			holder = d->name;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	if (used)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("role \"%s\" cannot be dropped because state \"%s\" depends on it",
+						GetUserNameFromId(role, false), NameStr(holder)),
+				 errhint("Drop the state, or revoke the role's access to it, first.")));
+}
+
+/*
  * registry_set_grant grants (or revokes) privileges on a state to a role.
  */
 void

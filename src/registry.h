@@ -17,6 +17,8 @@ extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern void registry_create(StateDesc *desc);
 extern void registry_drop(const StateDesc *desc, int slot);
 extern void registry_drop_database(Oid dbid);
+extern void registry_check_type_unused(Oid type);
+extern void registry_check_role_unused(Oid role);
 extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
 							   uint8 privs, bool grant);
 extern void registry_check_access(const StateDesc *desc, uint8 privs);

@@ -149,7 +149,7 @@ state_call_argtype(FunctionCallInfo fcinfo, int argno)
 
 static void
 coercion_build(StateCall *call, Coercion *co, Oid from, Oid to,
-			   CoercionContext context, const char *errfmt)
+			   CoercionContext context, StateArgRole role)
 {
 	Oid			funcid = InvalidOid;
 
@@ -184,11 +184,20 @@ coercion_build(StateCall *call, Coercion *co, Oid from, Oid to,
 					break;
 				}
 			case COERCION_PATH_NONE:
+				if (context == COERCION_IMPLICIT)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("state \"%s\" expects %s of type %s, not %s",
+									NameStr(call->desc.name), arg_role_names[role],
+									format_type_be(to), format_type_be(from)),
+							 errhint("Cast the argument to %s.", format_type_be(to))));
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg(errfmt, NameStr(call->desc.name),
-								format_type_be(to), format_type_be(from)),
-						 errhint("Cast the argument to the state's declared type.")));
+						 errmsg("state \"%s\" holds %s of type %s, which cannot be returned as %s",
+								NameStr(call->desc.name),
+								role == ARG_VALUE ? "values" : "keys",
+								format_type_be(from), format_type_be(to)),
+						 errhint("Pass a default of type %s.", format_type_be(from))));
 		}
 	}
 	co->ready = true;
@@ -230,13 +239,7 @@ state_call_coerce(StateCall *call, Datum value, Oid from, StateArgRole role)
 	TypeCodec  *target = &call->codecs[role];
 
 	if (!co->ready || co->from != from)
-	{
-		char		fmt[128];
-
-		snprintf(fmt, sizeof(fmt), "state \"%%s\" expects %s of type %%s, not %%s",
-				 arg_role_names[role]);
-		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, fmt);
-	}
+		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, role);
 	return coercion_apply(co, target, value);
 }
 
@@ -299,8 +302,7 @@ state_call_result_datum(StateCall *call, Datum value, Oid from,
 	if (!co->ready || co->from != from || target->typid != restype)
 	{
 		codec_init(target, restype, call->mcxt);
-		coercion_build(call, co, from, restype, COERCION_ASSIGNMENT,
-					   "state \"%s\" holds values of type %s, which cannot be returned as %s");
+		coercion_build(call, co, from, restype, COERCION_ASSIGNMENT, role);
 	}
 	return coercion_apply(co, target, value);
 }

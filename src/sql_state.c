@@ -285,6 +285,7 @@ typedef struct KeysContext
 	StateCall  *call;
 	ReturnSetInfo *rsinfo;
 	Oid			restype;
+	bool		rowtype;		/* result rows are the key's columns */
 } KeysContext;
 
 static void
@@ -292,12 +293,29 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 			 uint32 valuelen)
 {
 	KeysContext *ctx = arg;
+	TupleDesc	desc = ctx->rsinfo->setDesc;
 	Datum		d = codec_decode(&ctx->call->codecs[ARG_KEY], key, keylen);
 	bool		isnull = false;
 
 	d = state_call_result_datum(ctx->call, d, ctx->call->desc.key_type,
 								ARG_KEY, ctx->restype);
-	tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, &d, &isnull);
+	if (ctx->rowtype)
+	{
+		/* SETOF a composite type returns the key's columns. */
+		HeapTupleHeader th = DatumGetHeapTupleHeader(d);
+		HeapTupleData tuple;
+		Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+		tuple.t_len = HeapTupleHeaderGetDatumLength(th);
+		ItemPointerSetInvalid(&tuple.t_self);
+		tuple.t_tableOid = InvalidOid;
+		tuple.t_data = th;
+		heap_deform_tuple(&tuple, desc, values, nulls);
+		tuplestore_putvalues(ctx->rsinfo->setResult, desc, values, nulls);
+	}
+	else
+		tuplestore_putvalues(ctx->rsinfo->setResult, desc, &d, &isnull);
 }
 
 /* keys(name, default): every key of a state, in no particular order. */
@@ -311,6 +329,7 @@ state_keys(PG_FUNCTION_ARGS)
 	ctx.call = call;
 	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ctx.restype = get_fn_expr_rettype(fcinfo->flinfo);
+	ctx.rowtype = type_is_rowtype(ctx.restype);
 	call->backend->iterate(&call->target, -1, keys_collect, &ctx);
 	return (Datum) 0;
 }

@@ -11,8 +11,10 @@
 
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -64,8 +66,9 @@ state_backend_shmem_startup(void)
 }
 
 /*
- * DROP EXTENSION state_backend drops the database's states, and DROP
- * DATABASE frees them.  The drop is noted here and carried out just before
+ * A type that a state holds, or a role that owns a state or has access to
+ * one, cannot be dropped.  DROP EXTENSION
+ * state_backend drops the database's states, and DROP DATABASE frees them.  The drop is noted here and carried out just before
  * the dropping transaction commits, so a drop that fails or is rolled back
  * leaves the states alone.
  */
@@ -77,7 +80,11 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access != OAT_DROP)
 		return;
-	if (classId == DatabaseRelationId)
+	if (classId == TypeRelationId)
+		registry_check_type_unused(objectId);
+	else if (classId == AuthIdRelationId)
+		registry_check_role_unused(objectId);
+	else if (classId == DatabaseRelationId)
 		pending_drop_dbid = objectId;
 	else if (classId == ExtensionRelationId &&
 			 objectId == get_extension_oid("state_backend", true))
