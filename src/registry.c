@@ -261,14 +261,14 @@ registry_drop_slot(const StateDesc *desc, int slot)
 	return true;
 }
 
-/* registry_drop drops a resolved state of the current database. */
-void
+/*
+ * registry_drop drops a resolved state of the current database.  Returns
+ * false when another session dropped it first.
+ */
+bool
 registry_drop(const StateDesc *desc, int slot)
 {
-	if (!registry_drop_slot(desc, slot))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state \"%s\" does not exist", NameStr(desc->name))));
+	return registry_drop_slot(desc, slot);
 }
 
 /*

@@ -15,7 +15,7 @@ extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern void registry_create(StateDesc *desc);
-extern void registry_drop(const StateDesc *desc, int slot);
+extern bool registry_drop(const StateDesc *desc, int slot);
 extern void registry_drop_database(Oid dbid);
 extern void registry_check_type_unused(Oid type);
 extern void registry_check_role_unused(Oid role);

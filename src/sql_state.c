@@ -205,18 +205,19 @@ state_drop_state(PG_FUNCTION_ARGS)
 	StateDesc	desc;
 	int			slot;
 
-	if (!registry_lookup(name, &desc, &slot))
+	/* A concurrent drop between lookup and drop counts as "not there". */
+	if (registry_lookup(name, &desc, &slot))
 	{
-		if (!if_exists)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("state \"%s\" does not exist", name)));
-		ereport(NOTICE,
-				(errmsg("state \"%s\" does not exist, skipping", name)));
-		PG_RETURN_VOID();
+		registry_check_owner(&desc);
+		if (registry_drop(&desc, slot))
+			PG_RETURN_VOID();
 	}
-	registry_check_owner(&desc);
-	registry_drop(&desc, slot);
+	if (!if_exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", name)));
+	ereport(NOTICE,
+			(errmsg("state \"%s\" does not exist, skipping", name)));
 	PG_RETURN_VOID();
 }
 
