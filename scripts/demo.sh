@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# scripts/demo.sh: install state_backend, start a local PostgreSQL 15 server
+# that preloads it, and run a short SQL demo.
+#
+#   scripts/demo.sh          set up, start (or reuse) the server, run the demo
+#   scripts/demo.sh stop     stop the demo server
+#
+# Run as root or as a user with sudo.  The server runs as the `postgres` OS
+# user, listens only on a Unix socket in its directory, and keeps running
+# after the script ends.  Environment:
+#   PGPORT                   port number of the socket (default 5433)
+#   STATE_BACKEND_DEMO_DIR   server directory (default /var/tmp/state_backend_demo)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+DIR=${STATE_BACKEND_DEMO_DIR:-/var/tmp/state_backend_demo}
+PORT=${PGPORT:-5433}
+DATA=$DIR/data
+LOG=$DIR/server.log
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'demo.sh: %s\n' "$*" >&2; exit 1; }
+
+me=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+	as_root() { "$@"; }
+	as_pg() { (cd / && runuser -u postgres -- env HOME=/var/lib/postgresql "$@"); }
+	if command -v sudo >/dev/null 2>&1; then PFX="sudo -u postgres "; else PFX="runuser -u postgres -- "; fi
+elif [ "$me" = postgres ]; then
+	as_root() { sudo "$@"; }
+	as_pg() { "$@"; }
+	PFX=""
+else
+	command -v sudo >/dev/null 2>&1 || die "run as root, or install sudo"
+	as_root() { sudo "$@"; }
+	as_pg() { (cd / && sudo -u postgres -H "$@"); }
+	PFX="sudo -u postgres "
+fi
+
+running() { as_pg "$PGBIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
+
+if [ "${1:-}" = stop ]; then
+	if as_pg test -f "$DATA/PG_VERSION" && running; then
+		as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop
+	else
+		log "no demo server running in $DATA"
+	fi
+	exit 0
+fi
+[ $# -eq 0 ] || die "usage: scripts/demo.sh [stop]"
+
+"$ROOT/scripts/setup.sh"
+
+getent passwd postgres >/dev/null || die "no postgres OS user (is postgresql-15 installed?)"
+LIB=$("$PGBIN/pg_config" --pkglibdir)/state_backend.so
+[ -f "$LIB" ] || die "$LIB is not installed"
+
+# The server directory: owned by postgres, mode 0700.  The socket lives here,
+# the data directory and the log below it.
+if [ ! -d "$DIR" ]; then
+	as_root install -d -o postgres -g postgres -m 0700 "$DIR"
+fi
+[ "$(stat -c %U "$DIR")" = postgres ] || die "$DIR exists and is not owned by postgres"
+
+if ! as_pg test -f "$DATA/PG_VERSION"; then
+	log "creating a server in $DATA"
+	as_pg "$PGBIN/initdb" -D "$DATA" -U postgres -E UTF8 --locale=C.UTF-8 \
+		--auth-local=peer --auth-host=scram-sha-256 --no-instructions >/dev/null
+	as_pg tee -a "$DATA/postgresql.conf" >/dev/null <<EOF
+
+# state_backend demo
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+shared_preload_libraries = 'state_backend'
+EOF
+fi
+
+start() {
+	log "starting the server (port $PORT, log $LOG)"
+	if ! as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -o "-p $PORT" -w -t 60 start >/dev/null; then
+		as_pg tail -n 30 "$LOG" >&2 || true
+		die "the server did not start; see $LOG"
+	fi
+	sha256sum "$LIB" | as_pg tee "$DIR/loaded_library.sha256" >/dev/null
+}
+
+if running; then
+	PORT=$(as_pg sed -n 4p "$DATA/postmaster.pid")
+	if ! sha256sum "$LIB" | as_pg cmp -s - "$DIR/loaded_library.sha256"; then
+		log "the installed library changed: restarting the server"
+		as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+		start
+	else
+		log "reusing the server already running in $DATA (port $PORT)"
+	fi
+else
+	start
+fi
+
+log "running the demo"
+as_pg "$PGBIN/psql" -X -q -e -v ON_ERROR_STOP=1 -P footer=off \
+	-h "$DIR" -p "$PORT" -d postgres -f - <<'SQL'
+\set ECHO none
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS state_backend;
+-- start from a clean slate, so that the demo can run again
+DO $$ BEGIN
+  PERFORM state.drop_state(n, if_exists => true)
+     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart']) AS n;
+END $$;
+RESET client_min_messages;
+\set ECHO queries
+
+\echo
+\echo '== ReducingState: a click counter per user (reducer sum)'
+SELECT state.create_state('clicks', 'reducing', value_type => 'bigint', reducer => 'sum');
+SELECT max(state.reduce('clicks', 'alice', 1)) AS alice FROM generate_series(1, 3);
+SELECT state.reduce('clicks', 'bob', 5) AS bob;
+SELECT u AS "user", state.value_get('clicks', u, 0::bigint) AS clicks
+  FROM unnest(ARRAY['alice', 'bob', 'carol']) AS u;
+\echo '-- not transactional, like nextval(): ROLLBACK does not undo a call'
+BEGIN;
+SELECT state.reduce('clicks', 'bob', 100) AS bob;
+ROLLBACK;
+SELECT state.value_get('clicks', 'bob', 0::bigint) AS bob;
+
+\echo
+\echo '== ValueState: jsonb values under integer keys'
+SELECT state.create_state('profile', 'value', key_type => 'int', value_type => 'jsonb');
+SELECT state.value_set('profile', 42, '{"name": "ada", "plan": "pro"}');
+SELECT state.value_get('profile', 42, NULL::jsonb) ->> 'name' AS name,
+       state.value_get('profile', 7, '{}'::jsonb) AS absent;
+\echo '-- keys are typed: a boolean key is refused'
+\set ON_ERROR_STOP 0
+SELECT state.value_get('profile', true, NULL::jsonb);
+\set ON_ERROR_STOP 1
+
+\echo
+\echo '== ListState: events per user'
+SELECT state.create_state('events', 'list', value_type => 'text');
+SELECT state.list_add('events', 'alice', 'login');
+SELECT state.list_add_all('events', 'alice', ARRAY['search', 'checkout']);
+SELECT state.list_get('events', 'alice', '{}'::text[]) AS events,
+       state.list_length('events', 'alice') AS n;
+
+\echo
+\echo '== MapState: a cart per user (item -> quantity)'
+SELECT state.create_state('cart', 'map', map_key_type => 'text', value_type => 'int');
+SELECT state.map_put('cart', 'alice', 'apple', 3);
+SELECT state.map_put_all('cart', 'alice', ARRAY['pear', 'plum'], ARRAY[1, 2]);
+SELECT * FROM state.map_entries('cart', 'alice', ''::text, 0) ORDER BY map_key;
+SELECT state.map_get('cart', 'alice', 'apple', 0) AS apples,
+       state.map_contains('cart', 'alice', 'kiwi') AS has_kiwi,
+       state.map_size('cart', 'alice') AS items;
+
+\echo
+\echo '== every state of this database'
+SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes
+  FROM state.states ORDER BY name;
+SQL
+
+STOP="$0 stop"
+[ "$DIR" = /var/tmp/state_backend_demo ] || STOP="STATE_BACKEND_DEMO_DIR=$DIR $STOP"
+cat <<EOF
+
+The demo server is running (data $DATA, log $LOG).
+Connect:
+  ${PFX}psql -h $DIR -p $PORT
+Stop:
+  $STOP
+  (or: ${PFX}$PGBIN/pg_ctl -D $DATA stop)
+EOF

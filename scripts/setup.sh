@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: install what state_backend needs on Debian 12, then build
+# and install the extension into PostgreSQL 15.
+#
+#   scripts/setup.sh            as root, or as a user with sudo
+#
+# The apt step is skipped when every package is already installed, so the
+# script also works offline once a machine has been set up.  Environment:
+#   PG_CONFIG   pg_config to build against (default: PostgreSQL 15's)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl build-essential)
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
+
+# as_root CMD...: run CMD as root (directly, or through sudo).
+if [ "$(id -u)" -eq 0 ]; then
+	as_root() { "$@"; }
+elif command -v sudo >/dev/null 2>&1; then
+	as_root() { sudo "$@"; }
+else
+	die "run as root, or install sudo"
+fi
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	installed "$p" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${PACKAGES[@]}"
+else
+	log "packages already installed: ${PACKAGES[*]}"
+fi
+
+[ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found"
+
+# Build as the invoking user (so a non-root user's tree stays theirs), then
+# install as root.  with_llvm=no: no JIT bitcode, so clang is not needed.
+log "building state_backend against $("$PG_CONFIG" --version)"
+cd "$ROOT"
+make -s with_llvm=no PG_CONFIG="$PG_CONFIG"
+log "installing into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
+as_root make -s with_llvm=no PG_CONFIG="$PG_CONFIG" install
+log "setup done"

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# scripts/test.sh: build and install state_backend, then run the whole suite:
+# the pg_regress tests (sql/, expected/), the TAP tests (test/t/) and, when
+# present, the benchmark harness's smoke mode (bench/smoke).
+#
+#   scripts/test.sh          as root, or as a user with sudo
+#
+# PostgreSQL refuses to run as root, so when invoked as root the suite runs as
+# the `postgres` OS user, in a copy of the tree in a temporary directory.
+# Every server the suite starts is stopped before the script exits.  The last
+# line of output is "N passed, N failed"; the exit status is non-zero when
+# anything failed.  Environment:
+#   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
+#                                the TAP tests (default 1500)
+#   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900)
+#   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
+TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-1500}
+BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
+
+passed=0
+failed=0
+skipped=0
+report=()
+
+note() { printf '\n==> %s\n' "$*"; }
+
+finish() {
+	printf '\n==> summary\n'
+	local line
+	for line in "${report[@]}"; do printf '  %s\n' "$line"; done
+	if [ "$skipped" -gt 0 ]; then
+		printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
+	else
+		printf '%d passed, %d failed\n' "$passed" "$failed"
+	fi
+	[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+	exit $?
+}
+
+# ------------------------------------------------------------ build, install
+note "setup: packages, build, install"
+if ! "$ROOT/scripts/setup.sh"; then
+	report+=("setup        build or install FAILED")
+	failed=$((failed + 1))
+	finish
+fi
+
+# ------------------------------------------------------------ who runs tests
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGOPTIONS PGSERVICE PGDATA
+RUN_PATH="$PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+if [ "$(id -u)" -eq 0 ]; then
+	RUNNER=postgres
+	getent passwd postgres >/dev/null || { echo "test.sh: no postgres OS user" >&2; exit 1; }
+	RUNNER_HOME=$(getent passwd postgres | cut -d: -f6)
+	as_runner() { runuser -u postgres -- env HOME="$RUNNER_HOME" PATH="$RUN_PATH" "$@"; }
+else
+	RUNNER=$(id -un)
+	as_runner() { env PATH="$RUN_PATH" "$@"; }
+fi
+
+# ------------------------------------------------------------ scratch copy
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_test.XXXXXX")
+chmod 0755 "$WORK"
+SRC=$WORK/src
+mkdir "$SRC"
+tar -C "$ROOT" -cf - \
+	--exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+	--exclude=./results --exclude=./tmp_check --exclude=./tmp_check_regress \
+	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
+	--exclude=./regression.diffs --exclude=./regression.out . |
+	tar -C "$SRC" -xf -
+[ "$RUNNER" = postgres ] && [ "$(id -u)" -eq 0 ] && chown -R postgres: "$WORK"
+
+# Stop every server left under the scratch directory, then remove it.
+stop_servers() {
+	local pidfile dir pid
+	while IFS= read -r pidfile; do
+		dir=$(dirname "$pidfile")
+		as_runner pg_ctl -D "$dir" -m immediate -w -t 30 stop >/dev/null 2>&1 && continue
+		pid=$(head -n 1 "$pidfile" 2>/dev/null)
+		if [ -n "$pid" ] && [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = postgres ]; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
+}
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+	stop_servers
+	if [ "${STATE_BACKEND_KEEP:-0}" = 1 ]; then
+		echo "test.sh: kept $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+MAKEVARS=(with_llvm=no PG_CONFIG="$PG_CONFIG")
+
+# ------------------------------------------------------------ pg_regress
+note "pg_regress (sql/, expected/) as $RUNNER"
+log=$WORK/regress.out
+(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
+	make "${MAKEVARS[@]}" TAP_TESTS= installcheck) 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+r_ok=$(grep -cE '\.\.\. +ok( |$)' "$log")
+r_fail=$(grep -cE '\.\.\. +(FAILED|failed)( |$)' "$log")
+r_ign=$(grep -cE '\.\.\. +failed \(ignored\)' "$log")
+r_fail=$((r_fail - r_ign))
+[ "$rc" -eq 124 ] && echo "pg_regress: timed out after ${TEST_TIMEOUT}s"
+if [ "$rc" -ne 0 ] && [ "$r_fail" -eq 0 ]; then r_fail=1; fi
+if [ "$rc" -ne 0 ]; then
+	if [ -s "$SRC/regression.diffs" ]; then
+		note "regression.diffs"
+		head -n 3000 "$SRC/regression.diffs"
+	fi
+	if [ -s "$SRC/tmp_check_regress/log/postmaster.log" ]; then
+		note "server log (last 40 lines)"
+		tail -n 40 "$SRC/tmp_check_regress/log/postmaster.log"
+	fi
+fi
+passed=$((passed + r_ok)); failed=$((failed + r_fail)); skipped=$((skipped + r_ign))
+report+=("pg_regress   $r_ok ok, $r_fail FAILED (exit $rc)")
+
+# ------------------------------------------------------------ TAP (prove)
+shopt -s nullglob
+tap_files=("$SRC"/test/t/*.pl)
+shopt -u nullglob
+if [ ${#tap_files[@]} -eq 0 ]; then
+	report+=("tap          no test files in test/t")
+else
+	note "TAP tests (test/t/*.pl) as $RUNNER"
+	log=$WORK/tap.out
+	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
+		make "${MAKEVARS[@]}" REGRESS= installcheck) 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 124 ] && echo "TAP tests: timed out after ${TEST_TIMEOUT}s"
+	# prove's summary: "Files=F, Tests=T, ..." and, on failure, one
+	# "file (Wstat: W ... Tests: T Failed: F)" entry per failing file, maybe
+	# followed by "Parse errors: ..." (a missing or bad plan).
+	read -r t_total t_failed t_badfiles < <(awk '
+		/^Files=[0-9]+, Tests=[0-9]+/ { split($2, a, "="); total = a[2] + 0 }
+		/\(Wstat: [0-9]+.*Tests: [0-9]+ Failed: [0-9]+\)/ {
+			match($0, /Wstat: [0-9]+/); w = substr($0, RSTART + 7, RLENGTH - 7) + 0
+			match($0, /Failed: [0-9]+/); f = substr($0, RSTART + 8, RLENGTH - 8) + 0
+			nf += f; cur = (f == 0 && w != 0); bad += cur; counted = (f > 0 || cur); next
+		}
+		/^  Parse errors:/ { if (!counted) { bad++; counted = 1 } }
+		END { printf "%d %d %d\n", total, nf, bad }' "$log")
+	t_ok=$((t_total - t_failed))
+	t_fail=$((t_failed + t_badfiles))
+	if [ "$rc" -ne 0 ] && [ "$t_fail" -eq 0 ]; then t_fail=1; fi
+	# The log of each failing file (of the newest one after a time-out).
+	if [ "$rc" -ne 0 ] && [ -d "$SRC/tmp_check/log" ]; then
+		if [ "$rc" -eq 124 ]; then
+			# shellcheck disable=SC2012
+			bad=$(cd "$SRC/tmp_check/log" && ls -t regress_log_* 2>/dev/null | head -n 1)
+		else
+			bad=$(sed -nE 's|^(\S*/)?([^/ ]+)\.pl +\(Wstat:.*|regress_log_\2|p' "$log")
+		fi
+		for f in $bad; do
+			[ -f "$SRC/tmp_check/log/$f" ] || continue
+			note "$f (last 60 lines)"
+			tail -n 60 "$SRC/tmp_check/log/$f"
+		done
+	fi
+	passed=$((passed + t_ok)); failed=$((failed + t_fail))
+	report+=("tap          ${#tap_files[@]} files, $t_ok assertions ok, $t_fail FAILED (exit $rc)")
+fi
+
+# ------------------------------------------------------------ bench smoke
+if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
+	note "bench/smoke as $RUNNER"
+	(cd "$SRC" && as_runner timeout -k 30 "$BENCH_TIMEOUT" ./bench/smoke) 2>&1
+	rc=$?
+	[ "$rc" -eq 124 ] && echo "bench/smoke: timed out after ${BENCH_TIMEOUT}s"
+	if [ "$rc" -eq 0 ]; then
+		passed=$((passed + 1)); report+=("bench smoke  ok")
+	else
+		failed=$((failed + 1)); report+=("bench smoke  FAILED (exit $rc)")
+	fi
+fi
+
+stop_servers
+finish

@@ -1,0 +1,260 @@
+# Helpers shared by the TAP tests of state_backend (test/t/*.pl).
+#
+# The tests load this with
+#   use FindBin;
+#   use lib "$FindBin::RealBin/../perl";
+#   use StateBackendTAP;
+
+package StateBackendTAP;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IPC::Run;
+use Time::HiRes qw(usleep);
+use Test::More;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+
+our @EXPORT = qw(
+  new_state_node
+  sql_error
+  worker_pids
+  worker_pid
+  wait_for_worker
+  log_crashes
+  run_pgbench
+);
+
+our $WORKER_TYPE = 'state_backend worker';
+
+# new_state_node($name, preload => 1, conf => "extra lines", extension => 1)
+#
+# A fresh cluster that preloads the library (unless preload => 0), started,
+# with the extension created in database "postgres" (unless extension => 0).
+sub new_state_node
+{
+	my ($name, %opts) = @_;
+	my $preload = exists $opts{preload} ? $opts{preload} : 1;
+	my $extension = exists $opts{extension} ? $opts{extension} : $preload;
+
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'state_backend'\n")
+	  if $preload;
+	# Keep logs readable: pgbench runs thousands of statements.
+	$node->append_conf('postgresql.conf', "log_statement = none\n");
+	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION state_backend')
+	  if $extension;
+	return $node;
+}
+
+# sql_error($node, $sql, %psql_params)
+#
+# Runs $sql expecting it to fail and returns a hash reference:
+#   { ret, stdout, stderr, sqlstate, message }
+# taken from the first ERROR of psql's verbose error report.
+sub sql_error
+{
+	my ($node, $sql, %params) = @_;
+	my $dbname = delete $params{dbname} // 'postgres';
+	my ($ret, $stdout, $stderr) =
+	  $node->psql($dbname, "\\set VERBOSITY verbose\n" . $sql, %params);
+	my %r = (ret => $ret, stdout => $stdout, stderr => $stderr);
+	if ($stderr =~ /^(?:psql:[^\n]*?)?ERROR:\s+([0-9A-Z]{5}):\s+([^\n]*)/m)
+	{
+		$r{sqlstate} = $1;
+		$r{message} = $2;
+	}
+	else
+	{
+		$r{sqlstate} = '';
+		$r{message} = '';
+	}
+	return \%r;
+}
+
+# PIDs of the state worker(s), as a list (sorted).
+sub worker_pids
+{
+	my ($node) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = '$WORKER_TYPE' ORDER BY pid"
+	);
+	return grep { $_ ne '' } split /\n/, $out;
+}
+
+# The state worker's PID, or undef when there is none.
+sub worker_pid
+{
+	my @p = worker_pids(@_);
+	return $p[0];
+}
+
+# wait_for_worker($node, not => $old_pid, timeout => 60)
+#
+# Polls until exactly one state worker runs (and its PID differs from
+# $old_pid, when given) and returns its PID; undef on timeout.  Connection
+# failures (server restarting) are retried.
+sub wait_for_worker
+{
+	my ($node, %opts) = @_;
+	my $old = $opts{not};
+	my $timeout = $opts{timeout} // 60;
+	my $deadline = time() + $timeout;
+	my $query =
+	  "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = '$WORKER_TYPE'";
+	while (time() < $deadline)
+	{
+		my ($ret, $out, $err) = $node->psql('postgres', $query);
+		if ($ret == 0 && $out =~ /^(\d+)$/)
+		{
+			my $pid = $1;
+			return $pid if !defined $old || $pid != $old;
+		}
+		usleep(100_000);
+	}
+	return undef;
+}
+
+# Lines of the server log (from byte $offset on) that show a process dying
+# by a signal or with an exit code that forces a crash restart, or a PANIC.
+sub log_crashes
+{
+	my ($node, $offset) = @_;
+	my $log = slurp_file($node->logfile, $offset // 0);
+	my @bad = grep {
+		/terminated by signal|exited with exit code [2-9]|exited with exit code \d\d|\bPANIC:|TRAP:|terminating any other active server processes/
+	} split /\n/, $log;
+	return @bad;
+}
+
+# run_pgbench($node, $opts, \%files, timeout => 120)
+#
+# Like $node->pgbench, but bounded in time (a hang in the server must fail
+# the test, not block it) and returning what happened instead of asserting:
+#   { ret (exit status, -1 on timeout), stdout, stderr, processed, total }
+# %files maps script names (made unique under the node's base directory) to
+# their contents.
+my $script_seq = 0;
+
+sub run_pgbench
+{
+	my ($node, $opts, $files, %params) = @_;
+	my $timeout = $params{timeout} // 120;
+	my @cmd = ('pgbench', '-h', $node->host, '-p', $node->port,
+		split(/\s+/, $opts));
+	for my $fn (sort keys %$files)
+	{
+		$script_seq++;
+		my $path = $node->basedir . "/pgbench_${script_seq}_$fn";
+		unlink $path;
+		append_to_file($path, $files->{$fn});
+		push @cmd, '-f', $path;
+	}
+	push @cmd, 'postgres';
+
+	my ($stdout, $stderr) = ('', '');
+	my $ret;
+	my $timer = IPC::Run::timeout($timeout, exception => 'pgbench timed out');
+	eval {
+		IPC::Run::run(\@cmd, '>', \$stdout, '2>', \$stderr, $timer);
+		$ret = $? >> 8;
+		1;
+	} or do {
+		my $e = $@;
+		die $e unless $e =~ /pgbench timed out/;
+		$ret = -1;
+		diag "pgbench did not finish within $timeout s: @cmd";
+	};
+	my %r = (ret => $ret, stdout => $stdout, stderr => $stderr);
+	if ($stdout =~ m{number of transactions actually processed: (\d+)(?:/(\d+))?})
+	{
+		$r{processed} = $1;
+		$r{total} = $2;
+	}
+	else
+	{
+		$r{processed} = 0;
+	}
+	return \%r;
+}
+
+# start_pgbench: the same, in the background.  Returns a handle for
+# finish_pgbench.
+sub start_pgbench
+{
+	my ($node, $opts, $files, %params) = @_;
+	my $timeout = $params{timeout} // 120;
+	my @cmd = ('pgbench', '-h', $node->host, '-p', $node->port,
+		split(/\s+/, $opts));
+	for my $fn (sort keys %$files)
+	{
+		$script_seq++;
+		my $path = $node->basedir . "/pgbench_${script_seq}_$fn";
+		unlink $path;
+		append_to_file($path, $files->{$fn});
+		push @cmd, '-f', $path;
+	}
+	push @cmd, 'postgres';
+	my $h = {
+		stdout => '',
+		stderr => '',
+		timer => IPC::Run::timeout($timeout, exception => 'pgbench timed out'),
+		cmd => \@cmd,
+	};
+	$h->{run} = IPC::Run::start(\@cmd, '>', \$h->{stdout}, '2>', \$h->{stderr},
+		$h->{timer});
+	return $h;
+}
+
+sub finish_pgbench
+{
+	my ($h) = @_;
+	my $ret;
+	eval {
+		$h->{run}->finish;
+		$ret = $h->{run}->result(0);
+		1;
+	} or do {
+		my $e = $@;
+		die $e unless $e =~ /pgbench timed out/;
+		eval { $h->{run}->kill_kill; };
+		$ret = -1;
+		diag "pgbench did not finish in time: @{$h->{cmd}}";
+	};
+	my %r = (ret => $ret, stdout => $h->{stdout}, stderr => $h->{stderr});
+	if ($h->{stdout} =~ m{number of transactions actually processed: (\d+)(?:/(\d+))?})
+	{
+		$r{processed} = $1;
+		$r{total} = $2;
+	}
+	else
+	{
+		$r{processed} = 0;
+	}
+	return \%r;
+}
+
+# bg_error($session, $sql): runs $sql in a background_psql session (opened
+# with on_error_stop => 0) expecting an error; returns the SQLSTATE (or '')
+# and the whole stderr, and clears the session's stderr so that later
+# query_safe calls work.
+sub bg_error
+{
+	my ($bg, $sql) = @_;
+	$bg->{stderr} = '';
+	$bg->query("\\set VERBOSITY verbose\n" . $sql);
+	my $stderr = $bg->{stderr};
+	$bg->{stderr} = '';
+	my $sqlstate = $stderr =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : '';
+	return wantarray ? ($sqlstate, $stderr) : $sqlstate;
+}
+
+push @EXPORT, qw(start_pgbench finish_pgbench bg_error);
+
+1;
