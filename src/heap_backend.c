@@ -1,22 +1,34 @@
 /*
  * heap_backend.c
  *		Heap states: a partition-locked hash table in a dynamic shared memory
- *		area, read and written in place by every backend.
+ *		area, read and written in place by every backend, with copy-on-write
+ *		while a snapshot is being written.
  *
  * The table is keyed by (state id, key image).  It is split into
- * HEAP_PARTITIONS partitions by the entry hash, each with its own LWLock and
- * its own open-addressing slot array (linear probing, at most 3/4 full,
- * doubled when it fills up).  A slot holds a DSA pointer to an entry, with
- * a 14-bit tag of the entry's hash in bits that a 64-bit DSA pointer never
- * uses (10 bits of segment number and 40 of offset leave the top 14 free),
- * so a lookup reads the slots and then only the entry it is after: on a
- * table far bigger than the CPU caches that is two cache misses.
+ * HEAP_PARTITIONS partitions, each with its own LWLock and its own
+ * open-addressing slot array (linear probing, at most 3/4 full, doubled when
+ * it fills up).  A key's partition follows from its key group, so a
+ * snapshot can walk the table key group by key group.  A slot holds a DSA
+ * pointer to an entry, with a 14-bit tag of the entry's hash in bits that a
+ * 64-bit DSA pointer never uses (10 bits of segment number and 40 of offset
+ * leave the top 14 free), so a lookup reads the slots and then only the
+ * entry it is after: on a table far bigger than the CPU caches that is two
+ * cache misses.
  *
  * An entry is one DSA chunk holding its key and its value image; list and
  * map states keep all of a key's elements in that one value image, with
  * spare capacity so appends are amortised.  The area is bounded by
  * state_backend.memory_limit: an allocation past it fails the write with
  * program_limit_exceeded and leaves the table as it was.
+ *
+ * Snapshots (the point-in-time cut): heap_snapshot_begin takes every
+ * partition lock at once, advances the table's epoch to E and marks every
+ * partition as still needed by the snapshot.  Every write stamps its entry
+ * with the epoch current when it ran.  Until the snapshot writer has copied
+ * a partition out (heap_snapshot_collect), writers never change or free an
+ * entry stamped before E in place: they write a copy and retire the old
+ * entry to the partition's retired list.  The snapshot sees exactly the
+ * entries stamped before E: those still in the slots and those retired.
  *
  * Every write checks, under the partition lock, that its state is still
  * registered (registry_alive), so no entry outlives a drop.  Iteration
@@ -55,8 +67,8 @@ typedef struct HeapEntry
 	uint32		key_len;
 	uint32		val_len;
 	uint32		val_cap;		/* bytes reserved for the value */
+	uint32		epoch;			/* table epoch of the last write */
 	uint16		key_group;
-	uint16		flags;
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* key, then value */
 } HeapEntry;
 
@@ -69,6 +81,10 @@ typedef struct HeapPartition
 	dsa_pointer slots;			/* dsa_pointer[nslots], tagged; 0 = empty */
 	uint32		nslots;			/* a power of two */
 	uint32		nentries;
+	uint32		snap_epoch;		/* a running snapshot needs entries < this */
+	uint32		nretired;
+	uint32		retired_cap;
+	dsa_pointer retired;		/* dsa_pointer[retired_cap]: kept for it */
 } HeapPartition;
 
 typedef struct HeapShared
@@ -76,11 +92,22 @@ typedef struct HeapShared
 	int			area_tranche;
 	bool		area_ready;
 	dsa_handle	area_handle;
+	uint32		epoch;			/* changed only with every partition locked */
 	HeapPartition parts[HEAP_PARTITIONS];
 } HeapShared;
 
 static HeapShared *heap_shared = NULL;
 static dsa_area *heap_area = NULL;
+
+/* One operation on one key, with its partition locked. */
+typedef struct HeapOp
+{
+	const StateTarget *st;
+	const StateKey *key;
+	uint32		hash;
+	HeapPartition *part;
+	LWLock	   *lock;
+} HeapOp;
 
 Size
 heap_shmem_size(void)
@@ -99,6 +126,7 @@ heap_shmem_init(void)
 		memset(heap_shared, 0, sizeof(HeapShared));
 		heap_shared->area_tranche = LWLockNewTrancheId();
 		heap_shared->area_ready = false;
+		heap_shared->epoch = 1;
 	}
 }
 
@@ -139,6 +167,10 @@ heap_area_attach(void)
 			part->slots = dsa_allocate0(area, sizeof(dsa_pointer) * HEAP_INITIAL_SLOTS);
 			part->nslots = HEAP_INITIAL_SLOTS;
 			part->nentries = 0;
+			part->snap_epoch = 0;
+			part->nretired = 0;
+			part->retired_cap = 0;
+			part->retired = InvalidDsaPointer;
 		}
 		heap_shared->area_handle = dsa_get_handle(area);
 		pg_write_barrier();
@@ -160,22 +192,52 @@ heap_apply_memory_limit(void)
 		dsa_set_size_limit(heap_area, heap_memory_limit_bytes());
 }
 
+/*
+ * Partitions and key groups.  With max_parallelism >= HEAP_PARTITIONS,
+ * partition p holds the key groups p, p + HEAP_PARTITIONS, ...; with fewer
+ * key groups, each key group is spread over HEAP_PARTITIONS /
+ * max_parallelism partitions that hold it alone.
+ */
+static int
+heap_partition_index(int key_group, uint32 hash)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+		return key_group % HEAP_PARTITIONS;
+	spread = HEAP_PARTITIONS / m;
+	return key_group + m * (int) ((hash >> 16) % (uint32) spread);
+}
+
+static int
+heap_key_group_partitions(int key_group, int *parts)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+	{
+		parts[0] = key_group % HEAP_PARTITIONS;
+		return 1;
+	}
+	spread = HEAP_PARTITIONS / m;
+	for (int j = 0; j < spread; j++)
+		parts[j] = key_group + m * j;
+	return spread;
+}
+
+/* Is key_group the last key group of partition p that a snapshot visits? */
+static bool
+heap_partition_done_after(int key_group)
+{
+	return key_group + HEAP_PARTITIONS >= state_backend_max_parallelism;
+}
+
 static inline uint32
 heap_entry_hash(uint32 state_id, const StateKey *key)
 {
 	return hash_combine(key->hash, murmurhash32(state_id));
-}
-
-static inline HeapPartition *
-heap_partition(uint32 hash)
-{
-	return &heap_shared->parts[hash % HEAP_PARTITIONS];
-}
-
-static inline LWLock *
-heap_partition_lock(uint32 hash)
-{
-	return state_backend_lock(hash % HEAP_PARTITIONS);
 }
 
 static inline dsa_pointer
@@ -199,7 +261,7 @@ slot_ptr(dsa_pointer slot)
 static inline uint32
 slot_home(uint32 hash, uint32 nslots)
 {
-	return (hash / HEAP_PARTITIONS) & (nslots - 1);
+	return hash & (nslots - 1);
 }
 
 static inline HeapEntry *
@@ -209,66 +271,30 @@ slot_entry(dsa_pointer slot)
 }
 
 /*
- * heap_find returns the entry of a key, or NULL.  *slotp is set to the slot
- * that holds the entry, or to the empty slot where it would go, so the
- * caller can replace, remove or insert.  The caller holds the partition
- * lock.
+ * heap_op_begin locks the partition of a key for an operation.  The caller
+ * ends it with LWLockRelease(op->lock); an error releases it too.
  */
-static HeapEntry *
-heap_find(uint32 state_id, const StateKey *key, uint32 hash,
-		  dsa_pointer **slotp, dsa_pointer *found_ptr)
+static void
+heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
+			  LWLockMode mode)
 {
-	HeapPartition *part = heap_partition(hash);
-	dsa_pointer *slots = dsa_get_address(heap_area, part->slots);
-	uint32		mask = part->nslots - 1;
-	dsa_pointer tag = slot_tag(hash);
-
-	for (uint32 i = slot_home(hash, part->nslots);; i = (i + 1) & mask)
-	{
-		dsa_pointer s = slots[i];
-		HeapEntry  *e;
-
-		if (s == InvalidDsaPointer)
-		{
-			if (slotp)
-				*slotp = &slots[i];
-			return NULL;
-		}
-		if ((s & SLOT_TAG_MASK) != tag)
-			continue;
-		e = slot_entry(s);
-		if (e->hash == hash && e->state_id == state_id &&
-			e->key_len == key->len &&
-			memcmp(ENTRY_KEY(e), key->data, key->len) == 0)
-		{
-			if (slotp)
-				*slotp = &slots[i];
-			if (found_ptr)
-				*found_ptr = slot_ptr(s);
-			return e;
-		}
-	}
+	heap_area_attach();
+	op->st = st;
+	op->key = key;
+	op->hash = heap_entry_hash(st->desc->id, key);
+	op->part = &heap_shared->parts[heap_partition_index(key->key_group, op->hash)];
+	op->lock = state_backend_lock((int) (op->part - heap_shared->parts));
+	LWLockAcquire(op->lock, mode);
 }
 
 static void
-heap_check_alive(const StateTarget *st)
+heap_check_alive(const HeapOp *op)
 {
-	if (!registry_alive(st->slot, st->desc->id))
+	if (!registry_alive(op->st->slot, op->st->desc->id))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state \"%s\" does not exist", NameStr(st->desc->name)),
+				 errmsg("state \"%s\" does not exist", NameStr(op->st->desc->name)),
 				 errdetail("It was dropped while this statement ran.")));
-}
-
-static void
-heap_check_size(const StateTarget *st, Size keylen, Size vallen)
-{
-	if (ENTRY_SIZE(keylen, vallen) > MaxAllocSize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("state \"%s\" cannot hold a value of %zu bytes",
-						NameStr(st->desc->name), keylen + vallen),
-				 errdetail("A key's state may hold at most 1 GB.")));
 }
 
 static void
@@ -283,30 +309,108 @@ heap_out_of_memory(const StateTarget *st)
 }
 
 /*
- * heap_alloc allocates an entry for a key with room for "cap" value bytes,
- * or raises program_limit_exceeded when the area is at its limit.  Nothing
- * is linked yet, so an error leaves the table as it was.
+ * heap_find returns the entry of the op's key, or NULL.  *slotp is set to
+ * the slot that holds the entry, or to the empty slot where it would go.
  */
-static dsa_pointer
-heap_alloc(const StateTarget *st, const StateKey *key, uint32 hash, Size cap)
+static HeapEntry *
+heap_find(const HeapOp *op, dsa_pointer **slotp)
 {
-	dsa_pointer p;
-	HeapEntry  *e;
+	HeapPartition *part = op->part;
+	dsa_pointer *slots = dsa_get_address(heap_area, part->slots);
+	uint32		mask = part->nslots - 1;
+	dsa_pointer tag = slot_tag(op->hash);
+	uint32		id = op->st->desc->id;
 
-	heap_check_size(st, key->len, cap);
-	p = dsa_allocate_extended(heap_area, ENTRY_SIZE(key->len, cap), DSA_ALLOC_NO_OOM);
-	if (!DsaPointerIsValid(p))
+	for (uint32 i = slot_home(op->hash, part->nslots);; i = (i + 1) & mask)
+	{
+		dsa_pointer s = slots[i];
+		HeapEntry  *e;
+
+		if (s == InvalidDsaPointer)
+		{
+			if (slotp)
+				*slotp = &slots[i];
+			return NULL;
+		}
+		if ((s & SLOT_TAG_MASK) != tag)
+			continue;
+		e = slot_entry(s);
+		if (e->hash == op->hash && e->state_id == id &&
+			e->key_len == op->key->len &&
+			memcmp(ENTRY_KEY(e), op->key->data, op->key->len) == 0)
+		{
+			if (slotp)
+				*slotp = &slots[i];
+			return e;
+		}
+	}
+}
+
+/* Does a running snapshot still need this entry as it is? */
+static inline bool
+heap_entry_shared(const HeapPartition *part, const HeapEntry *e)
+{
+	return part->snap_epoch != 0 && e->epoch < part->snap_epoch;
+}
+
+/*
+ * heap_reserve_retired makes room in a partition's retired list for n more
+ * entries, so that retiring later cannot fail halfway through a write.
+ */
+static void
+heap_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
+{
+	uint32		need = part->nretired + n;
+	uint32		cap;
+	dsa_pointer newp;
+
+	if (part->snap_epoch == 0 || need <= part->retired_cap)
+		return;
+	cap = Max(need, Max(part->retired_cap * 2, 64));
+	newp = dsa_allocate_extended(heap_area, sizeof(dsa_pointer) * cap,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(newp))
 		heap_out_of_memory(st);
-	e = dsa_get_address(heap_area, p);
-	e->hash = hash;
-	e->state_id = st->desc->id;
-	e->key_len = key->len;
-	e->val_len = 0;
-	e->val_cap = (uint32) cap;
-	e->key_group = key->key_group;
-	e->flags = 0;
-	memcpy(ENTRY_KEY(e), key->data, key->len);
-	return p;
+	if (part->nretired > 0)
+		memcpy(dsa_get_address(heap_area, newp),
+			   dsa_get_address(heap_area, part->retired),
+			   sizeof(dsa_pointer) * part->nretired);
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_area, part->retired);
+	part->retired = newp;
+	part->retired_cap = cap;
+}
+
+/* heap_release frees an entry, or retires it if a snapshot needs it. */
+static void
+heap_release(HeapPartition *part, HeapEntry *e, dsa_pointer p)
+{
+	if (heap_entry_shared(part, e))
+	{
+		Assert(part->nretired < part->retired_cap);
+		((dsa_pointer *) dsa_get_address(heap_area, part->retired))[part->nretired++] = p;
+	}
+	else
+		dsa_free(heap_area, p);
+}
+
+/* Free a partition's retired entries; the snapshot no longer needs them. */
+static void
+heap_free_retired(HeapPartition *part)
+{
+	if (part->nretired > 0)
+	{
+		dsa_pointer *r = dsa_get_address(heap_area, part->retired);
+
+		for (uint32 i = 0; i < part->nretired; i++)
+			dsa_free(heap_area, r[i]);
+	}
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_area, part->retired);
+	part->retired = InvalidDsaPointer;
+	part->nretired = 0;
+	part->retired_cap = 0;
+	part->snap_epoch = 0;
 }
 
 /* Put a tagged slot value at the first empty slot from its home. */
@@ -324,7 +428,7 @@ slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
 /*
  * heap_make_room doubles a partition's slot array once it is 3/4 full.  If
  * the area has no room for a bigger array the partition fills further, up
- * to 15/16, and heap_link refuses inserts past that.
+ * to 15/16, and heap_insert refuses inserts past that.
  */
 static void
 heap_make_room(HeapPartition *part)
@@ -351,39 +455,6 @@ heap_make_room(HeapPartition *part)
 }
 
 /*
- * heap_link puts a new entry in the slot found by heap_find: in place of
- * the old entry of the key (freed), or in the empty slot.
- */
-static void
-heap_link(const StateTarget *st, uint32 hash, dsa_pointer *slot,
-		  dsa_pointer newp, HeapEntry *old, dsa_pointer oldp)
-{
-	HeapEntry  *e = dsa_get_address(heap_area, newp);
-
-	if (old != NULL)
-	{
-		*slot = slot_make(newp, hash);
-		registry_add_usage(st->slot, 0,
-						   (int64) ENTRY_SIZE(e->key_len, e->val_cap) -
-						   (int64) ENTRY_SIZE(old->key_len, old->val_cap));
-		dsa_free(heap_area, oldp);
-	}
-	else
-	{
-		HeapPartition *part = heap_partition(hash);
-
-		if (part->nentries + 1 > part->nslots - part->nslots / 16)
-		{
-			dsa_free(heap_area, newp);
-			heap_out_of_memory(st);
-		}
-		*slot = slot_make(newp, hash);
-		part->nentries++;
-		registry_add_usage(st->slot, 1, (int64) ENTRY_SIZE(e->key_len, e->val_cap));
-	}
-}
-
-/*
  * slots_remove empties a slot and re-seats the rest of its cluster, so
  * every entry stays reachable from its home slot (linear probing without
  * tombstones).
@@ -405,170 +476,238 @@ slots_remove(HeapPartition *part, dsa_pointer *slot)
 	}
 }
 
-static void
-heap_unlink(const StateTarget *st, uint32 hash, dsa_pointer *slot,
-			HeapEntry *e, dsa_pointer p)
-{
-	HeapPartition *part = heap_partition(hash);
-
-	registry_add_usage(st->slot, -1, -(int64) ENTRY_SIZE(e->key_len, e->val_cap));
-	slots_remove(part, slot);
-	part->nentries--;
-	dsa_free(heap_area, p);
-}
-
 /*
- * heap_store sets a key's whole value image.  The value is written in place
- * when it fits the entry without wasting much of it; otherwise a new entry
- * replaces the old one.  Caller holds the partition lock exclusively.
+ * heap_alloc allocates an entry for the op's key with room for "cap" value
+ * bytes, stamped with the current epoch, or raises program_limit_exceeded.
+ * Nothing is linked yet, so an error leaves the table as it was.
  */
-static void
-heap_store(const StateTarget *st, const StateKey *key, uint32 hash,
-		   const char *value, uint32 len)
+static dsa_pointer
+heap_alloc(const HeapOp *op, Size cap)
 {
-	dsa_pointer *link;
-	dsa_pointer oldp = InvalidDsaPointer;
-	HeapEntry  *e;
-	dsa_pointer newp;
-	HeapEntry  *ne;
-
-	heap_make_room(heap_partition(hash));
-	e = heap_find(st->desc->id, key, hash, &link, &oldp);
-	if (e != NULL && e->val_cap >= len && e->val_cap <= 2 * (Size) len + 64)
-	{
-		memcpy(ENTRY_VAL(e), value, len);
-		e->val_len = len;
-		return;
-	}
-	newp = heap_alloc(st, key, hash, len);
-	ne = dsa_get_address(heap_area, newp);
-	memcpy(ENTRY_VAL(ne), value, len);
-	ne->val_len = len;
-	heap_link(st, hash, link, newp, e, oldp);
-}
-
-static bool
-heap_get(const StateTarget *st, const StateKey *key, StringInfo out)
-{
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
-	HeapEntry  *e;
-
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_SHARED);
-	e = heap_find(st->desc->id, key, hash, NULL, NULL);
-	if (e != NULL)
-		appendBinaryStringInfo(out, ENTRY_VAL(e), e->val_len);
-	LWLockRelease(lock);
-	return e != NULL;
-}
-
-static void
-heap_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
-{
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
-
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	heap_check_alive(st);
-	heap_store(st, key, hash, value, len);
-	LWLockRelease(lock);
-}
-
-static bool
-heap_remove(const StateTarget *st, const StateKey *key)
-{
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
-	dsa_pointer *link;
+	const StateTarget *st = op->st;
 	dsa_pointer p;
 	HeapEntry  *e;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	e = heap_find(st->desc->id, key, hash, &link, &p);
-	if (e != NULL)
-		heap_unlink(st, hash, link, e, p);
-	LWLockRelease(lock);
-	return e != NULL;
+	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("state \"%s\" cannot hold a value of %zu bytes",
+						NameStr(st->desc->name), (Size) op->key->len + cap),
+				 errdetail("A key's state may hold at most 1 GB.")));
+	p = dsa_allocate_extended(heap_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(p))
+		heap_out_of_memory(st);
+	e = dsa_get_address(heap_area, p);
+	e->hash = op->hash;
+	e->state_id = st->desc->id;
+	e->key_len = op->key->len;
+	e->val_len = 0;
+	e->val_cap = (uint32) cap;
+	e->epoch = heap_shared->epoch;
+	e->key_group = op->key->key_group;
+	memcpy(ENTRY_KEY(e), op->key->data, op->key->len);
+	return p;
 }
 
 /*
- * heap_reserve returns the entry of a key with room for "extra" more value
- * bytes, moving it to a larger chunk (capacity doubled) when needed, or
- * creating it empty.  Caller holds the partition lock exclusively.
+ * heap_place puts a newly allocated entry into the slot heap_find gave:
+ * in place of the key's old entry (released), or into the empty slot.
  */
 static HeapEntry *
-heap_reserve(const StateTarget *st, const StateKey *key, uint32 hash, uint32 extra)
+heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old)
 {
-	dsa_pointer *link;
-	dsa_pointer oldp = InvalidDsaPointer;
-	HeapEntry  *e;
-	Size		need;
+	HeapEntry  *e = dsa_get_address(heap_area, newp);
+	HeapPartition *part = op->part;
+
+	if (old != NULL)
+	{
+		dsa_pointer oldp = slot_ptr(*slot);
+
+		registry_add_usage(op->st->slot, 0,
+						   (int64) ENTRY_SIZE(e->key_len, e->val_cap) -
+						   (int64) ENTRY_SIZE(old->key_len, old->val_cap));
+		*slot = slot_make(newp, op->hash);
+		heap_release(part, old, oldp);
+	}
+	else
+	{
+		if (part->nentries + 1 > part->nslots - part->nslots / 16)
+		{
+			dsa_free(heap_area, newp);
+			heap_out_of_memory(op->st);
+		}
+		*slot = slot_make(newp, op->hash);
+		part->nentries++;
+		registry_add_usage(op->st->slot, 1, (int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	}
+	return e;
+}
+
+/*
+ * heap_prepare_write readies a partition for a write of the op's key: room
+ * for one more slot and one more retired entry, and the state still alive.
+ * Must come before heap_find, whose slot pointer it may invalidate.
+ */
+static void
+heap_prepare_write(const HeapOp *op)
+{
+	heap_check_alive(op);
+	heap_make_room(op->part);
+	heap_reserve_retired(op->st, op->part, 1);
+}
+
+/*
+ * heap_writable returns the entry of the op's key, ready to be changed in
+ * place with room for "extra" more value bytes: the entry itself when it
+ * has the room and no snapshot needs it as it is, otherwise a copy that
+ * replaces it (capacity doubled when growing).  A key without state gets an
+ * empty entry.  Caller has called heap_prepare_write.
+ */
+static HeapEntry *
+heap_writable(const HeapOp *op, Size extra)
+{
+	dsa_pointer *slot;
+	HeapEntry  *e = heap_find(op, &slot);
+	Size		need = (e ? (Size) e->val_len : 0) + extra;
 	Size		cap;
 	dsa_pointer newp;
 	HeapEntry  *ne;
 
-	heap_make_room(heap_partition(hash));
-	e = heap_find(st->desc->id, key, hash, &link, &oldp);
-	need = (e ? (Size) e->val_len : 0) + extra;
-	if (e != NULL && e->val_cap >= need)
+	if (e != NULL && e->val_cap >= need && !heap_entry_shared(op->part, e))
+	{
+		e->epoch = heap_shared->epoch;
 		return e;
-	heap_check_size(st, key->len, need);
-	cap = e ? Max(need, (Size) e->val_cap * 2) : need;
-	if (ENTRY_SIZE(key->len, cap) > MaxAllocSize)
+	}
+	cap = need;
+	if (e != NULL && e->val_cap < need)
+		cap = Max(need, (Size) e->val_cap * 2);
+	else if (e != NULL)
+		cap = e->val_cap;
+	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
 		cap = need;
-	newp = heap_alloc(st, key, hash, cap);
+	newp = heap_alloc(op, cap);
 	ne = dsa_get_address(heap_area, newp);
 	if (e != NULL)
 	{
 		memcpy(ENTRY_VAL(ne), ENTRY_VAL(e), e->val_len);
 		ne->val_len = e->val_len;
 	}
-	heap_link(st, hash, link, newp, e, oldp);
-	return ne;
+	return heap_place(op, slot, newp, e);
+}
+
+/*
+ * heap_store sets the op's key's whole value image: in place when the entry
+ * has room without wasting much of it and no snapshot needs it as it is,
+ * otherwise in a new entry.  Caller has called heap_prepare_write.
+ */
+static void
+heap_store(const HeapOp *op, const char *value, uint32 len)
+{
+	dsa_pointer *slot;
+	HeapEntry  *e = heap_find(op, &slot);
+	dsa_pointer newp;
+	HeapEntry  *ne;
+
+	if (e != NULL && e->val_cap >= len && e->val_cap <= 2 * (Size) len + 64 &&
+		!heap_entry_shared(op->part, e))
+	{
+		memcpy(ENTRY_VAL(e), value, len);
+		e->val_len = len;
+		e->epoch = heap_shared->epoch;
+		return;
+	}
+	newp = heap_alloc(op, len);
+	ne = dsa_get_address(heap_area, newp);
+	memcpy(ENTRY_VAL(ne), value, len);
+	ne->val_len = len;
+	heap_place(op, slot, newp, e);
+}
+
+/* heap_unlink removes the key's entry found at slot. */
+static void
+heap_unlink(const HeapOp *op, dsa_pointer *slot, HeapEntry *e)
+{
+	dsa_pointer p = slot_ptr(*slot);
+
+	registry_add_usage(op->st->slot, -1, -(int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	slots_remove(op->part, slot);
+	op->part->nentries--;
+	heap_release(op->part, e, p);
+}
+
+static bool
+heap_get(const StateTarget *st, const StateKey *key, StringInfo out)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+		appendBinaryStringInfo(out, ENTRY_VAL(e), e->val_len);
+	LWLockRelease(op.lock);
+	return e != NULL;
+}
+
+static void
+heap_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+{
+	HeapOp		op;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	heap_store(&op, value, len);
+	LWLockRelease(op.lock);
+}
+
+static bool
+heap_remove(const StateTarget *st, const StateKey *key)
+{
+	HeapOp		op;
+	dsa_pointer *slot;
+	HeapEntry  *e;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_reserve_retired(st, op.part, 1);
+	e = heap_find(&op, &slot);
+	if (e != NULL)
+		heap_unlink(&op, slot, e);
+	LWLockRelease(op.lock);
+	return e != NULL;
 }
 
 static void
 heap_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
+	HeapOp		op;
 	HeapEntry  *e;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	heap_check_alive(st);
-	e = heap_reserve(st, key, hash, len);
+	if (len == 0)
+		return;
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_writable(&op, len);
 	memcpy(ENTRY_VAL(e) + e->val_len, elems, len);
 	e->val_len += len;
-	LWLockRelease(lock);
+	LWLockRelease(op.lock);
 }
 
 static void
 heap_merge(const StateTarget *st, const StateKey *key, const char *value,
 		   uint32 len, StateMergeFn fn, void *arg, StringInfo out)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
+	HeapOp		op;
 	HeapEntry  *e;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	heap_check_alive(st);
-	e = heap_find(st->desc->id, key, hash, NULL, NULL);
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_find(&op, NULL);
 	if (e != NULL)
 		fn(ENTRY_VAL(e), e->val_len, value, len, out, arg);
 	else
 		fn(NULL, 0, value, len, out, arg);
-	heap_store(st, key, hash, out->data, out->len);
-	LWLockRelease(lock);
+	heap_store(&op, out->data, out->len);
+	LWLockRelease(op.lock);
 }
 
 /*
@@ -609,15 +748,12 @@ static bool
 heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 			 uint32 mkeylen, StringInfo out, bool *isnull)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
+	HeapOp		op;
 	HeapEntry  *e;
 	bool		found = false;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_SHARED);
-	e = heap_find(st->desc->id, key, hash, NULL, NULL);
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
 	if (e != NULL)
 	{
 		int64		off = map_find_record(ENTRY_VAL(e), e->val_len, mkey, mkeylen);
@@ -634,7 +770,7 @@ heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 			found = true;
 		}
 	}
-	LWLockRelease(lock);
+	LWLockRelease(op.lock);
 	return found;
 }
 
@@ -642,19 +778,16 @@ static void
 heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
 			 uint32 mkeylen, const char *value, uint32 len, bool isnull)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
 	uint32		vlen = isnull ? MAP_NULL_VALUE : len;
 	uint32		recsize = MAP_REC_HDR + mkeylen + (isnull ? 0 : len);
-	LWLock	   *lock;
+	HeapOp		op;
 	HeapEntry  *e;
 	int64		off;
 	char	   *rec;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	heap_check_alive(st);
-	e = heap_reserve(st, key, hash, recsize);
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_writable(&op, recsize);
 	off = map_find_record(ENTRY_VAL(e), e->val_len, mkey, mkeylen);
 	if (off >= 0)
 	{
@@ -672,38 +805,39 @@ heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
 	if (!isnull)
 		memcpy(rec + MAP_REC_HDR + mkeylen, value, len);
 	e->val_len += recsize;
-	LWLockRelease(lock);
+	LWLockRelease(op.lock);
 }
 
 static bool
 heap_map_remove(const StateTarget *st, const StateKey *key, const char *mkey,
 				uint32 mkeylen)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
-	dsa_pointer *link;
-	dsa_pointer p;
+	HeapOp		op;
 	HeapEntry  *e;
 	int64		off = -1;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	e = heap_find(st->desc->id, key, hash, &link, &p);
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_find(&op, NULL);
 	if (e != NULL)
 		off = map_find_record(ENTRY_VAL(e), e->val_len, mkey, mkeylen);
 	if (off >= 0)
 	{
 		uint32		size = map_record_size(ENTRY_VAL(e) + off);
+		dsa_pointer *slot;
 
+		e = heap_writable(&op, 0);
 		memmove(ENTRY_VAL(e) + off, ENTRY_VAL(e) + off + size,
 				e->val_len - off - size);
 		e->val_len -= size;
 		/* A map with no entries is no state, as in Flink. */
 		if (e->val_len == 0)
-			heap_unlink(st, hash, link, e, p);
+		{
+			heap_find(&op, &slot);
+			heap_unlink(&op, slot, e);
+		}
 	}
-	LWLockRelease(lock);
+	LWLockRelease(op.lock);
 	return off >= 0;
 }
 
@@ -737,15 +871,12 @@ heap_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn,
 static int64
 heap_length(const StateTarget *st, const StateKey *key)
 {
-	uint32		hash = heap_entry_hash(st->desc->id, key);
-	LWLock	   *lock;
+	HeapOp		op;
 	HeapEntry  *e;
 	int64		n = 0;
 
-	heap_area_attach();
-	lock = heap_partition_lock(hash);
-	LWLockAcquire(lock, LW_SHARED);
-	e = heap_find(st->desc->id, key, hash, NULL, NULL);
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
 	if (e != NULL)
 	{
 		const char *img = ENTRY_VAL(e);
@@ -766,7 +897,7 @@ heap_length(const StateTarget *st, const StateKey *key)
 			n++;
 		}
 	}
-	LWLockRelease(lock);
+	LWLockRelease(op.lock);
 	return n;
 }
 
@@ -846,6 +977,17 @@ heap_truncate(const StateTarget *st)
 
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		slots = dsa_get_address(heap_area, part->slots);
+		if (part->snap_epoch != 0)
+		{
+			uint32		shared = 0;
+
+			for (uint32 b = 0; b < part->nslots; b++)
+				if (slots[b] != InvalidDsaPointer &&
+					slot_entry(slots[b])->state_id == st->desc->id &&
+					heap_entry_shared(part, slot_entry(slots[b])))
+					shared++;
+			heap_reserve_retired(st, part, shared);
+		}
 		for (uint32 b = 0; b < part->nslots; b++)
 		{
 			HeapEntry  *e;
@@ -856,7 +998,7 @@ heap_truncate(const StateTarget *st)
 			if (e->state_id != st->desc->id)
 				continue;
 			bytes += ENTRY_SIZE(e->key_len, e->val_cap);
-			dsa_free(heap_area, slot_ptr(slots[b]));
+			heap_release(part, e, slot_ptr(slots[b]));
 			slots[b] = InvalidDsaPointer;
 			n++;
 		}
@@ -888,6 +1030,118 @@ static void
 heap_size(const StateTarget *st, int64 *entries, int64 *bytes)
 {
 	registry_usage(st->slot, entries, bytes);
+}
+
+/*
+ * heap_snapshot_begin makes the cut of a snapshot: with every partition
+ * locked, so no write is halfway, it advances the epoch and marks every
+ * partition as needed by the snapshot, then calls at_cut (which records
+ * what else belongs to the same instant, such as the state descriptors).
+ * Writers wait for the length of this call only.  Returns the snapshot's
+ * epoch.
+ */
+uint32
+heap_snapshot_begin(void (*at_cut) (void *arg), void *arg)
+{
+	uint32		epoch;
+
+	heap_area_attach();
+	for (int i = 0; i < HEAP_PARTITIONS; i++)
+		LWLockAcquire(state_backend_lock(i), LW_EXCLUSIVE);
+	epoch = ++heap_shared->epoch;
+	for (int i = 0; i < HEAP_PARTITIONS; i++)
+		heap_shared->parts[i].snap_epoch = epoch;
+	PG_TRY();
+	{
+		at_cut(arg);
+	}
+	PG_FINALLY();
+	{
+		for (int i = HEAP_PARTITIONS - 1; i >= 0; i--)
+			LWLockRelease(state_backend_lock(i));
+	}
+	PG_END_TRY();
+	return epoch;
+}
+
+static void
+snapshot_append_entry(StringInfo out, const HeapEntry *e)
+{
+	appendBinaryStringInfo(out, (const char *) &e->state_id, sizeof(uint32));
+	appendBinaryStringInfo(out, (const char *) &e->key_len, sizeof(uint32));
+	appendBinaryStringInfo(out, (const char *) &e->val_len, sizeof(uint32));
+	appendBinaryStringInfo(out, ENTRY_KEY(e), e->key_len + e->val_len);
+}
+
+/*
+ * heap_snapshot_collect appends to out every entry of one key group as of
+ * the snapshot's cut, as records of [state id][key length][value length]
+ * [key][value].  A partition whose last key group this is is released: its
+ * retired entries are freed and its writers stop copying.  Partition locks
+ * are held while copying, never while the caller writes files.
+ */
+void
+heap_snapshot_collect(uint32 epoch, int key_group, StringInfo out)
+{
+	int			parts[HEAP_PARTITIONS];
+	int			nparts = heap_key_group_partitions(key_group, parts);
+
+	heap_area_attach();
+	for (int j = 0; j < nparts; j++)
+	{
+		HeapPartition *part = &heap_shared->parts[parts[j]];
+		LWLock	   *lock = state_backend_lock(parts[j]);
+		dsa_pointer *slots;
+
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		Assert(part->snap_epoch == epoch);
+		slots = dsa_get_address(heap_area, part->slots);
+		for (uint32 b = 0; b < part->nslots; b++)
+		{
+			HeapEntry  *e;
+
+			if (slots[b] == InvalidDsaPointer)
+				continue;
+			e = slot_entry(slots[b]);
+			if (e->key_group == key_group && e->epoch < epoch)
+				snapshot_append_entry(out, e);
+		}
+		if (part->nretired > 0)
+		{
+			dsa_pointer *r = dsa_get_address(heap_area, part->retired);
+
+			for (uint32 i = 0; i < part->nretired; i++)
+			{
+				HeapEntry  *e = dsa_get_address(heap_area, r[i]);
+
+				if (e->key_group == key_group)
+					snapshot_append_entry(out, e);
+			}
+		}
+		if (heap_partition_done_after(key_group))
+			heap_free_retired(part);
+		LWLockRelease(lock);
+	}
+}
+
+/*
+ * heap_snapshot_end releases every partition a snapshot still holds, when
+ * it ends early (cancelled or failed).
+ */
+void
+heap_snapshot_end(uint32 epoch)
+{
+	heap_area_attach();
+	for (int i = 0; i < HEAP_PARTITIONS; i++)
+	{
+		HeapPartition *part = &heap_shared->parts[i];
+		LWLock	   *lock = state_backend_lock(i);
+
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		if (part->snap_epoch == epoch)
+			heap_free_retired(part);
+		LWLockRelease(lock);
+	}
 }
 
 const KeyedStateBackend heap_keyed_backend = {

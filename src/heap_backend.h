@@ -6,9 +6,16 @@
 #ifndef HEAP_BACKEND_H
 #define HEAP_BACKEND_H
 
+#include "lib/stringinfo.h"
+
 extern Size heap_shmem_size(void);
 extern void heap_shmem_init(void);
 extern void heap_area_attach(void);
 extern void heap_apply_memory_limit(void);
+
+/* Snapshots of heap states: see heap_backend.c. */
+extern uint32 heap_snapshot_begin(void (*at_cut) (void *arg), void *arg);
+extern void heap_snapshot_collect(uint32 epoch, int key_group, StringInfo out);
+extern void heap_snapshot_end(uint32 epoch);
 
 #endif							/* HEAP_BACKEND_H */
