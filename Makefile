@@ -20,7 +20,12 @@ OBJS = \
 	src/sql_value.o \
 	src/sql_list.o \
 	src/sql_map.o \
-	src/sql_reducing.o
+	src/sql_reducing.o \
+	src/snapshot.o \
+	src/snapshot_control.o \
+	src/checkpoint.o \
+	src/restore.o \
+	src/sql_snapshot.o
 
 EXTENSION = state_backend
 DATA = state_backend--1.0.sql
@@ -34,6 +39,9 @@ PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror=implicit-function-declaration
+
+# Rebuild objects when a header they include changes.
+override autodepend = yes
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

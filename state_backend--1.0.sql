@@ -158,10 +158,40 @@ RETURNS anyelement AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NUL
 CREATE FUNCTION state.reduce(name text, key anycompatible, value text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPUT;
 
+---------------------------------------------------------------- snapshots
+
+CREATE FUNCTION state.snapshot(path text DEFAULT NULL, format text DEFAULT 'native')
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_snapshot' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state._snapshots(
+	OUT id bigint, OUT path text, OUT format text, OUT status text,
+	OUT started_at timestamptz, OUT finished_at timestamptz,
+	OUT states bigint, OUT entries bigint, OUT bytes bigint,
+	OUT incremental boolean, OUT error text)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_snapshots' LANGUAGE C STRICT;
+
+CREATE VIEW state.snapshots AS SELECT * FROM state._snapshots();
+
+CREATE FUNCTION state.wait_snapshot(id bigint, timeout interval DEFAULT NULL)
+RETURNS text AS 'MODULE_PATHNAME', 'state_wait_snapshot' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.cancel_snapshot(id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_cancel_snapshot' LANGUAGE C STRICT;
+
+CREATE FUNCTION state.restore(path text, backend text DEFAULT NULL, from_database text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_restore' LANGUAGE C CALLED ON NULL INPUT;
+
 ---------------------------------------------------------------- privileges
 
 -- Every role may use the functions; each call checks the state's owner and
 -- grants.  The internal helpers are not for direct use.
 REVOKE ALL ON FUNCTION state._require_preload() FROM PUBLIC;
+
+-- Snapshots touch every database's state and the server's files, as
+-- CHECKPOINT does: not for PUBLIC.  GRANT EXECUTE opens them to a role.
+REVOKE ALL ON FUNCTION state.snapshot(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.restore(text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.cancel_snapshot(bigint) FROM PUBLIC;
 GRANT USAGE ON SCHEMA state TO PUBLIC;
 GRANT SELECT ON state.states TO PUBLIC;
+GRANT SELECT ON state.snapshots TO PUBLIC;

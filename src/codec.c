@@ -13,7 +13,11 @@
 
 #include "access/htup_details.h"
 #include "access/tupmacs.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -224,4 +228,42 @@ codec_output(TypeCodec *codec, Datum value)
 {
 	codec_setup_io(codec);
 	return OutputFunctionCall(&codec->output, value);
+}
+
+/*
+ * codec_describe_type records what identifies a type outside this cluster
+ * (schema and name) and the storage properties its images depend on.
+ */
+void
+codec_describe_type(Oid typid, StateType *out)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	Form_pg_type typ;
+
+	memset(out, 0, sizeof(StateType));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", typid);
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	out->oid = typid;
+	namestrcpy(&out->nspname, get_namespace_name(typ->typnamespace));
+	namestrcpy(&out->typname, NameStr(typ->typname));
+	out->typlen = typ->typlen;
+	out->typbyval = typ->typbyval;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * codec_find_type returns the OID of a described type in the current
+ * database, or InvalidOid when there is no such type.
+ */
+Oid
+codec_find_type(const StateType *t)
+{
+	Oid			nsp = get_namespace_oid(NameStr(t->nspname), true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum(NameStr(t->typname)),
+						   ObjectIdGetDatum(nsp));
 }

@@ -2,12 +2,14 @@
  * codec.h
  *		Typed keys and values to byte images and back.
  */
-#ifndef CODEC_H
-#define CODEC_H
+#ifndef STATE_BACKEND_CODEC_H
+#define STATE_BACKEND_CODEC_H
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+
+#include "state_backend.h"
 
 typedef struct TypeCodec
 {
@@ -30,6 +32,8 @@ extern void codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt);
 extern void codec_encode(const TypeCodec *codec, Datum value, StringInfo buf);
 extern Datum codec_decode(const TypeCodec *codec, const char *image, uint32 len);
 extern Datum codec_input(TypeCodec *codec, char *str);
+extern void codec_describe_type(Oid typid, StateType *out);
+extern Oid	codec_find_type(const StateType *t);
 extern char *codec_output(TypeCodec *codec, Datum value);
 
-#endif							/* CODEC_H */
+#endif							/* STATE_BACKEND_CODEC_H */

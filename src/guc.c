@@ -14,6 +14,11 @@ int			state_backend_default_backend = STATE_BACKEND_MEMORY;
 int			state_backend_memory_limit_kb = 256 * 1024;
 int			state_backend_max_parallelism = 128;
 int			state_backend_max_states = 1024;
+char	   *state_backend_checkpoint_dir = NULL;
+int			state_backend_checkpoint_interval_s = 0;
+int			state_backend_checkpoints_retained = 1;
+bool		state_backend_restore_on_start = true;
+int			state_backend_max_state_size_kb = 5 * 1024;
 
 /* "jobmanager" is Flink's name for the memory backend. */
 static const struct config_enum_entry backend_options[] = {
@@ -23,6 +28,36 @@ static const struct config_enum_entry backend_options[] = {
 	{"rocksdb", STATE_BACKEND_ROCKSDB, false},
 	{NULL, 0, false}
 };
+
+/*
+ * checkpoint_dir is an absolute path, or a file:// URL of one, which is
+ * stored as the plain path.
+ */
+static bool
+check_checkpoint_dir(char **newval, void **extra, GucSource source)
+{
+	const char *path = *newval;
+
+	if (path == NULL || path[0] == '\0')
+		return true;
+	if (strncmp(path, "file://", 7) == 0)
+	{
+		/* GUC string values are malloc'd (PG15). */
+		char	   *plain = strdup(path + 7);
+
+		if (plain == NULL)
+			return false;
+		free(*newval);
+		*newval = plain;
+		path = plain;
+	}
+	if (!is_absolute_path(path))
+	{
+		GUC_check_errdetail("state_backend.checkpoint_dir must be an absolute path or a file:// URL.");
+		return false;
+	}
+	return true;
+}
 
 /*
  * state_backend_define_gucs registers the settings.  Called from _PG_init
@@ -72,6 +107,57 @@ state_backend_define_gucs(void)
 							1000000,
 							PGC_POSTMASTER,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.checkpoint_dir",
+							   "Directory where state.snapshot() with no path writes chk-<id>.",
+							   "An absolute path or a file:// URL. Empty: snapshots of memory states with no path stay in shared memory.",
+							   &state_backend_checkpoint_dir,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   check_checkpoint_dir, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoint_interval",
+							"The state worker takes a checkpoint this often (0: never).",
+							NULL,
+							&state_backend_checkpoint_interval_s,
+							0,
+							0,
+							INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoints_retained",
+							"Completed checkpoints kept under the checkpoint directory.",
+							NULL,
+							&state_backend_checkpoints_retained,
+							1,
+							1,
+							1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.restore_on_start",
+							 "Load heap states from the newest completed checkpoint at server start.",
+							 NULL,
+							 &state_backend_restore_on_start,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.max_state_size",
+							"Largest state a snapshot kept in shared memory may hold.",
+							NULL,
+							&state_backend_max_state_size_kb,
+							5 * 1024,
+							64,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("state_backend");

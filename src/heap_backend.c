@@ -184,6 +184,14 @@ heap_area_attach(void)
 	MemoryContextSwitchTo(old);
 }
 
+/* heap_area_get returns the shared area, attached. */
+dsa_area *
+heap_area_get(void)
+{
+	heap_area_attach();
+	return heap_area;
+}
+
 /* heap_apply_memory_limit applies a changed state_backend.memory_limit. */
 void
 heap_apply_memory_limit(void)

@@ -8,8 +8,8 @@
  * storage otherwise.  Images are opaque bytes here: equal keys have equal
  * images.  The heap implementation is in heap_backend.c.
  */
-#ifndef KEYED_BACKEND_H
-#define KEYED_BACKEND_H
+#ifndef STATE_BACKEND_KEYED_BACKEND_H
+#define STATE_BACKEND_KEYED_BACKEND_H
 
 #include "lib/stringinfo.h"
 
@@ -100,4 +100,4 @@ extern const KeyedStateBackend heap_keyed_backend;
 
 extern const KeyedStateBackend *keyed_backend_for(StateBackendId backend);
 
-#endif							/* KEYED_BACKEND_H */
+#endif							/* STATE_BACKEND_KEYED_BACKEND_H */

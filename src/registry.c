@@ -13,6 +13,8 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -26,6 +28,7 @@ typedef struct RegistrySlot
 {
 	StateDesc	desc;
 	bool		dropping;		/* being dropped: no longer resolvable */
+	bool		hidden;			/* being restored: not resolvable yet */
 	pg_atomic_uint64 entries;
 	pg_atomic_uint64 bytes;
 } RegistrySlot;
@@ -33,6 +36,7 @@ typedef struct RegistrySlot
 typedef struct RegistryShared
 {
 	pg_atomic_uint64 version;
+	bool		ready;			/* the worker has restored what it had to */
 	uint32		next_id;
 	int			nslots;
 	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -68,15 +72,43 @@ registry_shmem_init(void)
 	if (!found)
 	{
 		pg_atomic_init_u64(&registry->version, 1);
+		registry->ready = false;
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
 		for (int i = 0; i < registry->nslots; i++)
 		{
 			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
 			registry->slots[i].dropping = false;
+			registry->slots[i].hidden = false;
 			pg_atomic_init_u64(&registry->slots[i].entries, 0);
 			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
 		}
+	}
+}
+
+/*
+ * The state worker marks the registry ready once it has restored states at
+ * server start; until then sessions wait, so that nothing they write is
+ * replaced by the restore.
+ */
+void
+registry_set_ready(void)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	registry->ready = true;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+static void
+registry_wait_ready(void)
+{
+	while (!registry->ready)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pg_read_barrier();
 	}
 }
 
@@ -103,7 +135,7 @@ registry_find_slot(Oid dbid, const char *name)
 	{
 		RegistrySlot *s = &registry->slots[i];
 
-		if (s->desc.id != 0 && !s->dropping && s->desc.dbid == dbid &&
+		if (s->desc.id != 0 && !s->dropping && !s->hidden && s->desc.dbid == dbid &&
 			strcmp(NameStr(s->desc.name), name) == 0)
 			return i;
 	}
@@ -138,6 +170,7 @@ registry_lookup(const char *name, StateDesc *desc, int *slot)
 	int			i;
 
 	state_backend_check_loaded();
+	registry_wait_ready();
 	if (strlen(name) >= NAMEDATALEN)
 		return false;
 
@@ -177,19 +210,21 @@ registry_resolve(const char *name, StateDesc *desc, int *slot)
 }
 
 /*
- * registry_create adds a state to the current database.  The caller fills
- * in everything but id and dbid, which are set here.
+ * registry_create adds a state to a database.  The caller fills in
+ * everything but the id, which is set here.  A hidden state (one being
+ * restored) cannot be resolved by name until registry_publish.
  */
-void
-registry_create(StateDesc *desc)
+int
+registry_create(StateDesc *desc, bool hidden)
 {
 	int			free_slot = -1;
 
 	state_backend_check_loaded();
-	desc->dbid = MyDatabaseId;
+	if (!hidden)
+		registry_wait_ready();
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	if (registry_find_slot(MyDatabaseId, NameStr(desc->name)) >= 0)
+	if (!hidden && registry_find_slot(desc->dbid, NameStr(desc->name)) >= 0)
 	{
 		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 		ereport(ERROR,
@@ -220,10 +255,12 @@ registry_create(StateDesc *desc)
 		registry->next_id = 1;
 	registry->slots[free_slot].desc = *desc;
 	registry->slots[free_slot].dropping = false;
+	registry->slots[free_slot].hidden = hidden;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return free_slot;
 }
 
 /*
@@ -231,11 +268,12 @@ registry_create(StateDesc *desc)
  * backend removes its data, then its slot is freed.  Returns false when the
  * state was already gone (dropped by someone else).
  */
+static void registry_finish_drop(const StateDesc *desc, int slot);
+
 static bool
 registry_drop_slot(const StateDesc *desc, int slot)
 {
 	RegistrySlot *s = &registry->slots[slot];
-	StateTarget target;
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	if (s->desc.id != desc->id || s->dropping)
@@ -246,6 +284,19 @@ registry_drop_slot(const StateDesc *desc, int slot)
 	s->dropping = true;
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	registry_finish_drop(desc, slot);
+	return true;
+}
+
+/*
+ * registry_finish_drop removes the data of a state marked as dropping and
+ * frees its slot.
+ */
+static void
+registry_finish_drop(const StateDesc *desc, int slot)
+{
+	RegistrySlot *s = &registry->slots[slot];
+	StateTarget target;
 
 	target.desc = desc;
 	target.slot = slot;
@@ -254,11 +305,83 @@ registry_drop_slot(const StateDesc *desc, int slot)
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	memset(&s->desc, 0, sizeof(StateDesc));
 	s->dropping = false;
+	s->hidden = false;
 	pg_atomic_write_u64(&s->entries, 0);
 	pg_atomic_write_u64(&s->bytes, 0);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return true;
+}
+
+/*
+ * registry_discard drops a state that registry_create made hidden and that
+ * will not be published (a restore that failed).
+ */
+void
+registry_discard(const StateDesc *desc, int slot)
+{
+	(void) registry_drop_slot(desc, slot);
+}
+
+/*
+ * registry_publish makes a restore take effect: at one instant every visible
+ * state of the database is dropped and the hidden states given (created by
+ * the restore) become visible.  The old states' data is removed after.
+ */
+void
+registry_publish(Oid dbid, const uint32 *ids, int nids)
+{
+	StateDesc  *old = palloc(sizeof(StateDesc) * registry->nslots);
+	int		   *oldslots = palloc(sizeof(int) * registry->nslots);
+	int			nold = 0;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping)
+			continue;
+		if (s->hidden)
+		{
+			for (int j = 0; j < nids; j++)
+				if (ids[j] == s->desc.id)
+					s->hidden = false;
+			continue;
+		}
+		s->dropping = true;
+		old[nold] = s->desc;
+		oldslots[nold++] = i;
+	}
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+
+	for (int i = 0; i < nold; i++)
+		registry_finish_drop(&old[i], oldslots[i]);
+	pfree(old);
+	pfree(oldslots);
+}
+
+/*
+ * registry_copy_all copies every state of every database that is neither
+ * being dropped nor being restored into out (room for max_states); returns
+ * how many.  A snapshot's cut calls it with every partition locked, so it
+ * must not fail: it only copies.
+ */
+int
+registry_copy_all(StateDesc *out)
+{
+	int			n = 0;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && !s->hidden)
+			out[n++] = s->desc;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return n;
 }
 
 /*
@@ -496,6 +619,7 @@ registry_list(Oid dbid, StateDesc **descs, int **slots)
 	int			n = 0;
 
 	state_backend_check_loaded();
+	registry_wait_ready();
 	*descs = palloc(sizeof(StateDesc) * registry->nslots);
 	*slots = palloc(sizeof(int) * registry->nslots);
 
@@ -504,7 +628,7 @@ registry_list(Oid dbid, StateDesc **descs, int **slots)
 	{
 		RegistrySlot *s = &registry->slots[i];
 
-		if (s->desc.id != 0 && !s->dropping && s->desc.dbid == dbid)
+		if (s->desc.id != 0 && !s->dropping && !s->hidden && s->desc.dbid == dbid)
 		{
 			(*descs)[n] = s->desc;
 			(*slots)[n] = i;

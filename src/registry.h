@@ -3,18 +3,22 @@
  *		State descriptors per database: create, resolve by name, drop,
  *		owners and grants, and each state's usage counters.
  */
-#ifndef REGISTRY_H
-#define REGISTRY_H
+#ifndef STATE_BACKEND_REGISTRY_H
+#define STATE_BACKEND_REGISTRY_H
 
 #include "state_backend.h"
 
 extern Size registry_shmem_size(void);
 extern void registry_shmem_init(void);
 
+extern void registry_set_ready(void);
 extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
-extern void registry_create(StateDesc *desc);
+extern int	registry_create(StateDesc *desc, bool hidden);
+extern void registry_discard(const StateDesc *desc, int slot);
+extern void registry_publish(Oid dbid, const uint32 *ids, int nids);
+extern int	registry_copy_all(StateDesc *out);
 extern bool registry_drop(const StateDesc *desc, int slot);
 extern void registry_drop_database(Oid dbid);
 extern void registry_check_type_unused(Oid type);
@@ -29,4 +33,4 @@ extern void registry_add_usage(int slot, int64 entries, int64 bytes);
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);
 extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);
 
-#endif							/* REGISTRY_H */
+#endif							/* STATE_BACKEND_REGISTRY_H */

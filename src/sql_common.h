@@ -7,8 +7,8 @@
  * A StateCall is cached in the call site's fn_extra and revalidated against
  * the registry version on every call.
  */
-#ifndef SQL_COMMON_H
-#define SQL_COMMON_H
+#ifndef STATE_BACKEND_SQL_COMMON_H
+#define STATE_BACKEND_SQL_COMMON_H
 
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -85,4 +85,4 @@ extern char *state_call_name_arg(FunctionCallInfo fcinfo);
 /* sql_reducing.c */
 extern void reducer_check_type(StateReducer reducer, Oid type);
 
-#endif							/* SQL_COMMON_H */
+#endif							/* STATE_BACKEND_SQL_COMMON_H */

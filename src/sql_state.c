@@ -191,8 +191,14 @@ state_create_state(PG_FUNCTION_ARGS)
 	if (desc.kind == STATE_KIND_REDUCING)
 		reducer_check_type(desc.reducer, desc.value_type);
 
+	codec_describe_type(desc.key_type, &desc.types[STATE_TYPE_KEY]);
+	codec_describe_type(desc.value_type, &desc.types[STATE_TYPE_VALUE]);
+	if (desc.kind == STATE_KIND_MAP)
+		codec_describe_type(desc.map_key_type, &desc.types[STATE_TYPE_MAP_KEY]);
 	desc.owner = GetUserId();
-	registry_create(&desc);
+	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
+	desc.dbid = MyDatabaseId;
+	(void) registry_create(&desc, false);
 	PG_RETURN_VOID();
 }
 

@@ -23,6 +23,7 @@
 
 #include "heap_backend.h"
 #include "registry.h"
+#include "snapshot_control.h"
 #include "state_backend.h"
 
 PG_MODULE_MAGIC;
@@ -48,7 +49,8 @@ state_backend_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 
-	RequestAddinShmemSpace(add_size(registry_shmem_size(), heap_shmem_size()));
+	RequestAddinShmemSpace(add_size(add_size(registry_shmem_size(), heap_shmem_size()),
+									snapshot_control_shmem_size()));
 	RequestNamedLWLockTranche("state_backend", STATE_BACKEND_NUM_LOCKS);
 }
 
@@ -62,6 +64,7 @@ state_backend_shmem_startup(void)
 	state_backend_locks = GetNamedLWLockTranche("state_backend");
 	registry_shmem_init();
 	heap_shmem_init();
+	snapshot_control_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

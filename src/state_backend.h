@@ -20,7 +20,8 @@
 /* LWLocks of the "state_backend" tranche. */
 #define LOCK_REGISTRY			HEAP_PARTITIONS
 #define LOCK_AREA				(HEAP_PARTITIONS + 1)
-#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 2)
+#define LOCK_SNAPSHOT			(HEAP_PARTITIONS + 2)
+#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 3)
 
 typedef enum StateKind
 {
@@ -58,6 +59,20 @@ typedef struct StateGrant
 } StateGrant;
 
 /*
+ * A type as a state declares it: its OID in this cluster, and what a
+ * snapshot records to find it again elsewhere and to check that its stored
+ * form still matches.
+ */
+typedef struct StateType
+{
+	Oid			oid;
+	NameData	nspname;
+	NameData	typname;
+	int16		typlen;
+	bool		typbyval;
+} StateType;
+
+/*
  * StateDesc describes one named state of one database.  It lives in a slot
  * of the shared registry; backends work on a local copy and reach the slot's
  * counters through its index.  A slot whose id is 0 is free.  State ids are
@@ -74,7 +89,9 @@ typedef struct StateDesc
 	Oid			key_type;
 	Oid			value_type;
 	Oid			map_key_type;	/* InvalidOid unless kind is map */
+	StateType	types[3];		/* key, value, map key: see state_type_fill */
 	Oid			owner;
+	NameData	owner_name;
 	int			ngrants;
 	StateGrant	grants[STATE_MAX_GRANTS];
 } StateDesc;
@@ -83,6 +100,11 @@ typedef struct StateDesc
 extern const char *state_kind_name(StateKind kind);
 extern const char *state_backend_name(StateBackendId backend);
 extern const char *state_reducer_name(StateReducer reducer);
+
+/* Indexes of StateDesc.types */
+#define STATE_TYPE_KEY		0
+#define STATE_TYPE_VALUE	1
+#define STATE_TYPE_MAP_KEY	2
 
 /* state_backend.c */
 extern LWLock *state_backend_lock(int n);
@@ -93,6 +115,11 @@ extern int	state_backend_default_backend;
 extern int	state_backend_memory_limit_kb;
 extern int	state_backend_max_parallelism;
 extern int	state_backend_max_states;
+extern char *state_backend_checkpoint_dir;
+extern int	state_backend_checkpoint_interval_s;
+extern int	state_backend_checkpoints_retained;
+extern bool state_backend_restore_on_start;
+extern int	state_backend_max_state_size_kb;
 extern void state_backend_define_gucs(void);
 
 /* worker.c */

@@ -1,8 +1,11 @@
 /*
  * worker.c
  *		The state worker: a static background worker started with the
- *		server.  It creates the shared area that heap states live in and
- *		applies configuration changes to it.
+ *		server.  It creates the shared area that heap states live in,
+ *		restores them from the newest checkpoint at start, writes the
+ *		snapshots that sessions request, takes a checkpoint every
+ *		state_backend.checkpoint_interval, and a last one at a clean
+ *		shutdown.
  *
  * Heap state is read and written in place by every backend
  * (heap_backend.c); the worker is not on that path.
@@ -17,7 +20,14 @@
 #include "storage/latch.h"
 #include "utils/guc.h"
 
+#include "storage/procarray.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
 #include "heap_backend.h"
+#include "registry.h"
+#include "restore.h"
+#include "snapshot_control.h"
 #include "state_backend.h"
 
 PGDLLEXPORT void state_worker_main(Datum main_arg);
@@ -45,29 +55,91 @@ state_worker_register(void)
 	RegisterBackgroundWorker(&worker);
 }
 
+/* A checkpoint (a snapshot under checkpoint_dir), written right away. */
+static void
+state_worker_checkpoint(const char *why)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return;
+	PG_TRY();
+	{
+		(void) snapshot_request(NULL, SNAPSHOT_NATIVE);
+	}
+	PG_CATCH();
+	{
+		/* One is already running: it will do. */
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		LWLockReleaseAll();
+		return;
+	}
+	PG_END_TRY();
+	ereport(DEBUG1, (errmsg("state_backend %s checkpoint", why)));
+	while (snapshot_run_pending())
+		;
+}
+
 /*
- * state_worker_main is the worker's body: set up, then wait on the latch
- * for configuration reloads until asked to stop.
+ * At a clean shutdown every session is being terminated together with the
+ * worker.  Wait (a little) for them to go, so that the final checkpoint
+ * comes after the last write they acknowledged.
+ */
+static void
+state_worker_wait_for_sessions(void)
+{
+	for (int i = 0; i < 500; i++)
+	{
+		if (CountDBConnections(InvalidOid) == 0)
+			return;
+		pg_usleep(10 * 1000L);
+	}
+}
+
+/*
+ * state_worker_main is the worker's body: set up and restore, then wait on
+ * the latch for snapshot requests, checkpoint times and reloads until
+ * asked to stop.
  */
 void
 state_worker_main(Datum main_arg)
 {
+	TimestampTz last_checkpoint;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
-	/* No database: this only makes the worker visible in pg_stat_activity. */
+	/* No database: shared catalogs only (database names, roles). */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "state_backend worker");
 
 	heap_area_attach();
+	snapshot_worker_attach();
+	restore_on_start();
+	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
+	last_checkpoint = GetCurrentTimestamp();
 
 	while (!ShutdownRequestPending)
 	{
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH,
-						 -1L,
-						 PG_WAIT_EXTENSION);
+		long		timeout = -1L;
+		int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+
+		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0')
+		{
+			TimestampTz next = TimestampTzPlusMilliseconds(last_checkpoint,
+														   state_backend_checkpoint_interval_s * 1000L);
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(GetCurrentTimestamp(), next, &secs, &usecs);
+			timeout = secs * 1000L + usecs / 1000 + 1;
+			events |= WL_TIMEOUT;
+		}
+		(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 
@@ -77,7 +149,22 @@ state_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			heap_apply_memory_limit();
 		}
+		while (snapshot_run_pending())
+			;
+		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0' &&
+			TimestampDifferenceExceeds(last_checkpoint, GetCurrentTimestamp(),
+									   state_backend_checkpoint_interval_s * 1000))
+		{
+			state_worker_checkpoint("periodic");
+			last_checkpoint = GetCurrentTimestamp();
+		}
 	}
+
+	/* Finish what was asked, then the final checkpoint. */
+	while (snapshot_run_pending())
+		;
+	state_worker_wait_for_sessions();
+	state_worker_checkpoint("final");
 
 	/* Exit code 1: the postmaster restarts the worker unless the server stops. */
 	proc_exit(1);

@@ -1,0 +1,300 @@
+/*
+ * restore.c
+ *		Restore: replace a database's states with a snapshot's section for it.
+ *
+ * Everything is checked before anything changes: the MANIFEST, every
+ * state's file (sizes, checksums, structure), and that every type named
+ * exists with the same storage.  The states are then loaded as hidden
+ * states, invisible to every session, and published at one instant in
+ * place of the database's current ones (registry_publish).  If loading
+ * fails (memory limit), the hidden states are discarded and the current
+ * ones were never touched.
+ *
+ * state.restore() runs this in the calling backend, resolving types by
+ * name.  At server start the state worker runs it for every database of the
+ * newest checkpoint, trusting the OIDs it recorded (same cluster; the
+ * worker has no database to look names up in).
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "checkpoint.h"
+#include "codec.h"
+#include "key_group.h"
+#include "keyed_backend.h"
+#include "registry.h"
+#include "restore.h"
+#include "snapshot_control.h"
+
+typedef struct LoadContext
+{
+	StateTarget target;
+	const KeyedStateBackend *backend;
+	int64		n;
+} LoadContext;
+
+static void
+load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	LoadContext *c = arg;
+	StateKey	k;
+
+	k.data = key;
+	k.len = keylen;
+	k.hash = key_image_hash(key, keylen);
+	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
+	c->backend->put(&c->target, &k, value, vallen);
+	c->n++;
+}
+
+/*
+ * resolve_types points a restored descriptor at this cluster's types, found
+ * by name, and refuses types whose storage differs from what the native
+ * images were written with.
+ */
+static void
+resolve_types(StateDesc *d)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		StateType  *t = &d->types[i];
+		StateType	now;
+		Oid			oid;
+
+		if (!OidIsValid(t->oid))
+			continue;
+		oid = codec_find_type(t);
+		if (!OidIsValid(oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("type %s.%s of state \"%s\" does not exist",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+					 errhint("Create the type before restoring the snapshot.")));
+		codec_describe_type(oid, &now);
+		if (now.typlen != t->typlen || now.typbyval != t->typbyval)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type %s.%s of state \"%s\" is stored differently than when the snapshot was taken",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name))));
+		*t = now;
+	}
+	d->key_type = d->types[STATE_TYPE_KEY].oid;
+	d->value_type = d->types[STATE_TYPE_VALUE].oid;
+	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
+}
+
+/* Map the owner and grants to roles of this cluster. */
+static void
+resolve_roles(StateDesc *d)
+{
+	Oid			owner = get_role_oid(NameStr(d->owner_name), true);
+	int			n = 0;
+
+	if (!OidIsValid(owner))
+	{
+		owner = GetUserId();
+		namestrcpy(&d->owner_name, GetUserNameFromId(owner, false));
+	}
+	d->owner = owner;
+	for (int g = 0; g < d->ngrants; g++)
+		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->grants[g].role)))
+			d->grants[n++] = d->grants[g];
+	d->ngrants = n;
+}
+
+/*
+ * restore_section replaces the states of database target_dbid with the
+ * states of section source_dbid of a snapshot.  Returns the entries loaded.
+ */
+static int64
+restore_section(const SnapshotSource *src, const SnapshotManifest *m,
+				Oid source_dbid, Oid target_dbid, int backend_override,
+				bool trust_oids)
+{
+	int			n = 0;
+	SnapshotState **states = palloc(sizeof(SnapshotState *) * Max(m->nstates, 1));
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(m->nstates, 1));
+	int		   *slots = palloc(sizeof(int) * Max(m->nstates, 1));
+	uint32	   *ids = palloc(sizeof(uint32) * Max(m->nstates, 1));
+	volatile int created = 0;
+	int64		total = 0;
+
+	if (m->format != SNAPSHOT_NATIVE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("restoring canonical snapshots is not supported yet")));
+
+	/* Check everything first. */
+	for (int i = 0; i < m->nstates; i++)
+	{
+		SnapshotState *st = &m->states[i];
+		StateDesc  *d = &descs[n];
+
+		if (st->desc.dbid != source_dbid)
+			continue;
+		*d = st->desc;
+		if (!trust_oids)
+		{
+			resolve_types(d);
+			resolve_roles(d);
+		}
+		if (backend_override >= 0)
+			d->backend = (StateBackendId) backend_override;
+		if (d->backend == STATE_BACKEND_ROCKSDB)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("state \"%s\" uses the rocksdb backend, which is not available in this release",
+							NameStr(d->name))));
+		d->dbid = target_dbid;
+		snapshot_verify_state(src, m, st);
+		states[n++] = st;
+	}
+
+	/* Load into hidden states; publish them all at once. */
+	PG_TRY();
+	{
+		for (int i = 0; i < n; i++)
+		{
+			LoadContext c;
+
+			slots[i] = registry_create(&descs[i], true);
+			ids[i] = descs[i].id;
+			created = i + 1;
+			c.target.desc = &descs[i];
+			c.target.slot = slots[i];
+			c.backend = keyed_backend_for(descs[i].backend);
+			c.n = 0;
+			snapshot_read_state(src, m, states[i], load_entry, &c);
+			total += c.n;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		for (int i = 0; i < created; i++)
+			registry_discard(&descs[i], slots[i]);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	registry_publish(target_dbid, ids, n);
+	return total;
+}
+
+/*
+ * restore_into_database restores the current database from a snapshot:
+ * the section of database from_database (default: the one named like the
+ * current database, or the only one).  backend_override < 0 keeps each
+ * state's backend.
+ */
+int64
+restore_into_database(const SnapshotSource *src, const char *from_database,
+					  int backend_override)
+{
+	SnapshotManifest *m = snapshot_read_manifest(src);
+	char	   *current = get_database_name(MyDatabaseId);
+	const char *want = from_database ? from_database : current;
+	Oid			source = InvalidOid;
+	bool		found = false;
+
+	for (int d = 0; d < m->ndbs; d++)
+		if (strcmp(m->db_names[d], want) == 0)
+		{
+			source = m->db_oids[d];
+			found = true;
+		}
+	if (!found && from_database == NULL && m->ndbs == 1)
+	{
+		source = m->db_oids[0];
+		found = true;
+	}
+	if (!found && !(from_database == NULL && m->ndbs == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snapshot \"%s\" has no states of database \"%s\"", src->name, want),
+				 m->ndbs > 1 ? errhint("Name the database to restore from with from_database.") : 0));
+	return restore_section(src, m, source, MyDatabaseId, backend_override, false);
+}
+
+/*
+ * restore_on_start loads every database's heap states from the newest
+ * complete checkpoint, in the state worker at server start.  A section that
+ * cannot be loaded is reported and skipped: the server must come up.
+ */
+void
+restore_on_start(void)
+{
+	char	   *dir;
+	int64		id;
+	SnapshotSource src;
+	SnapshotManifest *m;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return;
+	snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	if (!state_backend_restore_on_start)
+		return;
+	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+	if (dir == NULL)
+		return;
+
+	memset(&src, 0, sizeof(src));
+	src.dir = dir;
+	src.name = dir;
+	PG_TRY();
+	{
+		m = snapshot_read_manifest(&src);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
+		return;
+	}
+	PG_END_TRY();
+
+	for (int d = 0; d < m->ndbs; d++)
+	{
+		Oid			dbid = m->db_oids[d];
+		bool		exists;
+
+		StartTransactionCommand();
+		exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
+		CommitTransactionCommand();
+		if (!exists)
+			continue;
+		PG_TRY();
+		{
+			int64		n = restore_section(&src, m, dbid, dbid, -1, true);
+
+			ereport(LOG,
+					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",
+							n, m->db_names[d], dir)));
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			EmitErrorReport();
+			FlushErrorState();
+			LWLockReleaseAll();
+			AbortOutOfAnyTransaction();
+			ereport(WARNING,
+					(errmsg("state_backend could not restore database \"%s\" from \"%s\"",
+							m->db_names[d], dir)));
+		}
+		PG_END_TRY();
+	}
+}

@@ -1,0 +1,90 @@
+/*
+ * snapshot.h
+ *		The snapshot format: MANIFEST and per-state key-group files, their
+ *		writer and their verifying reader.  A snapshot lives in a directory,
+ *		or in shared memory (see snapshot_control.c).
+ */
+#ifndef STATE_BACKEND_SNAPSHOT_H
+#define STATE_BACKEND_SNAPSHOT_H
+
+#include "lib/stringinfo.h"
+
+#include "state_backend.h"
+
+#define SNAPSHOT_FORMAT_VERSION	1
+
+typedef enum SnapshotFormat
+{
+	SNAPSHOT_NATIVE,
+	SNAPSHOT_CANONICAL
+} SnapshotFormat;
+
+/* One state of a snapshot, as its MANIFEST describes it. */
+typedef struct SnapshotState
+{
+	StateDesc	desc;
+	char		dbname[NAMEDATALEN];
+	char		file[MAXPGPATH];	/* relative to the snapshot root */
+	int64		size;
+	int64		entries;
+	int			ngrants;
+	NameData	grant_roles[STATE_MAX_GRANTS];
+	uint8		grant_privs[STATE_MAX_GRANTS];
+} SnapshotState;
+
+typedef struct SnapshotManifest
+{
+	int64		id;
+	SnapshotFormat format;
+	int			server_version_num;
+	int			key_groups;
+	int			nstates;
+	SnapshotState *states;
+	int			ndbs;
+	Oid		   *db_oids;
+	char	  **db_names;
+} SnapshotManifest;
+
+/*
+ * Where a snapshot's files are: a directory, or an in-memory image (the
+ * concatenated files of a snapshot kept in shared memory).
+ */
+typedef struct SnapshotSource
+{
+	const char *dir;			/* NULL for memory */
+	const char *mem;
+	Size		memlen;
+	const char *name;			/* for messages */
+} SnapshotSource;
+
+/* Writing (the state worker). */
+typedef struct SnapshotWriter SnapshotWriter;
+
+extern SnapshotWriter *snapshot_writer_begin(const char *dir, int64 id,
+											 SnapshotFormat format,
+											 const StateDesc *descs, int ndescs,
+											 const Oid *dboids, char **dbnames,
+											 int ndbs);
+extern void snapshot_writer_add(SnapshotWriter *w, int key_group,
+								const char *records, int len);
+extern void snapshot_writer_finish(SnapshotWriter *w);
+extern void snapshot_writer_abort(SnapshotWriter *w);
+extern void snapshot_writer_progress(SnapshotWriter *w, int64 *entries, int64 *bytes);
+extern char *snapshot_writer_memory_image(SnapshotWriter *w, Size *len);
+
+/* Reading and verifying (restore). */
+extern SnapshotManifest *snapshot_read_manifest(const SnapshotSource *src);
+extern void snapshot_verify_state(const SnapshotSource *src,
+								  const SnapshotManifest *m,
+								  const SnapshotState *st);
+
+typedef void (*SnapshotEntryFn) (void *arg, const char *key, uint32 keylen,
+								 const char *value, uint32 vallen);
+extern int64 snapshot_read_state(const SnapshotSource *src,
+								 const SnapshotManifest *m,
+								 const SnapshotState *st,
+								 SnapshotEntryFn fn, void *arg);
+
+extern bool snapshot_dir_is_complete(const char *dir);
+
+#endif							/* STATE_BACKEND_SNAPSHOT_H */
