@@ -22,6 +22,7 @@ OBJS = \
 	src/sql_map.o \
 	src/sql_reducing.o \
 	src/snapshot.o \
+	src/canonical.o \
 	src/snapshot_control.o \
 	src/checkpoint.o \
 	src/restore.o \

@@ -230,6 +230,54 @@ codec_output(TypeCodec *codec, Datum value)
 	return OutputFunctionCall(&codec->output, value);
 }
 
+static void
+codec_setup_binary(TypeCodec *codec)
+{
+	Oid			sendfunc;
+	Oid			recvfunc;
+	bool		isvarlena;
+
+	if (codec->binary_ready)
+		return;
+	getTypeBinaryOutputInfo(codec->typid, &sendfunc, &isvarlena);
+	getTypeBinaryInputInfo(codec->typid, &recvfunc, &codec->binary_ioparam);
+	fmgr_info_cxt(sendfunc, &codec->send, codec->mcxt);
+	fmgr_info_cxt(recvfunc, &codec->receive, codec->mcxt);
+	codec->binary_ready = true;
+}
+
+/* codec_send returns a value in its type's binary (send) form. */
+bytea *
+codec_send(TypeCodec *codec, Datum value)
+{
+	codec_setup_binary(codec);
+	return SendFunctionCall(&codec->send, value);
+}
+
+/*
+ * codec_receive reads a value from its type's binary form, which must be
+ * consumed entirely.
+ */
+Datum
+codec_receive(TypeCodec *codec, const char *data, uint32 len)
+{
+	StringInfoData buf;
+	Datum		d;
+
+	codec_setup_binary(codec);
+	buf.data = (char *) data;
+	buf.len = (int) len;
+	buf.maxlen = (int) len;
+	buf.cursor = 0;
+	d = ReceiveFunctionCall(&codec->receive, &buf, codec->binary_ioparam, -1);
+	if (buf.cursor != buf.len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("incorrect binary data format for type %s",
+						format_type_be(codec->typid))));
+	return d;
+}
+
 /*
  * codec_describe_type records what identifies a type outside this cluster
  * (schema and name) and the storage properties its images depend on.

@@ -25,6 +25,11 @@ typedef struct TypeCodec
 	Oid			typioparam;
 	FmgrInfo	input;
 	FmgrInfo	output;
+	/* binary I/O, set up on first use */
+	bool		binary_ready;
+	Oid			binary_ioparam;
+	FmgrInfo	send;
+	FmgrInfo	receive;
 	MemoryContext mcxt;
 } TypeCodec;
 
@@ -32,6 +37,8 @@ extern void codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt);
 extern void codec_encode(const TypeCodec *codec, Datum value, StringInfo buf);
 extern Datum codec_decode(const TypeCodec *codec, const char *image, uint32 len);
 extern Datum codec_input(TypeCodec *codec, char *str);
+extern bytea *codec_send(TypeCodec *codec, Datum value);
+extern Datum codec_receive(TypeCodec *codec, const char *data, uint32 len);
 extern void codec_describe_type(Oid typid, StateType *out);
 extern Oid	codec_find_type(const StateType *t);
 extern char *codec_output(TypeCodec *codec, Datum value);

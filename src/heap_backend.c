@@ -50,10 +50,6 @@
 #define HEAP_MAX_SLOTS			(1U << 25)
 #define HEAP_AREA_TRANCHE_NAME	"state_backend_area"
 
-/* Map images: records of [mkeylen][vallen][mkey][value]; NULL values: */
-#define MAP_NULL_VALUE			PG_UINT32_MAX
-#define MAP_REC_HDR				(2 * sizeof(uint32))
-
 /* Slot tags: see the file header. */
 #define SLOT_TAG_SHIFT			50
 #define SLOT_TAG_MASK			(((dsa_pointer) 0x3FFF) << SLOT_TAG_SHIFT)

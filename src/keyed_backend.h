@@ -48,8 +48,16 @@ typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
 typedef void (*StateEntryFn) (void *arg, const char *key, uint32 keylen,
 							  const char *value, uint32 valuelen);
 
-/* Value images of lists: elements, each a uint32 length then its bytes. */
+/*
+ * The whole image of a key's state, as get/put/iterate and snapshots carry
+ * it: a value or reducing state's image is the value's image; a list's is
+ * its elements, each a uint32 length then its bytes; a map's is records of
+ * [uint32 map-key length][uint32 value length, or MAP_NULL_VALUE]
+ * [map key][value].
+ */
 #define LIST_ELEM_HDR	sizeof(uint32)
+#define MAP_NULL_VALUE	PG_UINT32_MAX
+#define MAP_REC_HDR		(2 * sizeof(uint32))
 
 typedef struct KeyedStateBackend
 {

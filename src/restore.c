@@ -27,6 +27,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+#include "canonical.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "key_group.h"
@@ -40,6 +41,11 @@ typedef struct LoadContext
 	StateTarget target;
 	const KeyedStateBackend *backend;
 	int64		n;
+	bool		canonical;
+	StateCodecs codecs;
+	StringInfoData key;
+	StringInfoData value;
+	MemoryContext tmp;
 } LoadContext;
 
 static void
@@ -48,6 +54,21 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 	LoadContext *c = arg;
 	StateKey	k;
 
+	if (c->canonical)
+	{
+		MemoryContext old = MemoryContextSwitchTo(c->tmp);
+
+		resetStringInfo(&c->key);
+		resetStringInfo(&c->value);
+		canonical_to_native(&c->codecs, true, key, keylen, &c->key);
+		canonical_to_native(&c->codecs, false, value, vallen, &c->value);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(c->tmp);
+		key = c->key.data;
+		keylen = c->key.len;
+		value = c->value.data;
+		vallen = c->value.len;
+	}
 	k.data = key;
 	k.len = keylen;
 	k.hash = key_image_hash(key, keylen);
@@ -128,10 +149,11 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 	volatile int created = 0;
 	int64		total = 0;
 
-	if (m->format != SNAPSHOT_NATIVE)
+	if (m->format != SNAPSHOT_NATIVE && trust_oids)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("restoring canonical snapshots is not supported yet")));
+				 errmsg("a canonical checkpoint cannot be loaded at server start"),
+				 errhint("Restore it with state.restore().")));
 
 	/* Check everything first. */
 	for (int i = 0; i < m->nstates; i++)
@@ -173,6 +195,15 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			c.target.slot = slots[i];
 			c.backend = keyed_backend_for(descs[i].backend);
 			c.n = 0;
+			c.canonical = m->format == SNAPSHOT_CANONICAL;
+			if (c.canonical)
+			{
+				canonical_codecs_init(&c.codecs, &descs[i], CurrentMemoryContext);
+				initStringInfo(&c.key);
+				initStringInfo(&c.value);
+				c.tmp = AllocSetContextCreate(CurrentMemoryContext, "restore entry",
+											  ALLOCSET_DEFAULT_SIZES);
+			}
 			snapshot_read_state(src, m, states[i], load_entry, &c);
 			total += c.n;
 			CHECK_FOR_INTERRUPTS();

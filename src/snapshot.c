@@ -315,9 +315,10 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		so->block_kg = -1;
 		so->index = palloc0(sizeof(KgIndexEntry) * w->key_groups);
 
+		/* Written natively; canonical.c may convert the file later. */
 		h.magic = KG_MAGIC;
 		h.version = SNAPSHOT_FORMAT_VERSION;
-		h.format = (uint32) format;
+		h.format = (uint32) SNAPSHOT_NATIVE;
 		h.state_id = descs[i].id;
 		h.key_groups = (uint32) w->key_groups;
 		h.crc = crc_of(&h, offsetof(KgFileHeader, crc));
@@ -498,12 +499,12 @@ fsync_dir(const char *path)
 }
 
 /*
- * snapshot_writer_finish completes a snapshot: indexes and trailers, every
- * file synced, then the MANIFEST, written to a temporary name, synced and
- * renamed, and the directory synced.  Only then is the snapshot complete.
+ * snapshot_writer_close_files ends every state file: index and trailer,
+ * synced and closed.  The files are complete; the snapshot is not until
+ * snapshot_writer_finish.
  */
 void
-snapshot_writer_finish(SnapshotWriter *w)
+snapshot_writer_close_files(SnapshotWriter *w)
 {
 	for (int i = 0; i < w->nstates; i++)
 	{
@@ -529,6 +530,39 @@ snapshot_writer_finish(SnapshotWriter *w)
 			so->vfd = -1;
 		}
 	}
+}
+
+/* After files were rewritten (canonical form), take their new sizes. */
+void
+snapshot_writer_refresh_sizes(SnapshotWriter *w)
+{
+	int64		bytes = 0;
+
+	for (int i = 0; i < w->nstates; i++)
+	{
+		StateOut   *so = &w->states[i];
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", w->dir, so->relpath);
+		if (stat(path, &st) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not stat snapshot file \"%s\": %m", path)));
+		so->size = st.st_size;
+		bytes += st.st_size;
+	}
+	w->bytes = bytes;
+}
+
+/*
+ * snapshot_writer_finish completes a snapshot whose files are closed: the
+ * MANIFEST is written to a temporary name, synced and renamed, and the
+ * directory synced.  Only then is the snapshot complete.
+ */
+void
+snapshot_writer_finish(SnapshotWriter *w)
+{
 	build_manifest(w);
 
 	if (w->dir)
@@ -995,6 +1029,8 @@ typedef struct KgFileCheck
 	SrcFile		f;
 	KgIndexEntry *index;
 	off_t		index_offset;
+	int			cur_kg;			/* key group being walked */
+	void		(*kg_done) (void *arg, int key_group);
 } KgFileCheck;
 
 /* Open a state file and check its header, trailer and index. */
@@ -1059,6 +1095,7 @@ kg_walk(KgFileCheck *c, const SnapshotManifest *m, SnapshotEntryFn fn, void *arg
 		off_t		end = (off_t) (ie->offset + ie->length);
 		uint64		entries = 0;
 
+		c->cur_kg = kg;
 		if ((off_t) ie->offset != off || end > c->index_offset)
 			corrupt(&c->f, off, psprintf("The index entry of key group %d does not match the blocks.", kg));
 		while (off < end)
@@ -1102,6 +1139,8 @@ kg_walk(KgFileCheck *c, const SnapshotManifest *m, SnapshotEntryFn fn, void *arg
 			corrupt(&c->f, ie->offset, psprintf("Key group %d has " UINT64_FORMAT " entries; the index says " UINT64_FORMAT ".",
 												kg, entries, ie->entries));
 		total += entries;
+		if (c->kg_done)
+			c->kg_done(arg, kg);
 	}
 	if (off != c->index_offset)
 		corrupt(&c->f, off, "There are bytes between the last block and the index.");
@@ -1122,6 +1161,7 @@ snapshot_verify_state(const SnapshotSource *src, const SnapshotManifest *m,
 	int64		n;
 
 	kg_open(src, m, st, &c);
+	c.kg_done = NULL;
 	n = kg_walk(&c, m, NULL, NULL);
 	if (n != st->entries)
 		corrupt(&c.f, 0, psprintf("The file has " INT64_FORMAT " entries; the MANIFEST says " INT64_FORMAT ".",
@@ -1138,6 +1178,7 @@ snapshot_read_state(const SnapshotSource *src, const SnapshotManifest *m,
 	int64		n;
 
 	kg_open(src, m, st, &c);
+	c.kg_done = NULL;
 	n = kg_walk(&c, m, fn, arg);
 	src_close(&c.f);
 	return n;
@@ -1152,4 +1193,147 @@ snapshot_dir_is_complete(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, MANIFEST_NAME);
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ------------------------------------------------------ rewriting */
+
+typedef struct RewriteContext
+{
+	SnapshotWriter *w;
+	StateOut   *so;
+	KgFileCheck *c;
+	SnapshotConvertFn fn;
+	void	   *arg;
+	StringInfoData key;
+	StringInfoData value;
+} RewriteContext;
+
+static void
+rewrite_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	RewriteContext *r = arg;
+	StateOut   *so = r->so;
+	uint32		lens[2];
+
+	resetStringInfo(&r->key);
+	resetStringInfo(&r->value);
+	r->fn(r->arg, key, keylen, value, vallen, &r->key, &r->value);
+	if (so->block_kg != r->c->cur_kg)
+	{
+		so->block_kg = r->c->cur_kg;
+		so->kg_start = so->size;
+		so->kg_entries = 0;
+	}
+	lens[0] = (uint32) r->key.len;
+	lens[1] = (uint32) r->value.len;
+	appendBinaryStringInfo(&so->block, (char *) lens, sizeof(lens));
+	appendBinaryStringInfo(&so->block, r->key.data, r->key.len);
+	appendBinaryStringInfo(&so->block, r->value.data, r->value.len);
+	so->block_entries++;
+	so->kg_entries++;
+	so->entries++;
+	if (so->block.len >= BLOCK_TARGET)
+		flush_block(r->w, so);
+}
+
+static void
+rewrite_kg_done(void *arg, int key_group)
+{
+	RewriteContext *r = arg;
+	StateOut   *so = r->so;
+
+	if (so->block_kg != key_group)
+	{
+		so->kg_start = so->size;
+		so->kg_entries = 0;
+	}
+	so->block_kg = key_group;
+	flush_block(r->w, so);
+	so->index[key_group].offset = (uint64) so->kg_start;
+	so->index[key_group].length = (uint64) (so->size - so->kg_start);
+	so->index[key_group].entries = (uint64) so->kg_entries;
+	so->block_kg = -1;
+}
+
+/*
+ * snapshot_rewrite_state rewrites one state's file of a snapshot directory
+ * in another format, each entry passed through fn: written beside it,
+ * synced, then renamed over it.  The file is verified as it is read.
+ */
+void
+snapshot_rewrite_state(const char *dir, const StateDesc *desc, int key_groups,
+					   SnapshotFormat to, SnapshotConvertFn fn, void *arg)
+{
+	SnapshotSource src;
+	SnapshotManifest m;
+	SnapshotState st;
+	SnapshotWriter w;
+	StateOut	so;
+	KgFileCheck c;
+	RewriteContext r;
+	KgFileHeader h;
+	char		final[MAXPGPATH];
+	char		tmp[MAXPGPATH];
+	struct stat sb;
+
+	memset(&src, 0, sizeof(src));
+	src.dir = dir;
+	src.name = dir;
+	memset(&m, 0, sizeof(m));
+	m.format = SNAPSHOT_NATIVE;
+	m.key_groups = key_groups;
+	memset(&st, 0, sizeof(st));
+	st.desc = *desc;
+	snprintf(st.file, sizeof(st.file), "db-%u/%u.kg", desc->dbid, desc->id);
+	snprintf(final, sizeof(final), "%s/%s", dir, st.file);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+	if (stat(final, &sb) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat snapshot file \"%s\": %m", final)));
+	st.size = sb.st_size;
+
+	memset(&w, 0, sizeof(w));
+	w.dir = (char *) dir;
+	w.format = to;
+	w.key_groups = key_groups;
+	memset(&so, 0, sizeof(so));
+	so.desc = desc;
+	strlcpy(so.relpath, st.file, sizeof(so.relpath));
+	strlcat(so.relpath, ".tmp", sizeof(so.relpath));
+	initStringInfo(&so.block);
+	so.block_kg = -1;
+	so.index = palloc0(sizeof(KgIndexEntry) * key_groups);
+	so.vfd = PathNameOpenFile(tmp, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+	if (so.vfd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create snapshot file \"%s\": %m", tmp)));
+	h.magic = KG_MAGIC;
+	h.version = SNAPSHOT_FORMAT_VERSION;
+	h.format = (uint32) to;
+	h.state_id = desc->id;
+	h.key_groups = (uint32) key_groups;
+	h.crc = crc_of(&h, offsetof(KgFileHeader, crc));
+	out_write(&w, &so, &h, sizeof(h));
+
+	kg_open(&src, &m, &st, &c);
+	c.kg_done = rewrite_kg_done;
+	r.w = &w;
+	r.so = &so;
+	r.c = &c;
+	r.fn = fn;
+	r.arg = arg;
+	initStringInfo(&r.key);
+	initStringInfo(&r.value);
+	(void) kg_walk(&c, &m, rewrite_entry, &r);
+	src_close(&c.f);
+
+	write_index(&w, &so);
+	if (FileSync(so.vfd, PG_WAIT_EXTENSION) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync snapshot file \"%s\": %m", tmp)));
+	FileClose(so.vfd);
+	(void) durable_rename(tmp, final, ERROR);
 }

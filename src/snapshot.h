@@ -67,6 +67,8 @@ extern SnapshotWriter *snapshot_writer_begin(const char *dir, int64 id,
 											 int ndbs);
 extern void snapshot_writer_add(SnapshotWriter *w, int key_group,
 								const char *records, int len);
+extern void snapshot_writer_close_files(SnapshotWriter *w);
+extern void snapshot_writer_refresh_sizes(SnapshotWriter *w);
 extern void snapshot_writer_finish(SnapshotWriter *w);
 extern void snapshot_writer_abort(SnapshotWriter *w);
 extern void snapshot_writer_progress(SnapshotWriter *w, int64 *entries, int64 *bytes);
@@ -84,6 +86,13 @@ extern int64 snapshot_read_state(const SnapshotSource *src,
 								 const SnapshotManifest *m,
 								 const SnapshotState *st,
 								 SnapshotEntryFn fn, void *arg);
+
+typedef void (*SnapshotConvertFn) (void *arg, const char *key, uint32 keylen,
+								   const char *value, uint32 vallen,
+								   StringInfo key_out, StringInfo value_out);
+extern void snapshot_rewrite_state(const char *dir, const StateDesc *desc,
+								   int key_groups, SnapshotFormat to,
+								   SnapshotConvertFn fn, void *arg);
 
 extern bool snapshot_dir_is_complete(const char *dir);
 

@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "canonical.h"
 #include "checkpoint.h"
 #include "heap_backend.h"
 #include "registry.h"
@@ -313,6 +314,63 @@ keep_memory_snapshot(int64 id, const char *image, Size len)
 	LWLockRelease(control_lock());
 }
 
+/*
+ * snapshot_running_descs copies the descriptors cut for a running snapshot
+ * (palloc'd); returns how many, 0 if it is not running.
+ */
+int
+snapshot_running_descs(int64 id, StateDesc **descs)
+{
+	dsa_area   *area = heap_area_get();
+	int			n = 0;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	if (ctl->running_id == id && DsaPointerIsValid(ctl->descs))
+	{
+		n = ctl->ndescs;
+		*descs = palloc(sizeof(StateDesc) * Max(n, 1));
+		memcpy(*descs, dsa_get_address(area, ctl->descs), sizeof(StateDesc) * n);
+	}
+	LWLockRelease(control_lock());
+	return n;
+}
+
+/* A converter reports that it failed. */
+void
+snapshot_note_error(int64 id, int sqlerrcode, const char *message)
+{
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id)
+	{
+		info->sqlerrcode = sqlerrcode;
+		strlcpy(info->error, message, sizeof(info->error));
+	}
+	LWLockRelease(control_lock());
+}
+
+/* The state worker collects a converter's failure, if any. */
+bool
+snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen)
+{
+	SnapshotInfo *info;
+	bool		failed = false;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id && info->error[0] != '\0')
+	{
+		failed = true;
+		*sqlerrcode = info->sqlerrcode;
+		strlcpy(buf, info->error, buflen);
+		info->error[0] = '\0';
+	}
+	LWLockRelease(control_lock());
+	return failed;
+}
+
 /* The worker announces its latch, so requests can wake it. */
 void
 snapshot_worker_attach(void)
@@ -468,12 +526,13 @@ snapshot_run_pending(void)
 			h->bytes = bytes;
 			LWLockRelease(control_lock());
 		}
-		/* Role names for the MANIFEST come from the catalogs. */
-		StartTransactionCommand();
-		MemoryContextSwitchTo(cxt);
+		snapshot_writer_close_files(w);
+		if (info.format == SNAPSHOT_CANONICAL)
+		{
+			canonical_convert_snapshot(id, info.path, descs, ndescs);
+			snapshot_writer_refresh_sizes(w);
+		}
 		snapshot_writer_finish(w);
-		CommitTransactionCommand();
-		MemoryContextSwitchTo(cxt);
 		snapshot_writer_progress(w, &entries, &bytes);
 		if (in_memory)
 		{
@@ -508,10 +567,10 @@ snapshot_run_pending(void)
 			snapshot_writer_abort(w);
 		}
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			finish(id, SNAPSHOT_CANCELLED, entries, bytes, edata->sqlerrcode, edata->message);
+			finish(id, SNAPSHOT_CANCELLED, entries, bytes, edata->sqlerrcode, edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message);
 		else
 		{
-			finish(id, SNAPSHOT_FAILED, entries, bytes, edata->sqlerrcode, edata->message);
+			finish(id, SNAPSHOT_FAILED, entries, bytes, edata->sqlerrcode, edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message);
 			ereport(LOG,
 					(errmsg("state snapshot " INT64_FORMAT " failed: %s", id, edata->message)));
 		}

@@ -46,6 +46,11 @@ extern int	snapshot_list(SnapshotInfo **out);
 extern char *snapshot_memory_image(int64 id, Size *len);
 extern const char *snapshot_status_name(SnapshotStatus status);
 
+/* Converters of canonical snapshots (canonical.c). */
+extern int	snapshot_running_descs(int64 id, StateDesc **descs);
+extern void snapshot_note_error(int64 id, int sqlerrcode, const char *message);
+extern bool snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen);
+
 /* The state worker's side. */
 extern void snapshot_worker_attach(void);
 extern bool snapshot_run_pending(void);

@@ -64,10 +64,7 @@ parse_format(const char *format)
 	if (strcmp(format, "native") == 0)
 		return SNAPSHOT_NATIVE;
 	if (strcmp(format, "canonical") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("canonical snapshots are not supported yet"),
-				 errhint("Use format => 'native'.")));
+		return SNAPSHOT_CANONICAL;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown snapshot format \"%s\"", format),
@@ -117,7 +114,14 @@ state_snapshot(PG_FUNCTION_ARGS)
 					 errhint("A snapshot goes to a new directory.")));
 	}
 	else if (state_backend_checkpoint_dir[0] == '\0')
+	{
+		if (format == SNAPSHOT_CANONICAL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("canonical snapshots cannot be kept in shared memory"),
+					 errhint("Give state.snapshot() a path, or set state_backend.checkpoint_dir.")));
 		check_memory_snapshot_allowed();
+	}
 	PG_RETURN_INT64(snapshot_request(path, format));
 }
 
