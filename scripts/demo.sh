@@ -74,6 +74,9 @@ port = $PORT
 listen_addresses = ''
 unix_socket_directories = '$DIR'
 shared_preload_libraries = 'state_backend'
+state_backend.checkpoint_dir = '$DIR/checkpoints'
+state_backend.checkpoint_interval = '60s'
+state_backend.checkpoints_retained = 2
 EOF
 fi
 
@@ -159,6 +162,15 @@ SELECT state.map_get('cart', 'alice', 'apple', 0) AS apples,
 \echo '== every state of this database'
 SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes
   FROM state.states ORDER BY name;
+
+\echo
+\echo '== a snapshot (a checkpoint under state_backend.checkpoint_dir), then restore'
+SELECT state.snapshot() AS snapshot_id \gset
+SELECT state.reduce('clicks', 'alice', 1000) AS alice_after_snapshot;
+SELECT state.wait_snapshot(:snapshot_id) AS status;
+SELECT id, status, states, entries, bytes FROM state.snapshots WHERE id = :snapshot_id;
+SELECT state.restore(current_setting('state_backend.checkpoint_dir')) AS entries_restored;
+SELECT state.value_get('clicks', 'alice', 0::bigint) AS alice_restored;
 SQL
 
 STOP="$0 stop"
