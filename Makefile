@@ -32,7 +32,7 @@ EXTENSION = state_backend
 DATA = state_backend--1.0.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 
 TAP_TESTS = 1

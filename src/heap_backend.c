@@ -981,6 +981,13 @@ heap_truncate(const StateTarget *st)
 
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		slots = dsa_get_address(heap_area, part->slots);
+
+		/*
+		 * A slot that is empty before anything is cleared starts a cluster:
+		 * re-seating from there visits every cluster from its beginning.
+		 */
+		for (start = 0; slots[start] != InvalidDsaPointer; start++)
+			;
 		if (part->snap_epoch != 0)
 		{
 			uint32		shared = 0;
@@ -1008,9 +1015,7 @@ heap_truncate(const StateTarget *st)
 		}
 		if (n > 0)
 		{
-			/* Re-seat the survivors, starting after an empty slot. */
-			for (start = 0; slots[start] != InvalidDsaPointer; start++)
-				;
+			/* Re-seat the survivors. */
 			for (uint32 k = 1; k <= part->nslots; k++)
 			{
 				uint32		b = (start + k) & (part->nslots - 1);

@@ -99,6 +99,18 @@ registry_set_ready(void)
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 }
 
+/* Has the worker already restored since shared memory was made? */
+bool
+registry_is_ready(void)
+{
+	bool		ready;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	ready = registry->ready;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return ready;
+}
+
 static void
 registry_wait_ready(void)
 {

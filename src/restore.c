@@ -79,11 +79,12 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 
 /*
  * resolve_types points a restored descriptor at this cluster's types, found
- * by name, and refuses types whose storage differs from what the native
- * images were written with.
+ * by name.  Native images were written for the exact types of the cluster
+ * that took them (enum values and arrays carry type OIDs), so a native
+ * snapshot needs the same OIDs; a canonical one only the same names.
  */
 static void
-resolve_types(StateDesc *d)
+resolve_types(StateDesc *d, bool native)
 {
 	for (int i = 0; i < 3; i++)
 	{
@@ -101,6 +102,14 @@ resolve_types(StateDesc *d)
 							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
 					 errhint("Create the type before restoring the snapshot.")));
 		codec_describe_type(oid, &now);
+		if (native && oid != t->oid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type %s.%s of state \"%s\" is not the type the native snapshot was taken with",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+					 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
+							   oid, t->oid),
+					 errhint("Restore from a canonical snapshot (format => 'canonical').")));
 		if (now.typlen != t->typlen || now.typbyval != t->typbyval)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -166,7 +175,7 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 		*d = st->desc;
 		if (!trust_oids)
 		{
-			resolve_types(d);
+			resolve_types(d, m->format == SNAPSHOT_NATIVE);
 			resolve_roles(d);
 		}
 		if (backend_override >= 0)

@@ -85,6 +85,7 @@ control_lock(void)
 static SnapshotInfo *
 history_slot(int64 id)
 {
+	Assert(id > 0);
 	return &ctl->history[id % SNAPSHOT_HISTORY];
 }
 
@@ -214,9 +215,11 @@ snapshot_get(int64 id, SnapshotInfo *out)
 	SnapshotInfo *info;
 	bool		found;
 
+	if (id <= 0)
+		return false;
 	LWLockAcquire(control_lock(), LW_SHARED);
 	info = history_slot(id);
-	found = info->id == id && id > 0;
+	found = info->id == id;
 	if (found)
 		*out = *info;
 	LWLockRelease(control_lock());

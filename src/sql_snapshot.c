@@ -79,9 +79,8 @@ parse_format(const char *format)
 static void
 check_memory_snapshot_allowed(void)
 {
-	StateDesc  *descs;
-	int		   *slots;
-	int			n = registry_list(MyDatabaseId, &descs, &slots);
+	StateDesc  *descs = palloc(sizeof(StateDesc) * state_backend_max_states);
+	int			n = registry_copy_all(descs);
 
 	for (int i = 0; i < n; i++)
 		if (descs[i].backend == STATE_BACKEND_FILESYSTEM)
@@ -182,11 +181,16 @@ snapshot_info_or_error(int64 id)
 Datum
 state_wait_snapshot(PG_FUNCTION_ARGS)
 {
-	int64		id = PG_GETARG_INT64(0);
+	int64		id;
 	TimestampTz deadline = 0;
 	SnapshotInfo info;
 
 	state_backend_check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot id must not be null")));
+	id = PG_GETARG_INT64(0);
 	if (!PG_ARGISNULL(1))
 	{
 		Interval   *iv = PG_GETARG_INTERVAL_P(1);

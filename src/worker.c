@@ -24,6 +24,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "checkpoint.h"
 #include "heap_backend.h"
 #include "registry.h"
 #include "restore.h"
@@ -118,7 +119,15 @@ state_worker_main(Datum main_arg)
 
 	heap_area_attach();
 	snapshot_worker_attach();
-	restore_on_start();
+
+	/*
+	 * Restore only into fresh shared memory (server start, crash restart):
+	 * a worker restarted on its own finds the states live.
+	 */
+	if (!registry_is_ready())
+		restore_on_start();
+	else if (state_backend_checkpoint_dir[0] != '\0')
+		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 	last_checkpoint = GetCurrentTimestamp();
