@@ -154,12 +154,23 @@ canonical_to_native(StateCodecs *c, bool is_key, const char *img, uint32 len,
 	convert_image(c, is_key, false, img, len, out);
 }
 
+typedef struct ConvertArg
+{
+	StateCodecs codecs;
+	MemoryContext scratch;		/* reset after every entry */
+} ConvertArg;
+
 static void
 convert_entry(void *arg, const char *key, uint32 keylen, const char *value,
 			  uint32 vallen, StringInfo key_out, StringInfo value_out)
 {
-	canonical_from_native((StateCodecs *) arg, true, key, keylen, key_out);
-	canonical_from_native((StateCodecs *) arg, false, value, vallen, value_out);
+	ConvertArg *c = arg;
+	MemoryContext old = MemoryContextSwitchTo(c->scratch);
+
+	canonical_from_native(&c->codecs, true, key, keylen, key_out);
+	canonical_from_native(&c->codecs, false, value, vallen, value_out);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(c->scratch);
 }
 
 /*
@@ -194,13 +205,16 @@ state_snapshot_convert_main(Datum main_arg)
 		n = snapshot_running_descs(id, &descs);
 		for (int i = 0; i < n; i++)
 		{
-			StateCodecs codecs;
+			ConvertArg	arg;
 
 			if (descs[i].dbid != dbid)
 				continue;
-			canonical_codecs_init(&codecs, &descs[i], cxt);
+			canonical_codecs_init(&arg.codecs, &descs[i], cxt);
+			arg.scratch = AllocSetContextCreate(cxt, "state_backend converter entry",
+												ALLOCSET_DEFAULT_SIZES);
 			snapshot_rewrite_state(info.path, &descs[i], state_backend_max_parallelism,
-								   SNAPSHOT_CANONICAL, convert_entry, &codecs);
+								   SNAPSHOT_CANONICAL, convert_entry, &arg);
+			MemoryContextDelete(arg.scratch);
 			MemoryContextSwitchTo(cxt);
 		}
 		CommitTransactionCommand();
