@@ -257,4 +257,61 @@ sub bg_error
 
 push @EXPORT, qw(start_pgbench finish_pgbench bg_error);
 
+############################################################ snapshots
+
+# checkpoint_dirs($root): hash reference { id => 1 if complete (has a
+# MANIFEST), 0 if not } of the chk-<id> directories under $root.
+sub checkpoint_dirs
+{
+	my ($root) = @_;
+	my %r;
+	opendir(my $dh, $root) or return \%r;
+	for my $e (readdir $dh)
+	{
+		next unless $e =~ /^chk-(\d+)$/ && -d "$root/$e";
+		$r{$1} = -f "$root/$e/MANIFEST" ? 1 : 0;
+	}
+	closedir $dh;
+	return \%r;
+}
+
+# Sorted ids of the complete checkpoints under $root.
+sub complete_checkpoints
+{
+	my ($root) = @_;
+	my $d = checkpoint_dirs($root);
+	return sort { $a <=> $b } grep { $d->{$_} } keys %$d;
+}
+
+# wait_snapshot_status($node, $id, dbname => 'postgres'): waits (bounded
+# by the test timeout) for snapshot $id to finish; returns its status, or
+# the error text if wait_snapshot raised one.
+sub wait_snapshot_status
+{
+	my ($node, $id, %opts) = @_;
+	my $dbname = $opts{dbname} // 'postgres';
+	my $t = $PostgreSQL::Test::Utils::timeout_default;
+	my ($ret, $out, $err) = $node->psql($dbname,
+		"SELECT state.wait_snapshot($id, '$t s')");
+	return $ret == 0 ? $out : "error: $err";
+}
+
+# wait_for_crash_restart($node, $log_offset): waits until the postmaster
+# has reinitialised after a crash (log line after $log_offset), the server
+# accepts connections and a state worker runs.  Returns the worker's PID
+# (undef if none came up).
+sub wait_for_crash_restart
+{
+	my ($node, $offset) = @_;
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
+		$offset);
+	$node->poll_query_until('postgres', 'SELECT 1', '1')
+	  or return undef;
+	return wait_for_worker($node,
+		timeout => $PostgreSQL::Test::Utils::timeout_default);
+}
+
+push @EXPORT, qw(checkpoint_dirs complete_checkpoints wait_snapshot_status
+  wait_for_crash_restart);
+
 1;
