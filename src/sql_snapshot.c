@@ -229,23 +229,6 @@ state_cancel_snapshot(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(snapshot_cancel(id));
 }
 
-static int
-parse_backend_arg(const char *backend)
-{
-	if (strcmp(backend, "memory") == 0 || strcmp(backend, "jobmanager") == 0)
-		return STATE_BACKEND_MEMORY;
-	if (strcmp(backend, "filesystem") == 0)
-		return STATE_BACKEND_FILESYSTEM;
-	if (strcmp(backend, "rocksdb") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the rocksdb state backend is not available in this release")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown state backend \"%s\"", backend)));
-	return -1;
-}
-
 /*
  * restore(path, backend, from_database): replaces the current database's
  * states with a snapshot's; returns the number of entries restored.  path
@@ -266,7 +249,13 @@ state_restore(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("snapshot path must not be null")));
 	if (!PG_ARGISNULL(1))
-		backend = parse_backend_arg(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	{
+		backend = (int) state_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+		if (backend == STATE_BACKEND_ROCKSDB)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the rocksdb state backend is not available in this release")));
+	}
 	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	memset(&src, 0, sizeof(src));
 

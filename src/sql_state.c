@@ -47,22 +47,6 @@ parse_kind(const char *kind)
 	return STATE_KIND_VALUE;
 }
 
-static StateBackendId
-parse_backend(const char *backend)
-{
-	if (strcmp(backend, "memory") == 0 || strcmp(backend, "jobmanager") == 0)
-		return STATE_BACKEND_MEMORY;
-	if (strcmp(backend, "filesystem") == 0)
-		return STATE_BACKEND_FILESYSTEM;
-	if (strcmp(backend, "rocksdb") == 0)
-		return STATE_BACKEND_ROCKSDB;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown state backend \"%s\"", backend),
-			 errhint("Valid backends are memory (or jobmanager), filesystem and rocksdb.")));
-	return STATE_BACKEND_MEMORY;
-}
-
 static StateReducer
 parse_reducer(const char *reducer)
 {
@@ -154,7 +138,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.key_type = regtype_arg(fcinfo, 2, "key_type");
 	desc.value_type = regtype_arg(fcinfo, 3, "value_type");
 	desc.backend = PG_ARGISNULL(4) ? (StateBackendId) state_backend_default_backend :
-		parse_backend(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+		state_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	if (desc.kind == STATE_KIND_MAP)
 		desc.map_key_type = regtype_arg(fcinfo, 5, "map_key_type");
 

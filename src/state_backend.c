@@ -202,6 +202,26 @@ state_backend_name(StateBackendId backend)
 	return "unknown";
 }
 
+/*
+ * state_backend_parse reads a backend name (Flink's "jobmanager" is the
+ * memory backend), or raises invalid_parameter_value.
+ */
+StateBackendId
+state_backend_parse(const char *name)
+{
+	if (strcmp(name, "memory") == 0 || strcmp(name, "jobmanager") == 0)
+		return STATE_BACKEND_MEMORY;
+	if (strcmp(name, "filesystem") == 0)
+		return STATE_BACKEND_FILESYSTEM;
+	if (strcmp(name, "rocksdb") == 0)
+		return STATE_BACKEND_ROCKSDB;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown state backend \"%s\"", name),
+			 errhint("Valid backends are memory (or jobmanager), filesystem and rocksdb.")));
+	return STATE_BACKEND_MEMORY;
+}
+
 const char *
 state_reducer_name(StateReducer reducer)
 {

@@ -99,6 +99,7 @@ typedef struct StateDesc
 /* Names, for messages and the states view. */
 extern const char *state_kind_name(StateKind kind);
 extern const char *state_backend_name(StateBackendId backend);
+extern StateBackendId state_backend_parse(const char *name);
 extern const char *state_reducer_name(StateReducer reducer);
 
 /* Indexes of StateDesc.types */
