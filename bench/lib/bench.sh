@@ -1,0 +1,623 @@
+#!/usr/bin/env bash
+# bench/lib/bench.sh: the benchmark harness behind bench/run and bench/smoke.
+#
+#   bench/lib/bench.sh run     full run: prints a table, writes bench/results/
+#   bench/lib/bench.sh smoke   every case for about a second on a small data set
+#
+# It starts a private server (Unix socket only, in a temporary directory) as
+# an unprivileged user: `postgres` when invoked as root, else the invoking
+# user.  It loads the same data into each state backend that exists and into
+# an unlogged and a logged table, runs every case with pgbench, and hands
+# the raw figures (a TSV file) to bench/lib/report.pl, which computes the
+# ratios, checks the targets and writes the table.  Every server it starts is
+# stopped when it exits.  Settings (environment) are listed in
+# bench/README.md.
+set -euo pipefail
+
+MODE=${1:-run}
+case "$MODE" in
+	run | smoke) ;;
+	*) echo "usage: bench/lib/bench.sh run|smoke" >&2; exit 2 ;;
+esac
+shift || true
+[ $# -eq 0 ] || { echo "bench/$MODE takes no arguments (settings are environment variables, see bench/README.md)" >&2; exit 2; }
+
+LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH=$(dirname "$LIB")
+ROOT=$(dirname "$BENCH")
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config || true)
+[ -n "$PG_CONFIG" ] && [ -x "$PG_CONFIG" ] || { echo "bench: pg_config not found (set PG_CONFIG)" >&2; exit 1; }
+PGBIN=$("$PG_CONFIG" --bindir)
+
+# ------------------------------------------------------------ settings
+if [ "$MODE" = smoke ]; then
+	SECS=${BENCH_SECONDS:-1}
+	WARMUP_1=${BENCH_WARMUP:-0}
+	WARMUP_N=${BENCH_WARMUP:-0}
+	ROUNDS=${BENCH_ROUNDS:-1}
+	NKEYS=${BENCH_KEYS:-10000}
+	NBULK=${BENCH_BULK_ROWS:-10000}
+	CLIENTS=${BENCH_CLIENTS:-8}
+	BULK_REPS=${BENCH_BULK_REPS:-1}
+	MEMORY_LIMIT=${BENCH_MEMORY_LIMIT:-256MB}
+	SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-128MB}
+else
+	SECS=${BENCH_SECONDS:-3}
+	WARMUP_1=${BENCH_WARMUP:-2}		# 1 client
+	WARMUP_N=${BENCH_WARMUP:-5}		# more clients: each process warms up
+	ROUNDS=${BENCH_ROUNDS:-1}
+	NKEYS=${BENCH_KEYS:-1000000}
+	NBULK=${BENCH_BULK_ROWS:-1000000}
+	CLIENTS=${BENCH_CLIENTS:-8 1}
+	BULK_REPS=${BENCH_BULK_REPS:-2}
+	MEMORY_LIMIT=${BENCH_MEMORY_LIMIT:-3GB}
+	SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-1GB}
+fi
+HOT=${BENCH_HOT_KEYS:-10}
+MAPKEYS=8						# map keys per key (preloaded, all present)
+PROTOCOL=${BENCH_PROTOCOL:-prepared}
+PORT=${BENCH_PORT:-5477}
+THREADS_MAX=2					# pgbench -j for multi-client runs
+# Only these operations run unless BENCH_OPS lists fewer (for quick looks).
+ALL_OPS="value_get value_set reduce list_add map_put map_get"
+OPS=${BENCH_OPS:-$ALL_OPS}
+
+for op in $OPS; do
+	case " $ALL_OPS " in *" $op "*) ;; *) echo "bench: unknown operation in BENCH_OPS: $op" >&2; exit 2 ;; esac
+done
+case "$PROTOCOL" in simple | extended | prepared) ;; *)
+	echo "bench: BENCH_PROTOCOL must be simple, extended or prepared" >&2; exit 2 ;;
+esac
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+# ------------------------------------------------------------ who runs what
+RUN_PATH="$PGBIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGOPTIONS PGSERVICE PGDATA
+if [ "$(id -u)" -eq 0 ]; then
+	RUNNER=postgres
+	getent passwd postgres >/dev/null || die "no postgres OS user: run scripts/setup.sh first"
+	RUNNER_HOME=$(getent passwd postgres | cut -d: -f6)
+	as_pg() { runuser -u postgres -- env HOME="$RUNNER_HOME" PATH="$RUN_PATH" LC_ALL=C "$@"; }
+else
+	RUNNER=$(id -un)
+	as_pg() { env PATH="$RUN_PATH" LC_ALL=C "$@"; }
+fi
+
+# ------------------------------------------------------------ install
+# bench/run installs the current tree first (scripts/setup.sh), as
+# scripts/test.sh does, when it can: as root or with sudo.  BENCH_SETUP=0
+# benchmarks whatever is installed; bench/smoke never installs.
+SETUP=${BENCH_SETUP:-auto}
+[ "$MODE" = smoke ] && SETUP=0
+if [ "$SETUP" = auto ]; then
+	if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then SETUP=1; else SETUP=0; fi
+fi
+if [ "$SETUP" = 1 ]; then
+	[ -x "$ROOT/scripts/setup.sh" ] || die "scripts/setup.sh not found"
+	log "installing the current tree (scripts/setup.sh; BENCH_SETUP=0 skips this)"
+	"$ROOT/scripts/setup.sh" >&2
+fi
+PKGLIB=$("$PG_CONFIG" --pkglibdir)
+SHAREDIR=$("$PG_CONFIG" --sharedir)
+[ -f "$PKGLIB/state_backend.so" ] && [ -f "$SHAREDIR/extension/state_backend.control" ] ||
+	die "state_backend is not installed in $PKGLIB: run scripts/setup.sh first"
+command -v pgbench >/dev/null 2>&1 || [ -x "$PGBIN/pgbench" ] || die "pgbench not found"
+
+# ------------------------------------------------------------ scratch space
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_bench.XXXXXX")
+chmod 0755 "$WORK"
+mkdir "$WORK/scripts" "$WORK/out"
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$WORK"
+cd "$WORK"
+DATA=$WORK/data
+RAW=$WORK/raw.tsv
+: >"$RAW"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$RAW"
+FAILED=0
+
+stop_server() {
+	[ -f "$DATA/postmaster.pid" ] || return 0
+	as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+		as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+}
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+	local rc=$?
+	stop_server
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		log "kept $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# raw KIND FIELD...: one line of the raw results (tab separated).
+raw() { (IFS=$'\t'; printf '%s\n' "$*") >>"$RAW"; }
+meta() { raw meta "$1" "$2"; }
+note() { raw note "$*"; log "note: $*"; }
+
+# ------------------------------------------------------------ the no-op function
+# bench/noop.c, built here with the server's headers: the floor is a real C
+# function call, not a built-in that happens to be cheap.
+CC=${CC:-$("$PG_CONFIG" --cc 2>/dev/null || echo cc)}
+# shellcheck disable=SC2086  # CC and the flags are word lists
+$CC -O2 -fPIC -shared $("$PG_CONFIG" --cflags_sl) -I"$("$PG_CONFIG" --includedir-server)" \
+	-o "$WORK/noop.so" "$BENCH/noop.c" || die "could not build bench/noop.c"
+chmod 0755 "$WORK/noop.so"
+
+# ------------------------------------------------------------ server
+log "starting a server in $WORK as $RUNNER (port $PORT, socket only)"
+as_pg "$PGBIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+	--no-sync --no-instructions >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
+SERVER_CONF="port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$WORK'
+max_connections = 40
+shared_preload_libraries = 'state_backend'
+state_backend.memory_limit = '$MEMORY_LIMIT'
+shared_buffers = '$SHARED_BUFFERS'
+dynamic_shared_memory_type = posix
+jit = off
+max_wal_size = '8GB'
+checkpoint_timeout = '1h'
+log_min_messages = warning
+log_checkpoints = off"
+as_pg tee -a "$DATA/postgresql.conf" >/dev/null <<<"
+# bench
+$SERVER_CONF"
+as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORK/server.log" -w -t 120 start >/dev/null ||
+	{ tail -n 30 "$WORK/server.log" >&2; die "the server did not start"; }
+
+PSQL=("$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK" -p "$PORT" -U postgres)
+# sql DB: run SQL from stdin in database DB, print the rows unaligned.
+sql() { as_pg timeout -k 10 3600 "${PSQL[@]}" -d "$1"; }
+sql1() { sql bench <<<"$1"; }
+
+sql postgres <<<"CREATE DATABASE bench" >/dev/null
+sql bench >/dev/null <<EOF
+CREATE EXTENSION state_backend;
+CREATE SCHEMA bench;
+CREATE FUNCTION bench.noop(text, text) RETURNS void
+	AS '$WORK/noop.so', 'bench_noop' LANGUAGE C;
+-- probe_backend: 'ok' when a state can be created on backend b.
+CREATE FUNCTION bench.probe_backend(b text) RETURNS text LANGUAGE plpgsql AS \$\$
+BEGIN
+	PERFORM state.create_state('bench_probe', 'value', backend => b);
+	PERFORM state.drop_state('bench_probe');
+	RETURN 'ok';
+EXCEPTION WHEN feature_not_supported THEN
+	RETURN 'feature_not_supported: ' || SQLERRM;
+END \$\$;
+EOF
+
+# ------------------------------------------------------------ what exists
+# Backends: every value of state_backend.backend (aliases are hidden there)
+# on which a state can be created; feature_not_supported means "not yet".
+BACKENDS=()
+HEAP_BACKENDS=()
+candidates=$(sql1 "SELECT b FROM unnest(coalesce((SELECT enumvals FROM pg_settings
+	WHERE name = 'state_backend.backend'), '{memory,filesystem,rocksdb}')) b")
+for b in $candidates; do
+	r=$(sql1 "SELECT bench.probe_backend('$b')")
+	if [ "$r" = ok ]; then
+		BACKENDS+=("$b")
+		case "$b" in memory | filesystem) HEAP_BACKENDS+=("$b") ;; esac
+	else
+		note "backend $b skipped: creating a state fails with $r"
+	fi
+done
+[ ${#BACKENDS[@]} -gt 0 ] || die "no state backend accepts a state"
+if [ "$(sql1 "SELECT count(*) FROM pg_proc WHERE pronamespace = 'state'::regnamespace AND proname = 'snapshot'")" -gt 0 ]; then
+	note "snapshots: state.snapshot exists, but this harness has no snapshot cases yet"
+else
+	note "snapshots skipped: function state.snapshot does not exist in this build"
+fi
+meta backends "${BACKENDS[*]}"
+meta heap_backends "${HEAP_BACKENDS[*]}"
+
+# ------------------------------------------------------------ metadata
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+meta date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+meta host "$(uname -n)"
+meta kernel "$(uname -srm)"
+meta cpu "${cpu:-unknown}, $(nproc) CPUs"
+meta memory "$(awk '/^MemTotal/ { printf "%.1f GB", $2 / 1048576 }' /proc/meminfo)"
+meta os "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")"
+meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta server "$(sql1 'SELECT version()')"
+meta pgbench "$(as_pg pgbench --version 2>/dev/null || as_pg "$PGBIN/pgbench" --version)"
+meta extension "state_backend $(sql1 "SELECT extversion FROM pg_extension WHERE extname = 'state_backend'")"
+meta library "$PKGLIB/state_backend.so, sha256 $(sha256sum "$PKGLIB/state_backend.so" | cut -c1-16)"
+if command -v git >/dev/null 2>&1 && git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+	rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
+	if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- src Makefile '*.sql' '*.control' 2>/dev/null)" ]; then
+		rev="$rev (with uncommitted changes to the extension)"
+	fi
+	meta commit "$rev"
+fi
+envs=$(env | grep -E '^BENCH_' | sort | tr '\n' ' ' || true)
+meta command "${envs}bench/$MODE"
+meta mode "$MODE"
+meta seconds "$SECS"
+meta warmup "$WARMUP_N s with several clients, $WARMUP_1 s with one"
+meta rounds "$ROUNDS"
+meta keys "$NKEYS"
+meta hot "$HOT"
+meta mapkeys "$MAPKEYS"
+meta bulk_rows "$NBULK"
+meta bulk_reps "$BULK_REPS"
+meta clients "$CLIENTS"
+meta protocol "$PROTOCOL"
+meta runner "$RUNNER"
+meta server_conf "$(tr '\n' ';' <<<"$SERVER_CONF" | sed 's/;/; /g')"
+
+# ------------------------------------------------------------ data
+# Same content in states and tables: key i ('1' .. 'N') holds i; list i
+# holds {i}; map i holds map keys '1' .. '8', each with value i.  States
+# and tables load in two sessions at once.
+#
+# Memory: bytes per entry of N (text key, bigint) entries.  The first heap
+# backend's value state is loaded into the still empty shared area by one
+# session, which reads its own /proc/self/smaps before and after: the
+# shared-memory pages it touched while loading (Rss) are what the entries
+# occupy, hash table slots and allocator rounding included; the area's new
+# segments (Size) are what the server reserved for them.  Later loads share
+# the area (and probe its table), so for them only the extension's own count
+# (state.states.bytes) is reported.
+mk_array="ARRAY[$(seq -s, 1 $MAPKEYS | sed "s/[0-9][0-9]*/'&'/g")]"
+mk_json=$(seq 1 $MAPKEYS | sed "s/.*/'&', i/" | paste -sd, -)
+
+load_states() {
+	local b measured=""
+	[ ${#HEAP_BACKENDS[@]} -gt 0 ] && measured=${HEAP_BACKENDS[0]}
+	for b in "${BACKENDS[@]}"; do
+		sql bench >/dev/null <<EOF
+SELECT state.create_state('v_$b', 'value', key_type => 'text', value_type => 'bigint', backend => '$b');
+SELECT state.create_state('r_$b', 'reducing', key_type => 'text', value_type => 'bigint', reducer => 'sum', backend => '$b');
+SELECT state.create_state('l_$b', 'list', key_type => 'text', value_type => 'bigint', backend => '$b');
+SELECT state.create_state('m_$b', 'map', key_type => 'text', map_key_type => 'text', value_type => 'bigint', backend => '$b');
+SELECT state.create_state('vb_$b', 'value', key_type => 'text', value_type => 'bigint', backend => '$b');
+SELECT state.create_state('rb_$b', 'reducing', key_type => 'text', value_type => 'bigint', reducer => 'sum', backend => '$b');
+EOF
+	done
+	if [ -n "$measured" ]; then
+		sql bench >/dev/null <<EOF
+SELECT state.value_get('v_$measured', '0', 0::bigint);
+\o $WORK/out/smaps.before
+SELECT pg_read_file('/proc/self/smaps');
+\o
+SELECT count(state.value_set('v_$measured', i::text, i::bigint)) FROM generate_series(1, $NKEYS) i;
+\o $WORK/out/smaps.after
+SELECT pg_read_file('/proc/self/smaps');
+\o
+EOF
+		read -r rss_kb size_kb < <(perl "$LIB/smaps_delta.pl" "$WORK/out/smaps.before" "$WORK/out/smaps.after")
+		raw mem_area "$measured" "$NKEYS" "$((rss_kb * 1024))" "$((size_kb * 1024))"
+	fi
+	for b in "${BACKENDS[@]}"; do
+		[ "$b" = "$measured" ] ||
+			sql1 "SELECT count(state.value_set('v_$b', i::text, i::bigint)) FROM generate_series(1, $NKEYS) i" >/dev/null
+		raw mem_state "$b" $(sql1 "SELECT entries, bytes FROM state.states WHERE name = 'v_$b'" | tr '|' ' ')
+		sql bench >/dev/null <<EOF
+SELECT count(state.reduce('r_$b', i::text, i::bigint)) FROM generate_series(1, $NKEYS) i;
+SELECT count(state.list_add('l_$b', i::text, i::bigint)) FROM generate_series(1, $NKEYS) i;
+SELECT count(state.map_put_all('m_$b', i::text, $mk_array, array_fill(i::bigint, ARRAY[$MAPKEYS])))
+	FROM generate_series(1, $NKEYS) i;
+EOF
+	done
+}
+
+load_tables() {
+	local p kind name
+	for p in u l; do
+		kind=$([ $p = u ] && echo UNLOGGED || true)
+		name=$([ $p = u ] && echo unlogged || echo logged)
+		sql bench >/dev/null <<EOF
+CREATE $kind TABLE ${p}_kv (k text PRIMARY KEY, v bigint);
+CREATE $kind TABLE ${p}_list (k text PRIMARY KEY, l bigint[]);
+CREATE $kind TABLE ${p}_map (k text PRIMARY KEY, m jsonb);
+CREATE $kind TABLE ${p}_bulk (k text PRIMARY KEY, v bigint);
+CREATE $kind TABLE ${p}_bulkr (k text PRIMARY KEY, v bigint);
+INSERT INTO ${p}_kv SELECT i::text, i FROM generate_series(1, $NKEYS) i;
+VACUUM (ANALYZE) ${p}_kv;
+EOF
+		raw mem_table "$name" $(sql1 "SELECT count(*), pg_relation_size('${p}_kv'), pg_table_size('${p}_kv'), pg_indexes_size('${p}_kv') FROM ${p}_kv" | tr '|' ' ')
+		sql bench >/dev/null <<EOF
+INSERT INTO ${p}_list SELECT i::text, ARRAY[i::bigint] FROM generate_series(1, $NKEYS) i;
+INSERT INTO ${p}_map SELECT i::text, jsonb_build_object($mk_json) FROM generate_series(1, $NKEYS) i;
+VACUUM (ANALYZE) ${p}_list, ${p}_map, ${p}_bulk, ${p}_bulkr;
+EOF
+	done
+}
+
+log "loading $NKEYS keys into every state and table"
+t0=$(date +%s)
+load_states >"$WORK/out/load_states.log" 2>&1 &
+pid_states=$!
+load_tables >"$WORK/out/load_tables.log" 2>&1 &
+pid_tables=$!
+wait "$pid_states" || { cat "$WORK/out/load_states.log" >&2; wait "$pid_tables" || true; die "loading the states failed"; }
+wait "$pid_tables" || { cat "$WORK/out/load_tables.log" >&2; die "loading the tables failed"; }
+sql1 "CHECKPOINT" >/dev/null
+meta load_seconds "$(($(date +%s) - t0))"
+for b in "${BACKENDS[@]}"; do
+	for s in v r l m; do
+		raw state_size "${s}_$b" $(sql1 "SELECT entries, bytes FROM state.states WHERE name = '${s}_$b'" | tr '|' ' ')
+	done
+done
+for t in u_kv u_list u_map l_kv l_list l_map; do
+	raw table_size "$t" "$(sql1 "SELECT pg_total_relation_size('$t')")"
+done
+
+# ------------------------------------------------------------ per-statement cases
+# script OP KEYS TARGET: the pgbench script of one case on stdout.  TARGET
+# is a backend, "unlogged" or "logged"; OP "select1" and "noop" are floors.
+script() {
+	local op=$1 keys=$2 target=$3 n t
+	n=$([ "$keys" = hot ] && echo "$HOT" || echo "$NKEYS")
+	case "$op" in
+		select1) echo "SELECT 1;"; return ;;
+		noop) printf '\\set k random(1, %s)\n\\set v random(1, 1000000000)\nSELECT bench.noop(:k, :v);\n' "$NKEYS"; return ;;
+	esac
+	printf '\\set k random(1, %s)\n' "$n"
+	case "$op" in value_set | list_add | map_put) echo '\set v random(1, 1000000000)' ;; esac
+	case "$op" in map_put | map_get) echo "\\set mk random(1, $MAPKEYS)" ;; esac
+	case "$target" in
+		unlogged | logged)
+			t=$([ "$target" = unlogged ] && echo u || echo l)
+			case "$op" in
+				value_get) echo "SELECT v FROM ${t}_kv WHERE k = :k;" ;;
+				value_set) echo "INSERT INTO ${t}_kv (k, v) VALUES (:k, :v) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;" ;;
+				reduce) echo "UPDATE ${t}_kv SET v = v + 1 WHERE k = :k RETURNING v;" ;;
+				list_add) echo "UPDATE ${t}_list SET l = l || CAST(:v AS bigint) WHERE k = :k;" ;;
+				map_put) echo "UPDATE ${t}_map SET m = jsonb_set(m, ARRAY[CAST(:mk AS text)], to_jsonb(CAST(:v AS bigint))) WHERE k = :k;" ;;
+				map_get) echo "SELECT CAST(m ->> CAST(:mk AS text) AS bigint) FROM ${t}_map WHERE k = :k;" ;;
+			esac
+			;;
+		*)
+			case "$op" in
+				value_get) echo "SELECT state.value_get('v_$target', :k, 0::bigint);" ;;
+				value_set) echo "SELECT state.value_set('v_$target', :k, :v);" ;;
+				reduce) echo "SELECT state.reduce('r_$target', :k, 1);" ;;
+				list_add) echo "SELECT state.list_add('l_$target', :k, :v);" ;;
+				map_put) echo "SELECT state.map_put('m_$target', :k, :mk, :v);" ;;
+				map_get) echo "SELECT state.map_get('m_$target', :k, :mk, 0::bigint);" ;;
+			esac
+			;;
+	esac
+}
+
+# table_of OP TARGET: the table a table case works on.
+table_of() {
+	local t
+	t=$([ "$2" = unlogged ] && echo u || echo l)
+	case "$1" in
+		list_add) echo "${t}_list" ;;
+		map_put | map_get) echo "${t}_map" ;;
+		*) echo "${t}_kv" ;;
+	esac
+}
+
+# prepare OP KEYS TARGET: untimed set-up before a case.  A table that an
+# earlier case wrote is vacuumed, so that each case starts from the same
+# shape; the hot keys' lists are reset to one element, since an array append
+# rewrites the whole array and gets slower as it grows (the state's list
+# does not).
+declare -A DIRTY=()
+prepare() {
+	local op=$1 keys=$2 target=$3 tbl
+	case "$target" in
+		unlogged | logged)
+			tbl=$(table_of "$op" "$target")
+			if [ "$op" = list_add ] && [ "$keys" = hot ]; then
+				sql1 "UPDATE $tbl SET l = ARRAY[k::bigint] WHERE k = ANY (SELECT i::text FROM generate_series(1, $HOT) i)" >/dev/null
+				DIRTY[$tbl]=1
+			fi
+			if [ -n "${DIRTY[$tbl]:-}" ]; then
+				sql1 "VACUUM $tbl" >/dev/null
+				unset "DIRTY[$tbl]"
+			fi
+			case "$op" in value_set | reduce | list_add | map_put) DIRTY[$tbl]=1 ;; esac
+			;;
+		*)
+			if [ "$op" = list_add ] && [ "$keys" = hot ]; then
+				sql1 "SELECT count(state.list_update('l_$target', i::text, ARRAY[i::bigint])) FROM generate_series(1, $HOT) i" >/dev/null
+			fi
+			;;
+	esac
+}
+
+# after_case OP KEYS TARGET: a figure that explains a case (list lengths).
+after_case() {
+	local op=$1 keys=$2 target=$3
+	[ "$op" = list_add ] && [ "$keys" = hot ] || return 0
+	case "$target" in
+		unlogged | logged)
+			sql1 "SELECT round(avg(cardinality(l))) FROM $(table_of "$op" "$target") WHERE k = ANY (SELECT i::text FROM generate_series(1, $HOT) i)" ;;
+		*)
+			sql1 "SELECT round(avg(state.list_length('l_$target', i::text))) FROM generate_series(1, $HOT) i" ;;
+	esac
+}
+
+# run_case OP KEYS TARGET CLIENTS ROUND: one pgbench run of WARMUP + SECS
+# seconds, with a progress report every second.  Every pgbench run starts new
+# server processes, which map shared memory (shared buffers, the state area)
+# page by page as they first touch it, so the first seconds of a run over
+# a million keys are slower than the rest; the case's figure is the median
+# of the per-second tps after the warm-up.  Records a "tps" line: op keys
+# target clients round tps latency_ms transactions failed whole_run_tps extra.
+run_case() {
+	local op=$1 keys=$2 target=$3 c=$4 tag=$5 j id f out rc tps lat txn nfail whole extra warmup
+	j=$((c < THREADS_MAX ? c : THREADS_MAX))
+	warmup=$([ "$c" -gt 1 ] && echo "$WARMUP_N" || echo "$WARMUP_1")
+	id="${op}-${keys}-${target}"
+	f="$WORK/scripts/$id.pgbench"
+	[ -f "$f" ] || { script "$op" "$keys" "$target" >"$f"; raw script "$op" "$keys" "$target" "$(tr '\n' ' ' <"$f")"; }
+	out="$WORK/out/$id-c$c-r$tag.txt"
+	prepare "$op" "$keys" "$target"
+	rc=0
+	as_pg timeout -k 10 $((warmup + SECS + 300)) "$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
+		-T $((warmup + SECS)) -P 1 -c "$c" -j "$j" -f "$f" bench >"$out" 2>&1 || rc=$?
+	whole=$(awk '/^tps = / { print $3; exit }' "$out")
+	if [ "$warmup" -gt 0 ]; then
+		# progress: 4.0 s, 12345.6 tps, lat 0.648 ms stddev 0.120, 0 failed
+		tps="" lat=""
+		read -r tps lat < <(awk -v from="$warmup" -v to=$((warmup + SECS)) '
+			function median(a, n,   i, j, t) {
+				for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			/^progress: / { t = $2 + 0; if (t > from && t <= to + 0.5) { n++; tp[n] = $4 + 0; lt[n] = $7 + 0 } }
+			END { if (n) printf "%.1f %.3f\n", median(tp, n), median(lt, n) }' "$out") || true
+	else
+		tps=$whole
+		lat=$(awk '/^latency average = / { print $4; exit }' "$out")
+	fi
+	txn=$(awk -F': ' '/^number of transactions actually processed/ { split($2, a, "/"); print a[1] + 0; exit }' "$out")
+	nfail=$(awk -F': ' '/^number of failed transactions/ { print $2 + 0; exit }' "$out")
+	if [ "$rc" -ne 0 ] || [ -z "$tps" ] || [ "${txn:-0}" -eq 0 ] || [ "${nfail:-0}" -ne 0 ]; then
+		FAILED=$((FAILED + 1))
+		printf 'bench: case %s, %s client(s) FAILED (pgbench exit %d):\n' "$id" "$c" "$rc" >&2
+		grep -vE '^(pgbench \(|transaction type|scaling factor|query mode|number of (clients|threads)|maximum number|duration)' "$out" | head -n 20 >&2
+		raw tps "$op" "$keys" "$target" "$c" "$tag" ERR "" "" "" "" "pgbench exit $rc"
+		return 0
+	fi
+	extra=$(after_case "$op" "$keys" "$target")
+	raw tps "$op" "$keys" "$target" "$c" "$tag" "$tps" "$lat" "$txn" "${nfail:-0}" "$whole" "${extra:+hot list length at end: $extra}"
+	printf '   %-9s %-6s %-10s c=%-2s round %s %10.0f tps\n' "$op" "$keys" "$target" "$c" "$tag" "$tps" >&2
+}
+
+# Rounds: each round runs every case once, in the same order, so a burst of
+# other work on the machine costs one round of many cases rather than every
+# round of one case.  The report keeps each case's best round.
+ncases=0
+for c in $CLIENTS; do
+	for op in $OPS; do for keys in random hot; do
+		ncases=$((ncases + ${#BACKENDS[@]} + 2))
+	done; done
+	ncases=$((ncases + 4))
+done
+log "per-statement cases: $ncases, $ROUNDS round(s) of pgbench runs of ${SECS}s after a warm-up of ${WARMUP_N}s (${WARMUP_1}s with 1 client), -M $PROTOCOL"
+t0=$(date +%s)
+for round in $(seq 1 "$ROUNDS"); do
+	for c in $CLIENTS; do
+		run_case select1 - floor "$c" "$round"
+		run_case noop - floor "$c" "$round"
+		for op in $OPS; do
+			for keys in random hot; do
+				for target in "${BACKENDS[@]}" unlogged logged; do
+					run_case "$op" "$keys" "$target" "$c" "$round"
+				done
+			done
+		done
+		# The floor again: how much it moved tells how steady the machine was.
+		run_case select1 - floor "$c" "$round-end"
+		run_case noop - floor "$c" "$round-end"
+	done
+done
+meta statement_seconds "$(($(date +%s) - t0))"
+
+# ------------------------------------------------------------ bulk
+# One statement each, timed by psql (\timing).  "new": into an empty state
+# or table; "existing": the same keys again.  Repetitions go round every
+# statement, as the rounds above do; the report keeps the fastest.
+log "bulk statements: $NBULK rows, $BULK_REPS repetition(s)"
+bulk_stmt() {
+	local op=$1 target=$2 t
+	case "$target" in
+		unlogged | logged)
+			t=$([ "$target" = unlogged ] && echo u || echo l)
+			case "$op" in
+				value_set) echo "INSERT INTO ${t}_bulk (k, v) SELECT i::text, i FROM generate_series(1, $NBULK) i ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;" ;;
+				reduce) echo "INSERT INTO ${t}_bulkr AS t (k, v) SELECT i::text, 1 FROM generate_series(1, $NBULK) i ON CONFLICT (k) DO UPDATE SET v = t.v + EXCLUDED.v;" ;;
+			esac
+			;;
+		*)
+			case "$op" in
+				value_set) echo "SELECT count(state.value_set('vb_$target', i::text, i::bigint)) FROM generate_series(1, $NBULK) i;" ;;
+				reduce) echo "SELECT count(state.reduce('rb_$target', i::text, 1::bigint)) FROM generate_series(1, $NBULK) i;" ;;
+			esac
+			;;
+	esac
+}
+bulk_reset() {
+	local op=$1 target=$2 t
+	case "$target" in
+		unlogged | logged)
+			t=$([ "$target" = unlogged ] && echo u || echo l)
+			[ "$op" = value_set ] && echo "TRUNCATE ${t}_bulk;" || echo "TRUNCATE ${t}_bulkr;"
+			[ "$target" = unlogged ] || echo "CHECKPOINT;"
+			;;
+		*) [ "$op" = value_set ] && echo "SELECT state.truncate('vb_$target');" || echo "SELECT state.truncate('rb_$target');" ;;
+	esac
+}
+for op in value_set reduce; do
+	for target in "${BACKENDS[@]}" unlogged logged; do
+		raw bulk_script "$op" "$target" "$(bulk_stmt "$op" "$target")"
+	done
+done
+t0=$(date +%s)
+for rep in $(seq 1 "$BULK_REPS"); do
+	for op in value_set reduce; do
+		for target in "${BACKENDS[@]}" unlogged logged; do
+			out="$WORK/out/bulk-$op-$target-$rep.txt"
+			rc=0
+			sql bench >"$out" 2>&1 <<EOF || rc=$?
+$(bulk_reset "$op" "$target")
+\timing on
+\echo BULK new
+$(bulk_stmt "$op" "$target")
+\echo BULK existing
+$(bulk_stmt "$op" "$target")
+EOF
+			if [ "$rc" -ne 0 ]; then
+				FAILED=$((FAILED + 1))
+				printf 'bench: bulk %s on %s FAILED:\n' "$op" "$target" >&2
+				tail -n 10 "$out" >&2
+				raw bulk "$op" "$target" new "$rep" ERR
+				raw bulk "$op" "$target" existing "$rep" ERR
+				continue
+			fi
+			awk -v op="$op" -v target="$target" -v rep="$rep" '
+				/^BULK / { variant = $2; next }
+				/^Time: / && variant != "" { printf "bulk\t%s\t%s\t%s\t%s\t%s\n", op, target, variant, rep, $2; variant = "" }
+			' "$out" >>"$RAW"
+			printf '   %-9s %-10s rep %s %s ms\n' "$op" "$target" "$rep" \
+				"$(awk '/^Time: / { printf "%s%.0f", sep, $2; sep = " / " }' "$out")" >&2
+		done
+	done
+done
+meta bulk_seconds "$(($(date +%s) - t0))"
+
+meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+raw failed "$FAILED"
+
+# ------------------------------------------------------------ report
+stop_server
+if [ "$MODE" = smoke ]; then
+	RESULTS_DIR=${BENCH_RESULTS_DIR:-$WORK}
+else
+	RESULTS_DIR=${BENCH_RESULTS_DIR:-$BENCH/results}
+fi
+mkdir -p "$RESULTS_DIR"
+base="$RESULTS_DIR/$(date '+%Y-%m-%d')-$(uname -n | tr -c 'A-Za-z0-9._\n-' '_')"
+file="$base.md"
+n=2
+while [ -e "$file" ]; do file="$base-$n.md"; n=$((n + 1)); done
+perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
+if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
+	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
+else
+	log "results written to $file"
+fi
+if [ "$FAILED" -gt 0 ]; then
+	log "$FAILED case(s) FAILED"
+	exit 1
+fi
+log "all cases ran"

@@ -1,0 +1,497 @@
+#!/usr/bin/perl
+# report.pl RAW.tsv RESULTS.md: turn the raw figures of a benchmark run
+# (written by bench/lib/bench.sh) into ratios, check the targets, print a
+# table on stdout and write the results file.
+#
+# Every ratio compares figures of the same run.  Per-statement ratios are
+# tps ratios (higher is better for the state); bulk ratios are time ratios
+# (lower is better); memory ratios are bytes per entry (lower is better).
+# A case that ran several times (rounds, repetitions) counts with its best
+# run: other work on the machine only ever makes a run slower.
+# Targets are reported, never asserted: a miss is written down with its
+# size, and does not change the exit status.
+use strict;
+use warnings;
+
+die "usage: report.pl RAW.tsv RESULTS.md\n" unless @ARGV == 2;
+my ($rawfile, $outfile) = @ARGV;
+
+my (%meta, @notes, %tps, %extra, %script, %bulk, %bulk_script);
+my (%mem_area, %mem_state, %mem_table, %state_size, %table_size);
+my (@runs, $failed);
+
+open(my $in, '<', $rawfile) or die "report.pl: $rawfile: $!\n";
+while (my $line = <$in>)
+{
+	chomp $line;
+	my ($kind, @f) = split /\t/, $line, -1;
+	next unless defined $kind;
+	if ($kind eq 'meta') { $meta{ $f[0] } = $f[1] }
+	elsif ($kind eq 'note') { push @notes, $f[0] }
+	elsif ($kind eq 'script') { $script{"$f[0]|$f[1]|$f[2]"} = $f[3] }
+	elsif ($kind eq 'tps')
+	{
+		my ($op, $keys, $target, $c, $tag, $tps, $lat, $txn, $nfail, $whole, $x) = @f;
+		push @{ $tps{"$op|$keys|$target|$c"} }, $tps;
+		$extra{"$op|$keys|$target|$c"} = $x if $x;
+		push @runs, [@f];
+	}
+	elsif ($kind eq 'bulk_script') { $bulk_script{"$f[0]|$f[1]"} = $f[2] }
+	elsif ($kind eq 'bulk') { push @{ $bulk{"$f[0]|$f[1]|$f[2]"} }, $f[4] }
+	elsif ($kind eq 'mem_area') { $mem_area{ $f[0] } = [ @f[ 1 .. 3 ] ] }
+	elsif ($kind eq 'mem_state') { $mem_state{ $f[0] } = [ @f[ 1 .. 2 ] ] }
+	elsif ($kind eq 'mem_table') { $mem_table{ $f[0] } = [ @f[ 1 .. 4 ] ] }
+	elsif ($kind eq 'state_size') { $state_size{ $f[0] } = [ @f[ 1 .. 2 ] ] }
+	elsif ($kind eq 'table_size') { $table_size{ $f[0] } = $f[1] }
+	elsif ($kind eq 'failed') { $failed = $f[0] }
+}
+close $in;
+$meta{$_} //= '?' for qw(date host kernel cpu memory os load_start load_end server pgbench
+  extension library command mode seconds warmup keys hot mapkeys bulk_rows bulk_reps
+  protocol runner server_conf load_seconds statement_seconds bulk_seconds);
+
+my @backends = split ' ', ($meta{backends} // '');
+my %heap = map { $_ => 1 } split ' ', ($meta{heap_backends} // '');
+my @clients = split ' ', ($meta{clients} // '8 1');
+my @ops = qw(value_get value_set reduce list_add map_put map_get);
+my @keysets = qw(random hot);
+my $keys_n = $meta{keys} // '?';
+
+# ------------------------------------------------------------ helpers
+sub num { my ($v) = @_; return (defined $v && $v =~ /^[0-9.]+$/) ? $v : undef }
+
+# Best (highest) tps of a case's rounds, or undef.
+sub tps_of
+{
+	my ($op, $keys, $target, $c) = @_;
+	my @v = sort { $b <=> $a } grep { defined } map { num($_) } @{ $tps{"$op|$keys|$target|$c"} // [] };
+	return $v[0];
+}
+
+sub failed_case { my $r = $tps{ join '|', @_ }; return $r && grep { $_ eq 'ERR' } @$r }
+
+# Fastest (lowest) time of a bulk statement's repetitions, or undef.
+sub fastest
+{
+	my @v = sort { $a <=> $b } grep { defined } map { num($_) } @_;
+	return $v[0];
+}
+
+sub ratio { my ($a, $b) = @_; return (defined $a && defined $b && $b > 0) ? $a / $b : undef }
+sub fx { my ($r) = @_; return defined $r ? sprintf('%.2fx', $r) : '-' }
+sub ftps { my ($v) = @_; return defined $v ? sprintf('%.0f', $v) : '-' }
+sub fms { my ($v) = @_; return defined $v ? sprintf('%.0f', $v) : '-' }
+sub fbytes { my ($v) = @_; return defined $v ? sprintf('%.1f', $v) : '-' }
+
+sub cell
+{
+	my ($v, $fmt, @case) = @_;
+	return 'ERR' if !defined $v && @case && failed_case(@case);
+	return $fmt->($v);
+}
+
+# ------------------------------------------------------------ figures
+my %floor = map { $_ => tps_of('noop', '-', 'floor', $_) } @clients;
+my %select1 = map { $_ => tps_of('select1', '-', 'floor', $_) } @clients;
+
+# Per-statement rows: [op, keys, clients, {backend => [tps, xnoop, xunl, xlog]}, unl, log]
+my @rows;
+for my $c (@clients)
+{
+	for my $op (@ops)
+	{
+		for my $keys (@keysets)
+		{
+			next unless grep { exists $tps{"$op|$keys|$_|$c"} } (@backends, 'unlogged', 'logged');
+			my $unl = tps_of($op, $keys, 'unlogged', $c);
+			my $log = tps_of($op, $keys, 'logged', $c);
+			my %b;
+			for my $be (@backends)
+			{
+				my $t = tps_of($op, $keys, $be, $c);
+				$b{$be} = [ $t, ratio($t, $floor{$c}), ratio($t, $unl), ratio($t, $log) ];
+			}
+			push @rows, [ $op, $keys, $c, \%b, $unl, $log ];
+		}
+	}
+}
+
+# Bulk: fastest ms per op, target, variant.
+my @bulk_rows;
+for my $op (qw(value_set reduce))
+{
+	for my $variant (qw(new existing))
+	{
+		my %ms = map { $_ => fastest(@{ $bulk{"$op|$_|$variant"} // [] }) } (@backends, 'unlogged', 'logged');
+		push @bulk_rows, [ $op, $variant, \%ms ];
+	}
+}
+
+# Memory: bytes per entry.
+my ($unl_rows, $unl_main, $unl_table, $unl_index) = @{ $mem_table{unlogged} // [] };
+my $unl_bpe = ($unl_rows && defined $unl_table) ? ($unl_table + $unl_index) / $unl_rows : undef;
+my @mem_rows;				# [label, entries, bytes, bytes/entry]
+for my $be (@backends)
+{
+	if (my $a = $mem_area{$be})
+	{
+		my ($n, $rss, $size) = @$a;
+		push @mem_rows, [ "$be: shared memory pages touched while loading", $n, $rss, $n ? $rss / $n : undef, 'touched', $be ];
+		push @mem_rows, [ "$be: shared memory segments added by the load", $n, $size, $n ? $size / $n : undef, 'reserved', $be ];
+	}
+	if (my $s = $mem_state{$be})
+	{
+		my ($n, $bytes) = @$s;
+		push @mem_rows, [ "$be: entry bytes counted by state.states", $n, $bytes, $n ? $bytes / $n : undef, 'counted', $be ];
+	}
+}
+for my $t (qw(unlogged logged))
+{
+	my ($n, $main, $table, $index) = @{ $mem_table{$t} // [] };
+	next unless $n;
+	push @mem_rows, [ "$t table (k text PRIMARY KEY, v bigint): heap", $n, $table, $table / $n, 'table', $t ];
+	push @mem_rows, [ "$t table: primary key index", $n, $index, $index / $n, 'index', $t ];
+	push @mem_rows, [ "$t table: heap and index", $n, $table + $index, ($table + $index) / $n, 'total', $t ];
+}
+
+# ------------------------------------------------------------ targets
+# Each check: [target, case, measured, bound, kind ('>=' or '<='), unit]
+my @checks;
+for my $r (@rows)
+{
+	my ($op, $keys, $c, $b, $unl, $log) = @$r;
+	for my $be (grep { $heap{$_} } @backends)
+	{
+		my ($t, $xnoop, $xunl, $xlog) = @{ $b->{$be} };
+		my $case = "$be $op, $keys keys, $c client" . ($c == 1 ? '' : 's');
+		my $fl = $floor{$c};
+		push @checks, [ 'heap op >= 0.9x no-op floor', $case, $xnoop, 0.9, '>=',
+			defined $t && $fl ? sprintf('%.1f us per statement more than the no-op (1e6/tps)', over($t, $fl)) : '' ];
+		push @checks, [ 'heap op >= 1.6x unlogged table', $case, $xunl, 1.6, '>=', vs_table($t, $unl, $fl, 1.6) ];
+		if ($op eq 'reduce' && $keys eq 'hot')
+		{
+			push @checks, [ 'hot reduce >= 2x unlogged UPDATE', $case, $xunl, 2, '>=', vs_table($t, $unl, $fl, 2) ];
+			push @checks, [ 'hot reduce >= 6x logged UPDATE', $case, $xlog, 6, '>=', vs_table($t, $log, $fl, 6) ];
+		}
+	}
+}
+for my $br (@bulk_rows)
+{
+	my ($op, $variant, $ms) = @$br;
+	next unless $op eq 'value_set';
+	for my $be (grep { $heap{$_} } @backends)
+	{
+		my $rows = num($meta{bulk_rows});
+		push @checks, [ 'bulk value_set <= 0.2x unlogged upsert time',
+			"$be, $meta{bulk_rows} rows, $variant keys", ratio($ms->{$be}, $ms->{unlogged}), 0.2, '<=',
+			(defined $ms->{$be} && defined $ms->{unlogged} && $rows)
+			? sprintf('%.2f us per row; the table %.2f us', 1000 * $ms->{$be} / $rows, 1000 * $ms->{unlogged} / $rows) : '' ];
+	}
+}
+# The memory target is checked on the pages touched (what the entries really
+# occupy); the entries' own bytes leave out the hash table and the
+# allocator, so they stand in only when no pages were measured.
+my $touched = grep { $_->[4] eq 'touched' && $heap{ $_->[5] } } @mem_rows;
+for my $m (@mem_rows)
+{
+	my ($label, $n, $bytes, $bpe, $what, $be) = @$m;
+	next unless $heap{$be} && $what eq ($touched ? 'touched' : 'counted');
+	push @checks, [ 'heap bytes/entry <= 0.6x unlogged table',
+		$what eq 'touched' ? "$be, pages touched" : "$be, entry bytes only (state.states)",
+		ratio($bpe, $unl_bpe), 0.6, '<=',
+		defined $unl_bpe ? sprintf('%.1f bytes per entry; the table %.1f', $bpe, $unl_bpe) : '' ];
+}
+
+# over(tps, floor_tps): microseconds per statement a case spends over the floor.
+sub over { my ($t, $fl) = @_; return 1e6 / $t - 1e6 / $fl }
+
+# vs_table: why a state case stands where it does against a table case.  The
+# statement's own cost (the floor) is paid by both, so a ratio above
+# floor / table is out of reach even for an operation that costs nothing.
+sub vs_table
+{
+	my ($t, $tbl, $fl, $bound) = @_;
+	return '' unless defined $t && defined $tbl && $fl;
+	my $ceiling = $fl / $tbl;
+	return 'this case ran faster than the no-op floor did (noise between runs)' if $t > $fl;
+	my $s = sprintf('over the no-op: state %.1f us, table %.1f us per statement', over($t, $fl), over($tbl, $fl));
+	$s .= sprintf('; a free operation would reach only %.2fx', $ceiling) if $ceiling < $bound;
+	return $s;
+}
+
+sub check_status
+{
+	my ($ch) = @_;
+	my ($t, $case, $v, $bound, $kind) = @$ch;
+	return ('not measured', undef) unless defined $v;
+	my $ok = $kind eq '>=' ? $v >= $bound : $v <= $bound;
+	return ('met', undef) if $ok;
+	my $pct = 100 * abs($v / $bound - 1);
+	my $by = ($pct < 1 ? '<1%' : sprintf('%.0f%%', $pct)) . ($kind eq '>=' ? ' short' : ' over');
+	return ('MISSED', $by);
+}
+
+my (@target_lines, @misses, %tsum, @torder);
+for my $ch (@checks)
+{
+	my ($t) = @$ch;
+	push @torder, $t unless $tsum{$t};
+	$tsum{$t} //= { n => 0, met => 0, worst => undef };
+	my ($st, $by) = check_status($ch);
+	my $s = $tsum{$t};
+	$s->{n}++;
+	$s->{met}++ if $st eq 'met';
+	$s->{unmeasured}++ if $st eq 'not measured';
+	push @misses, [ @$ch[ 0 .. 4 ], $by, $ch->[5] ] if $st eq 'MISSED';
+	if (defined $ch->[2])
+	{
+		my $w = $s->{worst};
+		$s->{worst} = $ch
+		  if !$w || ($ch->[4] eq '>=' ? $ch->[2] < $w->[2] : $ch->[2] > $w->[2]);
+	}
+}
+
+# ------------------------------------------------------------ console
+my $out = '';
+sub say_ { $out .= join('', @_) . "\n" }
+
+sub text_table
+{
+	my ($head, @body) = @_;
+	my @w = map { length } @$head;
+	for my $r (@body) { for my $i (0 .. $#$r) { $w[$i] = length $r->[$i] if length $r->[$i] > ($w[$i] // 0) } }
+	my $fmt = join('  ', map { $_ == 0 ? "%-$w[$_]s" : "%$w[$_]s" } 0 .. $#w);
+	my $s = sprintf("$fmt\n", @$head);
+	$s .= sprintf("$fmt\n", @$_) for @body;
+	return $s;
+}
+
+# md_table: a Markdown table; columns whose cells are all figures align right.
+sub md_table
+{
+	my ($head, @body) = @_;
+	my @right = map {
+		my $i = $_;
+		!grep { $_->[$i] !~ /^(?:[-+0-9.,]+x?|ERR|-|)$/ } @body
+	} 0 .. $#$head;
+	my $s = '| ' . join(' | ', @$head) . " |\n";
+	$s .= '| ' . join(' | ', map { $right[$_] ? '---:' : '---' } 0 .. $#$head) . " |\n";
+	$s .= '| ' . join(' | ', @$_) . " |\n" for @body;
+	return $s;
+}
+
+# Per-statement table, as rows of strings.
+my @ps_head = ('op', 'keys', 'clients');
+for my $be (@backends) { push @ps_head, "$be tps", 'x noop', 'x unlogged', 'x logged' }
+push @ps_head, 'unlogged tps', 'logged tps';
+my @ps_body;
+for my $r (@rows)
+{
+	my ($op, $keys, $c, $b, $unl, $log) = @$r;
+	my @line = ($op, $keys, $c);
+	for my $be (@backends)
+	{
+		my ($t, $x1, $x2, $x3) = @{ $b->{$be} };
+		push @line, cell($t, \&ftps, $op, $keys, $be, $c), fx($x1), fx($x2), fx($x3);
+	}
+	push @line, cell($unl, \&ftps, $op, $keys, 'unlogged', $c), cell($log, \&ftps, $op, $keys, 'logged', $c);
+	push @ps_body, \@line;
+}
+my $rounds = $meta{rounds} // 1;
+my @floor_head = ('statement', 'clients', 'runs (start and end of each round)', 'best (used)', 'spread');
+my @floor_body;
+my @drift;					# how far the no-op floor moved within the run
+for my $c (@clients)
+{
+	for my $op (qw(select1 noop))
+	{
+		my @v = @{ $tps{"$op|-|floor|$c"} // [] };
+		my @n = grep { defined } map { num($_) } @v;
+		my ($lo, $hi) = (sort { $a <=> $b } @n)[ 0, -1 ];
+		my $spread = (@n > 1 && $hi > 0) ? sprintf('%.0f%%', 100 * ($hi - $lo) / $hi) : '-';
+		push @drift, "$spread with $c client" . ($c == 1 ? '' : 's') if $op eq 'noop';
+		push @floor_body, [ $op eq 'noop' ? 'SELECT bench.noop($1, $2)' : 'SELECT 1', $c,
+			join(' / ', map { defined num($_) ? sprintf('%.0f', $_) : $_ } @v),
+			ftps(tps_of($op, '-', 'floor', $c)), $spread ];
+	}
+}
+my @bulk_head = ('statement', 'keys');
+push @bulk_head, "$_ ms" for (@backends, 'unlogged', 'logged');
+push @bulk_head, "$_ / unlogged" for @backends;
+push @bulk_head, "$_ / logged" for @backends;
+my @bulk_body;
+for my $br (@bulk_rows)
+{
+	my ($op, $variant, $ms) = @$br;
+	push @bulk_body, [ $op eq 'value_set' ? 'value_set / upsert' : 'reduce / upsert v = v + x', $variant,
+		(map { fms($ms->{$_}) } (@backends, 'unlogged', 'logged')),
+		(map { fx(ratio($ms->{$_}, $ms->{unlogged})) } @backends),
+		(map { fx(ratio($ms->{$_}, $ms->{logged})) } @backends) ];
+}
+my @mem_head = ('what', 'entries', 'bytes', 'bytes/entry', 'x unlogged table');
+my @mem_body = map { [ $_->[0], $_->[1], $_->[2], fbytes($_->[3]), fx(ratio($_->[3], $unl_bpe)) ] } @mem_rows;
+my @tgt_head = ('target', 'met', 'worst case', 'worst');
+my @tgt_body;
+for my $t (@torder)
+{
+	my $s = $tsum{$t};
+	my $w = $s->{worst};
+	push @tgt_body, [ $t, "$s->{met} of $s->{n}", $w ? $w->[1] : '-', $w ? fx($w->[2]) : '-' ];
+}
+
+say_ "";
+say_ "state_backend benchmark ($meta{mode}): $meta{date}, $meta{host}";
+say_ "pgbench -M $meta{protocol}: per case the median tps of $meta{seconds} s after a warm-up ($meta{warmup})"
+  . ($rounds > 1 ? ", best of $rounds rounds" : '') . "; $keys_n keys, hot = $meta{hot} keys";
+say_ "";
+say_ "Floor (tps; spread = how much it moved during the run, a measure of the noise)";
+$out .= text_table(\@floor_head, @floor_body);
+say_ "";
+say_ "Per statement (tps; ratios are tps against the same run's no-op floor and table cases)";
+$out .= text_table(\@ps_head, @ps_body);
+say_ "";
+say_ "Bulk, one statement of $meta{bulk_rows} rows (best ms of $meta{bulk_reps}; ratios: time, lower is better)";
+$out .= text_table(\@bulk_head, @bulk_body);
+say_ "";
+say_ "Memory, $keys_n (text key, bigint) entries";
+$out .= text_table(\@mem_head, @mem_body);
+say_ "";
+say_ "Targets (reported, not asserted)";
+$out .= text_table(\@tgt_head, @tgt_body);
+say_ sprintf("%d target check(s) missed; see the results file for each", scalar @misses) if @misses;
+say_ "note: $_" for @notes;
+say_ "FAILED cases: $failed" if $failed;
+print $out;
+
+# ------------------------------------------------------------ results file
+my $md = '';
+sub md { $md .= join('', @_) . "\n" }
+
+md "# state_backend benchmark: $meta{date}, $meta{host}";
+md "";
+md "Written by `bench/$meta{mode}`. Every ratio compares figures measured in this same run.";
+md "";
+md "## Run";
+md "";
+md "- Command: `$meta{command}`";
+md "- Machine: $meta{cpu}, $meta{memory} RAM; $meta{os}; $meta{kernel}";
+md "- Load average (1, 5, 15 min): $meta{load_start} at the start, $meta{load_end} at the end"
+  . " (other work on the machine shares its CPUs; ratios are safer than absolute figures)";
+md "- Server: $meta{server}";
+md "- Client: $meta{pgbench}";
+md "- Extension: $meta{extension}; $meta{library}" . ($meta{commit} ? "; source commit $meta{commit}" : '');
+md "- Server settings (everything else default; a fresh `initdb`, run as `$meta{runner}`): `$meta{server_conf}`";
+md "- Backends measured: " . (join(', ', @backends) || 'none')
+  . "; heap backends (targets apply): " . (join(', ', grep { $heap{$_} } @backends) || 'none');
+md "- Per statement: `pgbench -n -M $meta{protocol} -P 1`, $rounds round(s), each running every case once."
+  . " A case's figure is the median of the per-second tps over $meta{seconds} s after a warm-up ($meta{warmup}:"
+  . " every run starts new server processes, which first fault in the shared memory they touch, one page at a time);"
+  . " with several rounds, its best round. "
+  . join(' and ', map { $_ == 1 ? '`-c 1 -j 1`' : "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @clients)
+  . "; tps without connection time. Keys are the text `'1'` to `'$keys_n'`, all preloaded in every state and table;"
+  . " *random* draws a key uniformly from all of them, *hot* from the first $meta{hot}."
+  . " Maps hold map keys `'1'` to `'$meta{mapkeys}'` under every key, and `map_put`/`map_get` draw one of them.";
+md "- Floor: a no-op C function (`bench/noop.c`) called with the same two parameters as `value_set`,"
+  . " run at the start and the end of each client count in every round; ratios use its best run. It moved by "
+  . join(', ', @drift) . " between those runs: differences of that order between cases are noise.";
+md "- A table that an earlier case wrote is vacuumed (untimed) before the next case on it. Hot-key lists are reset to one"
+  . " element before each hot `list_add` case, in the state and in the table alike.";
+md "- Time: loading $meta{load_seconds} s, per-statement cases $meta{statement_seconds} s, bulk statements $meta{bulk_seconds} s.";
+md "";
+md "## Targets";
+md "";
+md "Reported, not asserted.";
+md "";
+md md_table(\@tgt_head, @tgt_body);
+if (@misses)
+{
+	md "Missed (measured against the bound):";
+	md "";
+	md md_table([ 'target', 'case', 'measured', 'bound', 'by how much', 'where the time or space goes' ],
+		map { [ $_->[0], $_->[1], fx($_->[2]), "$_->[4] " . fx($_->[3]), $_->[5], $_->[6] // '' ] } @misses);
+}
+else
+{
+	md "Every target was met.";
+	md "";
+}
+md "## Floor (tps)";
+md "";
+md md_table(\@floor_head, @floor_body);
+md "## Per statement";
+md "";
+md "tps of each case; `x noop` is the ratio to the floor, `x unlogged` and `x logged` to the same operation on the tables.";
+md "";
+md md_table(\@ps_head, @ps_body);
+if (%extra)
+{
+	md "Hot-key list lengths at the end of each `list_add` case (they start at 1):";
+	md "";
+	for my $k (sort keys %extra)
+	{
+		my ($op, $keys, $target, $c) = split /\|/, $k;
+		(my $n = $extra{$k}) =~ s/^\D*//;
+		md "- $target, $c client" . ($c == 1 ? '' : 's') . ": $n elements";
+	}
+	md "";
+}
+md "## Bulk";
+md "";
+md "One statement of $meta{bulk_rows} rows; best ms of $meta{bulk_reps} repetition(s). *new*: into an empty state or table;"
+  . " *existing*: the same keys again. Ratios are time ratios (lower is better for the state).";
+md "";
+md md_table(\@bulk_head, @bulk_body);
+md "## Memory";
+md "";
+md "$keys_n entries with text keys `'1'` to `'$keys_n'` and bigint values. For the first heap backend, loaded by one session"
+  . " into an empty shared area: the pages of shared memory that session touched while loading (what the entries occupy,"
+  . " with the hash table slots and allocator rounding), and the segments the area added (what the server reserved;"
+  . " they grow in doubling steps). `state.states` counts each entry's own bytes only. Tables: `pg_table_size` and"
+  . " `pg_indexes_size` after the insert and a `VACUUM`.";
+md "";
+md md_table(\@mem_head, @mem_body);
+md "## Statements";
+md "";
+md "Per statement (pgbench scripts; `:k`, `:v`, `:mk` are `\\set` from random(), sent as untyped parameters):";
+md "";
+for my $k (sort keys %script)
+{
+	my ($op, $keys, $target) = split /\|/, $k;
+	next if $keys eq 'hot';
+	(my $s = $script{$k}) =~ s/\\set \w+ random\([^)]*\)\s*//g;
+	$s =~ s/\s+$//;
+	md "- $op, $target: `$s`";
+}
+md "";
+md "Bulk:";
+md "";
+md "- $_: `$bulk_script{$_}`" for sort keys %bulk_script;
+md "";
+md "## Sizes after preloading";
+md "";
+md md_table([ 'state or table', 'entries', 'bytes' ],
+	(map { [ $_, @{ $state_size{$_} } ] } sort keys %state_size),
+	(map { [ $_, '', $table_size{$_} ] } sort keys %table_size));
+md "## Every pgbench run";
+md "";
+md "tps and latency: medians of the per-second figures after the warm-up; transactions, failures and whole-run tps"
+  . " (pgbench's own figure) cover the whole run, warm-up included.";
+md "";
+md md_table([ 'op', 'keys', 'target', 'clients', 'round', 'tps', 'latency ms', 'transactions', 'failed', 'whole-run tps' ],
+	map { [ map { $_ // '' } @$_[ 0 .. 9 ] ] } @runs);
+md "## Every bulk statement";
+md "";
+md md_table([ 'op', 'target', 'keys', 'ms (each repetition)' ],
+	map { my ($op, $t, $v) = split /\|/; [ $op, $t, $v, join(', ', @{ $bulk{$_} }) ] } sort keys %bulk);
+if (@notes || $failed)
+{
+	md "## Notes";
+	md "";
+	md "- $_" for @notes;
+	md "- $failed case(s) failed to run." if $failed;
+	md "";
+}
+
+open(my $fh, '>', $outfile) or die "report.pl: $outfile: $!\n";
+print $fh $md;
+close $fh or die "report.pl: $outfile: $!\n";
