@@ -43,6 +43,7 @@
 #include "utils/memutils.h"
 
 #include "heap_backend.h"
+#include "key_group.h"
 #include "keyed_backend.h"
 #include "registry.h"
 
@@ -63,17 +64,24 @@
 
 StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers");
 
+/*
+ * An entry: 22 bytes of header, then the key and value images.  The key
+ * group is not stored: a partition holds a single key group unless
+ * max_parallelism exceeds HEAP_PARTITIONS, and then it is recomputed from
+ * the key (entry_key_group).
+ */
 typedef struct HeapEntry
 {
 	uint32		hash;			/* heap_entry_hash() */
 	uint32		state_id;
-	uint32		key_len;
 	uint32		val_len;
 	uint32		val_cap;		/* bytes reserved for the value */
 	uint32		epoch;			/* table epoch of the last write */
-	uint16		key_group;
+	uint16		key_len;		/* at most HEAP_MAX_KEY */
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* key, then value */
 } HeapEntry;
+
+#define HEAP_MAX_KEY		PG_UINT16_MAX
 
 #define ENTRY_KEY(e)		((e)->data)
 #define ENTRY_VAL(e)		((e)->data + (e)->key_len)
@@ -236,6 +244,27 @@ heap_key_group_partitions(int key_group, int *parts)
 	for (int j = 0; j < spread; j++)
 		parts[j] = key_group + m * j;
 	return spread;
+}
+
+/* Does a partition hold more than one key group? */
+static inline bool
+heap_partitions_shared_by_key_groups(void)
+{
+	return state_backend_max_parallelism > HEAP_PARTITIONS;
+}
+
+/* The key group of an entry (see HeapEntry). */
+static int
+entry_key_group(const HeapEntry *e, int partition)
+{
+	if (!heap_partitions_shared_by_key_groups())
+	{
+		int			m = state_backend_max_parallelism;
+
+		return m >= HEAP_PARTITIONS ? partition : partition % m;
+	}
+	return key_group_for_hash(key_image_hash(ENTRY_KEY(e), e->key_len),
+							  state_backend_max_parallelism);
 }
 
 /* Is key_group the last key group of partition p that a snapshot visits? */
@@ -499,6 +528,12 @@ heap_alloc(const HeapOp *op, Size cap)
 	dsa_pointer p;
 	HeapEntry  *e;
 
+	if (op->key->len > HEAP_MAX_KEY)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("key of %u bytes is too long for state \"%s\"",
+						op->key->len, NameStr(st->desc->name)),
+				 errdetail("Keys of heap states may have at most %u bytes.", HEAP_MAX_KEY)));
 	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -511,11 +546,10 @@ heap_alloc(const HeapOp *op, Size cap)
 	e = dsa_get_address(heap_area, p);
 	e->hash = op->hash;
 	e->state_id = st->desc->id;
-	e->key_len = op->key->len;
+	e->key_len = (uint16) op->key->len;
 	e->val_len = 0;
 	e->val_cap = (uint32) cap;
 	e->epoch = heap_shared->epoch;
-	e->key_group = op->key->key_group;
 	memcpy(ENTRY_KEY(e), op->key->data, op->key->len);
 	return p;
 }
@@ -942,9 +976,11 @@ heap_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 				continue;
 			e = slot_entry(slots[b]);
 			if (e->state_id == st->desc->id &&
-				(key_group < 0 || e->key_group == key_group))
+				(key_group < 0 || entry_key_group(e, i) == key_group))
 			{
-				appendBinaryStringInfo(&buf, (char *) &e->key_len, sizeof(uint32));
+				uint32		klen = e->key_len;
+
+				appendBinaryStringInfo(&buf, (char *) &klen, sizeof(uint32));
 				appendBinaryStringInfo(&buf, (char *) &e->val_len, sizeof(uint32));
 				appendBinaryStringInfo(&buf, ENTRY_KEY(e), e->key_len + e->val_len);
 			}
@@ -1083,8 +1119,10 @@ heap_snapshot_begin(void (*at_cut) (void *arg), void *arg)
 static void
 snapshot_append_entry(StringInfo out, const HeapEntry *e)
 {
+	uint32		klen = e->key_len;
+
 	appendBinaryStringInfo(out, (const char *) &e->state_id, sizeof(uint32));
-	appendBinaryStringInfo(out, (const char *) &e->key_len, sizeof(uint32));
+	appendBinaryStringInfo(out, (const char *) &klen, sizeof(uint32));
 	appendBinaryStringInfo(out, (const char *) &e->val_len, sizeof(uint32));
 	appendBinaryStringInfo(out, ENTRY_KEY(e), e->key_len + e->val_len);
 }
@@ -1126,7 +1164,7 @@ heap_snapshot_collect(uint32 epoch, int key_group, StringInfo out)
 			if (slots[b] == InvalidDsaPointer)
 				continue;
 			e = slot_entry(slots[b]);
-			if (e->key_group == key_group && e->epoch < epoch)
+			if (e->epoch < epoch && entry_key_group(e, parts[j]) == key_group)
 				snapshot_append_entry(out, e);
 		}
 		if (part->nretired > 0)
@@ -1137,7 +1175,7 @@ heap_snapshot_collect(uint32 epoch, int key_group, StringInfo out)
 			{
 				HeapEntry  *e = dsa_get_address(heap_area, r[i]);
 
-				if (e->key_group == key_group)
+				if (entry_key_group(e, parts[j]) == key_group)
 					snapshot_append_entry(out, e);
 			}
 		}
