@@ -227,7 +227,7 @@ state_snapshot_convert_main(Datum main_arg)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
-		snapshot_note_error(id, edata->sqlerrcode, edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message);
+		snapshot_note_error(id, edata->sqlerrcode, snapshot_error_text(edata));
 	}
 	PG_END_TRY();
 	proc_exit(0);

@@ -374,6 +374,18 @@ snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen)
 	return failed;
 }
 
+/*
+ * snapshot_error_text is what state.snapshots shows of an error: its
+ * message, and its detail when there is one (which file, which offset).
+ */
+char *
+snapshot_error_text(ErrorData *edata)
+{
+	if (edata->detail)
+		return psprintf("%s: %s", edata->message, edata->detail);
+	return edata->message;
+}
+
 /* The worker announces its latch, so requests can wake it. */
 void
 snapshot_worker_attach(void)
@@ -570,10 +582,12 @@ snapshot_run_pending(void)
 			snapshot_writer_abort(w);
 		}
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			finish(id, SNAPSHOT_CANCELLED, entries, bytes, edata->sqlerrcode, edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message);
+			finish(id, SNAPSHOT_CANCELLED, entries, bytes, edata->sqlerrcode,
+				   snapshot_error_text(edata));
 		else
 		{
-			finish(id, SNAPSHOT_FAILED, entries, bytes, edata->sqlerrcode, edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message);
+			finish(id, SNAPSHOT_FAILED, entries, bytes, edata->sqlerrcode,
+				   snapshot_error_text(edata));
 			ereport(LOG,
 					(errmsg("state snapshot " INT64_FORMAT " failed: %s", id, edata->message)));
 		}

@@ -50,6 +50,7 @@ extern const char *snapshot_status_name(SnapshotStatus status);
 extern int	snapshot_running_descs(int64 id, StateDesc **descs);
 extern void snapshot_note_error(int64 id, int sqlerrcode, const char *message);
 extern bool snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen);
+extern char *snapshot_error_text(ErrorData *edata);
 
 /* The state worker's side. */
 extern void snapshot_worker_attach(void);
