@@ -42,6 +42,9 @@ if [ "$MODE" = smoke ]; then
 	BULK_REPS=${BENCH_BULK_REPS:-1}
 	MEMORY_LIMIT=${BENCH_MEMORY_LIMIT:-256MB}
 	SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-128MB}
+	SNAP_SIZES=${BENCH_SNAPSHOT_KEYS:-10000}
+	SNAP_REPS=${BENCH_SNAPSHOT_REPS:-1}
+	LAT_SECS=${BENCH_LATENCY_SECONDS:-1}
 else
 	SECS=${BENCH_SECONDS:-3}
 	WARMUP_1=${BENCH_WARMUP:-2}		# 1 client
@@ -53,6 +56,9 @@ else
 	BULK_REPS=${BENCH_BULK_REPS:-2}
 	MEMORY_LIMIT=${BENCH_MEMORY_LIMIT:-3GB}
 	SHARED_BUFFERS=${BENCH_SHARED_BUFFERS:-1GB}
+	SNAP_SIZES=${BENCH_SNAPSHOT_KEYS:-1000000 10000000}
+	SNAP_REPS=${BENCH_SNAPSHOT_REPS:-2}
+	LAT_SECS=${BENCH_LATENCY_SECONDS:-10}
 fi
 HOT=${BENCH_HOT_KEYS:-10}
 MAPKEYS=8						# map keys per key (preloaded, all present)
@@ -62,10 +68,27 @@ THREADS_MAX=2					# pgbench -j for multi-client runs
 # Only these operations run unless BENCH_OPS lists fewer (for quick looks).
 ALL_OPS="value_get value_set reduce list_add map_put map_get"
 OPS=${BENCH_OPS:-$ALL_OPS}
+# Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
+# memory figure taken during it) comes with "statement" and "bulk".
+ALL_CASES="statement bulk snapshot"
+CASES=${BENCH_CASES:-$ALL_CASES}
+DD_MIN_MB=256					# least size of the disk's write-speed probe
 
 for op in $OPS; do
 	case " $ALL_OPS " in *" $op "*) ;; *) echo "bench: unknown operation in BENCH_OPS: $op" >&2; exit 2 ;; esac
 done
+for g in $CASES; do
+	case " $ALL_CASES " in *" $g "*) ;; *) echo "bench: unknown group in BENCH_CASES: $g (groups: $ALL_CASES)" >&2; exit 2 ;; esac
+done
+has_case() { case " $CASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+PRELOAD=0
+if has_case statement || has_case bulk; then PRELOAD=1; fi
+for n in $SNAP_SIZES; do
+	case "$n" in '' | *[!0-9]*) echo "bench: BENCH_SNAPSHOT_KEYS must list entry counts" >&2; exit 2 ;; esac
+done
+case "$SNAP_REPS" in '' | *[!0-9]* | 0) echo "bench: BENCH_SNAPSHOT_REPS must be a positive count" >&2; exit 2 ;; esac
+case "$LAT_SECS" in '' | *[!0-9]* | 0) echo "bench: BENCH_LATENCY_SECONDS must be a positive count of seconds" >&2; exit 2 ;; esac
+case "${BENCH_SNAPSHOT_10M:-1}" in 0 | 1) ;; *) echo "bench: BENCH_SNAPSHOT_10M must be 0 or 1" >&2; exit 2 ;; esac
 case "$PROTOCOL" in simple | extended | prepared) ;; *)
 	echo "bench: BENCH_PROTOCOL must be simple, extended or prepared" >&2; exit 2 ;;
 esac
@@ -213,8 +236,13 @@ for b in $candidates; do
 	fi
 done
 [ ${#BACKENDS[@]} -gt 0 ] || die "no state backend accepts a state"
-if [ "$(sql1 "SELECT count(*) FROM pg_proc WHERE pronamespace = 'state'::regnamespace AND proname = 'snapshot'")" -gt 0 ]; then
-	note "snapshots: state.snapshot exists, but this harness has no snapshot cases yet"
+SNAPSHOTS=0
+if ! has_case snapshot; then
+	:
+elif [ ${#HEAP_BACKENDS[@]} -eq 0 ]; then
+	note "snapshots skipped: no heap backend accepts a state"
+elif [ "$(sql1 "SELECT count(*) FROM pg_proc WHERE pronamespace = 'state'::regnamespace AND proname = 'snapshot'")" -gt 0 ]; then
+	SNAPSHOTS=1
 else
 	note "snapshots skipped: function state.snapshot does not exist in this build"
 fi
@@ -244,6 +272,7 @@ fi
 envs=$(env | grep -E '^BENCH_' | sort | tr '\n' ' ' || true)
 meta command "${envs}bench/$MODE"
 meta mode "$MODE"
+meta cases "$CASES"
 meta seconds "$SECS"
 meta warmup "$WARMUP_N s with several clients, $WARMUP_1 s with one"
 meta rounds "$ROUNDS"
@@ -336,24 +365,26 @@ EOF
 	done
 }
 
-log "loading $NKEYS keys into every state and table"
-t0=$(date +%s)
-load_states >"$WORK/out/load_states.log" 2>&1 &
-pid_states=$!
-load_tables >"$WORK/out/load_tables.log" 2>&1 &
-pid_tables=$!
-wait "$pid_states" || { cat "$WORK/out/load_states.log" >&2; wait "$pid_tables" || true; die "loading the states failed"; }
-wait "$pid_tables" || { cat "$WORK/out/load_tables.log" >&2; die "loading the tables failed"; }
-sql1 "CHECKPOINT" >/dev/null
-meta load_seconds "$(($(date +%s) - t0))"
-for b in "${BACKENDS[@]}"; do
-	for s in v r l m; do
-		raw state_size "${s}_$b" $(sql1 "SELECT entries, bytes FROM state.states WHERE name = '${s}_$b'" | tr '|' ' ')
+if [ "$PRELOAD" = 1 ]; then
+	log "loading $NKEYS keys into every state and table"
+	t0=$(date +%s)
+	load_states >"$WORK/out/load_states.log" 2>&1 &
+	pid_states=$!
+	load_tables >"$WORK/out/load_tables.log" 2>&1 &
+	pid_tables=$!
+	wait "$pid_states" || { cat "$WORK/out/load_states.log" >&2; wait "$pid_tables" || true; die "loading the states failed"; }
+	wait "$pid_tables" || { cat "$WORK/out/load_tables.log" >&2; die "loading the tables failed"; }
+	sql1 "CHECKPOINT" >/dev/null
+	meta load_seconds "$(($(date +%s) - t0))"
+	for b in "${BACKENDS[@]}"; do
+		for s in v r l m; do
+			raw state_size "${s}_$b" $(sql1 "SELECT entries, bytes FROM state.states WHERE name = '${s}_$b'" | tr '|' ' ')
+		done
 	done
-done
-for t in u_kv u_list u_map l_kv l_list l_map; do
-	raw table_size "$t" "$(sql1 "SELECT pg_total_relation_size('$t')")"
-done
+	for t in u_kv u_list u_map l_kv l_list l_map; do
+		raw table_size "$t" "$(sql1 "SELECT pg_total_relation_size('$t')")"
+	done
+fi
 
 # ------------------------------------------------------------ per-statement cases
 # script OP KEYS TARGET: the pgbench script of one case on stdout.  TARGET
@@ -496,38 +527,39 @@ run_case() {
 # Rounds: each round runs every case once, in the same order, so a burst of
 # other work on the machine costs one round of many cases rather than every
 # round of one case.  The report keeps each case's best round.
-ncases=0
-for c in $CLIENTS; do
-	for op in $OPS; do for keys in random hot; do
-		ncases=$((ncases + ${#BACKENDS[@]} + 2))
-	done; done
-	ncases=$((ncases + 4))
-done
-log "per-statement cases: $ncases, $ROUNDS round(s) of pgbench runs of ${SECS}s after a warm-up of ${WARMUP_N}s (${WARMUP_1}s with 1 client), -M $PROTOCOL"
-t0=$(date +%s)
-for round in $(seq 1 "$ROUNDS"); do
+if has_case statement; then
+	ncases=0
 	for c in $CLIENTS; do
-		run_case select1 - floor "$c" "$round"
-		run_case noop - floor "$c" "$round"
-		for op in $OPS; do
-			for keys in random hot; do
-				for target in "${BACKENDS[@]}" unlogged logged; do
-					run_case "$op" "$keys" "$target" "$c" "$round"
+		for op in $OPS; do for keys in random hot; do
+			ncases=$((ncases + ${#BACKENDS[@]} + 2))
+		done; done
+		ncases=$((ncases + 4))
+	done
+	log "per-statement cases: $ncases, $ROUNDS round(s) of pgbench runs of ${SECS}s after a warm-up of ${WARMUP_N}s (${WARMUP_1}s with 1 client), -M $PROTOCOL"
+	t0=$(date +%s)
+	for round in $(seq 1 "$ROUNDS"); do
+		for c in $CLIENTS; do
+			run_case select1 - floor "$c" "$round"
+			run_case noop - floor "$c" "$round"
+			for op in $OPS; do
+				for keys in random hot; do
+					for target in "${BACKENDS[@]}" unlogged logged; do
+						run_case "$op" "$keys" "$target" "$c" "$round"
+					done
 				done
 			done
+			# The floor again: how much it moved tells how steady the machine was.
+			run_case select1 - floor "$c" "$round-end"
+			run_case noop - floor "$c" "$round-end"
 		done
-		# The floor again: how much it moved tells how steady the machine was.
-		run_case select1 - floor "$c" "$round-end"
-		run_case noop - floor "$c" "$round-end"
 	done
-done
-meta statement_seconds "$(($(date +%s) - t0))"
+	meta statement_seconds "$(($(date +%s) - t0))"
+fi
 
 # ------------------------------------------------------------ bulk
 # One statement each, timed by psql (\timing).  "new": into an empty state
 # or table; "existing": the same keys again.  Repetitions go round every
 # statement, as the rounds above do; the report keeps the fastest.
-log "bulk statements: $NBULK rows, $BULK_REPS repetition(s)"
 bulk_stmt() {
 	local op=$1 target=$2 t
 	case "$target" in
@@ -557,18 +589,20 @@ bulk_reset() {
 		*) [ "$op" = value_set ] && echo "SELECT state.truncate('vb_$target');" || echo "SELECT state.truncate('rb_$target');" ;;
 	esac
 }
-for op in value_set reduce; do
-	for target in "${BACKENDS[@]}" unlogged logged; do
-		raw bulk_script "$op" "$target" "$(bulk_stmt "$op" "$target")"
-	done
-done
-t0=$(date +%s)
-for rep in $(seq 1 "$BULK_REPS"); do
+if has_case bulk; then
+	log "bulk statements: $NBULK rows, $BULK_REPS repetition(s)"
 	for op in value_set reduce; do
 		for target in "${BACKENDS[@]}" unlogged logged; do
-			out="$WORK/out/bulk-$op-$target-$rep.txt"
-			rc=0
-			sql bench >"$out" 2>&1 <<EOF || rc=$?
+			raw bulk_script "$op" "$target" "$(bulk_stmt "$op" "$target")"
+		done
+	done
+	t0=$(date +%s)
+	for rep in $(seq 1 "$BULK_REPS"); do
+		for op in value_set reduce; do
+			for target in "${BACKENDS[@]}" unlogged logged; do
+				out="$WORK/out/bulk-$op-$target-$rep.txt"
+				rc=0
+				sql bench >"$out" 2>&1 <<EOF || rc=$?
 $(bulk_reset "$op" "$target")
 \timing on
 \echo BULK new
@@ -576,24 +610,33 @@ $(bulk_stmt "$op" "$target")
 \echo BULK existing
 $(bulk_stmt "$op" "$target")
 EOF
-			if [ "$rc" -ne 0 ]; then
-				FAILED=$((FAILED + 1))
-				printf 'bench: bulk %s on %s FAILED:\n' "$op" "$target" >&2
-				tail -n 10 "$out" >&2
-				raw bulk "$op" "$target" new "$rep" ERR
-				raw bulk "$op" "$target" existing "$rep" ERR
-				continue
-			fi
-			awk -v op="$op" -v target="$target" -v rep="$rep" '
-				/^BULK / { variant = $2; next }
-				/^Time: / && variant != "" { printf "bulk\t%s\t%s\t%s\t%s\t%s\n", op, target, variant, rep, $2; variant = "" }
-			' "$out" >>"$RAW"
-			printf '   %-9s %-10s rep %s %s ms\n' "$op" "$target" "$rep" \
-				"$(awk '/^Time: / { printf "%s%.0f", sep, $2; sep = " / " }' "$out")" >&2
+				if [ "$rc" -ne 0 ]; then
+					FAILED=$((FAILED + 1))
+					printf 'bench: bulk %s on %s FAILED:\n' "$op" "$target" >&2
+					tail -n 10 "$out" >&2
+					raw bulk "$op" "$target" new "$rep" ERR
+					raw bulk "$op" "$target" existing "$rep" ERR
+					continue
+				fi
+				awk -v op="$op" -v target="$target" -v rep="$rep" '
+					/^BULK / { variant = $2; next }
+					/^Time: / && variant != "" { printf "bulk\t%s\t%s\t%s\t%s\t%s\n", op, target, variant, rep, $2; variant = "" }
+				' "$out" >>"$RAW"
+				printf '   %-9s %-10s rep %s %s ms\n' "$op" "$target" "$rep" \
+					"$(awk '/^Time: / { printf "%s%.0f", sep, $2; sep = " / " }' "$out")" >&2
+			done
 		done
 	done
-done
-meta bulk_seconds "$(($(date +%s) - t0))"
+	meta bulk_seconds "$(($(date +%s) - t0))"
+fi
+
+# ------------------------------------------------------------ snapshots
+# bench/lib/snapshot.sh: snapshot and restore against COPY binary and the
+# disk's write speed; writers' latency while snapshots run.
+if [ "$SNAPSHOTS" = 1 ]; then
+	# shellcheck source-path=SCRIPTDIR source=snapshot.sh
+	. "$LIB/snapshot.sh"
+fi
 
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 raw failed "$FAILED"

@@ -19,6 +19,7 @@ my ($rawfile, $outfile) = @ARGV;
 my (%meta, @notes, %tps, %extra, %script, %bulk, %bulk_script);
 my (%mem_area, %mem_state, %mem_table, %state_size, %table_size);
 my (@runs, $failed);
+my (%snap, %snap_size, %snap_dd, %snap_cmd, %snap_skip, %lat, $lat_script, %lat_cmd);
 
 open(my $in, '<', $rawfile) or die "report.pl: $rawfile: $!\n";
 while (my $line = <$in>)
@@ -43,12 +44,20 @@ while (my $line = <$in>)
 	elsif ($kind eq 'mem_table') { $mem_table{ $f[0] } = [ @f[ 1 .. 4 ] ] }
 	elsif ($kind eq 'state_size') { $state_size{ $f[0] } = [ @f[ 1 .. 2 ] ] }
 	elsif ($kind eq 'table_size') { $table_size{ $f[0] } = $f[1] }
+	elsif ($kind eq 'snap') { push @{ $snap{"$f[0]|$f[1]"} }, [ @f[ 2 .. 6 ] ] }	# seconds, bytes, entries, directory bytes, repetition
+	elsif ($kind eq 'snap_size') { $snap_size{ $f[0] } = [ @f[ 1 .. 4 ] ] }
+	elsif ($kind eq 'snap_dd') { $snap_dd{"$f[0]|$f[1]"} = [ @f[ 2 .. 3 ] ] }	# bytes, seconds
+	elsif ($kind eq 'snap_cmd') { $snap_cmd{ $f[0] } = $f[1] }
+	elsif ($kind eq 'snap_skip') { $snap_skip{ $f[0] } = $f[1] }
+	elsif ($kind eq 'lat') { $lat{ $f[0] } = [ @f[ 1 .. $#f ] ] }
+	elsif ($kind eq 'lat_script') { $lat_script = $f[0] }
+	elsif ($kind eq 'lat_cmd') { $lat_cmd{ $f[0] =~ m{/lat/(\w+)} ? $1 : $f[0] } = $f[0] }
 	elsif ($kind eq 'failed') { $failed = $f[0] }
 }
 close $in;
 $meta{$_} //= '?' for qw(date host kernel cpu memory os load_start load_end server pgbench
   extension library command mode seconds warmup keys hot mapkeys bulk_rows bulk_reps
-  protocol runner server_conf load_seconds statement_seconds bulk_seconds);
+  protocol runner server_conf);
 
 my @backends = split ' ', ($meta{backends} // '');
 my %heap = map { $_ => 1 } split ' ', ($meta{heap_backends} // '');
@@ -77,6 +86,7 @@ sub fastest
 	return $v[0];
 }
 
+sub min { my ($a, $b) = @_; return $a < $b ? $a : $b }
 sub ratio { my ($a, $b) = @_; return (defined $a && defined $b && $b > 0) ? $a / $b : undef }
 sub fx { my ($r) = @_; return defined $r ? sprintf('%.2fx', $r) : '-' }
 sub ftps { my ($v) = @_; return defined $v ? sprintf('%.0f', $v) : '-' }
@@ -118,7 +128,7 @@ for my $c (@clients)
 
 # Bulk: fastest ms per op, target, variant.
 my @bulk_rows;
-for my $op (qw(value_set reduce))
+for my $op (%bulk ? qw(value_set reduce) : ())
 {
 	for my $variant (qw(new existing))
 	{
@@ -200,6 +210,92 @@ for my $m (@mem_rows)
 		$what eq 'touched' ? "$be, pages touched" : "$be, entry bytes only (state.states)",
 		ratio($bpe, $unl_bpe), 0.6, '<=',
 		defined $unl_bpe ? sprintf('%.1f bytes per entry; the table %.1f', $bpe, $unl_bpe) : '' ];
+}
+
+# Snapshots: seconds, bytes and entries of each step, per size.
+my @snap_sizes = do { my %n = map { (split /\|/)[0] => 1 } keys %snap; sort { $a <=> $b } keys %n };
+# snap_fig N STEP I: field I of the step's fastest repetition.
+sub snap_fig
+{
+	my ($n, $step, $i) = @_;
+	my @r = sort { $a->[0] <=> $b->[0] } grep { defined num($_->[0]) } @{ $snap{"$n|$step"} // [] };
+	return @r ? num($r[0][$i]) : undef;
+}
+sub snap_sec { return snap_fig(@_, 0) }
+sub mbps { my ($bytes, $s) = @_; return (defined $bytes && $s) ? $bytes / $s / 1e6 : undef }
+sub dd_mbps { my ($n, $mode) = @_; my $r = $snap_dd{"$n|$mode"}; return $r ? mbps(num($r->[0]), num($r->[1])) : undef }
+# [step, label, base of the ratio, whether it writes]
+my @snap_steps = (
+	[ 'copy_to', 'COPY TO binary (into the page cache, no fsync)', 'copy_to', 1 ],
+	[ 'copy_to_fsync', 'COPY TO binary, then fsync of the file', 'copy_to', 1 ],
+	[ 'snapshot_native', 'snapshot, native: snapshot() to wait_snapshot() returning', 'copy_to', 1 ],
+	[ 'snapshot_native_worker', 'snapshot, native: the worker (finished_at - started_at)', 'copy_to', 1 ],
+	[ 'snapshot_canonical', 'snapshot, canonical: snapshot() to wait_snapshot() returning', 'copy_to', 1 ],
+	[ 'snapshot_canonical_worker', 'snapshot, canonical: the worker (finished_at - started_at)', 'copy_to', 1 ],
+	[ 'copy_from', 'COPY FROM binary, into an empty table with its primary key', 'copy_from', 0 ],
+	[ 'restore_native', 'state.restore() of the native snapshot', 'copy_from', 0 ],
+	[ 'restore_canonical', 'state.restore() of the canonical snapshot', 'copy_from', 0 ],
+);
+my @snap_head = ('entries', 'step', 'seconds', 'MB', 'MB/s', 'entries/s', 'x COPY', 'x COPY TO + fsync');
+my @snap_body;
+for my $n (@snap_sizes)
+{
+	for my $st (@snap_steps)
+	{
+		my ($step, $label, $base, $writes) = @$st;
+		next unless $snap{"$n|$step"};
+		my ($sec, $bytes) = (snap_sec($n, $step), snap_fig($n, $step, 1));
+		push @snap_body, [ $n, $label, defined $sec ? sprintf('%.3f', $sec) : '-',
+			defined $bytes ? sprintf('%.1f', $bytes / 1e6) : '-', fms(mbps($bytes, $sec)),
+			fms($sec ? $n / $sec : undef), fx(ratio($sec, snap_sec($n, $base))),
+			$step =~ /^snapshot/ ? fx(ratio($sec, snap_sec($n, 'copy_to_fsync'))) : '' ];
+	}
+	for my $mode (qw(fsync nofsync))
+	{
+		my $r = $snap_dd{"$n|$mode"} or next;
+		push @snap_body, [ $n, $mode eq 'fsync' ? 'dd bs=1M conv=fsync (the disk, durable)' : 'dd bs=1M without fsync (the page cache)',
+			sprintf('%.3f', $r->[1]), sprintf('%.1f', $r->[0] / 1e6), fms(mbps(@$r)), '', '', '' ];
+	}
+}
+my @snap_size_head = ('entries', 'state bytes (state.states)', 'table heap', 'table index', 'COPY file', 'native snapshot', 'canonical snapshot');
+my @snap_size_body = map {
+	my $n = $_;
+	[ $n, @{ $snap_size{$n} }[ 1 .. 3 ], map { snap_fig($n, $_, 1) // '-' } qw(copy_to snapshot_native snapshot_canonical) ]
+} grep { $snap_size{$_} } @snap_sizes;
+
+# The snapshot target: 1M entries if measured, else the smallest size.
+if (@snap_sizes)
+{
+	my $tn = (grep { $_ == 1000000 } @snap_sizes) ? 1000000 : $snap_sizes[0];
+	my $copy = snap_sec($tn, 'copy_to');
+	for my $fmt (qw(native canonical))
+	{
+		my $sec = snap_sec($tn, "snapshot_$fmt");
+		my $w = snap_sec($tn, "snapshot_${fmt}_worker");
+		push @checks, [ 'snapshot of 1M entries <= 1.5x COPY TO binary', "$fmt, $tn entries, snapshot() to wait_snapshot()",
+			ratio($sec, $copy), 1.5, '<=',
+			(defined $sec && defined $copy)
+			? sprintf('%.3f s against %.3f s; the worker alone %.2fx; against COPY TO and an fsync of its file %.2fx',
+				$sec, $copy, ratio($w, $copy) // 0, ratio($sec, snap_sec($tn, 'copy_to_fsync')) // 0) : '' ];
+	}
+}
+
+# Writers' latency: idle and during snapshots.
+my @lat_head = ('run', 'snapshots taken', 'transactions', 'tps', 'p50 us', 'p99 us', 'p99.9 us', 'max us', 'mean us');
+my @lat_body;
+for my $run (qw(idle snapshots))
+{
+	my $l = $lat{$run} or next;
+	my $label = $run eq 'idle' ? 'no snapshot running' : 'snapshots back to back';
+	if ($l->[0] eq 'ERR') { push @lat_body, [ $label, ('ERR') x 8 ]; next }
+	my ($n, $p50, $p99, $p999, $max, $mean, $secs, $nfail, $whole, $count) = @$l;
+	push @lat_body, [ $label, $run eq 'idle' ? '-' : $count, $n, ftps($secs ? $n / $secs : undef), $p50, $p99, $p999, $max, $mean ];
+}
+my ($lat_p99_ratio, $lat_tps_ratio);
+if ($lat{idle} && $lat{snapshots} && $lat{idle}[0] ne 'ERR' && $lat{snapshots}[0] ne 'ERR')
+{
+	$lat_p99_ratio = ratio($lat{snapshots}[2], $lat{idle}[2]);
+	$lat_tps_ratio = ratio($lat{snapshots}[0], $lat{idle}[0]);
 }
 
 # over(tps, floor_tps): microseconds per statement a case spends over the floor.
@@ -341,21 +437,43 @@ for my $t (@torder)
 
 say_ "";
 say_ "state_backend benchmark ($meta{mode}): $meta{date}, $meta{host}";
-say_ "pgbench -M $meta{protocol}: per case the median tps of $meta{seconds} s after a warm-up ($meta{warmup})"
-  . ($rounds > 1 ? ", best of $rounds rounds" : '') . "; $keys_n keys, hot = $meta{hot} keys";
-say_ "";
-say_ "Floor (tps; spread = how much it moved during the run, a measure of the noise)";
-$out .= text_table(\@floor_head, @floor_body);
-say_ "";
-say_ "Per statement (tps; ratios are tps against the same run's no-op floor and table cases)";
-$out .= text_table(\@ps_head, @ps_body);
-say_ "";
-say_ "Bulk, one statement of $meta{bulk_rows} rows (best ms of $meta{bulk_reps}; ratios: time, lower is better)";
-$out .= text_table(\@bulk_head, @bulk_body);
-say_ "";
-say_ "Memory, $keys_n (text key, bigint) entries";
-$out .= text_table(\@mem_head, @mem_body);
-say_ "";
+if (@rows)
+{
+	say_ "pgbench -M $meta{protocol}: per case the median tps of $meta{seconds} s after a warm-up ($meta{warmup})"
+	  . ($rounds > 1 ? ", best of $rounds rounds" : '') . "; $keys_n keys, hot = $meta{hot} keys";
+	say_ "";
+	say_ "Floor (tps; spread = how much it moved during the run, a measure of the noise)";
+	$out .= text_table(\@floor_head, @floor_body);
+	say_ "";
+	say_ "Per statement (tps; ratios are tps against the same run's no-op floor and table cases)";
+	$out .= text_table(\@ps_head, @ps_body);
+	say_ "";
+}
+if (@bulk_body)
+{
+	say_ "Bulk, one statement of $meta{bulk_rows} rows (best ms of $meta{bulk_reps}; ratios: time, lower is better)";
+	$out .= text_table(\@bulk_head, @bulk_body);
+	say_ "";
+}
+if (@mem_body)
+{
+	say_ "Memory, $keys_n (text key, bigint) entries";
+	$out .= text_table(\@mem_head, @mem_body);
+	say_ "";
+}
+if (@snap_body)
+{
+	say_ "Snapshot and restore ($meta{snap_backend} state) against COPY binary of an unlogged table (x COPY: time against COPY TO for writes, COPY FROM for reads)";
+	$out .= text_table(\@snap_head, @snap_body);
+	say_ "";
+}
+if (@lat_body)
+{
+	say_ "Writers during snapshots: $meta{lat_clients} clients of value_set on random keys of $meta{lat_keys}, $meta{lat_seconds} s each"
+	  . (defined $lat_p99_ratio ? sprintf('; p99 with / without snapshots %s, tps %s', fx($lat_p99_ratio), fx($lat_tps_ratio)) : '');
+	$out .= text_table(\@lat_head, @lat_body);
+	say_ "";
+}
 say_ "Targets (reported, not asserted)";
 $out .= text_table(\@tgt_head, @tgt_body);
 say_ sprintf("%d target check(s) missed; see the results file for each", scalar @misses) if @misses;
@@ -383,20 +501,31 @@ md "- Extension: $meta{extension}; $meta{library}" . ($meta{commit} ? "; source 
 md "- Server settings (everything else default; a fresh `initdb`, run as `$meta{runner}`): `$meta{server_conf}`";
 md "- Backends measured: " . (join(', ', @backends) || 'none')
   . "; heap backends (targets apply): " . (join(', ', grep { $heap{$_} } @backends) || 'none');
-md "- Per statement: `pgbench -n -M $meta{protocol} -P 1`, $rounds round(s), each running every case once."
-  . " A case's figure is the median of the per-second tps over $meta{seconds} s after a warm-up ($meta{warmup}:"
-  . " every run starts new server processes, which first fault in the shared memory they touch, one page at a time);"
-  . " with several rounds, its best round. "
-  . join(' and ', map { $_ == 1 ? '`-c 1 -j 1`' : "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @clients)
-  . "; tps without connection time. Keys are the text `'1'` to `'$keys_n'`, all preloaded in every state and table;"
-  . " *random* draws a key uniformly from all of them, *hot* from the first $meta{hot}."
-  . " Maps hold map keys `'1'` to `'$meta{mapkeys}'` under every key, and `map_put`/`map_get` draw one of them.";
-md "- Floor: a no-op C function (`bench/noop.c`) called with the same two parameters as `value_set`,"
-  . " run at the start and the end of each client count in every round; ratios use its best run. It moved by "
-  . join(', ', @drift) . " between those runs: differences of that order between cases are noise.";
-md "- A table that an earlier case wrote is vacuumed (untimed) before the next case on it. Hot-key lists are reset to one"
-  . " element before each hot `list_add` case, in the state and in the table alike.";
-md "- Time: loading $meta{load_seconds} s, per-statement cases $meta{statement_seconds} s, bulk statements $meta{bulk_seconds} s.";
+md "- Cases: " . ($meta{cases} // 'statement bulk snapshot') . " (`BENCH_CASES`)";
+if (@rows)
+{
+	md "- Per statement: `pgbench -n -M $meta{protocol} -P 1`, $rounds round(s), each running every case once."
+	  . " A case's figure is the median of the per-second tps over $meta{seconds} s after a warm-up ($meta{warmup}:"
+	  . " every run starts new server processes, which first fault in the shared memory they touch, one page at a time);"
+	  . " with several rounds, its best round. "
+	  . join(' and ', map { $_ == 1 ? '`-c 1 -j 1`' : "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @clients)
+	  . "; tps without connection time. Keys are the text `'1'` to `'$keys_n'`, all preloaded in every state and table;"
+	  . " *random* draws a key uniformly from all of them, *hot* from the first $meta{hot}."
+	  . " Maps hold map keys `'1'` to `'$meta{mapkeys}'` under every key, and `map_put`/`map_get` draw one of them.";
+	md "- Floor: a no-op C function (`bench/noop.c`) called with the same two parameters as `value_set`,"
+	  . " run at the start and the end of each client count in every round; ratios use its best run. It moved by "
+	  . join(', ', @drift) . " between those runs: differences of that order between cases are noise.";
+	md "- A table that an earlier case wrote is vacuumed (untimed) before the next case on it. Hot-key lists are reset to one"
+	  . " element before each hot `list_add` case, in the state and in the table alike.";
+}
+{
+	my @t;
+	push @t, "loading $meta{load_seconds} s" if defined $meta{load_seconds};
+	push @t, "per-statement cases $meta{statement_seconds} s" if defined $meta{statement_seconds};
+	push @t, "bulk statements $meta{bulk_seconds} s" if defined $meta{bulk_seconds};
+	push @t, "snapshot cases $meta{snap_seconds} s" if defined $meta{snap_seconds};
+	md "- Time: " . join(', ', @t) . "." if @t;
+}
 md "";
 md "## Targets";
 md "";
@@ -410,79 +539,205 @@ if (@misses)
 	md md_table([ 'target', 'case', 'measured', 'bound', 'by how much', 'where the time or space goes' ],
 		map { [ $_->[0], $_->[1], fx($_->[2]), "$_->[4] " . fx($_->[3]), $_->[5], $_->[6] // '' ] } @misses);
 }
+elsif (!@checks)
+{
+	md "No case of a target ran.";
+	md "";
+}
 else
 {
 	md "Every target was met.";
 	md "";
 }
-md "## Floor (tps)";
-md "";
-md md_table(\@floor_head, @floor_body);
-md "## Per statement";
-md "";
-md "tps of each case; `x noop` is the ratio to the floor, `x unlogged` and `x logged` to the same operation on the tables.";
-md "";
-md md_table(\@ps_head, @ps_body);
-if (%extra)
+if (@rows)
 {
-	md "Hot-key list lengths at the end of each `list_add` case (they start at 1):";
+	md "## Floor (tps)";
 	md "";
-	for my $k (sort keys %extra)
+	md md_table(\@floor_head, @floor_body);
+	md "## Per statement";
+	md "";
+	md "tps of each case; `x noop` is the ratio to the floor, `x unlogged` and `x logged` to the same operation on the tables.";
+	md "";
+	md md_table(\@ps_head, @ps_body);
+	if (%extra)
 	{
-		my ($op, $keys, $target, $c) = split /\|/, $k;
-		(my $n = $extra{$k}) =~ s/^\D*//;
-		md "- $target, $c client" . ($c == 1 ? '' : 's') . ": $n elements";
+		md "Hot-key list lengths at the end of each `list_add` case (they start at 1):";
+		md "";
+		for my $k (sort keys %extra)
+		{
+			my ($op, $keys, $target, $c) = split /\|/, $k;
+			(my $n = $extra{$k}) =~ s/^\D*//;
+			md "- $target, $c client" . ($c == 1 ? '' : 's') . ": $n elements";
+		}
+		md "";
+	}
+}
+if (@bulk_body)
+{
+	md "## Bulk";
+	md "";
+	md "One statement of $meta{bulk_rows} rows; best ms of $meta{bulk_reps} repetition(s). *new*: into an empty state or table;"
+	  . " *existing*: the same keys again. Ratios are time ratios (lower is better for the state).";
+	md "";
+	md md_table(\@bulk_head, @bulk_body);
+}
+if (@mem_body)
+{
+	md "## Memory";
+	md "";
+	md "$keys_n entries with text keys `'1'` to `'$keys_n'` and bigint values. For the first heap backend, loaded by one session"
+	  . " into an empty shared area: the pages of shared memory that session touched while loading (what the entries occupy,"
+	  . " with the hash table slots and allocator rounding), and the segments the area added (what the server reserved;"
+	  . " they grow in doubling steps). `state.states` counts each entry's own bytes only. Tables: `pg_table_size` and"
+	  . " `pg_indexes_size` after the insert and a `VACUUM`.";
+	md "";
+	md md_table(\@mem_head, @mem_body);
+}
+if (@snap_body || %snap_skip)
+{
+	md "## Snapshots and restore";
+	md "";
+	md "A heap state (`$meta{snap_backend}` backend) of N (text key, bigint) entries, keys `'1'` to `'N'` holding 1 to N, the"
+	  . " only state on the server (a snapshot holds every database's states); the same rows in an unlogged table"
+	  . " `snap_t (k text PRIMARY KEY, v bigint)`. The steps run one after the other in the order of the table, each once per"
+	  . " repetition (" . ($meta{snap_reps} // 1) . "; the table gives each step's fastest, the list below every one)"
+	  . " and after a `sync`, so that none pays for writing back the dirty pages of the one before; every file is in the file"
+	  . " system of the data directory. MB are 10^6 bytes: written by COPY TO (the file) and by a snapshot"
+	  . " (`state.snapshots.bytes`), read by COPY FROM (the file) and by a restore (the snapshot's directory)."
+	  . " *x COPY*: time against COPY TO for writes, against COPY FROM for reads; *x COPY TO + fsync*: against COPY TO"
+	  . " followed by an fsync of its file, which is the durability a snapshot has.";
+	md "";
+	md "- COPY TO writes into the page cache and returns; a snapshot fsyncs every file, its MANIFEST and its directory"
+	  . " before it completes. The two `dd` lines show what durability costs on this disk.";
+	md "- `state.wait_snapshot()` looks at the snapshot's status every 10 ms, so the call-to-return time includes up to"
+	  . " 10 ms of that on top of the worker's own time.";
+	md "- A canonical snapshot is written native first and converted by the worker in a second pass"
+	  . " (it writes about twice its size; MB counts its final size).";
+	md "- COPY FROM and restore read files written moments before, from the page cache. A restore loads the snapshot"
+	  . " beside the current state (of the same N entries) and puts it in its place at one instant; its time includes"
+	  . " building the hash table, as COPY FROM's includes building the index.";
+	md "";
+	md "Statements and commands (`<tmp>` is the run's temporary directory, N the entries):";
+	md "";
+	for my $k (qw(load copy_to copy_to_fsync snapshot snapshot_worker copy_from restore dd))
+	{
+		md "- $k: `$snap_cmd{$k}`" if defined $snap_cmd{$k};
+	}
+	md "";
+	md md_table(\@snap_head, @snap_body) if @snap_body;
+	for my $n (@snap_sizes)
+	{
+		my ($sec, $bytes) = (snap_sec($n, 'snapshot_native'), snap_fig($n, 'snapshot_native', 1));
+		my ($dd, $ddn) = (dd_mbps($n, 'fsync'), dd_mbps($n, 'nofsync'));
+		next unless defined $sec && defined $dd && $dd > 0;
+		md sprintf("- %d entries: the native snapshot wrote %.0f MB/s, %.0f%% of the disk's durable sequential write speed"
+			  . " (dd with conv=fsync, %.0f MB/s; without fsync, into the page cache, %.0f MB/s).",
+			$n, mbps($bytes, $sec), 100 * mbps($bytes, $sec) / $dd, $dd, $ddn // 0);
+	}
+	md "- $_ entries: skipped, $snap_skip{$_}." for sort { $a <=> $b } keys %snap_skip;
+	md "";
+	if (@snap_size_body)
+	{
+		md "Sizes (bytes):";
+		md "";
+		md md_table(\@snap_size_head, @snap_size_body);
+	}
+	my @every;
+	for my $n (@snap_sizes)
+	{
+		for my $st (@snap_steps)
+		{
+			my $r = $snap{"$n|$st->[0]"} or next;
+			push @every, [ $n, $st->[0], join(', ', map { defined num($_->[0]) ? sprintf('%.3f', $_->[0]) : $_->[0] } @$r) ];
+		}
+	}
+	if (@every)
+	{
+		md "Every repetition (seconds, in order):";
+		md "";
+		md md_table([ 'entries', 'step', 'seconds' ], @every);
+	}
+}
+if (@lat_body)
+{
+	my $w = $meta{lat_warmup} // 0;
+	md "## Writers' latency during snapshots";
+	md "";
+	md "$meta{lat_clients} clients writing `value_set` on random keys of the state of $meta{lat_keys} entries"
+	  . " (script: `$lat_script`), for $meta{lat_seconds} s after a warm-up of $w s: once with no snapshot running, once"
+	  . " while another session (one `psql`) takes native snapshots of the whole state back to back, from the end of the"
+	  . " warm-up until pgbench ends, each into a fresh directory that it removes right after. Latencies come from"
+	  . " pgbench's per-transaction log (`-l`): every transaction that ended in the $meta{lat_seconds} s after the warm-up"
+	  . " (a new server process first faults in the shared memory it touches), nearest-rank percentiles, in microseconds.";
+	md "";
+	md "- `$lat_cmd{$_}`" for grep { $lat_cmd{$_} } qw(idle snapshots);
+	md "";
+	md md_table(\@lat_head, @lat_body);
+	if (defined $lat_p99_ratio)
+	{
+		my $l = $lat{snapshots};
+		md sprintf('p99 with snapshots running / without: %s; p99.9: %s; tps: %s.', fx($lat_p99_ratio),
+			fx(ratio($l->[3], $lat{idle}[3])), fx($lat_tps_ratio))
+		  . ((defined num($l->[11]) && num($l->[9]) && num($l->[6]))
+			? sprintf(' The worker took %s ms per snapshot on average, %s ms at most (over the %s snapshots that `state.snapshots`,'
+				  . ' which keeps the last 64, still lists): a snapshot was running for about %.0f%% of the measured %s s.',
+				$l->[11], $l->[12] // '-', $l->[10], min(100, 100 * $l->[11] * $l->[9] / (1000 * $l->[6])), $l->[6])
+			: '');
+		md "";
+	}
+	md "On this machine's " . ($meta{ncpu} // '?') . " CPUs the snapshot worker (and the session driving it) competes with"
+	  . " the $meta{lat_clients} clients and their $meta{lat_clients} server processes for CPU time: part of what the writers lose"
+	  . " during snapshots is CPU, not waiting on the snapshot's partition locks.";
+	md "";
+}
+if (%script)
+{
+	md "## Statements";
+	md "";
+	md "Per statement (pgbench scripts; `:k`, `:v`, `:mk` are `\\set` from random(), sent as untyped parameters):";
+	md "";
+	for my $k (sort keys %script)
+	{
+		my ($op, $keys, $target) = split /\|/, $k;
+		next if $keys eq 'hot';
+		(my $s = $script{$k}) =~ s/\\set \w+ random\([^)]*\)\s*//g;
+		$s =~ s/\s+$//;
+		md "- $op, $target: `$s`";
 	}
 	md "";
 }
-md "## Bulk";
-md "";
-md "One statement of $meta{bulk_rows} rows; best ms of $meta{bulk_reps} repetition(s). *new*: into an empty state or table;"
-  . " *existing*: the same keys again. Ratios are time ratios (lower is better for the state).";
-md "";
-md md_table(\@bulk_head, @bulk_body);
-md "## Memory";
-md "";
-md "$keys_n entries with text keys `'1'` to `'$keys_n'` and bigint values. For the first heap backend, loaded by one session"
-  . " into an empty shared area: the pages of shared memory that session touched while loading (what the entries occupy,"
-  . " with the hash table slots and allocator rounding), and the segments the area added (what the server reserved;"
-  . " they grow in doubling steps). `state.states` counts each entry's own bytes only. Tables: `pg_table_size` and"
-  . " `pg_indexes_size` after the insert and a `VACUUM`.";
-md "";
-md md_table(\@mem_head, @mem_body);
-md "## Statements";
-md "";
-md "Per statement (pgbench scripts; `:k`, `:v`, `:mk` are `\\set` from random(), sent as untyped parameters):";
-md "";
-for my $k (sort keys %script)
+if (%bulk_script)
 {
-	my ($op, $keys, $target) = split /\|/, $k;
-	next if $keys eq 'hot';
-	(my $s = $script{$k}) =~ s/\\set \w+ random\([^)]*\)\s*//g;
-	$s =~ s/\s+$//;
-	md "- $op, $target: `$s`";
+	md "Bulk:";
+	md "";
+	md "- $_: `$bulk_script{$_}`" for sort keys %bulk_script;
+	md "";
 }
-md "";
-md "Bulk:";
-md "";
-md "- $_: `$bulk_script{$_}`" for sort keys %bulk_script;
-md "";
-md "## Sizes after preloading";
-md "";
-md md_table([ 'state or table', 'entries', 'bytes' ],
-	(map { [ $_, @{ $state_size{$_} } ] } sort keys %state_size),
-	(map { [ $_, '', $table_size{$_} ] } sort keys %table_size));
-md "## Every pgbench run";
-md "";
-md "tps and latency: medians of the per-second figures after the warm-up; transactions, failures and whole-run tps"
-  . " (pgbench's own figure) cover the whole run, warm-up included.";
-md "";
-md md_table([ 'op', 'keys', 'target', 'clients', 'round', 'tps', 'latency ms', 'transactions', 'failed', 'whole-run tps' ],
-	map { [ map { $_ // '' } @$_[ 0 .. 9 ] ] } @runs);
-md "## Every bulk statement";
-md "";
-md md_table([ 'op', 'target', 'keys', 'ms (each repetition)' ],
-	map { my ($op, $t, $v) = split /\|/; [ $op, $t, $v, join(', ', @{ $bulk{$_} }) ] } sort keys %bulk);
+if (%state_size || %table_size)
+{
+	md "## Sizes after preloading";
+	md "";
+	md md_table([ 'state or table', 'entries', 'bytes' ],
+		(map { [ $_, @{ $state_size{$_} } ] } sort keys %state_size),
+		(map { [ $_, '', $table_size{$_} ] } sort keys %table_size));
+}
+if (@runs)
+{
+	md "## Every pgbench run";
+	md "";
+	md "tps and latency: medians of the per-second figures after the warm-up; transactions, failures and whole-run tps"
+	  . " (pgbench's own figure) cover the whole run, warm-up included.";
+	md "";
+	md md_table([ 'op', 'keys', 'target', 'clients', 'round', 'tps', 'latency ms', 'transactions', 'failed', 'whole-run tps' ],
+		map { [ map { $_ // '' } @$_[ 0 .. 9 ] ] } @runs);
+}
+if (%bulk)
+{
+	md "## Every bulk statement";
+	md "";
+	md md_table([ 'op', 'target', 'keys', 'ms (each repetition)' ],
+		map { my ($op, $t, $v) = split /\|/; [ $op, $t, $v, join(', ', @{ $bulk{$_} }) ] } sort keys %bulk);
+}
 if (@notes || $failed)
 {
 	md "## Notes";

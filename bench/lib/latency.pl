@@ -1,0 +1,38 @@
+#!/usr/bin/perl
+# latency.pl FROM TO LOGFILE...: latency figures of pgbench's per-transaction
+# logs (pgbench -l: "client transaction latency_us script epoch_s epoch_us"),
+# counting the transactions that ended after FROM and at or before TO (Unix
+# epoch seconds).  Prints "transactions p50 p99 p99.9 max mean", latencies in
+# microseconds; percentiles are nearest-rank.  Fails if none counted.
+use strict;
+use warnings;
+
+die "usage: latency.pl FROM TO LOGFILE...\n" unless @ARGV >= 3;
+my ($from, $to, @files) = @ARGV;
+my @lat;
+for my $f (@files)
+{
+	open(my $in, '<', $f) or die "latency.pl: $f: $!\n";
+	while (<$in>)
+	{
+		my ($client, $tx, $us, $script, $s, $sus) = split;
+		next unless defined $sus && $us =~ /^\d+$/;	# "skipped" / "failed" entries carry no latency
+		my $end = $s + $sus / 1e6;
+		push @lat, $us if $end > $from && $end <= $to;
+	}
+	close $in;
+}
+die "latency.pl: no transaction between $from and $to\n" unless @lat;
+@lat = sort { $a <=> $b } @lat;
+my $n = @lat;
+sub pct
+{
+	my ($p) = @_;
+	my $r = $p * $n / 100;
+	my $k = int($r);
+	$k++ if $r - $k > 1e-9;
+	return $lat[ $k < 1 ? 0 : $k - 1 ];
+}
+my $sum = 0;
+$sum += $_ for @lat;
+printf "%d %d %d %d %d %.0f\n", $n, pct(50), pct(99), pct(99.9), $lat[-1], $sum / $n;
