@@ -142,10 +142,11 @@ sub log_crashes
 # their contents.
 my $script_seq = 0;
 
-sub run_pgbench
+# pgbench_command: the pgbench command line for a node, options and
+# scripts (written under the node's base directory).
+sub pgbench_command
 {
-	my ($node, $opts, $files, %params) = @_;
-	my $timeout = $params{timeout} // 120;
+	my ($node, $opts, $files) = @_;
 	my @cmd = ('pgbench', '-h', $node->host, '-p', $node->port,
 		split(/\s+/, $opts));
 	for my $fn (sort keys %$files)
@@ -157,6 +158,14 @@ sub run_pgbench
 		push @cmd, '-f', $path;
 	}
 	push @cmd, 'postgres';
+	return @cmd;
+}
+
+sub run_pgbench
+{
+	my ($node, $opts, $files, %params) = @_;
+	my $timeout = $params{timeout} // 120;
+	my @cmd = pgbench_command($node, $opts, $files);
 
 	my ($stdout, $stderr) = ('', '');
 	my $ret;
@@ -190,17 +199,7 @@ sub start_pgbench
 {
 	my ($node, $opts, $files, %params) = @_;
 	my $timeout = $params{timeout} // 120;
-	my @cmd = ('pgbench', '-h', $node->host, '-p', $node->port,
-		split(/\s+/, $opts));
-	for my $fn (sort keys %$files)
-	{
-		$script_seq++;
-		my $path = $node->basedir . "/pgbench_${script_seq}_$fn";
-		unlink $path;
-		append_to_file($path, $files->{$fn});
-		push @cmd, '-f', $path;
-	}
-	push @cmd, 'postgres';
+	my @cmd = pgbench_command($node, $opts, $files);
 	my $h = {
 		stdout => '',
 		stderr => '',
