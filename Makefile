@@ -26,7 +26,11 @@ OBJS = \
 	src/snapshot_control.o \
 	src/checkpoint.o \
 	src/restore.o \
-	src/sql_snapshot.o
+	src/sql_snapshot.o \
+	src/channel.o \
+	src/rocksdb_client.o \
+	src/rocksdb_backend.o \
+	src/rocksdb_snapshot.o
 
 EXTENSION = state_backend
 DATA = state_backend--1.0.sql
@@ -40,6 +44,7 @@ PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror=implicit-function-declaration
+SHLIB_LINK = -lrocksdb
 
 # Rebuild objects when a header they include changes.
 override autodepend = yes

@@ -191,7 +191,6 @@ SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'json',
 SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'point', reducer => 'max')$$);
 -- not supported yet: 0A000
 SELECT * FROM e($$SELECT state.create_state('e_new', 'value', ttl => '1 hour')$$);
-SELECT * FROM e($$SELECT state.create_state('e_new', 'value', backend => 'rocksdb')$$);
 -- a NULL name or kind is refused without harm
 SELECT left(error, 2) AS class, after FROM e($$SELECT state.create_state(NULL, 'value')$$);
 SELECT left(error, 2) AS class, after FROM e($$SELECT state.create_state('e_new', NULL)$$);

@@ -685,7 +685,6 @@ SELECT replace(snap_error($$SELECT state.restore(snap_path('rt') || '/db-' || (S
                :'dboid', '$DBOID');
 SELECT snap_error($$SELECT state.restore(NULL)$$);
 -- backends
-SELECT snap_error($$SELECT back('rt', 'rocksdb')$$);
 SELECT snap_error($$SELECT back('rt', 'heap')$$);
 -- unknown snapshot ids
 SELECT snap_error($$SELECT state.wait_snapshot(0)$$);

@@ -16,6 +16,7 @@
 #include "storage/fd.h"
 
 #include "checkpoint.h"
+#include "rocksdb_backend.h"
 #include "snapshot.h"
 #include "state_backend.h"
 
@@ -189,4 +190,5 @@ checkpoint_retain(int64 newest_id)
 			ereport(DEBUG1, (errmsg("removed checkpoint \"%s\"", path)));
 	}
 	pfree(s.complete);
+	rocksdb_snapshot_sweep_shared(state_backend_checkpoint_dir);
 }

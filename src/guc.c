@@ -8,6 +8,8 @@
 
 #include "utils/guc.h"
 
+#include "channel.h"
+#include "rocksdb_backend.h"
 #include "state_backend.h"
 
 int			state_backend_default_backend = STATE_BACKEND_MEMORY;
@@ -158,6 +160,57 @@ state_backend_define_gucs(void)
 							INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.rocksdb_dir",
+							   "Working directory of the RocksDB instance that holds rocksdb states.",
+							   "Relative paths are under the data directory.",
+							   &state_backend_rocksdb_dir,
+							   "pg_state_backend/rocksdb",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.rocksdb_sync",
+							 "Flush RocksDB's write-ahead log to disk (fsync) at every write batch.",
+							 "Off: a crash of the operating system may lose the last writes; a crash of the server loses nothing.",
+							 &state_backend_rocksdb_sync,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_cache_size",
+							"Block cache of the RocksDB instance.",
+							NULL,
+							&state_backend_rocksdb_cache_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_write_buffer_size",
+							"Memory for RocksDB's write buffers (memtables), all rocksdb states together.",
+							NULL,
+							&state_backend_rocksdb_write_buffer_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.request_timeout",
+							"How long a session waits for the state worker to answer a request on a rocksdb state.",
+							"0 waits as long as it takes.",
+							&state_backend_request_timeout_ms,
+							30000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("state_backend");

@@ -3,7 +3,7 @@
  *		Which KeyedStateBackend implementation serves a state backend.
  *
  * The implementations themselves are in heap_backend.c (memory and
- * filesystem).
+ * filesystem) and rocksdb_client.c.
  */
 #include "postgres.h"
 
@@ -22,10 +22,8 @@ keyed_backend_for(StateBackendId backend)
 		case STATE_BACKEND_FILESYSTEM:
 			return &heap_keyed_backend;
 		case STATE_BACKEND_ROCKSDB:
-			break;
+			return &rocksdb_keyed_backend;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("the rocksdb state backend is not available in this build")));
+	elog(ERROR, "state_backend: unknown backend %d", (int) backend);
 	return NULL;
 }

@@ -6,7 +6,7 @@
  * The SQL layer resolves a state, turns keys and values into byte images
  * (codec.c) and calls through this interface; it never reaches a backend's
  * storage otherwise.  Images are opaque bytes here: equal keys have equal
- * images.  The heap implementation is in heap_backend.c.
+ * images.  The implementations are in heap_backend.c and rocksdb_client.c.
  */
 #ifndef STATE_BACKEND_KEYED_BACKEND_H
 #define STATE_BACKEND_KEYED_BACKEND_H
@@ -105,6 +105,11 @@ typedef struct KeyedStateBackend
 } KeyedStateBackend;
 
 extern const KeyedStateBackend heap_keyed_backend;
+extern const KeyedStateBackend rocksdb_keyed_backend;
+
+/* rocksdb_client.c: storage for a new state, and the statement hooks. */
+extern void rocksdb_client_open(const StateTarget *st);
+extern void rocksdb_client_init(void);
 
 extern const KeyedStateBackend *keyed_backend_for(StateBackendId backend);
 

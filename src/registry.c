@@ -21,6 +21,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "channel.h"
 #include "keyed_backend.h"
 #include "registry.h"
 
@@ -312,7 +313,13 @@ registry_finish_drop(const StateDesc *desc, int slot)
 
 	target.desc = desc;
 	target.slot = slot;
-	keyed_backend_for(desc->backend)->truncate(&target);
+
+	/*
+	 * A rocksdb state's column family is dropped by the state worker once
+	 * it sees the slot freed (rocksdb_sync_registry).
+	 */
+	if (desc->backend != STATE_BACKEND_ROCKSDB)
+		keyed_backend_for(desc->backend)->truncate(&target);
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	memset(&s->desc, 0, sizeof(StateDesc));
@@ -322,6 +329,8 @@ registry_finish_drop(const StateDesc *desc, int slot)
 	pg_atomic_write_u64(&s->bytes, 0);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	if (desc->backend == STATE_BACKEND_ROCKSDB)
+		channel_wake_worker();
 }
 
 /*
@@ -338,9 +347,10 @@ registry_discard(const StateDesc *desc, int slot)
  * registry_publish makes a restore take effect: at one instant every visible
  * state of the database is dropped and the hidden states given (created by
  * the restore) become visible.  The old states' data is removed after.
+ * keep_rocksdb keeps rocksdb states (at server start they kept their data).
  */
 void
-registry_publish(Oid dbid, const uint32 *ids, int nids)
+registry_publish(Oid dbid, const uint32 *ids, int nids, bool keep_rocksdb)
 {
 	StateDesc  *old = palloc(sizeof(StateDesc) * registry->nslots);
 	int		   *oldslots = palloc(sizeof(int) * registry->nslots);
@@ -360,6 +370,8 @@ registry_publish(Oid dbid, const uint32 *ids, int nids)
 					s->hidden = false;
 			continue;
 		}
+		if (keep_rocksdb && s->desc.backend == STATE_BACKEND_ROCKSDB)
+			continue;
 		s->dropping = true;
 		old[nold] = s->desc;
 		oldslots[nold++] = i;
@@ -665,4 +677,78 @@ registry_list(Oid dbid, StateDesc **descs, int **slots)
 		}
 	}
 	return n;
+}
+
+/*
+ * registry_get copies the descriptor of a live state (not being dropped),
+ * looked up by id in its slot, or in every slot when slot is -1.  Returns
+ * false when there is no such state.  "hidden" tells whether it is still
+ * being restored.
+ */
+bool
+registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
+{
+	bool		found = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = (slot >= 0 ? slot : 0); i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == id && !s->dropping)
+		{
+			*desc = s->desc;
+			*hidden = s->hidden;
+			found = true;
+			break;
+		}
+		if (slot >= 0)
+			break;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}
+
+/*
+ * registry_adopt puts back a state whose descriptor survived a restart
+ * with its data (a rocksdb state), keeping its id.  The state worker calls
+ * it on a fresh registry, before anything else creates states.
+ */
+void
+registry_adopt(const StateDesc *desc)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0)
+			continue;
+		s->desc = *desc;
+		s->dropping = false;
+		s->hidden = false;
+		pg_atomic_write_u64(&s->entries, 0);
+		pg_atomic_write_u64(&s->bytes, 0);
+		if (registry->next_id <= desc->id)
+			registry->next_id = desc->id + 1;
+		registry_bump_version();
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		return;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	ereport(WARNING,
+			(errmsg("state \"%s\" of the rocksdb backend does not fit in state_backend.max_states",
+					NameStr(desc->name))));
+}
+
+/* registry_exists tells whether a database has a live state of that name. */
+bool
+registry_exists(Oid dbid, const char *name)
+{
+	bool		found;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	found = registry_find_slot(dbid, name) >= 0;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
 }

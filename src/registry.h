@@ -18,7 +18,8 @@ extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern int	registry_create(StateDesc *desc, bool hidden);
 extern void registry_discard(const StateDesc *desc, int slot);
-extern void registry_publish(Oid dbid, const uint32 *ids, int nids);
+extern void registry_publish(Oid dbid, const uint32 *ids, int nids, bool keep_rocksdb);
+extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out);
 extern bool registry_drop(const StateDesc *desc, int slot);
 extern void registry_drop_database(Oid dbid);
@@ -30,6 +31,8 @@ extern void registry_check_access(const StateDesc *desc, uint8 privs);
 extern void registry_check_owner(const StateDesc *desc);
 
 extern bool registry_alive(int slot, uint32 id);
+extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
+extern void registry_adopt(const StateDesc *desc);
 extern void registry_add_usage(int slot, int64 entries, int64 bytes);
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);
 extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);

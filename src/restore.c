@@ -28,12 +28,14 @@
 #include "utils/syscache.h"
 
 #include "canonical.h"
+#include "channel.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "key_group.h"
 #include "keyed_backend.h"
 #include "registry.h"
 #include "restore.h"
+#include "rocksdb_backend.h"
 #include "snapshot_control.h"
 
 typedef struct LoadContext
@@ -142,6 +144,55 @@ resolve_roles(StateDesc *d)
 }
 
 /*
+ * restore_rocksdb_files copies the rocksdb states kept as RocksDB files in
+ * a native snapshot into their hidden states.  RocksDB is the state
+ * worker's: at server start the worker does it itself, otherwise it is
+ * asked to.  Returns the keys copied.
+ */
+static int64
+restore_rocksdb_files(const char *dir, SnapshotState **states, const StateDesc *descs,
+					  const int *slots, const bool *native, int n, bool in_worker)
+{
+	StringInfoData req;
+	StringInfoData reply;
+	uint32		dirlen = strlen(dir);
+	int32		count = 0;
+	int64		total;
+	uint32	   *from = palloc(sizeof(uint32) * Max(n, 1));
+	uint32	   *to = palloc(sizeof(uint32) * Max(n, 1));
+	int		   *to_slots = palloc(sizeof(int) * Max(n, 1));
+	int		   *kinds = palloc(sizeof(int) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		if (!native[i])
+			continue;
+		from[count] = states[i]->desc.id;
+		to[count] = descs[i].id;
+		to_slots[count] = slots[i];
+		kinds[count] = (int) descs[i].kind;
+		count++;
+	}
+	if (in_worker)
+		return rocksdb_restore_native(dir, from, to, to_slots, kinds, count);
+
+	initStringInfo(&req);
+	appendBinaryStringInfo(&req, (const char *) &dirlen, sizeof(uint32));
+	appendBinaryStringInfo(&req, dir, dirlen);
+	appendBinaryStringInfo(&req, (const char *) &count, sizeof(int32));
+	for (int i = 0; i < count; i++)
+	{
+		int32		v[4] = {(int32) from[i], (int32) to[i], to_slots[i], kinds[i]};
+
+		appendBinaryStringInfo(&req, (const char *) v, sizeof(v));
+	}
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_RESTORE_NATIVE, req.data, req.len, &reply, true);
+	memcpy(&total, reply.data, sizeof(total));
+	return total;
+}
+
+/*
  * restore_section replaces the states of database target_dbid with the
  * states of section source_dbid of a snapshot.  Returns the entries loaded.
  */
@@ -155,6 +206,9 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(m->nstates, 1));
 	int		   *slots = palloc(sizeof(int) * Max(m->nstates, 1));
 	uint32	   *ids = palloc(sizeof(uint32) * Max(m->nstates, 1));
+	bool	   *native_rocksdb = palloc0(sizeof(bool) * Max(m->nstates, 1));
+	const char **lists = palloc(sizeof(char *) * Max(m->nstates, 1));
+	int			nlists = 0;
 	volatile int created = 0;
 	int64		total = 0;
 
@@ -173,6 +227,13 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 		if (st->desc.dbid != source_dbid)
 			continue;
 		*d = st->desc;
+
+		/*
+		 * At server start a rocksdb state that kept its data (and anything
+		 * now named like one) stays as it is.
+		 */
+		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
+			continue;
 		if (!trust_oids)
 		{
 			resolve_types(d, m->format == SNAPSHOT_NATIVE);
@@ -180,15 +241,25 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 		}
 		if (backend_override >= 0)
 			d->backend = (StateBackendId) backend_override;
-		if (d->backend == STATE_BACKEND_ROCKSDB)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("state \"%s\" uses the rocksdb backend, which is not available in this release",
-							NameStr(d->name))));
 		d->dbid = target_dbid;
-		snapshot_verify_state(src, m, st);
+		native_rocksdb[n] = snapshot_state_is_sst_list(st);
+		if (native_rocksdb[n])
+		{
+			if (d->backend != STATE_BACKEND_ROCKSDB)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("state \"%s\" is kept as RocksDB files in this native snapshot",
+								NameStr(d->name)),
+						 errdetail("A native snapshot restores rocksdb states into the rocksdb backend only."),
+						 errhint("Take a canonical snapshot (format => 'canonical') to move states across backends.")));
+			lists[nlists++] = st->file;
+		}
+		else
+			snapshot_verify_state(src, m, st);
 		states[n++] = st;
 	}
+	if (nlists > 0)
+		rocksdb_snapshot_verify(src->dir, lists, nlists);
 
 	/* Load into hidden states; publish them all at once. */
 	PG_TRY();
@@ -200,6 +271,8 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			slots[i] = registry_create(&descs[i], true);
 			ids[i] = descs[i].id;
 			created = i + 1;
+			if (native_rocksdb[i])
+				continue;		/* below, all at once */
 			c.target.desc = &descs[i];
 			c.target.slot = slots[i];
 			c.backend = keyed_backend_for(descs[i].backend);
@@ -217,6 +290,12 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			total += c.n;
 			CHECK_FOR_INTERRUPTS();
 		}
+		if (nlists > 0)
+			total += restore_rocksdb_files(src->dir, states, descs, slots, native_rocksdb, n,
+										   trust_oids);
+		/* Writes to rocksdb states were posted: they must all be in. */
+		if (!trust_oids)
+			channel_sync();
 	}
 	PG_CATCH();
 	{
@@ -226,7 +305,7 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 	}
 	PG_END_TRY();
 
-	registry_publish(target_dbid, ids, n);
+	registry_publish(target_dbid, ids, n, trust_oids);
 	return total;
 }
 

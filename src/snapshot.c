@@ -168,6 +168,7 @@ typedef struct StateOut
 {
 	const StateDesc *desc;
 	char		relpath[MAXPGPATH];
+	bool		external;		/* a rocksdb file list, written elsewhere */
 	File		vfd;			/* -1 when writing to memory */
 	StringInfoData mem;
 	off_t		size;
@@ -247,7 +248,8 @@ make_dir(const char *path)
 SnapshotWriter *
 snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 					  const StateDesc *descs, int ndescs,
-					  const Oid *dboids, char **dbnames, int ndbs)
+					  const Oid *dboids, char **dbnames, int ndbs,
+					  const bool *external)
 {
 	SnapshotWriter *w = palloc0(sizeof(SnapshotWriter));
 	HASHCTL		ctl;
@@ -298,7 +300,17 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		snprintf(so->relpath, sizeof(so->relpath), "db-%u/%u.kg",
 				 descs[i].dbid, descs[i].id);
 		so->vfd = -1;
-		if (w->dir)
+		if (external && external[i])
+		{
+			/* rocksdb_snapshot.c writes the list; nothing to open here. */
+			so->external = true;
+			snprintf(so->relpath, sizeof(so->relpath), "db-%u/%u%s",
+					 descs[i].dbid, descs[i].id, SNAPSHOT_SST_LIST_SUFFIX);
+			so->index = palloc0(sizeof(KgIndexEntry) * w->key_groups);
+			initStringInfo(&so->block);
+			so->block_kg = -1;
+		}
+		else if (w->dir)
 		{
 			char		path[MAXPGPATH];
 
@@ -311,6 +323,10 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		}
 		else
 			initStringInfo(&so->mem);
+		ref = hash_search(w->by_id, &descs[i].id, HASH_ENTER, &found);
+		ref->n = i;
+		if (so->external)
+			continue;
 		initStringInfo(&so->block);
 		so->block_kg = -1;
 		so->index = palloc0(sizeof(KgIndexEntry) * w->key_groups);
@@ -323,9 +339,6 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		h.key_groups = (uint32) w->key_groups;
 		h.crc = crc_of(&h, offsetof(KgFileHeader, crc));
 		out_write(w, so, &h, sizeof(h));
-
-		ref = hash_search(w->by_id, &descs[i].id, HASH_ENTER, &found);
-		ref->n = i;
 	}
 	return w;
 }
@@ -379,7 +392,7 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 		memcpy(&vlen, records + off + 8, sizeof(uint32));
 		off += 12;
 		ref = hash_search(w->by_id, &id, HASH_FIND, NULL);
-		if (ref != NULL)
+		if (ref != NULL && !w->states[ref->n].external)
 		{
 			so = &w->states[ref->n];
 			appendBinaryStringInfo(&so->block, records + off - 8, 8 + klen + vlen);
@@ -397,11 +410,32 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 	{
 		StateOut   *so = &w->states[i];
 
+		if (so->external)
+			continue;
 		flush_block(w, so);
 		so->index[key_group].offset = (uint64) so->kg_start;
 		so->index[key_group].length = (uint64) (so->size - so->kg_start);
 		so->index[key_group].entries = (uint64) so->kg_entries;
 	}
+}
+
+/*
+ * snapshot_writer_set_external records what rocksdb_snapshot.c wrote for
+ * a state kept as RocksDB files: its list's size, the entries, and the
+ * bytes it wrote (files shared with earlier checkpoints not counted).
+ */
+void
+snapshot_writer_set_external(SnapshotWriter *w, uint32 state_id, int64 list_size,
+							 int64 entries, int64 bytes_written)
+{
+	StateOutRef *ref = hash_search(w->by_id, &state_id, HASH_FIND, NULL);
+
+	if (ref == NULL || !w->states[ref->n].external)
+		elog(ERROR, "state_backend: state %u is not kept as RocksDB files", state_id);
+	w->states[ref->n].size = list_size;
+	w->states[ref->n].entries = entries;
+	w->entries += entries;
+	w->bytes += bytes_written;
 }
 
 void
@@ -510,6 +544,8 @@ snapshot_writer_close_files(SnapshotWriter *w)
 	{
 		StateOut   *so = &w->states[i];
 
+		if (so->external)
+			continue;
 		write_index(w, so);
 		if (so->vfd < 0 && so->size > (off_t) state_backend_max_state_size_kb * 1024)
 			ereport(ERROR,
@@ -1336,4 +1372,14 @@ snapshot_rewrite_state(const char *dir, const StateDesc *desc, int key_groups,
 				 errmsg("could not fsync snapshot file \"%s\": %m", tmp)));
 	FileClose(so.vfd);
 	(void) durable_rename(tmp, final, ERROR);
+}
+
+/* Is a state of a snapshot kept as a list of RocksDB files? */
+bool
+snapshot_state_is_sst_list(const SnapshotState *st)
+{
+	size_t		len = strlen(st->file);
+	size_t		sfx = strlen(SNAPSHOT_SST_LIST_SUFFIX);
+
+	return len > sfx && strcmp(st->file + len - sfx, SNAPSHOT_SST_LIST_SUFFIX) == 0;
 }

@@ -13,6 +13,9 @@
 
 #define SNAPSHOT_FORMAT_VERSION	1
 
+/* A rocksdb state in a native snapshot: a list of RocksDB files. */
+#define SNAPSHOT_SST_LIST_SUFFIX	".sst.lst"
+
 typedef enum SnapshotFormat
 {
 	SNAPSHOT_NATIVE,
@@ -64,7 +67,10 @@ extern SnapshotWriter *snapshot_writer_begin(const char *dir, int64 id,
 											 SnapshotFormat format,
 											 const StateDesc *descs, int ndescs,
 											 const Oid *dboids, char **dbnames,
-											 int ndbs);
+											 int ndbs, const bool *external);
+extern void snapshot_writer_set_external(SnapshotWriter *w, uint32 state_id,
+										 int64 list_size, int64 entries,
+										 int64 bytes_written);
 extern void snapshot_writer_add(SnapshotWriter *w, int key_group,
 								const char *records, int len);
 extern void snapshot_writer_close_files(SnapshotWriter *w);
@@ -95,5 +101,6 @@ extern void snapshot_rewrite_state(const char *dir, const StateDesc *desc,
 								   SnapshotConvertFn fn, void *arg);
 
 extern bool snapshot_dir_is_complete(const char *dir);
+extern bool snapshot_state_is_sst_list(const SnapshotState *st);
 
 #endif							/* STATE_BACKEND_SNAPSHOT_H */

@@ -25,9 +25,11 @@
 #include "utils/timestamp.h"
 
 #include "canonical.h"
+#include "channel.h"
 #include "checkpoint.h"
 #include "heap_backend.h"
 #include "registry.h"
+#include "rocksdb_backend.h"
 #include "snapshot_control.h"
 
 #define SNAPSHOT_HISTORY		64
@@ -160,6 +162,22 @@ snapshot_request(const char *path, SnapshotFormat format)
 	}
 	id = ctl->next_id++;
 
+	/*
+	 * rocksdb states first: this runs in the state worker, which serves no
+	 * request meanwhile, so RocksDB does not change until the heap cut.
+	 */
+	PG_TRY();
+	{
+		rocksdb_snapshot_cut(id);
+	}
+	PG_CATCH();
+	{
+		LWLockRelease(control_lock());
+		dsa_free(area, descs);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
 	cut.descs = dsa_get_address(area, descs);
 	ctl->epoch = heap_snapshot_begin(copy_descs_at_cut, &cut);
 
@@ -188,6 +206,48 @@ snapshot_request(const char *path, SnapshotFormat format)
 		SetLatch(ctl->worker_latch);
 	LWLockRelease(control_lock());
 	return id;
+}
+
+/*
+ * snapshot_request_cut is what state.snapshot() calls: the state worker
+ * makes the cut, so that it falls between two of its requests on rocksdb
+ * states as well as at one instant of every heap partition.  Requests a
+ * session posted before are served first, so its own writes are in.
+ */
+int64
+snapshot_request_cut(const char *path, SnapshotFormat format)
+{
+	StringInfoData req;
+	StringInfoData reply;
+	int32		f = (int32) format;
+	int64		id;
+
+	initStringInfo(&req);
+	appendBinaryStringInfo(&req, (const char *) &f, sizeof(f));
+	if (path)
+		appendStringInfoString(&req, path);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_SNAPSHOT, req.data, req.len, &reply, true);
+	memcpy(&id, reply.data, sizeof(id));
+	pfree(req.data);
+	pfree(reply.data);
+	return id;
+}
+
+/* snapshot_handle_request runs a session's snapshot request in the worker. */
+bool
+snapshot_handle_request(const char *payload, uint32 len, StringInfo reply)
+{
+	int32		f;
+	char	   *path = NULL;
+	int64		id;
+
+	memcpy(&f, payload, sizeof(f));
+	if (len > sizeof(f))
+		path = pnstrdup(payload + sizeof(f), len - sizeof(f));
+	id = snapshot_request(path, (SnapshotFormat) f);
+	appendBinaryStringInfo(reply, (const char *) &id, sizeof(id));
+	return true;
 }
 
 /* snapshot_cancel asks the worker to stop a running snapshot. */
@@ -461,6 +521,7 @@ finish(int64 id, SnapshotStatus status, int64 entries, int64 bytes,
 	ctl->running_id = 0;
 	ctl->picked = false;
 	LWLockRelease(control_lock());
+	rocksdb_snapshot_release(id);
 }
 
 /*
@@ -511,6 +572,9 @@ snapshot_run_pending(void)
 		StringInfoData records;
 		int64		entries;
 		int64		bytes;
+		bool	   *external = palloc0(sizeof(bool) * Max(ndescs, 1));
+		bool		any_external = false;
+		bool		reused = false;
 
 		if (is_checkpoint && pg_mkdir_p(state_backend_checkpoint_dir, pg_dir_create_mode) != 0 &&
 			errno != EEXIST)
@@ -518,9 +582,20 @@ snapshot_run_pending(void)
 					(errcode_for_file_access(),
 					 errmsg("could not create checkpoint directory \"%s\": %m",
 							state_backend_checkpoint_dir)));
+
+		/*
+		 * rocksdb states of a native snapshot on disk are RocksDB's own
+		 * files; elsewhere they are key-group files like heap states.
+		 */
+		for (int i = 0; i < ndescs; i++)
+		{
+			external[i] = descs[i].backend == STATE_BACKEND_ROCKSDB &&
+				info.format == SNAPSHOT_NATIVE && !in_memory;
+			any_external |= external[i];
+		}
 		collect_databases(descs, ndescs, &dboids, &dbnames, &ndbs);
 		w = snapshot_writer_begin(in_memory ? NULL : info.path, id, info.format,
-								  descs, ndescs, dboids, dbnames, ndbs);
+								  descs, ndescs, dboids, dbnames, ndbs, external);
 		initStringInfo(&records);
 		for (int kg = 0; kg < state_backend_max_parallelism; kg++)
 		{
@@ -532,7 +607,11 @@ snapshot_run_pending(void)
 						 errmsg("snapshot " INT64_FORMAT " was cancelled", id)));
 			resetStringInfo(&records);
 			heap_snapshot_collect(epoch, kg, &records);
+			for (int i = 0; i < ndescs; i++)
+				if (descs[i].backend == STATE_BACKEND_ROCKSDB && !external[i])
+					rocksdb_snapshot_collect(descs[i].id, descs[i].kind, kg, &records);
 			snapshot_writer_add(w, kg, records.data, records.len);
+			(void) state_worker_serve(1);
 
 			snapshot_writer_progress(w, &entries, &bytes);
 			LWLockAcquire(control_lock(), LW_EXCLUSIVE);
@@ -542,6 +621,17 @@ snapshot_run_pending(void)
 			LWLockRelease(control_lock());
 		}
 		snapshot_writer_close_files(w);
+		if (any_external)
+		{
+			char		shared[MAXPGPATH];
+
+			snprintf(shared, sizeof(shared), "%s/shared", state_backend_checkpoint_dir);
+			rocksdb_snapshot_write_files(info.path, is_checkpoint ? shared : NULL,
+										 descs, ndescs, w, &reused);
+			LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+			history_slot(id)->incremental = reused;
+			LWLockRelease(control_lock());
+		}
 		if (info.format == SNAPSHOT_CANONICAL)
 		{
 			canonical_convert_snapshot(id, info.path, descs, ndescs);

@@ -40,6 +40,8 @@ extern Size snapshot_control_shmem_size(void);
 extern void snapshot_control_shmem_init(void);
 
 extern int64 snapshot_request(const char *path, SnapshotFormat format);
+extern int64 snapshot_request_cut(const char *path, SnapshotFormat format);
+extern bool snapshot_handle_request(const char *payload, uint32 len, StringInfo reply);
 extern bool snapshot_cancel(int64 id);
 extern bool snapshot_get(int64 id, SnapshotInfo *out);
 extern int	snapshot_list(SnapshotInfo **out);

@@ -121,7 +121,7 @@ state_snapshot(PG_FUNCTION_ARGS)
 					 errhint("Give state.snapshot() a path, or set state_backend.checkpoint_dir.")));
 		check_memory_snapshot_allowed();
 	}
-	PG_RETURN_INT64(snapshot_request(path, format));
+	PG_RETURN_INT64(snapshot_request_cut(path, format));
 }
 
 /* The rows of the state.snapshots view. */
@@ -249,13 +249,7 @@ state_restore(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("snapshot path must not be null")));
 	if (!PG_ARGISNULL(1))
-	{
 		backend = (int) state_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-		if (backend == STATE_BACKEND_ROCKSDB)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the rocksdb state backend is not available in this release")));
-	}
 	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	memset(&src, 0, sizeof(src));
 

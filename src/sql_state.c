@@ -16,6 +16,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "keyed_backend.h"
 #include "registry.h"
 #include "sql_common.h"
 
@@ -115,6 +116,7 @@ state_create_state(PG_FUNCTION_ARGS)
 {
 	char	   *name = state_call_name_arg(fcinfo);
 	StateDesc	desc;
+	int			slot;
 
 	state_backend_check_loaded();
 	memset(&desc, 0, sizeof(desc));
@@ -162,12 +164,6 @@ state_create_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("state TTL is not supported yet"),
 				 errhint("Create the state without ttl.")));
-	if (desc.backend == STATE_BACKEND_ROCKSDB)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the rocksdb state backend is not available in this release"),
-				 errhint("Use backend memory or filesystem.")));
-
 	check_state_type(desc.key_type, "a state key");
 	check_state_type(desc.value_type, "a state value");
 	if (desc.kind == STATE_KIND_MAP)
@@ -182,7 +178,24 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
 	desc.dbid = MyDatabaseId;
-	(void) registry_create(&desc, false);
+	slot = registry_create(&desc, false);
+	if (desc.backend == STATE_BACKEND_ROCKSDB)
+	{
+		StateTarget target;
+
+		target.desc = &desc;
+		target.slot = slot;
+		PG_TRY();
+		{
+			rocksdb_client_open(&target);
+		}
+		PG_CATCH();
+		{
+			registry_discard(&desc, slot);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 	PG_RETURN_VOID();
 }
 

@@ -21,7 +21,9 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
+#include "channel.h"
 #include "heap_backend.h"
+#include "keyed_backend.h"
 #include "registry.h"
 #include "snapshot_control.h"
 #include "state_backend.h"
@@ -49,8 +51,9 @@ state_backend_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 
-	RequestAddinShmemSpace(add_size(add_size(registry_shmem_size(), heap_shmem_size()),
-									snapshot_control_shmem_size()));
+	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), heap_shmem_size()),
+											 snapshot_control_shmem_size()),
+									channel_shmem_size()));
 	RequestNamedLWLockTranche("state_backend", STATE_BACKEND_NUM_LOCKS);
 }
 
@@ -65,6 +68,7 @@ state_backend_shmem_startup(void)
 	registry_shmem_init();
 	heap_shmem_init();
 	snapshot_control_shmem_init();
+	channel_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -134,6 +138,7 @@ _PG_init(void)
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = state_backend_object_access;
 	RegisterXactCallback(state_backend_xact_callback, NULL);
+	rocksdb_client_init();
 
 	state_worker_register();
 }

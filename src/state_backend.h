@@ -125,5 +125,6 @@ extern void state_backend_define_gucs(void);
 
 /* worker.c */
 extern void state_worker_register(void);
+extern bool state_worker_serve(int max_rounds);
 
 #endif							/* STATE_BACKEND_H */

@@ -7,8 +7,11 @@
  *		state_backend.checkpoint_interval, and a last one at a clean
  *		shutdown.
  *
- * Heap state is read and written in place by every backend
- * (heap_backend.c); the worker is not on that path.
+ * It also owns the RocksDB instance of rocksdb states and serves the
+ * sessions' requests about them (channel.c, rocksdb_backend.c) between
+ * everything else, and while it writes snapshots.  Heap state is read and
+ * written in place by every backend (heap_backend.c); the worker is not on
+ * that path.
  */
 #include "postgres.h"
 
@@ -19,15 +22,18 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "storage/procarray.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "channel.h"
 #include "checkpoint.h"
 #include "heap_backend.h"
 #include "registry.h"
 #include "restore.h"
+#include "rocksdb_backend.h"
 #include "snapshot_control.h"
 #include "state_backend.h"
 
@@ -54,6 +60,55 @@ state_worker_register(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "state_backend worker");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "state_backend worker");
 	RegisterBackgroundWorker(&worker);
+}
+
+/* Requests served per session in one round, so that none starves. */
+#define STATE_WORKER_SERVE_BUDGET	64
+
+static MemoryContext serve_cxt = NULL;
+
+/*
+ * state_worker_dispatch runs one request of a session: snapshots are the
+ * worker's own, everything else is about rocksdb states.
+ */
+static bool
+state_worker_dispatch(ChannelOp op, const char *payload, uint32 len, StringInfo reply)
+{
+	if (op == CHANNEL_OP_SNAPSHOT)
+		return snapshot_handle_request(payload, len, reply);
+	if (op == CHANNEL_OP_RESTORE_NATIVE)
+		return rocksdb_handle_restore(payload, len, reply);
+	return rocksdb_handle_request(op, payload, len, reply);
+}
+
+/*
+ * state_worker_serve serves what sessions sent, in rounds, until nothing
+ * is left or max_rounds rounds ran; returns whether work is left.  It is
+ * also called from long jobs of the worker (writing a snapshot), so that
+ * sessions keep going meanwhile.
+ */
+bool
+state_worker_serve(int max_rounds)
+{
+	MemoryContext old = MemoryContextSwitchTo(serve_cxt);
+	bool		more = true;
+
+	rocksdb_sync_registry();
+	for (int i = 0; more && i < max_rounds; i++)
+	{
+		more = channel_worker_serve(state_worker_dispatch, STATE_WORKER_SERVE_BUDGET);
+		MemoryContextReset(serve_cxt);
+	}
+	MemoryContextSwitchTo(old);
+	return more;
+}
+
+/* Close RocksDB on the way out, whatever the reason. */
+static void
+state_worker_on_exit(int code, Datum arg)
+{
+	channel_worker_detach();
+	rocksdb_close_instance();
 }
 
 /* A checkpoint (a snapshot under checkpoint_dir), written right away. */
@@ -95,7 +150,10 @@ state_worker_wait_for_sessions(void)
 	{
 		if (CountDBConnections(InvalidOid) == 0)
 			return;
-		pg_usleep(10 * 1000L);
+		(void) state_worker_serve(16);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 }
 
@@ -108,6 +166,7 @@ void
 state_worker_main(Datum main_arg)
 {
 	TimestampTz last_checkpoint;
+	bool		busy = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -119,15 +178,27 @@ state_worker_main(Datum main_arg)
 
 	heap_area_attach();
 	snapshot_worker_attach();
+	serve_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend requests",
+									  ALLOCSET_DEFAULT_SIZES);
+	before_shmem_exit(state_worker_on_exit, (Datum) 0);
 
 	/*
 	 * Restore only into fresh shared memory (server start, crash restart):
-	 * a worker restarted on its own finds the states live.
+	 * a worker restarted on its own finds the states live.  rocksdb states
+	 * come back from their own instance first.
 	 */
 	if (!registry_is_ready())
+	{
+		rocksdb_adopt_states();
 		restore_on_start();
-	else if (state_backend_checkpoint_dir[0] != '\0')
-		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	}
+	else
+	{
+		(void) rocksdb_open_existing();
+		if (state_backend_checkpoint_dir[0] != '\0')
+			snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	}
+	channel_worker_attach();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 	last_checkpoint = GetCurrentTimestamp();
@@ -148,6 +219,12 @@ state_worker_main(Datum main_arg)
 			timeout = secs * 1000L + usecs / 1000 + 1;
 			events |= WL_TIMEOUT;
 		}
+		if (busy)
+		{
+			/* Sessions sent more than one round could take: no sleep. */
+			timeout = 0;
+			events |= WL_TIMEOUT;
+		}
 		(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -157,7 +234,9 @@ state_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			heap_apply_memory_limit();
+			rocksdb_apply_settings();
 		}
+		busy = state_worker_serve(4);
 		while (snapshot_run_pending())
 			;
 		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0' &&

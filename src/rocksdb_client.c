@@ -1,0 +1,396 @@
+/*
+ * rocksdb_client.c
+ *		The session's side of rocksdb states: KeyedStateBackend turned into
+ *		requests to the state worker, which owns RocksDB
+ *		(rocksdb_backend.c).
+ *
+ * Writes that return nothing (put, append, map_put) are posted without
+ * waiting; everything else is a round trip.  Posted writes are waited for
+ * at the end of every statement (ExecutorEnd) and before commit, so a
+ * statement that returns has its writes applied, and a failed write
+ * raises its error in the statement that made it.  reduce is a read then
+ * a compare-and-set, retried if another session changed the key in
+ * between, so concurrent reduces never lose an update.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+
+#include "channel.h"
+#include "keyed_backend.h"
+#include "rocksdb_backend.h"
+
+static ExecutorEnd_hook_type prev_executor_end = NULL;
+
+/* Start a request: header and key. */
+static void
+request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
+{
+	RocksRequest h;
+
+	memset(&h, 0, sizeof(h));
+	h.state_id = st->desc->id;
+	h.slot = st->slot;
+	h.kind = (uint8) st->desc->kind;
+	h.key_group = key ? key->key_group : 0;
+	h.keylen = key ? key->len : 0;
+	initStringInfo(buf);
+	appendBinaryStringInfo(buf, (const char *) &h, sizeof(h));
+	if (key)
+		appendBinaryStringInfo(buf, key->data, key->len);
+}
+
+static bool
+rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
+{
+	StringInfoData req;
+	StringInfoData reply;
+	bool		found;
+
+	request_begin(&req, st, key);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_GET, req.data, req.len, &reply, false);
+	found = reply.data[0] != 0;
+	resetStringInfo(out);
+	if (found)
+		appendBinaryStringInfo(out, reply.data + 1, reply.len - 1);
+	pfree(req.data);
+	pfree(reply.data);
+	return found;
+}
+
+static void
+rc_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, value, len);
+	channel_post(CHANNEL_OP_PUT, req.data, req.len);
+	pfree(req.data);
+}
+
+/* A round trip whose reply is one boolean. */
+static bool
+rc_call_bool(ChannelOp op, StringInfo req)
+{
+	StringInfoData reply;
+	bool		b;
+
+	initStringInfo(&reply);
+	channel_call(op, req->data, req->len, &reply, false);
+	b = reply.data[0] != 0;
+	pfree(reply.data);
+	pfree(req->data);
+	return b;
+}
+
+/* A round trip whose reply is one int64. */
+static int64
+rc_call_int64(ChannelOp op, StringInfo req, bool long_running)
+{
+	StringInfoData reply;
+	int64		n;
+
+	initStringInfo(&reply);
+	channel_call(op, req->data, req->len, &reply, long_running);
+	memcpy(&n, reply.data, sizeof(n));
+	pfree(reply.data);
+	pfree(req->data);
+	return n;
+}
+
+static bool
+rc_remove(const StateTarget *st, const StateKey *key)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	return rc_call_bool(CHANNEL_OP_REMOVE, &req);
+}
+
+static void
+rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, elems, len);
+	channel_post(CHANNEL_OP_APPEND, req.data, req.len);
+	pfree(req.data);
+}
+
+/*
+ * rc_merge folds a value into a key's state: read the current image, fold
+ * here (the reducer is PostgreSQL code, which the worker must not need),
+ * and store the result only if the key has not changed meanwhile.
+ */
+static void
+rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 len,
+		 StateMergeFn fn, void *arg, StringInfo out)
+{
+	StringInfoData cur;
+	bool		found = rc_get(st, key, (initStringInfo(&cur), &cur));
+
+	for (;;)
+	{
+		StringInfoData req;
+		StringInfoData reply;
+		uint32		curlen = found ? (uint32) cur.len : 0;
+
+		resetStringInfo(out);
+		fn(found ? cur.data : NULL, curlen, value, len, out, arg);
+
+		request_begin(&req, st, key);
+		appendStringInfoChar(&req, found ? 1 : 0);
+		appendBinaryStringInfo(&req, (const char *) &curlen, sizeof(uint32));
+		appendBinaryStringInfo(&req, cur.data, curlen);
+		appendBinaryStringInfo(&req, out->data, out->len);
+		initStringInfo(&reply);
+		channel_call(CHANNEL_OP_CAS, req.data, req.len, &reply, false);
+		pfree(req.data);
+		if (reply.data[0] != 0)
+		{
+			pfree(reply.data);
+			break;
+		}
+		/* Someone else got there first: fold into what they left. */
+		found = reply.data[1] != 0;
+		resetStringInfo(&cur);
+		if (found)
+			appendBinaryStringInfo(&cur, reply.data + 2, reply.len - 2);
+		pfree(reply.data);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(cur.data);
+}
+
+static bool
+rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+		   StringInfo out, bool *isnull)
+{
+	StringInfoData req;
+	StringInfoData reply;
+	bool		found;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_MAP_GET, req.data, req.len, &reply, false);
+	found = reply.data[0] != 0;
+	resetStringInfo(out);
+	*isnull = false;
+	if (found)
+	{
+		*isnull = reply.data[1] != 0;
+		appendBinaryStringInfo(out, reply.data + 2, reply.len - 2);
+	}
+	pfree(req.data);
+	pfree(reply.data);
+	return found;
+}
+
+static void
+rc_map_put(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+		   const char *value, uint32 len, bool isnull)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, (const char *) &mkeylen, sizeof(uint32));
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	appendStringInfoChar(&req, isnull ? 1 : 0);
+	if (!isnull)
+		appendBinaryStringInfo(&req, value, len);
+	channel_post(CHANNEL_OP_MAP_PUT, req.data, req.len);
+	pfree(req.data);
+}
+
+static bool
+rc_map_remove(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	return rc_call_bool(CHANNEL_OP_MAP_REMOVE, &req);
+}
+
+/*
+ * rc_scan pages through entries (see handle_scan in rocksdb_backend.c)
+ * and calls fn for each, between pages, so fn may do anything.
+ */
+static void
+rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_key,
+		StateEntryFn fn, void *arg)
+{
+	StringInfoData cursor;
+	StringInfoData reply;
+	bool		more = true;
+
+	initStringInfo(&cursor);
+	initStringInfo(&reply);
+	while (more)
+	{
+		StringInfoData req;
+		int32		kg = key_group;
+		uint32		clen = cursor.len;
+		const char *p;
+		const char *end;
+
+		request_begin(&req, st, key);
+		appendBinaryStringInfo(&req, (const char *) &kg, sizeof(int32));
+		appendStringInfoChar(&req, map_of_key ? 1 : 0);
+		appendBinaryStringInfo(&req, (const char *) &clen, sizeof(uint32));
+		appendBinaryStringInfo(&req, cursor.data, cursor.len);
+		channel_call(CHANNEL_OP_SCAN, req.data, req.len, &reply, false);
+		pfree(req.data);
+
+		more = reply.data[0] != 0;
+		p = reply.data + 1;
+		end = reply.data + reply.len;
+
+		{
+			uint32		clen2;
+
+			memcpy(&clen2, p, sizeof(uint32));
+			resetStringInfo(&cursor);
+			appendBinaryStringInfo(&cursor, p + 4, clen2);
+			p += 4 + clen2;
+		}
+		while (p < end)
+		{
+			uint32		klen;
+			uint32		vlen;
+
+			memcpy(&klen, p, 4);
+			memcpy(&vlen, p + 4, 4);
+			fn(arg, p + 8, klen, vlen == MAP_NULL_VALUE ? NULL : p + 8 + klen,
+			   vlen == MAP_NULL_VALUE ? 0 : vlen);
+			p += 8 + klen + (vlen == MAP_NULL_VALUE ? 0 : vlen);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(cursor.data);
+	pfree(reply.data);
+}
+
+static void
+rc_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, void *arg)
+{
+	rc_scan(st, key, -1, true, fn, arg);
+}
+
+static int64
+rc_length(const StateTarget *st, const StateKey *key)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	return rc_call_int64(CHANNEL_OP_LENGTH, &req, false);
+}
+
+static void
+rc_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
+{
+	rc_scan(st, NULL, key_group, false, fn, arg);
+}
+
+static int64
+rc_truncate(const StateTarget *st)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, NULL);
+	return rc_call_int64(CHANNEL_OP_TRUNCATE, &req, true);
+}
+
+static void
+rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
+{
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_SIZE, req.data, req.len, &reply, true);
+	memcpy(entries, reply.data, sizeof(int64));
+	memcpy(bytes, reply.data + sizeof(int64), sizeof(int64));
+	pfree(req.data);
+	pfree(reply.data);
+}
+
+/*
+ * rocksdb_client_open has the worker create a new state's column family
+ * and store its descriptor, so the state survives a crash from now on.
+ */
+void
+rocksdb_client_open(const StateTarget *st)
+{
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
+	pfree(req.data);
+	pfree(reply.data);
+}
+
+const KeyedStateBackend rocksdb_keyed_backend = {
+	.name = "rocksdb",
+	.get = rc_get,
+	.put = rc_put,
+	.remove = rc_remove,
+	.append = rc_append,
+	.merge = rc_merge,
+	.map_get = rc_map_get,
+	.map_put = rc_map_put,
+	.map_remove = rc_map_remove,
+	.map_iterate = rc_map_iterate,
+	.length = rc_length,
+	.iterate = rc_iterate,
+	.truncate = rc_truncate,
+	.size = rc_size,
+};
+
+/* Posted writes are done (or have raised their error) when a statement ends. */
+static void
+rocksdb_client_executor_end(QueryDesc *queryDesc)
+{
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	channel_sync();
+}
+
+static void
+rocksdb_client_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			channel_sync();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			channel_forget_pending();
+			break;
+		default:
+			break;
+	}
+}
+
+/* rocksdb_client_init installs the statement and transaction hooks. */
+void
+rocksdb_client_init(void)
+{
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = rocksdb_client_executor_end;
+	RegisterXactCallback(rocksdb_client_xact_callback, NULL);
+}
