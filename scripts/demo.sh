@@ -111,7 +111,7 @@ CREATE EXTENSION IF NOT EXISTS state_backend;
 -- start from a clean slate, so that the demo can run again
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
-     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart']) AS n;
+     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen']) AS n;
 END $$;
 RESET client_min_messages;
 \set ECHO queries
@@ -159,6 +159,16 @@ SELECT state.map_get('cart', 'alice', 'apple', 0) AS apples,
        state.map_size('cart', 'alice') AS items;
 
 \echo
+\echo '== rocksdb: a dedup set per user, on disk, durable without snapshots'
+SELECT state.create_state('seen', 'map', key_type => 'bigint', map_key_type => 'text',
+                          value_type => 'bigint', backend => 'rocksdb');
+SELECT count(state.map_put('seen', u, 'https://example.org/' || p, p))
+  FROM generate_series(1, 100) AS u, generate_series(1, 100) AS p;
+SELECT state.map_contains('seen', 7, 'https://example.org/42') AS seen_before,
+       state.map_contains('seen', 7, 'https://example.org/420') AS seen_never,
+       state.map_size('seen', 7) AS urls;
+
+\echo
 \echo '== every state of this database'
 SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes
   FROM state.states ORDER BY name;
@@ -168,7 +178,7 @@ SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, 
 SELECT state.snapshot() AS snapshot_id \gset
 SELECT state.reduce('clicks', 'alice', 1000) AS alice_after_snapshot;
 SELECT state.wait_snapshot(:snapshot_id) AS status;
-SELECT id, status, states, entries, bytes FROM state.snapshots WHERE id = :snapshot_id;
+SELECT id, status, states, entries, bytes, incremental FROM state.snapshots WHERE id = :snapshot_id;
 SELECT state.restore(current_setting('state_backend.checkpoint_dir')) AS entries_restored;
 SELECT state.value_get('clicks', 'alice', 0::bigint) AS alice_restored;
 SQL

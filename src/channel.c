@@ -59,6 +59,7 @@ typedef struct ChannelShared
 {
 	Latch	   *worker_latch;
 	pg_atomic_uint32 worker_pid;
+	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;
@@ -87,6 +88,8 @@ static ChannelSlot *my_slot = NULL;
 static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
+static uint32 pending_generation = 0;	/* the worker they were posted to */
+static bool needs_resync = false;	/* a message may be half-read */
 
 Size
 channel_shmem_size(void)
@@ -105,6 +108,7 @@ channel_shmem_init(void)
 		return;
 	channel->worker_latch = NULL;
 	pg_atomic_init_u32(&channel->worker_pid, 0);
+	pg_atomic_init_u32(&channel->worker_generation, 0);
 	channel->nslots = MaxBackends;
 	for (int i = 0; i < channel->nslots; i++)
 	{
@@ -226,15 +230,35 @@ channel_timed_out(void)
 }
 
 /*
+ * channel_worker_restarted raises the error of a session whose request was
+ * sent to a worker that has since been replaced: the new worker dropped
+ * what the old one had not done.
+ */
+static void
+channel_worker_restarted(void)
+{
+	needs_resync = true;
+	have_pending = false;
+	error_floor = next_seq;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("the state worker restarted while serving this session"),
+			 errdetail("Changes to rocksdb states made by this statement may not have been applied.")));
+}
+
+/*
  * channel_wait sleeps until the worker signals progress.  "start" is when
  * the wait began, for the timeout; a long-running request waits for as
  * long as the worker is alive.  Interrupts are served unless held.
  */
 static void
-channel_wait(TimestampTz start, bool long_running)
+channel_wait(TimestampTz start, bool long_running, uint32 generation)
 {
 	long		left = state_backend_request_timeout_ms;
 	int			rc;
+
+	if (pg_atomic_read_u32(&channel->worker_generation) != generation)
+		channel_worker_restarted();
 
 	if (state_backend_request_timeout_ms > 0)
 	{
@@ -284,7 +308,8 @@ channel_resync(void)
  * left half-written: a timeout then resynchronises the slot.
  */
 static void
-channel_write(const char *data, Size len, TimestampTz start, bool started)
+channel_write(const char *data, Size len, TimestampTz start, bool started,
+			  uint32 generation)
 {
 	while (len > 0)
 	{
@@ -302,7 +327,7 @@ channel_write(const char *data, Size len, TimestampTz start, bool started)
 			continue;
 		PG_TRY();
 		{
-			channel_wait(start, false);
+			channel_wait(start, false, generation);
 		}
 		PG_CATCH();
 		{
@@ -318,12 +343,22 @@ channel_write(const char *data, Size len, TimestampTz start, bool started)
 
 /* channel_send writes one whole request; returns its sequence number. */
 static uint32
-channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len)
+channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
+			 uint32 *sent_generation)
 {
 	RequestHeader hdr;
 	TimestampTz start = GetCurrentTimestamp();
+	uint32		generation;
 
 	channel_attach();
+	if (needs_resync)
+	{
+		HOLD_INTERRUPTS();
+		channel_resync();
+		RESUME_INTERRUPTS();
+		needs_resync = false;
+	}
+	generation = pg_atomic_read_u32(&channel->worker_generation);
 	hdr.len = len;
 	hdr.seq = ++next_seq;
 	hdr.op = op | (want_reply ? CHANNEL_WANT_REPLY : 0);
@@ -337,12 +372,13 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len)
 		if (CHANNEL_RING_SIZE - ring_used(&my_slot->req) >= sizeof(hdr))
 			break;
 		channel_wake_worker();
-		channel_wait(start, false);
+		channel_wait(start, false, generation);
 	}
 	HOLD_INTERRUPTS();
-	channel_write((const char *) &hdr, sizeof(hdr), start, false);
-	channel_write(payload, len, start, true);
+	channel_write((const char *) &hdr, sizeof(hdr), start, false, generation);
+	channel_write(payload, len, start, true, generation);
 	RESUME_INTERRUPTS();
+	*sent_generation = generation;
 	return hdr.seq;
 }
 
@@ -351,7 +387,8 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len)
  * is there.  Returns its header.
  */
 static ReplyHeader
-channel_read_reply(StringInfo out, TimestampTz start, bool long_running)
+channel_read_reply(StringInfo out, TimestampTz start, bool long_running,
+				   uint32 generation)
 {
 	ReplyHeader hdr;
 	Size		got = 0;
@@ -362,7 +399,7 @@ channel_read_reply(StringInfo out, TimestampTz start, bool long_running)
 		pg_memory_barrier();
 		if (ring_used(&my_slot->rep) >= sizeof(hdr))
 			break;
-		channel_wait(start, long_running);
+		channel_wait(start, long_running, generation);
 	}
 	ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 	ring_consume(&my_slot->rep, sizeof(hdr));
@@ -385,7 +422,7 @@ channel_read_reply(StringInfo out, TimestampTz start, bool long_running)
 		}
 		PG_TRY();
 		{
-			channel_wait(start, long_running);
+			channel_wait(start, long_running, generation);
 		}
 		PG_CATCH();
 		{
@@ -423,7 +460,13 @@ channel_raise(const ReplyHeader *hdr, StringInfo msg)
 void
 channel_post(ChannelOp op, const char *payload, uint32 len)
 {
-	(void) channel_send(op, false, payload, len);
+	uint32		generation;
+
+	(void) channel_send(op, false, payload, len, &generation);
+	if (!have_pending)
+		pending_generation = generation;
+	else if (pending_generation != generation)
+		channel_worker_restarted();
 	have_pending = true;
 }
 
@@ -437,13 +480,17 @@ void
 channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
 			 bool long_running)
 {
-	uint32		seq = channel_send(op, true, payload, len);
+	uint32		generation;
+	uint32		seq = channel_send(op, true, payload, len, &generation);
 	TimestampTz start = GetCurrentTimestamp();
 
+	/* Posted requests that a restarted worker dropped would be lost. */
+	if (have_pending && pending_generation != generation)
+		channel_worker_restarted();
 	have_pending = false;
 	for (;;)
 	{
-		ReplyHeader hdr = channel_read_reply(reply, start, long_running);
+		ReplyHeader hdr = channel_read_reply(reply, start, long_running, generation);
 
 		if (hdr.seq == seq)
 		{
@@ -507,22 +554,35 @@ typedef struct WorkerSlot
 
 static WorkerSlot *wslots = NULL;
 
+static void worker_wake_client(ChannelSlot *s);
+
 void
 channel_worker_attach(void)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 	wslots = palloc0(sizeof(WorkerSlot) * channel->nslots);
+	/*
+	 * A previous worker may have left requests half-taken: start every
+	 * stream afresh.  Sessions notice the new generation and resynchronise
+	 * their reply stream before their next request.
+	 */
 	for (int i = 0; i < channel->nslots; i++)
 	{
+		ChannelSlot *s = &channel->slots[i];
+
 		initStringInfo(&wslots[i].in);
 		initStringInfo(&wslots[i].out);
-		wslots[i].gen = pg_atomic_read_u32(&channel->slots[i].client_gen);
-		pg_atomic_write_u32(&channel->slots[i].worker_gen, wslots[i].gen);
+		pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
+		wslots[i].gen = pg_atomic_read_u32(&s->client_gen);
+		pg_atomic_write_u32(&s->worker_gen, wslots[i].gen);
 	}
 	MemoryContextSwitchTo(old);
+	pg_atomic_fetch_add_u32(&channel->worker_generation, 1);
 	channel->worker_latch = MyLatch;
 	pg_atomic_write_u32(&channel->worker_pid, MyProcPid);
+	for (int i = 0; i < channel->nslots; i++)
+		worker_wake_client(&channel->slots[i]);
 }
 
 void
