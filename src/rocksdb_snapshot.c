@@ -63,6 +63,16 @@ staging_path(char *buf, Size len, const char *what)
 	snprintf(buf, len, "%s-%s", state_backend_rocksdb_dir, what);
 }
 
+/* Remove a scratch directory of ours, if it is there. */
+static void
+remove_scratch(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0)
+		(void) rmtree(dir, true);
+}
+
 /* Open a checkpoint directory read-only with all its column families. */
 static void
 open_read_only(const char *dir, Staging *s)
@@ -126,7 +136,7 @@ rocksdb_snapshot_cut(int64 id)
 	if (!rocksdb_is_open())
 		return;
 	staging_path(staging.dir, sizeof(staging.dir), "snapshot");
-	(void) rmtree(staging.dir, true);
+	remove_scratch(staging.dir);
 
 	/*
 	 * Flush every family first, so the checkpoint is SST files (shared by
@@ -150,7 +160,7 @@ rocksdb_snapshot_release(int64 id)
 		return;
 	close_read_only(&staging);
 	if (staging.dir[0] != '\0')
-		(void) rmtree(staging.dir, true);
+		remove_scratch(staging.dir);
 	staging.dir[0] = '\0';
 	staging.id = 0;
 }
@@ -788,7 +798,7 @@ rocksdb_restore_native(const char *snapdir, const uint32 *from_ids, const uint32
 	int64		total = 0;
 
 	staging_path(scratch, sizeof(scratch), "restore");
-	(void) rmtree(scratch, true);
+	remove_scratch(scratch);
 	if (pg_mkdir_p(scratch, pg_dir_create_mode) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -833,7 +843,7 @@ rocksdb_restore_native(const char *snapdir, const uint32 *from_ids, const uint32
 	PG_FINALLY();
 	{
 		close_read_only(&s);
-		(void) rmtree(scratch, true);
+		remove_scratch(scratch);
 	}
 	PG_END_TRY();
 	return total;
