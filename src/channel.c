@@ -47,7 +47,7 @@ typedef struct ChannelSlot
 {
 	pg_atomic_uint32 client_gen;	/* bumped by the session to resync */
 	pg_atomic_uint32 worker_gen;	/* the generation the worker caught up with */
-	pg_atomic_uint32 client_waiting;	/* the session sleeps on its latch */
+	pg_atomic_uint32 client_waiting;	/* the session waits for room to send */
 	pg_atomic_uint32 worker_blocked;	/* the worker has replies pending */
 	pg_atomic_uint32 last_seq;	/* the last sequence number a session used */
 	Latch	   *client_latch;
@@ -393,14 +393,9 @@ channel_read_reply(StringInfo out, TimestampTz start, bool long_running,
 	ReplyHeader hdr;
 	Size		got = 0;
 
-	for (;;)
-	{
-		pg_atomic_write_u32(&my_slot->client_waiting, 1);
-		pg_memory_barrier();
-		if (ring_used(&my_slot->rep) >= sizeof(hdr))
-			break;
+	/* The worker sets our latch after every reply it writes. */
+	while (ring_used(&my_slot->rep) < sizeof(hdr))
 		channel_wait(start, long_running, generation);
-	}
 	ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 	ring_consume(&my_slot->rep, sizeof(hdr));
 
@@ -432,7 +427,6 @@ channel_read_reply(StringInfo out, TimestampTz start, bool long_running,
 		PG_END_TRY();
 	}
 	RESUME_INTERRUPTS();
-	pg_atomic_write_u32(&my_slot->client_waiting, 0);
 	if (pg_atomic_read_u32(&my_slot->worker_blocked))
 		channel_wake_worker();
 	out->len = hdr.len;

@@ -739,7 +739,8 @@ heap_append(const StateTarget *st, const StateKey *key, const char *elems, uint3
 
 static void
 heap_merge(const StateTarget *st, const StateKey *key, const char *value,
-		   uint32 len, StateMergeFn fn, void *arg, StringInfo out)
+		   uint32 len, StateMergeFn fn, void *arg, const StateFold *fold,
+		   StringInfo out)
 {
 	HeapOp		op;
 	HeapEntry  *e;

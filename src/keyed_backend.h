@@ -41,6 +41,20 @@ typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
 							  StringInfo out, void *arg);
 
 /*
+ * StateFold describes a fold that needs no catalog access: a built-in
+ * function of a type that is neither collatable nor composite.  A backend
+ * whose storage is in another process (rocksdb: the state worker) folds
+ * there with it, in one round trip; others use the StateMergeFn.
+ */
+typedef struct StateFold
+{
+	StateReducer kind;
+	Oid			fn;				/* "+" for sum, the btree comparison for min/max */
+	int16		typlen;
+	bool		typbyval;
+} StateFold;
+
+/*
  * StateEntryFn receives one entry of an iteration: a key and its whole
  * value image, or a map key and its value (value NULL for a NULL value).
  * It is never called with a lock held, so it may allocate and raise errors.
@@ -73,10 +87,14 @@ typedef struct KeyedStateBackend
 	void		(*append) (const StateTarget *st, const StateKey *key,
 						   const char *elems, uint32 len);
 
-	/* ReducingState: fold a value in; the result image goes to "out". */
+	/*
+	 * ReducingState: fold a value in; the result image goes to "out".
+	 * fold is NULL when only fn can fold.
+	 */
 	void		(*merge) (const StateTarget *st, const StateKey *key,
 						  const char *value, uint32 len,
-						  StateMergeFn fn, void *arg, StringInfo out);
+						  StateMergeFn fn, void *arg, const StateFold *fold,
+						  StringInfo out);
 
 	/* MapState entries of one key. */
 	bool		(*map_get) (const StateTarget *st, const StateKey *key,

@@ -28,6 +28,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "access/transam.h"
+#include "codec.h"
 #include "keyed_backend.h"
 #include "registry.h"
 #include "rocksdb_backend.h"
@@ -164,6 +166,9 @@ rocks_make_options(void)
 	rocksdb_options_set_db_write_buffer_size(rocks.options, total_wb);
 	rocksdb_options_set_write_buffer_size(rocks.options, Min(total_wb / 2, (size_t) 32 * 1024 * 1024));
 	rocksdb_options_set_max_write_buffer_number(rocks.options, 2);
+	/* Flush families that write little, so old log files do not pile up. */
+	rocksdb_options_set_max_total_wal_size(rocks.options, 2 * total_wb);
+	rocksdb_options_set_max_open_files(rocks.options, 512);
 	rocksdb_options_set_max_background_jobs(rocks.options, 2);
 	rocksdb_options_set_compression(rocks.options, rocksdb_lz4_compression);
 	rocksdb_options_set_keep_log_file_num(rocks.options, 2);
@@ -859,6 +864,69 @@ handle_cas(Request *r, StringInfo reply)
 		rocksdb_free(cur);
 }
 
+/*
+ * FOLD: [StateFold][value image]; the worker folds the value into the
+ * key's state with a built-in function and replies the result image.  The
+ * worker is the only writer, so read, fold and write are atomic.
+ */
+static void
+handle_fold(Request *r, StringInfo reply)
+{
+	StateFold	fold;
+	const char *in;
+	uint32		inlen;
+	size_t		curlen;
+	char	   *cur;
+
+	memcpy(&fold, r->rest, sizeof(StateFold));
+	in = r->rest + sizeof(StateFold);
+	inlen = r->restlen - sizeof(StateFold);
+	if (fold.fn >= FirstGenbkiObjectId)
+		elog(ERROR, "state_backend: the worker folds with built-in functions only");
+
+	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
+	if (cur == NULL)
+		appendBinaryStringInfo(reply, in, inlen);
+	else
+	{
+		TypeCodec	codec;
+		FmgrInfo	flinfo;
+		Datum		a;
+		Datum		b;
+		Datum		result;
+
+		memset(&codec, 0, sizeof(codec));
+		codec.typlen = fold.typlen;
+		codec.typbyval = fold.typbyval;
+		codec.mcxt = CurrentMemoryContext;
+		PG_TRY();
+		{
+			a = codec_decode(&codec, cur, (uint32) curlen);
+			b = codec_decode(&codec, in, inlen);
+			fmgr_info(fold.fn, &flinfo);
+			if (fold.kind == STATE_REDUCER_SUM)
+				result = FunctionCall2(&flinfo, a, b);
+			else
+			{
+				int32		cmp = DatumGetInt32(FunctionCall2(&flinfo, a, b));
+
+				if (fold.kind == STATE_REDUCER_MIN)
+					result = cmp <= 0 ? a : b;
+				else
+					result = cmp >= 0 ? a : b;
+			}
+			codec_encode(&codec, result, reply);
+		}
+		PG_FINALLY();
+		{
+			rocksdb_free(cur);
+		}
+		PG_END_TRY();
+	}
+	rocksdb_writebatch_put_cf(batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
+	rocks_commit();
+}
+
 /* The RocksDB key of a map entry: the key's prefix, then the map key. */
 static void
 map_entry_key(Request *r, const char *mkey, uint32 mklen, StringInfo out)
@@ -1291,6 +1359,9 @@ rocksdb_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo
 			break;
 		case CHANNEL_OP_CAS:
 			handle_cas(&r, reply);
+			break;
+		case CHANNEL_OP_FOLD:
+			handle_fold(&r, reply);
 			break;
 		case CHANNEL_OP_MAP_GET:
 			handle_map_get(&r, reply);

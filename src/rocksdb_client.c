@@ -129,10 +129,25 @@ rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 
  */
 static void
 rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 len,
-		 StateMergeFn fn, void *arg, StringInfo out)
+		 StateMergeFn fn, void *arg, const StateFold *fold, StringInfo out)
 {
 	StringInfoData cur;
-	bool		found = rc_get(st, key, (initStringInfo(&cur), &cur));
+	bool		found;
+
+	/* A fold the worker can run itself: one round trip. */
+	if (fold)
+	{
+		StringInfoData req;
+
+		request_begin(&req, st, key);
+		appendBinaryStringInfo(&req, (const char *) fold, sizeof(StateFold));
+		appendBinaryStringInfo(&req, value, len);
+		channel_call(CHANNEL_OP_FOLD, req.data, req.len, out, false);
+		pfree(req.data);
+		return;
+	}
+
+	found = rc_get(st, key, (initStringInfo(&cur), &cur));
 
 	for (;;)
 	{

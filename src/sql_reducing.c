@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "catalog/pg_collation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
@@ -27,6 +28,8 @@ typedef struct Reducer
 	FmgrInfo	fn;				/* "+" for sum, btree comparison for min/max */
 	Oid			collation;
 	TypeCodec  *codec;
+	StateFold	fold;			/* the same, for a backend that folds elsewhere */
+	bool		foldable;
 } Reducer;
 
 /* The "+" operator of a type that yields the type, or InvalidOid. */
@@ -88,6 +91,14 @@ reducer_setup(StateCall *call)
 	else
 		fn = lookup_type_cache(type, TYPECACHE_CMP_PROC)->cmp_proc;
 	fmgr_info_cxt(fn, &r->fn, call->mcxt);
+
+	/* Built-in, collation-free scalar folds need no catalog: any process can run them. */
+	r->fold.kind = r->kind;
+	r->fold.fn = fn;
+	r->fold.typlen = r->codec->typlen;
+	r->fold.typbyval = r->codec->typbyval;
+	r->foldable = fn < FirstGenbkiObjectId && !OidIsValid(r->collation) &&
+		r->codec->tupdesc == NULL && r->codec->typlen != -2;
 	return r;
 }
 
@@ -141,7 +152,9 @@ state_reduce(PG_FUNCTION_ARGS)
 	resetStringInfo(&call->buf);
 	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
 	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
-						 reducer_merge, call->extra, &call->buf2);
+						 reducer_merge, call->extra,
+						 ((Reducer *) call->extra)->foldable ? &((Reducer *) call->extra)->fold : NULL,
+						 &call->buf2);
 	return state_call_result(call, call->buf2.data, call->buf2.len,
 							 get_fn_expr_rettype(fcinfo->flinfo));
 }
