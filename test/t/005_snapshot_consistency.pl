@@ -10,6 +10,9 @@
 # moment, and that moment must lie between what the snapshotting session saw
 # just before state.snapshot() and just after it returned.
 #
+# The list l and the counter b are rocksdb states, the others heap states,
+# so the invariants also check that one cut holds across both backends.
+#
 # Then the cut of the state descriptors: states dropped, created, truncated
 # and overwritten right after state.snapshot() returns (while the snapshot
 # is still being written) are in the snapshot as they were at the cut.
@@ -39,9 +42,9 @@ mkdir $snapdir or die "mkdir $snapdir: $!";
 $node->safe_psql(
 	'postgres', q{
 SELECT state.create_state('s', 'value', 'bigint', 'bigint');
-SELECT state.create_state('l', 'list', 'bigint', 'bigint');
+SELECT state.create_state('l', 'list', 'bigint', 'bigint', backend => 'rocksdb');
 SELECT state.create_state('a', 'reducing', 'bigint', 'bigint', reducer => 'sum');
-SELECT state.create_state('b', 'reducing', 'bigint', 'bigint', reducer => 'sum');
+SELECT state.create_state('b', 'reducing', 'bigint', 'bigint', reducer => 'sum', backend => 'rocksdb');
 SELECT state.create_state('o', 'value', 'bigint', 'bigint');
 CREATE SEQUENCE seq;
 });
