@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh: build and install state_backend, then run the whole suite:
-# the pg_regress tests (sql/, expected/), the TAP tests (test/t/) and, when
-# present, the benchmark harness's smoke mode (bench/smoke).
+# the pg_regress tests (sql/, expected/) twice, with the default backend
+# (memory, test/regress.conf) and with state_backend.backend = rocksdb
+# (test/regress-rocksdb.conf, `make installcheck-rocksdb`), the TAP tests
+# (test/t/) and, when present, the benchmark harness's smoke mode (bench/smoke).
 #
 #   scripts/test.sh          as root, or as a user with sudo
 #
@@ -71,6 +73,7 @@ mkdir "$SRC"
 tar -C "$ROOT" -cf - \
 	--exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 	--exclude=./results --exclude=./tmp_check --exclude=./tmp_check_regress \
+	--exclude=./tmp_check_rocksdb --exclude=./output_rocksdb \
 	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
 	--exclude=./regression.diffs --exclude=./regression.out . |
 	tar -C "$SRC" -xf -
@@ -103,29 +106,39 @@ trap 'exit 130' INT TERM
 MAKEVARS=(with_llvm=no PG_CONFIG="$PG_CONFIG")
 
 # ------------------------------------------------------------ pg_regress
-note "pg_regress (sql/, expected/) as $RUNNER"
-log=$WORK/regress.out
-(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
-	make "${MAKEVARS[@]}" TAP_TESTS= installcheck) 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-r_ok=$(grep -cE '\.\.\. +ok( |$)' "$log")
-r_fail=$(grep -cE '\.\.\. +(FAILED|failed)( |$)' "$log")
-r_ign=$(grep -cE '\.\.\. +failed \(ignored\)' "$log")
-r_fail=$((r_fail - r_ign))
-[ "$rc" -eq 124 ] && echo "pg_regress: timed out after ${TEST_TIMEOUT}s"
-if [ "$rc" -ne 0 ] && [ "$r_fail" -eq 0 ]; then r_fail=1; fi
-if [ "$rc" -ne 0 ]; then
-	if [ -s "$SRC/regression.diffs" ]; then
-		note "regression.diffs"
-		head -n 3000 "$SRC/regression.diffs"
+# run_regress LABEL TARGET OUTDIR: one pg_regress pass (make TARGET), whose
+# results, regression.diffs and server log (log/postmaster.log) are in
+# $SRC/OUTDIR; its tests are added to the counts.
+run_regress() {
+	local label=$1 target=$2 outdir=$3 log rc r_ok r_fail r_ign
+	note "pg_regress $label (sql/, expected/; make $target) as $RUNNER"
+	log=$WORK/regress-$label.out
+	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
+		make "${MAKEVARS[@]}" TAP_TESTS= "$target") 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	r_ok=$(grep -cE '\.\.\. +ok( |$)' "$log")
+	r_fail=$(grep -cE '\.\.\. +(FAILED|failed)( |$)' "$log")
+	r_ign=$(grep -cE '\.\.\. +failed \(ignored\)' "$log")
+	r_fail=$((r_fail - r_ign))
+	[ "$rc" -eq 124 ] && echo "pg_regress $label: timed out after ${TEST_TIMEOUT}s"
+	if [ "$rc" -ne 0 ] && [ "$r_fail" -eq 0 ]; then r_fail=1; fi
+	if [ "$rc" -ne 0 ]; then
+		if [ -s "$SRC/$outdir/regression.diffs" ]; then
+			note "regression.diffs ($label)"
+			head -n 3000 "$SRC/$outdir/regression.diffs"
+		fi
+		if [ -s "$SRC/$outdir/log/postmaster.log" ]; then
+			note "server log ($label, last 40 lines)"
+			tail -n 40 "$SRC/$outdir/log/postmaster.log"
+		fi
 	fi
-	if [ -s "$SRC/tmp_check_regress/log/postmaster.log" ]; then
-		note "server log (last 40 lines)"
-		tail -n 40 "$SRC/tmp_check_regress/log/postmaster.log"
-	fi
-fi
-passed=$((passed + r_ok)); failed=$((failed + r_fail)); skipped=$((skipped + r_ign))
-report+=("pg_regress   $r_ok ok, $r_fail FAILED (exit $rc)")
+	passed=$((passed + r_ok)); failed=$((failed + r_fail)); skipped=$((skipped + r_ign))
+	report+=("pg_regress   $label: $r_ok ok, $r_fail FAILED (exit $rc)")
+}
+# The same tests against each backend, as Flink runs one test base against
+# every state backend.
+run_regress memory installcheck .
+run_regress rocksdb installcheck-rocksdb output_rocksdb
 
 # ------------------------------------------------------------ TAP (prove)
 shopt -s nullglob

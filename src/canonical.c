@@ -21,6 +21,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -277,7 +278,15 @@ canonical_convert_snapshot(int64 id, const char *dir, const StateDesc *descs, in
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("could not start a converter for canonical snapshot " INT64_FORMAT, id)));
-		(void) WaitForBackgroundWorkerShutdown(handle);
+		/* Sessions keep being served while the converter runs. */
+		while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+		{
+			(void) state_worker_serve(4);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 10L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 		if (snapshot_take_error(id, &code, error, sizeof(error)))
 			ereport(ERROR,
 					(errcode(code ? code : ERRCODE_INTERNAL_ERROR),

@@ -34,11 +34,13 @@
 #include "port/pg_bswap.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
+#include "utils/memutils.h"
 
 #include "keyed_backend.h"
 #include "rocksdb_backend.h"
 #include "rocksdb_internal.h"
 #include "snapshot.h"
+#include "snapshot_control.h"
 
 #define FILES_NAME		"FILES"
 #define COPY_CHUNK		(1024 * 1024)
@@ -87,7 +89,9 @@ open_read_only(const char *dir, Staging *s)
 	opts = palloc(sizeof(rocksdb_options_t *) * n);
 	for (size_t i = 0; i < n; i++)
 		opts[i] = rocks.options;
-	s->handles = palloc0(sizeof(rocksdb_column_family_handle_t *) * n);
+	/* The staging copy outlives the request that made it (a snapshot). */
+	s->handles = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(rocksdb_column_family_handle_t *) * n);
 	s->db = rocksdb_open_for_read_only_column_families(rocks.options, dir, (int) n,
 													   (const char *const *) s->names,
 													   opts, s->handles, 0, &err);
@@ -106,6 +110,8 @@ close_read_only(Staging *s)
 	rocksdb_close(s->db);
 	rocksdb_list_column_families_destroy(s->names, s->nfamilies);
 	rocksdb_readoptions_destroy(s->ropts);
+	pfree(s->handles);
+	s->handles = NULL;
 	s->db = NULL;
 }
 
@@ -445,6 +451,7 @@ rocksdb_snapshot_write_files(const char *dir, const char *shared_dir,
 
 		if (de->d_name[0] == '.')
 			continue;
+		snapshot_check_cancel();
 		sst = strlen(de->d_name) > 4 &&
 			strcmp(de->d_name + strlen(de->d_name) - 4, ".sst") == 0;
 		if (ncfs == cap)
@@ -480,6 +487,7 @@ rocksdb_snapshot_write_files(const char *dir, const char *shared_dir,
 		appendStringInfo(&files, "%s %s %s " INT64_FORMAT " %08X\n",
 						 sst ? "sst" : "meta", de->d_name, cf->where, size, crc);
 		(void) state_worker_serve(1);
+		snapshot_check_cancel();
 	}
 	FreeDir(d);
 	snprintf(rdir, sizeof(rdir), "%s/rocksdb/%s", dir, FILES_NAME);

@@ -250,6 +250,19 @@ snapshot_handle_request(const char *payload, uint32 len, StringInfo reply)
 	return true;
 }
 
+/*
+ * snapshot_check_cancel raises query_canceled in the worker when the
+ * snapshot it writes was cancelled.  Long steps of writing call it.
+ */
+void
+snapshot_check_cancel(void)
+{
+	if (ctl->running_id != 0 && ctl->cancel_requested)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("snapshot " INT64_FORMAT " was cancelled", ctl->running_id)));
+}
+
 /* snapshot_cancel asks the worker to stop a running snapshot. */
 bool
 snapshot_cancel(int64 id)
@@ -601,10 +614,7 @@ snapshot_run_pending(void)
 		{
 			SnapshotInfo *h;
 
-			if (ctl->cancel_requested)
-				ereport(ERROR,
-						(errcode(ERRCODE_QUERY_CANCELED),
-						 errmsg("snapshot " INT64_FORMAT " was cancelled", id)));
+			snapshot_check_cancel();
 			resetStringInfo(&records);
 			heap_snapshot_collect(epoch, kg, &records);
 			for (int i = 0; i < ndescs; i++)

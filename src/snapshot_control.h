@@ -57,6 +57,7 @@ extern char *snapshot_error_text(ErrorData *edata);
 /* The state worker's side. */
 extern void snapshot_worker_attach(void);
 extern bool snapshot_run_pending(void);
+extern void snapshot_check_cancel(void);
 extern void snapshot_bump_next_id(int64 id);
 
 #endif							/* STATE_BACKEND_SNAPSHOT_CONTROL_H */
