@@ -60,6 +60,7 @@ typedef struct ChannelShared
 	Latch	   *worker_latch;
 	pg_atomic_uint32 worker_pid;
 	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
+	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;
@@ -109,6 +110,7 @@ channel_shmem_init(void)
 	channel->worker_latch = NULL;
 	pg_atomic_init_u32(&channel->worker_pid, 0);
 	pg_atomic_init_u32(&channel->worker_generation, 0);
+	pg_atomic_init_u64(&channel->heartbeat, 0);
 	channel->nslots = MaxBackends;
 	for (int i = 0; i < channel->nslots; i++)
 	{
@@ -224,7 +226,7 @@ channel_timed_out(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("state worker did not answer within %d ms", state_backend_request_timeout_ms),
-			 errdetail("rocksdb states are served by the state worker, which is %s.",
+			 errdetail("rocksdb states are served by the state worker, which is %s. The request may still be carried out when it resumes.",
 					   pg_atomic_read_u32(&channel->worker_pid) == 0 ? "not running" : "busy"),
 			 errhint("Check the server log, or raise state_backend.request_timeout.")));
 }
@@ -247,31 +249,58 @@ channel_worker_restarted(void)
 }
 
 /*
- * channel_wait sleeps until the worker signals progress.  "start" is when
- * the wait began, for the timeout; a long-running request waits for as
- * long as the worker is alive.  Interrupts are served unless held.
+ * A wait of a session for the worker.  A request gives up after
+ * state_backend.request_timeout; a long-running one (a restore, a
+ * snapshot's cut, a count of a large state) only after the worker showed
+ * no sign of progress (its heartbeat) for that long.
+ */
+typedef struct ChannelWait
+{
+	TimestampTz since;			/* start, or the last heartbeat seen */
+	uint64		beat;
+	bool		long_running;
+	uint32		generation;		/* of the worker the request went to */
+} ChannelWait;
+
+static void
+channel_wait_begin(ChannelWait *w, bool long_running, uint32 generation)
+{
+	w->since = GetCurrentTimestamp();
+	w->beat = pg_atomic_read_u64(&channel->heartbeat);
+	w->long_running = long_running;
+	w->generation = generation;
+}
+
+/*
+ * channel_wait sleeps until the worker signals progress (or a second
+ * passed), and raises the error of a timeout or a worker restart.
+ * Interrupts (cancel, terminate) are served.
  */
 static void
-channel_wait(TimestampTz start, bool long_running, uint32 generation)
+channel_wait(ChannelWait *w)
 {
-	long		left = state_backend_request_timeout_ms;
+	long		left = 1000;
 	int			rc;
+	TimestampTz now = GetCurrentTimestamp();
 
-	if (pg_atomic_read_u32(&channel->worker_generation) != generation)
+	if (pg_atomic_read_u32(&channel->worker_generation) != w->generation)
 		channel_worker_restarted();
+	if (w->long_running)
+	{
+		uint64		beat = pg_atomic_read_u64(&channel->heartbeat);
 
+		if (beat != w->beat)
+		{
+			w->beat = beat;
+			w->since = now;
+		}
+	}
 	if (state_backend_request_timeout_ms > 0)
 	{
-		long		elapsed = (long) ((GetCurrentTimestamp() - start) / 1000);
-
-		if (long_running && pg_atomic_read_u32(&channel->worker_pid) != 0)
-			elapsed = 0;
-		left = state_backend_request_timeout_ms - elapsed;
+		left = state_backend_request_timeout_ms - (long) ((now - w->since) / 1000);
 		if (left <= 0)
 			channel_timed_out();
 	}
-	else
-		left = 1000;
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   Min(left, 1000L), PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
@@ -281,35 +310,34 @@ channel_wait(TimestampTz start, bool long_running, uint32 generation)
 
 /*
  * channel_resync makes both streams of the slot clean again after the
- * session gave up in the middle of a message.  Runs with interrupts held.
+ * session left a message half-written or half-read (an error or cancel
+ * while it waited): the session bumps the slot's generation, the worker
+ * drops what it holds for the slot and acknowledges, and the session skips
+ * what is left in its reply ring.  It waits like any request; if it fails,
+ * the next request tries again.
  */
 static void
 channel_resync(void)
 {
 	uint32		gen = pg_atomic_add_fetch_u32(&my_slot->client_gen, 1);
-	TimestampTz start = GetCurrentTimestamp();
+	ChannelWait w;
 
+	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
 	channel_wake_worker();
 	while (pg_atomic_read_u32(&my_slot->worker_gen) != gen)
-	{
-		if (GetCurrentTimestamp() - start > (TimestampTz) 60 * USECS_PER_SEC)
-			return;				/* tried again at the next error */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
+		channel_wait(&w);
 	pg_read_barrier();
 	pg_atomic_write_u64(&my_slot->rep.tail, pg_atomic_read_u64(&my_slot->rep.head));
+	needs_resync = false;
 }
 
 /*
- * channel_write streams len bytes into the request ring.  With
- * "whole" the bytes belong to a message already started, which must not be
- * left half-written: a timeout then resynchronises the slot.
+ * channel_write streams len bytes into the request ring, waiting for room
+ * as the worker takes what is there.  A message left half-written (an
+ * error or cancel while waiting) marks the slot for a resync.
  */
 static void
-channel_write(const char *data, Size len, TimestampTz start, bool started,
-			  uint32 generation)
+channel_write(const char *data, Size len, ChannelWait *w)
 {
 	while (len > 0)
 	{
@@ -325,18 +353,8 @@ channel_write(const char *data, Size len, TimestampTz start, bool started,
 		pg_memory_barrier();
 		if (ring_used(&my_slot->req) < CHANNEL_RING_SIZE)
 			continue;
-		PG_TRY();
-		{
-			channel_wait(start, false, generation);
-		}
-		PG_CATCH();
-		{
-			if (started)
-				channel_resync();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		started = true;
+		needs_resync = true;
+		channel_wait(w);
 	}
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
 }
@@ -347,24 +365,18 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 			 uint32 *sent_generation)
 {
 	RequestHeader hdr;
-	TimestampTz start = GetCurrentTimestamp();
-	uint32		generation;
+	ChannelWait w;
 
 	channel_attach();
 	if (needs_resync)
-	{
-		HOLD_INTERRUPTS();
 		channel_resync();
-		RESUME_INTERRUPTS();
-		needs_resync = false;
-	}
-	generation = pg_atomic_read_u32(&channel->worker_generation);
+	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
 	hdr.len = len;
 	hdr.seq = ++next_seq;
 	hdr.op = op | (want_reply ? CHANNEL_WANT_REPLY : 0);
 	pg_atomic_write_u32(&my_slot->last_seq, next_seq);
 
-	/* Wait for room for the header, cancellable, then write it all. */
+	/* Wait for room for the header, so a message starts whole. */
 	while (CHANNEL_RING_SIZE - ring_used(&my_slot->req) < sizeof(hdr))
 	{
 		pg_atomic_write_u32(&my_slot->client_waiting, 1);
@@ -372,13 +384,12 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 		if (CHANNEL_RING_SIZE - ring_used(&my_slot->req) >= sizeof(hdr))
 			break;
 		channel_wake_worker();
-		channel_wait(start, false, generation);
+		channel_wait(&w);
 	}
-	HOLD_INTERRUPTS();
-	channel_write((const char *) &hdr, sizeof(hdr), start, false, generation);
-	channel_write(payload, len, start, true, generation);
-	RESUME_INTERRUPTS();
-	*sent_generation = generation;
+	channel_write((const char *) &hdr, sizeof(hdr), &w);
+	channel_write(payload, len, &w);
+	needs_resync = false;		/* the whole message is in */
+	*sent_generation = w.generation;
 	return hdr.seq;
 }
 
@@ -387,21 +398,19 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
  * is there.  Returns its header.
  */
 static ReplyHeader
-channel_read_reply(StringInfo out, TimestampTz start, bool long_running,
-				   uint32 generation)
+channel_read_reply(StringInfo out, ChannelWait *w)
 {
 	ReplyHeader hdr;
 	Size		got = 0;
 
 	/* The worker sets our latch after every reply it writes. */
 	while (ring_used(&my_slot->rep) < sizeof(hdr))
-		channel_wait(start, long_running, generation);
+		channel_wait(w);
 	ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 	ring_consume(&my_slot->rep, sizeof(hdr));
 
 	resetStringInfo(out);
 	enlargeStringInfo(out, hdr.len);
-	HOLD_INTERRUPTS();
 	while (got < hdr.len)
 	{
 		Size		avail = Min(ring_used(&my_slot->rep), hdr.len - got);
@@ -415,18 +424,10 @@ channel_read_reply(StringInfo out, TimestampTz start, bool long_running,
 				channel_wake_worker();
 			continue;
 		}
-		PG_TRY();
-		{
-			channel_wait(start, long_running, generation);
-		}
-		PG_CATCH();
-		{
-			channel_resync();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		needs_resync = true;	/* until the rest is read */
+		channel_wait(w);
 	}
-	RESUME_INTERRUPTS();
+	needs_resync = false;
 	if (pg_atomic_read_u32(&my_slot->worker_blocked))
 		channel_wake_worker();
 	out->len = hdr.len;
@@ -476,15 +477,16 @@ channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
 {
 	uint32		generation;
 	uint32		seq = channel_send(op, true, payload, len, &generation);
-	TimestampTz start = GetCurrentTimestamp();
+	ChannelWait w;
 
 	/* Posted requests that a restarted worker dropped would be lost. */
 	if (have_pending && pending_generation != generation)
 		channel_worker_restarted();
 	have_pending = false;
+	channel_wait_begin(&w, long_running, generation);
 	for (;;)
 	{
-		ReplyHeader hdr = channel_read_reply(reply, start, long_running, generation);
+		ReplyHeader hdr = channel_read_reply(reply, &w);
 
 		if (hdr.seq == seq)
 		{
@@ -577,6 +579,25 @@ channel_worker_attach(void)
 	pg_atomic_write_u32(&channel->worker_pid, MyProcPid);
 	for (int i = 0; i < channel->nslots; i++)
 		worker_wake_client(&channel->slots[i]);
+}
+
+/*
+ * channel_worker_heartbeat shows sessions that wait on a long request that
+ * the worker is making progress.  Long loops of the worker call it.
+ */
+void
+channel_worker_heartbeat(void)
+{
+	if (channel_is_worker())
+		pg_atomic_fetch_add_u64(&channel->heartbeat, 1);
+}
+
+/* channel_is_worker tells whether this process serves the channel. */
+bool
+channel_is_worker(void)
+{
+	return channel != NULL && wslots != NULL &&
+		pg_atomic_read_u32(&channel->worker_pid) == (uint32) MyProcPid;
 }
 
 void
@@ -703,6 +724,8 @@ channel_worker_serve(ChannelHandler handler, int budget)
 {
 	bool		more = false;
 	StringInfoData reply;
+
+	channel_worker_heartbeat();
 
 	initStringInfo(&reply);
 	for (int i = 0; i < channel->nslots; i++)

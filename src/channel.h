@@ -60,6 +60,8 @@ typedef bool (*ChannelHandler) (ChannelOp op, const char *payload, uint32 len,
 								StringInfo reply);
 extern void channel_worker_attach(void);
 extern void channel_worker_detach(void);
+extern void channel_worker_heartbeat(void);
+extern bool channel_is_worker(void);
 extern bool channel_worker_serve(ChannelHandler handler, int budget);
 
 /* Settings (guc.c). */

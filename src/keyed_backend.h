@@ -127,6 +127,7 @@ extern const KeyedStateBackend rocksdb_keyed_backend;
 
 /* rocksdb_client.c: storage for a new state, and the statement hooks. */
 extern void rocksdb_client_open(const StateTarget *st);
+extern void rocksdb_client_sync_registry(void);
 extern void rocksdb_client_init(void);
 
 extern const KeyedStateBackend *keyed_backend_for(StateBackendId backend);

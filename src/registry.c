@@ -21,7 +21,6 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "channel.h"
 #include "keyed_backend.h"
 #include "registry.h"
 
@@ -330,7 +329,7 @@ registry_finish_drop(const StateDesc *desc, int slot)
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	if (desc->backend == STATE_BACKEND_ROCKSDB)
-		channel_wake_worker();
+		rocksdb_client_sync_registry();
 }
 
 /*

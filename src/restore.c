@@ -306,6 +306,12 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 	PG_END_TRY();
 
 	registry_publish(target_dbid, ids, n, trust_oids);
+	for (int i = 0; i < n && !trust_oids; i++)
+		if (descs[i].backend == STATE_BACKEND_ROCKSDB)
+		{
+			rocksdb_client_sync_registry();
+			break;
+		}
 	return total;
 }
 

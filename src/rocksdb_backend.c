@@ -312,6 +312,7 @@ rocks_flush_all(void)
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
 	{
+		channel_worker_heartbeat();
 		rocksdb_flush_cf(rocks.db, rocks.flushopts, f->handle, &err);
 		if (err)
 		{
@@ -629,6 +630,7 @@ rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db, ropts, cf);
 	char	   *err = NULL;
+	uint32		n = 0;
 
 	PG_TRY();
 	{
@@ -638,6 +640,9 @@ rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 			size_t		vlen;
 			const char *k = rocksdb_iter_key(it, &klen);
 			const char *v;
+
+			if ((++n & 4095) == 0)
+				channel_worker_heartbeat();
 
 			if (to && memcmp(k, to, Min(klen, tolen)) >= 0 &&
 				(memcmp(k, to, Min(klen, tolen)) > 0 || klen >= tolen))

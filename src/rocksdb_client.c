@@ -17,6 +17,7 @@
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 
 #include "channel.h"
 #include "keyed_backend.h"
@@ -351,6 +352,48 @@ rocksdb_client_open(const StateTarget *st)
 	initStringInfo(&reply);
 	channel_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
 	pfree(req.data);
+	pfree(reply.data);
+}
+
+/*
+ * rocksdb_client_sync_registry has the worker bring the descriptors it
+ * stores in line with the registry, and waits for it: rocksdb states just
+ * dropped lose their data and descriptor, states just restored get theirs
+ * stored, so that a crash right after does not undo the change.  The change
+ * itself is done: if the worker does not answer, a warning says so and the
+ * worker catches up when it next looks.
+ */
+void
+rocksdb_client_sync_registry(void)
+{
+	StringInfoData reply;
+
+	if (channel_is_worker())
+	{
+		rocksdb_sync_registry();
+		return;
+	}
+	initStringInfo(&reply);
+	PG_TRY();
+	{
+		channel_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		if (geterrcode() == ERRCODE_QUERY_CANCELED || proc_exit_inprogress)
+			PG_RE_THROW();
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("the state worker has not confirmed storing the change to rocksdb states"),
+				 errdetail("%s", edata->message),
+				 errhint("It stores it when it answers again; until then a crash may undo the change.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
 	pfree(reply.data);
 }
 

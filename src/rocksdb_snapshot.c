@@ -36,6 +36,7 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
+#include "channel.h"
 #include "keyed_backend.h"
 #include "rocksdb_backend.h"
 #include "rocksdb_internal.h"
@@ -302,6 +303,7 @@ copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 	*size = 0;
 	while ((n = read(in, buf, COPY_CHUNK)) > 0)
 	{
+		channel_worker_heartbeat();
 		COMP_CRC32C(crc, buf, n);
 		*size += n;
 		if (out >= 0)
