@@ -65,12 +65,14 @@ MAPKEYS=8						# map keys per key (preloaded, all present)
 PROTOCOL=${BENCH_PROTOCOL:-prepared}
 PORT=${BENCH_PORT:-5477}
 THREADS_MAX=2					# pgbench -j for multi-client runs
+ROCKSDB_CLIENTS=${BENCH_ROCKSDB_CLIENTS:-8}	# pgbench -c of the rocksdb group
 # Only these operations run unless BENCH_OPS lists fewer (for quick looks).
 ALL_OPS="value_get value_set reduce list_add map_put map_get"
 OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
-# memory figure taken during it) comes with "statement" and "bulk".
-ALL_CASES="statement bulk snapshot"
+# memory figure taken during it) comes with "statement" and "bulk"; the
+# "rocksdb" group loads its own states (lib/rocksdb.sh).
+ALL_CASES="statement bulk rocksdb snapshot"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -89,6 +91,9 @@ done
 case "$SNAP_REPS" in '' | *[!0-9]* | 0) echo "bench: BENCH_SNAPSHOT_REPS must be a positive count" >&2; exit 2 ;; esac
 case "$LAT_SECS" in '' | *[!0-9]* | 0) echo "bench: BENCH_LATENCY_SECONDS must be a positive count of seconds" >&2; exit 2 ;; esac
 case "${BENCH_SNAPSHOT_10M:-1}" in 0 | 1) ;; *) echo "bench: BENCH_SNAPSHOT_10M must be 0 or 1" >&2; exit 2 ;; esac
+for c in $CLIENTS $ROCKSDB_CLIENTS; do
+	case "$c" in '' | *[!0-9]* | 0) echo "bench: BENCH_CLIENTS and BENCH_ROCKSDB_CLIENTS must list client counts" >&2; exit 2 ;; esac
+done
 case "$PROTOCOL" in simple | extended | prepared) ;; *)
 	echo "bench: BENCH_PROTOCOL must be simple, extended or prepared" >&2; exit 2 ;;
 esac
@@ -191,6 +196,15 @@ max_wal_size = '8GB'
 checkpoint_timeout = '1h'
 log_min_messages = warning
 log_checkpoints = off"
+# The rocksdb group's checkpoints go under checkpoint_dir (SST files shared
+# between them under <dir>/shared); RocksDB's memory settings are the
+# defaults, written out for the record; rocksdb_sync stays off (default).
+if has_case rocksdb; then
+	SERVER_CONF="$SERVER_CONF
+state_backend.checkpoint_dir = '$WORK/checkpoints'
+state_backend.rocksdb_cache_size = '64MB'
+state_backend.rocksdb_write_buffer_size = '64MB'"
+fi
 as_pg tee -a "$DATA/postgresql.conf" >/dev/null <<<"
 # bench
 $SERVER_CONF"
@@ -222,20 +236,34 @@ EOF
 # ------------------------------------------------------------ what exists
 # Backends: every value of state_backend.backend (aliases are hidden there)
 # on which a state can be created; feature_not_supported means "not yet".
+# The statement and bulk groups measure the heap backends (and any other
+# that appears); rocksdb has its own group, which measures a few operations
+# beside the first heap backend (a rocksdb reduce is a round trip to the
+# state worker: loading or bulk-reducing a million keys that way would take
+# minutes).
 BACKENDS=()
 HEAP_BACKENDS=()
+ROCKSDB=0
 candidates=$(sql1 "SELECT b FROM unnest(coalesce((SELECT enumvals FROM pg_settings
 	WHERE name = 'state_backend.backend'), '{memory,filesystem,rocksdb}')) b")
 for b in $candidates; do
 	r=$(sql1 "SELECT bench.probe_backend('$b')")
 	if [ "$r" = ok ]; then
-		BACKENDS+=("$b")
-		case "$b" in memory | filesystem) HEAP_BACKENDS+=("$b") ;; esac
+		case "$b" in
+			memory | filesystem) BACKENDS+=("$b"); HEAP_BACKENDS+=("$b") ;;
+			rocksdb) ROCKSDB=1 ;;
+			*) BACKENDS+=("$b") ;;
+		esac
+	elif [ "$b" = rocksdb ] && ! has_case rocksdb; then
+		:
 	else
 		note "backend $b skipped: creating a state fails with $r"
 	fi
 done
-[ ${#BACKENDS[@]} -gt 0 ] || die "no state backend accepts a state"
+[ ${#BACKENDS[@]} -gt 0 ] || [ "$ROCKSDB" = 1 ] || die "no state backend accepts a state"
+if [ ${#BACKENDS[@]} -eq 0 ] && { has_case statement || has_case bulk; }; then
+	die "no heap state backend accepts a state (the statement and bulk groups need one)"
+fi
 SNAPSHOTS=0
 if ! has_case snapshot; then
 	:
@@ -248,6 +276,7 @@ else
 fi
 meta backends "${BACKENDS[*]}"
 meta heap_backends "${HEAP_BACKENDS[*]}"
+has_case rocksdb && [ "$ROCKSDB" = 0 ] && note "rocksdb cases skipped: no rocksdb state can be created"
 
 # ------------------------------------------------------------ metadata
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
@@ -389,8 +418,10 @@ fi
 # ------------------------------------------------------------ per-statement cases
 # script OP KEYS TARGET: the pgbench script of one case on stdout.  TARGET
 # is a backend, "unlogged" or "logged"; OP "select1" and "noop" are floors.
+# STATE_PREFIX (empty; the rocksdb group sets it) prefixes the states' names.
+STATE_PREFIX=""
 script() {
-	local op=$1 keys=$2 target=$3 n t
+	local op=$1 keys=$2 target=$3 n t s=$STATE_PREFIX
 	n=$([ "$keys" = hot ] && echo "$HOT" || echo "$NKEYS")
 	case "$op" in
 		select1) echo "SELECT 1;"; return ;;
@@ -413,12 +444,12 @@ script() {
 			;;
 		*)
 			case "$op" in
-				value_get) echo "SELECT state.value_get('v_$target', :k, 0::bigint);" ;;
-				value_set) echo "SELECT state.value_set('v_$target', :k, :v);" ;;
-				reduce) echo "SELECT state.reduce('r_$target', :k, 1);" ;;
-				list_add) echo "SELECT state.list_add('l_$target', :k, :v);" ;;
-				map_put) echo "SELECT state.map_put('m_$target', :k, :mk, :v);" ;;
-				map_get) echo "SELECT state.map_get('m_$target', :k, :mk, 0::bigint);" ;;
+				value_get) echo "SELECT state.value_get('${s}v_$target', :k, 0::bigint);" ;;
+				value_set) echo "SELECT state.value_set('${s}v_$target', :k, :v);" ;;
+				reduce) echo "SELECT state.reduce('${s}r_$target', :k, 1);" ;;
+				list_add) echo "SELECT state.list_add('${s}l_$target', :k, :v);" ;;
+				map_put) echo "SELECT state.map_put('${s}m_$target', :k, :mk, :v);" ;;
+				map_get) echo "SELECT state.map_get('${s}m_$target', :k, :mk, 0::bigint);" ;;
 			esac
 			;;
 	esac
@@ -483,13 +514,17 @@ after_case() {
 # a million keys are slower than the rest; the case's figure is the median
 # of the per-second tps after the warm-up.  Records a "tps" line: op keys
 # target clients round tps latency_ms transactions failed whole_run_tps extra.
+# CASE_KIND names the kind of those lines ("tps"; the rocksdb group's are
+# "rdb_tps", its scripts "rdb_script"), so that groups do not mix.
+CASE_KIND=tps
+CASE_SCRIPT_KIND=script
 run_case() {
 	local op=$1 keys=$2 target=$3 c=$4 tag=$5 j id f out rc tps lat txn nfail whole extra warmup
 	j=$((c < THREADS_MAX ? c : THREADS_MAX))
 	warmup=$([ "$c" -gt 1 ] && echo "$WARMUP_N" || echo "$WARMUP_1")
-	id="${op}-${keys}-${target}"
+	id="${STATE_PREFIX}${op}-${keys}-${target}"
 	f="$WORK/scripts/$id.pgbench"
-	[ -f "$f" ] || { script "$op" "$keys" "$target" >"$f"; raw script "$op" "$keys" "$target" "$(tr '\n' ' ' <"$f")"; }
+	[ -f "$f" ] || { script "$op" "$keys" "$target" >"$f"; raw "$CASE_SCRIPT_KIND" "$op" "$keys" "$target" "$(tr '\n' ' ' <"$f")"; }
 	out="$WORK/out/$id-c$c-r$tag.txt"
 	prepare "$op" "$keys" "$target"
 	rc=0
@@ -516,11 +551,11 @@ run_case() {
 		FAILED=$((FAILED + 1))
 		printf 'bench: case %s, %s client(s) FAILED (pgbench exit %d):\n' "$id" "$c" "$rc" >&2
 		grep -vE '^(pgbench \(|transaction type|scaling factor|query mode|number of (clients|threads)|maximum number|duration)' "$out" | head -n 20 >&2
-		raw tps "$op" "$keys" "$target" "$c" "$tag" ERR "" "" "" "" "pgbench exit $rc"
+		raw "$CASE_KIND" "$op" "$keys" "$target" "$c" "$tag" ERR "" "" "" "" "pgbench exit $rc"
 		return 0
 	fi
 	extra=$(after_case "$op" "$keys" "$target")
-	raw tps "$op" "$keys" "$target" "$c" "$tag" "$tps" "$lat" "$txn" "${nfail:-0}" "$whole" "${extra:+hot list length at end: $extra}"
+	raw "$CASE_KIND" "$op" "$keys" "$target" "$c" "$tag" "$tps" "$lat" "$txn" "${nfail:-0}" "$whole" "${extra:+hot list length at end: $extra}"
 	printf '   %-9s %-6s %-10s c=%-2s round %s %10.0f tps\n' "$op" "$keys" "$target" "$c" "$tag" "$tps" >&2
 }
 
@@ -628,6 +663,15 @@ EOF
 		done
 	done
 	meta bulk_seconds "$(($(date +%s) - t0))"
+fi
+
+# ------------------------------------------------------------ rocksdb
+# bench/lib/rocksdb.sh: a few per-statement operations and a bulk
+# value_set on rocksdb beside the first heap backend, SELECT 1 and the
+# unlogged table; then a full and an incremental checkpoint.
+if has_case rocksdb && [ "$ROCKSDB" = 1 ]; then
+	# shellcheck source-path=SCRIPTDIR source=rocksdb.sh
+	. "$LIB/rocksdb.sh"
 fi
 
 # ------------------------------------------------------------ snapshots

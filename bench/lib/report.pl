@@ -20,6 +20,7 @@ my (%meta, @notes, %tps, %extra, %script, %bulk, %bulk_script);
 my (%mem_area, %mem_state, %mem_table, %state_size, %table_size);
 my (@runs, $failed);
 my (%snap, %snap_size, %snap_dd, %snap_cmd, %snap_skip, %lat, $lat_script, %lat_cmd);
+my (%rtps, %rscript, %rload, %rbulk, %rbulk_script, %rckpt, @rchange, %rckpt_cmd);
 
 open(my $in, '<', $rawfile) or die "report.pl: $rawfile: $!\n";
 while (my $line = <$in>)
@@ -52,6 +53,20 @@ while (my $line = <$in>)
 	elsif ($kind eq 'lat') { $lat{ $f[0] } = [ @f[ 1 .. $#f ] ] }
 	elsif ($kind eq 'lat_script') { $lat_script = $f[0] }
 	elsif ($kind eq 'lat_cmd') { $lat_cmd{ $f[0] =~ m{/lat/(\w+)} ? $1 : $f[0] } = $f[0] }
+	elsif ($kind eq 'rdb_tps')
+	{
+		my ($op, $keys, $target, $c, $tag, $tps) = @f;
+		push @{ $rtps{"$op|$keys|$target|$c"} }, $tps;
+		push @runs, [ @f[ 0 .. 3 ], "rocksdb group $tag", @f[ 5 .. $#f ] ];
+	}
+	elsif ($kind eq 'rdb_script') { $rscript{"$f[0]|$f[1]|$f[2]"} = $f[3] }
+	elsif ($kind eq 'rdb_load') { $rload{ $f[0] } = [ @f[ 1 .. 4 ] ] }	# keys, ms, entries, bytes
+	elsif ($kind eq 'rdb_bulk') { push @{ $rbulk{"$f[0]|$f[1]"} }, $f[3] }
+	elsif ($kind eq 'rdb_bulk_script') { $rbulk_script{ $f[0] } = $f[1] }
+	# label: keys, seconds, worker seconds, bytes, entries, incremental, chk dir bytes, new shared bytes, new SST files, SST files
+	elsif ($kind eq 'rdb_ckpt') { $rckpt{ $f[0] } = [ @f[ 1 .. 10 ] ] }
+	elsif ($kind eq 'rdb_ckpt_change') { @rchange = @f[ 0 .. 1 ] }	# keys, ms
+	elsif ($kind eq 'rdb_ckpt_cmd') { $rckpt_cmd{ $f[0] } = $f[1] }
 	elsif ($kind eq 'failed') { $failed = $f[0] }
 }
 close $in;
@@ -280,6 +295,81 @@ if (@snap_sizes)
 	}
 }
 
+# rocksdb: its own floors and heap cases, in the rocksdb group.
+my $rheap = ($meta{rdb_heap} // 'none') eq 'none' ? undef : $meta{rdb_heap};
+my @rclients = split ' ', ($meta{rdb_clients} // '8');
+sub rtps_of
+{
+	my ($op, $keys, $target, $c) = @_;
+	my @v = sort { $b <=> $a } grep { defined } map { num($_) } @{ $rtps{"$op|$keys|$target|$c"} // [] };
+	return $v[0];
+}
+sub rfailed { my $r = $rtps{ join '|', @_ }; return $r && grep { $_ eq 'ERR' } @$r }
+my (@r_floor_body, @r_ps_body, @r_bulk_body, @r_ckpt_body);
+my @r_floor_head = ('statement', 'clients', 'runs (start and end of each round)', 'best (used)', 'spread');
+my $hl = $rheap // 'heap';
+my @r_ps_head = ('op', 'keys', 'clients', 'rocksdb tps', "$hl tps", 'rocksdb / SELECT 1', 'rocksdb / noop',
+	"rocksdb / $hl", "$hl / SELECT 1", 'rocksdb us/stmt', "$hl us/stmt");
+for my $c (@rclients)
+{
+	next unless grep { /\|$c$/ } keys %rtps;
+	for my $op (qw(select1 noop))
+	{
+		my @v = @{ $rtps{"$op|-|floor|$c"} // [] };
+		my @n = grep { defined } map { num($_) } @v;
+		my ($lo, $hi) = (sort { $a <=> $b } @n)[ 0, -1 ];
+		push @r_floor_body, [ $op eq 'noop' ? 'SELECT bench.noop($1, $2)' : 'SELECT 1', $c,
+			join(' / ', map { defined num($_) ? sprintf('%.0f', $_) : $_ } @v),
+			ftps(rtps_of($op, '-', 'floor', $c)), (@n > 1 && $hi > 0) ? sprintf('%.0f%%', 100 * ($hi - $lo) / $hi) : '-' ];
+	}
+	my $s1 = rtps_of('select1', '-', 'floor', $c);
+	my $fl = rtps_of('noop', '-', 'floor', $c);
+	for my $oc ([qw(value_get random)], [qw(value_set random)], [qw(reduce hot)])
+	{
+		my ($op, $keys) = @$oc;
+		next unless exists $rtps{"$op|$keys|rocksdb|$c"};
+		my $r = rtps_of($op, $keys, 'rocksdb', $c);
+		my $h = $rheap ? rtps_of($op, $keys, $rheap, $c) : undef;
+		push @r_ps_body, [ $op, $keys, $c,
+			(defined $r || !rfailed($op, $keys, 'rocksdb', $c)) ? ftps($r) : 'ERR',
+			(defined $h || !$rheap || !rfailed($op, $keys, $rheap, $c)) ? ftps($h) : 'ERR',
+			fx(ratio($r, $s1)), fx(ratio($r, $fl)), fx(ratio($r, $h)), fx(ratio($h, $s1)),
+			defined $r && $r > 0 ? sprintf('%.1f', 1e6 / $r) : '-', defined $h && $h > 0 ? sprintf('%.1f', 1e6 / $h) : '-' ];
+	}
+}
+my @r_bulk_head = ('statement', 'keys', 'rocksdb ms', "$hl ms", 'unlogged ms', "rocksdb / $hl", 'rocksdb / unlogged',
+	"$hl / unlogged", 'rocksdb us/row');
+for my $variant (%rbulk ? qw(new existing) : ())
+{
+	my %ms = map { $_ => fastest(@{ $rbulk{"$_|$variant"} // [] }) } ('rocksdb', $hl, 'unlogged');
+	my $rows = num($meta{bulk_rows});
+	push @r_bulk_body, [ 'value_set / upsert', $variant, (map { fms($ms{$_}) } ('rocksdb', $hl, 'unlogged')),
+		fx(ratio($ms{rocksdb}, $ms{$hl})), fx(ratio($ms{rocksdb}, $ms{unlogged})), fx(ratio($ms{$hl}, $ms{unlogged})),
+		(defined $ms{rocksdb} && $rows) ? sprintf('%.2f', 1000 * $ms{rocksdb} / $rows) : '-' ];
+}
+sub fpct { my ($r) = @_; return defined $r ? sprintf('%.1f%%', 100 * $r) : '-' }
+# fcheck TARGET VALUE: a target's figure, as a percentage when the target is one.
+sub fcheck { my ($t, $v) = @_; return $t =~ /%/ ? fpct($v) : fx($v) }
+my @r_ckpt_head = ('checkpoint', 'keys', 'bytes (state.snapshots)', 'incremental', 'of the full', 'seconds', 'worker seconds',
+	'chk dir bytes', 'new shared SST bytes', 'SST files new / referenced');
+my $rfull = $rckpt{full} ? num($rckpt{full}[3]) : undef;
+for my $label (grep { $rckpt{$_} } qw(full incremental))
+{
+	my ($n, $sec, $wsec, $bytes, $entries, $incr, $dirb, $newb, $newf, $sstf) = @{ $rckpt{$label} };
+	push @r_ckpt_body, [ $label eq 'full' ? 'first (full)' : 'second, after 1% changed', $n, $bytes,
+		$incr eq 't' ? 'yes' : $incr eq 'f' ? 'no' : $incr, fpct(ratio(num($bytes), $rfull)), sprintf('%.3f', $sec), sprintf('%.3f', $wsec),
+		$dirb, $newb, "$newf / $sstf" ];
+}
+if ($rckpt{full} || $rckpt{incremental})
+{
+	my $inc = $rckpt{incremental};
+	my $r = $inc ? ratio(num($inc->[3]), $rfull) : undef;
+	push @checks, [ 'rocksdb incremental checkpoint <= 10% of the full one (1% of keys changed)',
+		($inc ? $inc->[0] : $rckpt{full}[0]) . ' keys, bytes of state.snapshots', $r, 0.10, '<=',
+		$inc ? sprintf('%s of the bytes: %s against %s; %s SST files of %s new (%s bytes), the rest in chk-<id> (%s bytes)',
+			fpct($r), $inc->[3], $rfull // '-', $inc->[8], $inc->[9], $inc->[7], $inc->[6]) : 'the second checkpoint did not complete' ];
+}
+
 # Writers' latency: idle and during snapshots.
 my @lat_head = ('run', 'snapshots taken', 'transactions', 'tps', 'p50 us', 'p99 us', 'p99.9 us', 'max us', 'mean us');
 my @lat_body;
@@ -432,7 +522,7 @@ for my $t (@torder)
 {
 	my $s = $tsum{$t};
 	my $w = $s->{worst};
-	push @tgt_body, [ $t, "$s->{met} of $s->{n}", $w ? $w->[1] : '-', $w ? fx($w->[2]) : '-' ];
+	push @tgt_body, [ $t, "$s->{met} of $s->{n}", $w ? $w->[1] : '-', $w ? fcheck($t, $w->[2]) : '-' ];
 }
 
 say_ "";
@@ -474,6 +564,30 @@ if (@lat_body)
 	$out .= text_table(\@lat_head, @lat_body);
 	say_ "";
 }
+if (@r_ps_body || @r_bulk_body || @r_ckpt_body)
+{
+	say_ "RocksDB (the rocksdb group: its own floors and $hl cases, in this run; $keys_n keys)";
+	if (@r_ps_body)
+	{
+		$out .= text_table(\@r_floor_head, @r_floor_body);
+		$out .= text_table(\@r_ps_head, @r_ps_body);
+	}
+	if (@r_bulk_body)
+	{
+		say_ "Bulk value_set, one statement of $meta{bulk_rows} rows (best ms of $meta{bulk_reps}; time ratios, lower is better)";
+		$out .= text_table(\@r_bulk_head, @r_bulk_body);
+	}
+	if (@r_ckpt_body)
+	{
+		say_ "Checkpoints of a rocksdb state (snapshot() under state_backend.checkpoint_dir, then wait_snapshot())"
+		  . (@rchange ? sprintf('; changing %s keys took %.0f ms', @rchange) : '');
+		my $rr = $rckpt{incremental} ? ratio(num($rckpt{incremental}[3]), $rfull) : undef;
+		$out .= text_table(\@r_ckpt_head, @r_ckpt_body);
+		say_ sprintf('incremental / full: %s of the bytes (target <= 10%%), %s of the time',
+			fpct($rr), fx(ratio(num($rckpt{incremental}[1]), num($rckpt{full}[1])))) if defined $rr;
+	}
+	say_ "";
+}
 say_ "Targets (reported, not asserted)";
 $out .= text_table(\@tgt_head, @tgt_body);
 say_ sprintf("%d target check(s) missed; see the results file for each", scalar @misses) if @misses;
@@ -500,7 +614,8 @@ md "- Client: $meta{pgbench}";
 md "- Extension: $meta{extension}; $meta{library}" . ($meta{commit} ? "; source commit $meta{commit}" : '');
 md "- Server settings (everything else default; a fresh `initdb`, run as `$meta{runner}`): `$meta{server_conf}`";
 md "- Backends measured: " . (join(', ', @backends) || 'none')
-  . "; heap backends (targets apply): " . (join(', ', grep { $heap{$_} } @backends) || 'none');
+  . "; heap backends (targets apply): " . (join(', ', grep { $heap{$_} } @backends) || 'none')
+  . (%rtps || %rbulk || %rckpt ? "; rocksdb in its own group, beside " . ($rheap // 'no heap backend') : '');
 md "- Cases: " . ($meta{cases} // 'statement bulk snapshot') . " (`BENCH_CASES`)";
 if (@rows)
 {
@@ -523,6 +638,9 @@ if (@rows)
 	push @t, "loading $meta{load_seconds} s" if defined $meta{load_seconds};
 	push @t, "per-statement cases $meta{statement_seconds} s" if defined $meta{statement_seconds};
 	push @t, "bulk statements $meta{bulk_seconds} s" if defined $meta{bulk_seconds};
+	push @t, "rocksdb loading and per-statement cases $meta{rdb_statement_seconds} s" if defined $meta{rdb_statement_seconds};
+	push @t, "rocksdb bulk $meta{rdb_bulk_seconds} s" if defined $meta{rdb_bulk_seconds};
+	push @t, "rocksdb checkpoints $meta{rdb_ckpt_seconds} s" if defined $meta{rdb_ckpt_seconds};
 	push @t, "snapshot cases $meta{snap_seconds} s" if defined $meta{snap_seconds};
 	md "- Time: " . join(', ', @t) . "." if @t;
 }
@@ -537,7 +655,7 @@ if (@misses)
 	md "Missed (measured against the bound):";
 	md "";
 	md md_table([ 'target', 'case', 'measured', 'bound', 'by how much', 'where the time or space goes' ],
-		map { [ $_->[0], $_->[1], fx($_->[2]), "$_->[4] " . fx($_->[3]), $_->[5], $_->[6] // '' ] } @misses);
+		map { [ $_->[0], $_->[1], fcheck($_->[0], $_->[2]), "$_->[4] " . fcheck($_->[0], $_->[3]), $_->[5], $_->[6] // '' ] } @misses);
 }
 elsif (!@checks)
 {
@@ -592,6 +710,88 @@ if (@mem_body)
 	  . " `pg_indexes_size` after the insert and a `VACUUM`.";
 	md "";
 	md md_table(\@mem_head, @mem_body);
+}
+if (@r_ps_body || @r_bulk_body || @r_ckpt_body || %rload)
+{
+	md "## RocksDB";
+	md "";
+	md "rocksdb states live in the one RocksDB instance of the state worker (block cache and write buffers at their defaults,"
+	  . " 64 MB each; `rocksdb_sync` off); sessions reach it through shared-memory request rings. `value_set` is posted and"
+	  . " waited for at the end of the statement; `value_get` and `reduce` are round trips to the worker. Every figure here"
+	  . " comes from the rocksdb group, which measures its own floors and the same operations on the `$hl` backend, just"
+	  . " before or after the rocksdb case, on states of its own (`rdb_*`).";
+	md "";
+	if (%rload)
+	{
+		md "Loading: " . join('; ', map {
+			my ($n, $ms, $e, $b) = @{ $rload{$_} };
+			sprintf('%s, %s keys by `value_set` in one statement per 1,000,000: %.0f ms, %s entries, %s bytes counted by `state.states`',
+				$_, $n, $ms, $e // '-', $b // '-')
+		} sort keys %rload) . '.';
+		md "";
+	}
+	if (@r_ps_body)
+	{
+		md "### Per statement";
+		md "";
+		md "`pgbench -n -M $meta{protocol} -P 1`, " . join(' and ', map { "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @rclients)
+		  . ", as the statement group (median tps of $meta{seconds} s after the warm-up, best of $rounds round(s)). *random*:"
+		  . " value states of $keys_n keys; *hot*: reducing states holding only the $meta{hot} hot keys (a rocksdb reduce"
+		  . " is a round trip, so loading $keys_n keys by reduce would take minutes). Ratios are tps ratios (higher is"
+		  . " better for rocksdb); us/stmt is 1e6/tps.";
+		md "";
+		md md_table(\@r_floor_head, @r_floor_body);
+		md md_table(\@r_ps_head, @r_ps_body);
+		md "Scripts:";
+		md "";
+		for my $k (sort { ($b =~ /\|floor$/) <=> ($a =~ /\|floor$/) || $a cmp $b } keys %rscript)
+		{
+			my ($op, $keys, $target) = split /\|/, $k;
+			(my $s = $rscript{$k}) =~ s/\\set \w+ random\([^)]*\)\s*//g;
+			$s =~ s/\s+$//;
+			md $target eq 'floor' ? "- floor: `$s`" : "- $op ($keys keys), $target: `$s`";
+		}
+		md "";
+	}
+	if (@r_bulk_body)
+	{
+		md "### Bulk";
+		md "";
+		md "One statement of $meta{bulk_rows} rows; best ms of $meta{bulk_reps} repetition(s). *new*: into an empty state"
+		  . " (after `state.truncate`) or table (after `TRUNCATE`); *existing*: the same keys again. Time ratios, lower is better.";
+		md "";
+		md md_table(\@r_bulk_head, @r_bulk_body);
+		md "- $_: `$rbulk_script{$_}`" for sort keys %rbulk_script;
+		md "";
+		md md_table([ 'target', 'keys', 'ms (each repetition)' ],
+			map { my ($t, $v) = split /\|/; [ $t, $v, join(', ', @{ $rbulk{$_} }) ] } sort keys %rbulk);
+	}
+	if (@r_ckpt_body)
+	{
+		md "### Checkpoints";
+		md "";
+		md "With `state_backend.checkpoint_dir` set, every other state dropped first (a checkpoint holds every database's"
+		  . " states, and heap states are written whole each time), a rocksdb value state of $keys_n (text, bigint) keys"
+		  . " loaded by `value_set`; a first checkpoint (nothing to share yet: full), then every 100th key changed"
+		  . (@rchange ? sprintf(' (%s keys, %.0f ms)', @rchange) : '') . ", then a second checkpoint. SST files go to"
+		  . " `<checkpoint_dir>/shared/` once and are referenced by later checkpoints; *bytes* is what the worker wrote"
+		  . " for the checkpoint (`state.snapshots.bytes`), *seconds* runs from the `snapshot()` call to `wait_snapshot()`"
+		  . " returning (which polls every 10 ms), *worker seconds* is `finished_at - started_at`. On disk: the size of"
+		  . " `chk-<id>` (MANIFEST, RocksDB's metadata files, lists) and of the SST files new under `shared/`.";
+		md "";
+		md "- checkpoint: `$rckpt_cmd{checkpoint}`" if $rckpt_cmd{checkpoint};
+		md "- change: `$rckpt_cmd{change}`" if $rckpt_cmd{change};
+		md "";
+		md md_table(\@r_ckpt_head, @r_ckpt_body);
+		if ($rckpt{full} && $rckpt{incremental})
+		{
+			md sprintf('Incremental / full: %s of the bytes (target: at most 10%%), %s of the time (worker: %s).',
+				fpct(ratio(num($rckpt{incremental}[3]), $rfull)),
+				fx(ratio(num($rckpt{incremental}[1]), num($rckpt{full}[1]))),
+				fx(ratio(num($rckpt{incremental}[2]), num($rckpt{full}[2]))));
+			md "";
+		}
+	}
 }
 if (@snap_body || %snap_skip)
 {
