@@ -79,6 +79,12 @@ SELECT state.reduce('rk_sum', 'b', 7);
 
 ---------------------------------------------------------------- snapshots
 CREATE TABLE rk_before AS SELECT * FROM rk_dump();
+-- rk_differences(): entries that differ between rk_before and now
+CREATE FUNCTION rk_differences() RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*)
+      FROM ((SELECT * FROM rk_before EXCEPT ALL SELECT * FROM rk_dump())
+            UNION ALL (SELECT * FROM rk_dump() EXCEPT ALL SELECT * FROM rk_before)) AS d
+$$;
 SELECT count(*) AS entries FROM rk_before;
 -- native, to an explicit path: RocksDB's files, every one inside the snapshot
 SELECT state.wait_snapshot(state.snapshot(rk_path('native')));
@@ -96,9 +102,7 @@ SELECT s.file LIKE 'db-%.sst.lst' AS is_list,
 SELECT state.value_set('rk_val', 1, 'changed'), state.map_put('rk_map', 2, 'new', 1),
        state.list_add('rk_list', 'new', 1), state.reduce('rk_sum', 'a', 100);
 SELECT state.restore(rk_path('native')) > 0 AS restored;
-SELECT count(*) AS differences
-  FROM ((SELECT * FROM rk_before EXCEPT ALL SELECT * FROM rk_dump())
-        UNION ALL (SELECT * FROM rk_dump() EXCEPT ALL SELECT * FROM rk_before)) AS d;
+SELECT rk_differences() AS differences;
 SELECT name, backend FROM state.states WHERE name LIKE 'rk%' ORDER BY name;
 -- RocksDB files restore into rocksdb states only
 SELECT rk_error($$SELECT state.restore(rk_path('native'), backend => 'memory')$$);
@@ -107,15 +111,11 @@ SELECT rk_error($$SELECT state.restore(rk_path('native'), backend => 'memory')$$
 SELECT state.wait_snapshot(state.snapshot(rk_path('canon1'), 'canonical'));
 SELECT state.restore(rk_path('canon1'), backend => 'memory') > 0 AS restored;
 SELECT name, backend FROM state.states WHERE name LIKE 'rk%' ORDER BY name;
-SELECT count(*) AS differences
-  FROM ((SELECT * FROM rk_before EXCEPT ALL SELECT * FROM rk_dump())
-        UNION ALL (SELECT * FROM rk_dump() EXCEPT ALL SELECT * FROM rk_before)) AS d;
+SELECT rk_differences() AS differences;
 SELECT state.wait_snapshot(state.snapshot(rk_path('canon2'), 'canonical'));
 SELECT state.restore(rk_path('canon2'), backend => 'rocksdb') > 0 AS restored;
 SELECT name, backend FROM state.states WHERE name LIKE 'rk%' ORDER BY name;
-SELECT count(*) AS differences
-  FROM ((SELECT * FROM rk_before EXCEPT ALL SELECT * FROM rk_dump())
-        UNION ALL (SELECT * FROM rk_dump() EXCEPT ALL SELECT * FROM rk_before)) AS d;
+SELECT rk_differences() AS differences;
 
 -- a damaged RocksDB file list: the restore fails, the states stay
 SELECT state.value_set('rk_val', 1, 'current');
@@ -127,5 +127,6 @@ SELECT state.value_get('rk_val', 1, NULL::text);
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'rk%' ORDER BY name;
 SELECT count(*) FROM state.states WHERE name LIKE 'rk%';
+DROP FUNCTION rk_differences();
 DROP TABLE rk_before, rk_conf;
 DROP FUNCTION rk_dump(), rk_error(text), rk_path(text);

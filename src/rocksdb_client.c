@@ -43,23 +43,38 @@ request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
 		appendBinaryStringInfo(buf, key->data, key->len);
 }
 
+/*
+ * rc_call_found runs a round trip whose reply is [found] then, when found,
+ * "skip" more flag bytes and an image, which goes to out.  Frees req.
+ */
+static bool
+rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, int skip)
+{
+	StringInfoData reply;
+	bool		found;
+
+	initStringInfo(&reply);
+	channel_call(op, req->data, req->len, &reply, false);
+	found = reply.data[0] != 0;
+	resetStringInfo(out);
+	if (found)
+	{
+		if (flags)
+			appendBinaryStringInfo(flags, reply.data + 1, skip);
+		appendBinaryStringInfo(out, reply.data + 1 + skip, reply.len - 1 - skip);
+	}
+	pfree(req->data);
+	pfree(reply.data);
+	return found;
+}
+
 static bool
 rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
-	StringInfoData reply;
-	bool		found;
 
 	request_begin(&req, st, key);
-	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_GET, req.data, req.len, &reply, false);
-	found = reply.data[0] != 0;
-	resetStringInfo(out);
-	if (found)
-		appendBinaryStringInfo(out, reply.data + 1, reply.len - 1);
-	pfree(req.data);
-	pfree(reply.data);
-	return found;
+	return rc_call_found(CHANNEL_OP_GET, &req, out, NULL, 0);
 }
 
 static void
@@ -188,23 +203,15 @@ rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 		   StringInfo out, bool *isnull)
 {
 	StringInfoData req;
-	StringInfoData reply;
+	StringInfoData flags;
 	bool		found;
 
 	request_begin(&req, st, key);
 	appendBinaryStringInfo(&req, mkey, mkeylen);
-	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_MAP_GET, req.data, req.len, &reply, false);
-	found = reply.data[0] != 0;
-	resetStringInfo(out);
-	*isnull = false;
-	if (found)
-	{
-		*isnull = reply.data[1] != 0;
-		appendBinaryStringInfo(out, reply.data + 2, reply.len - 2);
-	}
-	pfree(req.data);
-	pfree(reply.data);
+	initStringInfo(&flags);
+	found = rc_call_found(CHANNEL_OP_MAP_GET, &req, out, &flags, 1);
+	*isnull = found && flags.data[0] != 0;
+	pfree(flags.data);
 	return found;
 }
 
