@@ -432,7 +432,7 @@ rocks_family(uint32 id, int slot)
 	if (!registry_get(slot, id, &desc, &hidden))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state was dropped")));
+				 errmsg("state was dropped while this statement used it")));
 	snprintf(name, sizeof(name), "s%u", id);
 	f = hash_search(families, &id, HASH_ENTER, &found);
 	f->handle = rocksdb_create_column_family(rocks.db, rocks.options, name, &err);

@@ -389,7 +389,9 @@ rocksdb_client_sync_registry(void)
 	{
 		ErrorData  *edata;
 
-		if (geterrcode() == ERRCODE_QUERY_CANCELED || proc_exit_inprogress)
+		/* Only "no answer" is downgraded; errors of earlier writes stand. */
+		if (ERRCODE_TO_CATEGORY(geterrcode()) != ERRCODE_CONNECTION_EXCEPTION ||
+			proc_exit_inprogress)
 			PG_RE_THROW();
 		edata = CopyErrorData();
 		FlushErrorState();
