@@ -50,6 +50,7 @@ typedef struct ChannelSlot
 	pg_atomic_uint32 client_waiting;	/* the session waits for room to send */
 	pg_atomic_uint32 worker_blocked;	/* the worker has replies pending */
 	pg_atomic_uint32 last_seq;	/* the last sequence number a session used */
+	pg_atomic_uint32 dirty;		/* a message may be half-written or half-read */
 	Latch	   *client_latch;
 	ChannelRing req;
 	ChannelRing rep;
@@ -90,7 +91,6 @@ static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
 static uint32 pending_generation = 0;	/* the worker they were posted to */
-static bool needs_resync = false;	/* a message may be half-read */
 
 Size
 channel_shmem_size(void)
@@ -121,6 +121,7 @@ channel_shmem_init(void)
 		pg_atomic_init_u32(&s->client_waiting, 0);
 		pg_atomic_init_u32(&s->worker_blocked, 0);
 		pg_atomic_init_u32(&s->last_seq, 0);
+		pg_atomic_init_u32(&s->dirty, 0);
 		s->client_latch = NULL;
 		pg_atomic_init_u64(&s->req.head, 0);
 		pg_atomic_init_u64(&s->req.tail, 0);
@@ -239,7 +240,7 @@ channel_timed_out(void)
 static void
 channel_worker_restarted(void)
 {
-	needs_resync = true;
+	pg_atomic_write_u32(&my_slot->dirty, 1);
 	have_pending = false;
 	error_floor = next_seq;
 	ereport(ERROR,
@@ -328,7 +329,7 @@ channel_resync(void)
 		channel_wait(&w);
 	pg_read_barrier();
 	pg_atomic_write_u64(&my_slot->rep.tail, pg_atomic_read_u64(&my_slot->rep.head));
-	needs_resync = false;
+	pg_atomic_write_u32(&my_slot->dirty, 0);
 }
 
 /*
@@ -353,7 +354,7 @@ channel_write(const char *data, Size len, ChannelWait *w)
 		pg_memory_barrier();
 		if (ring_used(&my_slot->req) < CHANNEL_RING_SIZE)
 			continue;
-		needs_resync = true;
+		pg_atomic_write_u32(&my_slot->dirty, 1);
 		channel_wait(w);
 	}
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
@@ -368,7 +369,7 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	ChannelWait w;
 
 	channel_attach();
-	if (needs_resync)
+	if (pg_atomic_read_u32(&my_slot->dirty))
 		channel_resync();
 	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
 	hdr.len = len;
@@ -388,7 +389,7 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	}
 	channel_write((const char *) &hdr, sizeof(hdr), &w);
 	channel_write(payload, len, &w);
-	needs_resync = false;		/* the whole message is in */
+	pg_atomic_write_u32(&my_slot->dirty, 0);	/* the whole message is in */
 	*sent_generation = w.generation;
 	return hdr.seq;
 }
@@ -424,10 +425,10 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 				channel_wake_worker();
 			continue;
 		}
-		needs_resync = true;	/* until the rest is read */
+		pg_atomic_write_u32(&my_slot->dirty, 1);	/* until the rest is read */
 		channel_wait(w);
 	}
-	needs_resync = false;
+	pg_atomic_write_u32(&my_slot->dirty, 0);
 	if (pg_atomic_read_u32(&my_slot->worker_blocked))
 		channel_wake_worker();
 	out->len = hdr.len;
