@@ -90,6 +90,7 @@ static ChannelSlot *my_slot = NULL;
 static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
+static uint32 last_generation = 0;	/* the worker of the last request */
 static uint32 pending_generation = 0;	/* the worker they were posted to */
 
 Size
@@ -212,7 +213,11 @@ channel_attach(void)
 				 errmsg("rocksdb states cannot be used from this process")));
 	my_slot = &channel->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
+	last_generation = pg_atomic_read_u32(&channel->worker_generation);
 	next_seq = pg_atomic_read_u32(&my_slot->last_seq);
+	/* What an earlier owner left unread may end mid-reply. */
+	if (ring_used(&my_slot->rep) > 0)
+		pg_atomic_write_u32(&my_slot->dirty, 1);
 	error_floor = next_seq;
 	have_pending = false;
 }
@@ -369,8 +374,16 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	ChannelWait w;
 
 	channel_attach();
+
+	/*
+	 * A worker that started since this session's last request may have
+	 * left a reply half-written: start the reply stream afresh.
+	 */
+	if (pg_atomic_read_u32(&channel->worker_generation) != last_generation)
+		pg_atomic_write_u32(&my_slot->dirty, 1);
 	if (pg_atomic_read_u32(&my_slot->dirty))
 		channel_resync();
+	last_generation = pg_atomic_read_u32(&channel->worker_generation);
 	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
 	hdr.len = len;
 	hdr.seq = ++next_seq;
@@ -407,6 +420,7 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 	/* The worker sets our latch after every reply it writes. */
 	while (ring_used(&my_slot->rep) < sizeof(hdr))
 		channel_wait(w);
+	pg_atomic_write_u32(&my_slot->dirty, 1);	/* until the whole reply is read */
 	ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 	ring_consume(&my_slot->rep, sizeof(hdr));
 
@@ -421,6 +435,7 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 			ring_peek(&my_slot->rep, 0, out->data + got, avail);
 			ring_consume(&my_slot->rep, avail);
 			got += avail;
+			pg_memory_barrier();
 			if (pg_atomic_read_u32(&my_slot->worker_blocked))
 				channel_wake_worker();
 			continue;
@@ -429,6 +444,7 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 		channel_wait(w);
 	}
 	pg_atomic_write_u32(&my_slot->dirty, 0);
+	pg_memory_barrier();
 	if (pg_atomic_read_u32(&my_slot->worker_blocked))
 		channel_wake_worker();
 	out->len = hdr.len;
@@ -700,6 +716,8 @@ worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		/* A handler holds no lock across requests; drop any it left. */
+		LWLockReleaseAll();
 		initStringInfo(&msg);
 		appendStringInfoString(&msg, edata->message);
 		if (edata->detail)
@@ -760,6 +778,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			ring_peek(&s->req, 0, ws->in.data + ws->in.len, avail);
 			ring_consume(&s->req, avail);
 			ws->in.len += avail;
+			pg_memory_barrier();	/* tail before client_waiting: no lost wakeup */
 			if (pg_atomic_read_u32(&s->client_waiting))
 				worker_wake_client(s);
 		}

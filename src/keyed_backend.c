@@ -7,6 +7,9 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "catalog/pg_type.h"
+
 #include "keyed_backend.h"
 
 /*
@@ -26,4 +29,35 @@ keyed_backend_for(StateBackendId backend)
 	}
 	elog(ERROR, "state_backend: unknown backend %d", (int) backend);
 	return NULL;
+}
+
+/*
+ * state_fold_type_ok tells whether a fold of values of this type with this
+ * function runs without any catalog access: built-in functions of types
+ * whose "+" and comparison only look at the bytes (numbers, dates, times).
+ * Ranges, arrays, enums or text would look up types, collations or enum
+ * order in the catalog, which the state worker cannot read.
+ */
+bool
+state_fold_type_ok(Oid type, Oid fn)
+{
+	if (fn >= FirstGenbkiObjectId)
+		return false;
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INTERVALOID:
+			return true;
+		default:
+			return false;
+	}
 }

@@ -41,18 +41,22 @@ typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
 							  StringInfo out, void *arg);
 
 /*
- * StateFold describes a fold that needs no catalog access: a built-in
- * function of a type that is neither collatable nor composite.  A backend
- * whose storage is in another process (rocksdb: the state worker) folds
- * there with it, in one round trip; others use the StateMergeFn.
+ * StateFold describes a fold that needs no catalog access: the built-in
+ * "+" or comparison of a number, date or time type (state_fold_type_ok).
+ * A backend whose storage is in another process (rocksdb: the state worker,
+ * which has no database) folds there with it, in one round trip; others
+ * use the StateMergeFn.
  */
 typedef struct StateFold
 {
 	StateReducer kind;
+	Oid			type;
 	Oid			fn;				/* "+" for sum, the btree comparison for min/max */
 	int16		typlen;
 	bool		typbyval;
 } StateFold;
+
+extern bool state_fold_type_ok(Oid type, Oid fn);
 
 /*
  * StateEntryFn receives one entry of an iteration: a key and its whole

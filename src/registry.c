@@ -21,6 +21,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "channel.h"
 #include "keyed_backend.h"
 #include "registry.h"
 
@@ -280,10 +281,10 @@ registry_create(StateDesc *desc, bool hidden)
  * backend removes its data, then its slot is freed.  Returns false when the
  * state was already gone (dropped by someone else).
  */
-static void registry_finish_drop(const StateDesc *desc, int slot);
+static void registry_finish_drop(const StateDesc *desc, int slot, bool confirm);
 
 static bool
-registry_drop_slot(const StateDesc *desc, int slot)
+registry_drop_slot(const StateDesc *desc, int slot, bool confirm)
 {
 	RegistrySlot *s = &registry->slots[slot];
 
@@ -296,16 +297,18 @@ registry_drop_slot(const StateDesc *desc, int slot)
 	s->dropping = true;
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	registry_finish_drop(desc, slot);
+	registry_finish_drop(desc, slot, confirm);
 	return true;
 }
 
 /*
  * registry_finish_drop removes the data of a state marked as dropping and
- * frees its slot.
+ * frees its slot.  For a rocksdb state, confirm waits until the worker has
+ * removed the stored descriptor; a hidden state (a restore that failed)
+ * never had one, and its caller may be handling an error, so it does not.
  */
 static void
-registry_finish_drop(const StateDesc *desc, int slot)
+registry_finish_drop(const StateDesc *desc, int slot, bool confirm)
 {
 	RegistrySlot *s = &registry->slots[slot];
 	StateTarget target;
@@ -329,7 +332,12 @@ registry_finish_drop(const StateDesc *desc, int slot)
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	if (desc->backend == STATE_BACKEND_ROCKSDB)
-		rocksdb_client_sync_registry();
+	{
+		if (confirm)
+			rocksdb_client_sync_registry();
+		else
+			channel_wake_worker();
+	}
 }
 
 /*
@@ -339,7 +347,7 @@ registry_finish_drop(const StateDesc *desc, int slot)
 void
 registry_discard(const StateDesc *desc, int slot)
 {
-	(void) registry_drop_slot(desc, slot);
+	(void) registry_drop_slot(desc, slot, false);
 }
 
 /*
@@ -379,7 +387,7 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, bool keep_rocksdb)
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 
 	for (int i = 0; i < nold; i++)
-		registry_finish_drop(&old[i], oldslots[i]);
+		registry_finish_drop(&old[i], oldslots[i], true);
 	pfree(old);
 	pfree(oldslots);
 }
@@ -414,7 +422,7 @@ registry_copy_all(StateDesc *out)
 bool
 registry_drop(const StateDesc *desc, int slot)
 {
-	return registry_drop_slot(desc, slot);
+	return registry_drop_slot(desc, slot, true);
 }
 
 /*
@@ -429,7 +437,7 @@ registry_drop_database(Oid dbid)
 	int			n = registry_list(dbid, &descs, &slots);
 
 	for (int i = 0; i < n; i++)
-		(void) registry_drop_slot(&descs[i], slots[i]);
+		(void) registry_drop_slot(&descs[i], slots[i], true);
 	pfree(descs);
 	pfree(slots);
 }
@@ -711,9 +719,10 @@ registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
 /*
  * registry_adopt puts back a state whose descriptor survived a restart
  * with its data (a rocksdb state), keeping its id.  The state worker calls
- * it on a fresh registry, before anything else creates states.
+ * it on a fresh registry, before anything else creates states.  Returns
+ * false when there is no free slot.
  */
-void
+bool
 registry_adopt(const StateDesc *desc)
 {
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
@@ -732,12 +741,15 @@ registry_adopt(const StateDesc *desc)
 			registry->next_id = desc->id + 1;
 		registry_bump_version();
 		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-		return;
+		return true;
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	ereport(WARNING,
 			(errmsg("state \"%s\" of the rocksdb backend does not fit in state_backend.max_states",
-					NameStr(desc->name))));
+					NameStr(desc->name)),
+			 errdetail("Its data stays on disk."),
+			 errhint("Raise state_backend.max_states and restart the server.")));
+	return false;
 }
 
 /* registry_exists tells whether a database has a live state of that name. */

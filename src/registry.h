@@ -32,7 +32,7 @@ extern void registry_check_owner(const StateDesc *desc);
 
 extern bool registry_alive(int slot, uint32 id);
 extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
-extern void registry_adopt(const StateDesc *desc);
+extern bool registry_adopt(const StateDesc *desc);
 extern void registry_add_usage(int slot, int64 entries, int64 bytes);
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);
 extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);

@@ -199,7 +199,7 @@ restore_rocksdb_files(const char *dir, SnapshotState **states, const StateDesc *
 static int64
 restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 				Oid source_dbid, Oid target_dbid, int backend_override,
-				bool trust_oids)
+				bool trust_oids, bool keep_rocksdb)
 {
 	int			n = 0;
 	SnapshotState **states = palloc(sizeof(SnapshotState *) * Max(m->nstates, 1));
@@ -229,9 +229,12 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 		*d = st->desc;
 
 		/*
-		 * At server start a rocksdb state that kept its data (and anything
-		 * now named like one) stays as it is.
+		 * At server start rocksdb states keep their working data: from the
+		 * checkpoint only when the instance is gone (then all of them).  A
+		 * state named like one that kept its data is not loaded either.
 		 */
+		if (keep_rocksdb && d->backend == STATE_BACKEND_ROCKSDB)
+			continue;
 		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
 			continue;
 		if (!trust_oids)
@@ -347,16 +350,18 @@ restore_into_database(const SnapshotSource *src, const char *from_database,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("snapshot \"%s\" has no states of database \"%s\"", src->name, want),
 				 m->ndbs > 1 ? errhint("Name the database to restore from with from_database.") : 0));
-	return restore_section(src, m, source, MyDatabaseId, backend_override, false);
+	return restore_section(src, m, source, MyDatabaseId, backend_override, false, false);
 }
 
 /*
  * restore_on_start loads every database's heap states from the newest
- * complete checkpoint, in the state worker at server start.  A section that
- * cannot be loaded is reported and skipped: the server must come up.
+ * complete checkpoint, in the state worker at server start, and its rocksdb
+ * states too when RocksDB had no data (rocksdb_has_data false: the
+ * instance was lost).  A section that cannot be loaded is reported and
+ * skipped: the server must come up.
  */
 void
-restore_on_start(void)
+restore_on_start(bool rocksdb_has_data)
 {
 	char	   *dir;
 	int64		id;
@@ -403,7 +408,8 @@ restore_on_start(void)
 			continue;
 		PG_TRY();
 		{
-			int64		n = restore_section(&src, m, dbid, dbid, -1, true);
+			int64		n = restore_section(&src, m, dbid, dbid, -1, true,
+											   rocksdb_has_data);
 
 			ereport(LOG,
 					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",

@@ -28,7 +28,6 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "access/transam.h"
 #include "codec.h"
 #include "keyed_backend.h"
 #include "registry.h"
@@ -48,6 +47,7 @@ typedef struct RocksFamily
 	uint32		id;				/* hash key */
 	rocksdb_column_family_handle_t *handle;
 	bool		persisted;		/* its descriptor is in the default family */
+	bool		unadopted;		/* stored, but not in the registry: left alone */
 	StateDesc	desc;			/* as persisted */
 } RocksFamily;
 
@@ -297,6 +297,7 @@ rocks_open(void)
 		f = hash_search(families, &id, HASH_ENTER, &found);
 		f->handle = handles[i];
 		f->persisted = false;
+		f->unadopted = false;
 	}
 	if (names && nnames > 0 && rocks.deflt != handles[0] && strcmp(names[0], "default") != 0)
 		elog(LOG, "state_backend: rocksdb instance without a default column family");
@@ -440,6 +441,7 @@ rocks_family(uint32 id, int slot)
 		hash_search(families, &id, HASH_REMOVE, NULL);
 	rocks_check(err, "create a column family");
 	f->persisted = false;
+	f->unadopted = false;
 	if (!hidden)
 		family_persist(f, &desc);
 	return f->handle;
@@ -468,6 +470,8 @@ rocksdb_sync_registry(void)
 		StateDesc	desc;
 		bool		hidden;
 
+		if (f->unadopted)
+			continue;
 		if (!registry_get(-1, f->id, &desc, &hidden))
 			gone[ngone++] = f->id;
 		else if (!hidden && (!f->persisted || memcmp(&desc, &f->desc, sizeof(StateDesc)) != 0))
@@ -487,7 +491,7 @@ rocksdb_sync_registry(void)
  * a fresh registry (server start, crash restart), and drops column
  * families that have none (states dropped or being restored at the crash).
  */
-void
+bool
 rocksdb_adopt_states(void)
 {
 	rocksdb_iterator_t *it;
@@ -498,7 +502,7 @@ rocksdb_adopt_states(void)
 	char	   *err = NULL;
 
 	if (!rocksdb_open_existing())
-		return;
+		return false;
 	it = rocksdb_create_iterator_cf(rocks.db, rocks.ropts, rocks.deflt);
 	for (rocksdb_iter_seek(it, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX));
 		 rocksdb_iter_valid(it); rocksdb_iter_next(it))
@@ -519,9 +523,10 @@ rocksdb_adopt_states(void)
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
 			continue;
-		registry_adopt(&desc);
 		f->persisted = true;
 		f->desc = desc;
+		/* A state that does not fit (max_states) keeps its data on disk. */
+		f->unadopted = !registry_adopt(&desc);
 	}
 	rocksdb_iter_get_error(it, &err);
 	rocksdb_iter_destroy(it);
@@ -538,6 +543,7 @@ rocksdb_adopt_states(void)
 		family_drop(f);
 	}
 	synced_version = registry_version();
+	return true;
 }
 
 /* ------------------------------------------------------------------------
@@ -574,7 +580,7 @@ rocks_prefix_end(StringInfo prefix, StringInfo end)
 }
 
 /* Commit the writes gathered from one session's requests. */
-static void
+void
 rocks_commit(void)
 {
 	char	   *err = NULL;
@@ -851,7 +857,11 @@ handle_cas(Request *r, StringInfo reply)
 	char	   *cur;
 	bool		same;
 
+	if (r->restlen < 1 + sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
 	memcpy(&explen, p + 1, sizeof(uint32));
+	if (r->restlen < 1 + sizeof(uint32) + explen)
+		elog(ERROR, "state_backend: short request");
 	expected = p + 1 + sizeof(uint32);
 	image = expected + explen;
 	imagelen = r->restlen - 1 - sizeof(uint32) - explen;
@@ -890,11 +900,13 @@ handle_fold(Request *r, StringInfo reply)
 	size_t		curlen;
 	char	   *cur;
 
+	if (r->restlen < sizeof(StateFold))
+		elog(ERROR, "state_backend: short fold request");
 	memcpy(&fold, r->rest, sizeof(StateFold));
 	in = r->rest + sizeof(StateFold);
 	inlen = r->restlen - sizeof(StateFold);
-	if (fold.fn >= FirstGenbkiObjectId)
-		elog(ERROR, "state_backend: the worker folds with built-in functions only");
+	if (!state_fold_type_ok(fold.type, fold.fn))
+		elog(ERROR, "state_backend: the worker cannot fold with function %u", fold.fn);
 
 	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
 	if (cur == NULL)
@@ -977,7 +989,11 @@ handle_map_put(Request *r)
 	StringInfoData k;
 	uint32		mklen;
 
+	if (r->restlen < sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
 	memcpy(&mklen, r->rest, sizeof(uint32));
+	if (r->restlen < sizeof(uint32) + mklen + 1)
+		elog(ERROR, "state_backend: short request");
 	initStringInfo(&k);
 	map_entry_key(r, r->rest + sizeof(uint32), mklen, &k);
 	rocksdb_writebatch_put_cf(batch, r->cf, k.data, k.len,
@@ -1175,10 +1191,14 @@ handle_scan(Request *r, StringInfo reply)
 	StringInfoData to;
 	StringInfoData recs;
 
+	if (r->restlen < 9)
+		elog(ERROR, "state_backend: short request");
 	memcpy(&key_group, p, sizeof(int32));
 	s.r = r;
 	s.map_of_key = p[4] != 0;
 	memcpy(&s.afterlen, p + 5, sizeof(uint32));
+	if (r->restlen < 9 + s.afterlen)
+		elog(ERROR, "state_backend: short request");
 	s.after = p + 9;
 	initStringInfo(&recs);
 	s.reply = &recs;

@@ -37,7 +37,7 @@ extern bool rocksdb_open_existing(void);
 extern void rocksdb_close_instance(void);
 extern void rocksdb_apply_settings(void);
 extern bool rocksdb_is_open(void);
-extern void rocksdb_adopt_states(void);
+extern bool rocksdb_adopt_states(void);
 extern void rocksdb_sync_registry(void);
 extern bool rocksdb_handle_request(ChannelOp op, const char *payload, uint32 len,
 								   StringInfo reply);

@@ -374,6 +374,7 @@ void
 rocksdb_client_sync_registry(void)
 {
 	StringInfoData reply;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	if (channel_is_worker())
 	{
@@ -393,6 +394,7 @@ rocksdb_client_sync_registry(void)
 		if (ERRCODE_TO_CATEGORY(geterrcode()) != ERRCODE_CONNECTION_EXCEPTION ||
 			proc_exit_inprogress)
 			PG_RE_THROW();
+		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		ereport(WARNING,

@@ -26,6 +26,7 @@ extern RocksInstance rocks;
 extern void rocks_check(char *err, const char *what);
 extern void rocks_open(void);
 extern void rocks_flush_all(void);
+extern void rocks_commit(void);
 extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);
 extern void rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen);
 extern void rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,

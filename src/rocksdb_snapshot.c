@@ -146,9 +146,12 @@ rocksdb_snapshot_cut(int64 id)
 	remove_scratch(staging.dir);
 
 	/*
-	 * Flush every family first, so the checkpoint is SST files (shared by
-	 * later checkpoints) and the little write-ahead log written since.
+	 * Writes a session posted just before asking for the snapshot may still
+	 * be in the batch of this round: they are in.  Then flush every family,
+	 * so the checkpoint is SST files (shared by later checkpoints) and the
+	 * little write-ahead log written since.
 	 */
+	rocks_commit();
 	rocks_flush_all();
 	cp = rocksdb_checkpoint_object_create(rocks.db, &err);
 	rocks_check(err, "start a checkpoint");
@@ -280,60 +283,68 @@ copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 {
 	char		tmp[MAXPGPATH];
 	char	   *buf = palloc(COPY_CHUNK);
-	int			in;
-	int			out = -1;
+	volatile int in = -1;
+	volatile int out = -1;
 	pg_crc32c	crc;
 	int			n;
 
-	in = OpenTransientFile(src, O_RDONLY | PG_BINARY);
-	if (in < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", src)));
-	if (!crc_only)
-	{
-		snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-		out = OpenTransientFile(tmp, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
-		if (out < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not create file \"%s\": %m", tmp)));
-	}
 	INIT_CRC32C(crc);
 	*size = 0;
-	while ((n = read(in, buf, COPY_CHUNK)) > 0)
+	PG_TRY();
 	{
-		channel_worker_heartbeat();
-		COMP_CRC32C(crc, buf, n);
-		*size += n;
-		if (out >= 0)
+		in = OpenTransientFile(src, O_RDONLY | PG_BINARY);
+		if (in < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", src)));
+		if (!crc_only)
 		{
-			errno = 0;
-			if (write(out, buf, n) != n)
-			{
-				if (errno == 0)
-					errno = ENOSPC;
+			snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
+			out = OpenTransientFile(tmp, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+			if (out < 0)
 				ereport(ERROR,
 						(errcode_for_file_access(),
-						 errmsg("could not write file \"%s\": %m", tmp)));
+						 errmsg("could not create file \"%s\": %m", tmp)));
+		}
+		while ((n = read(in, buf, COPY_CHUNK)) > 0)
+		{
+			channel_worker_heartbeat();
+			COMP_CRC32C(crc, buf, n);
+			*size += n;
+			if (out >= 0)
+			{
+				errno = 0;
+				if (write(out, buf, n) != n)
+				{
+					if (errno == 0)
+						errno = ENOSPC;
+					ereport(ERROR,
+							(errcode_for_file_access(),
+							 errmsg("could not write file \"%s\": %m", tmp)));
+				}
 			}
 		}
-	}
-	if (n < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read file \"%s\": %m", src)));
-	FIN_CRC32C(crc);
-	CloseTransientFile(in);
-	if (out >= 0)
-	{
-		if (pg_fsync(out) != 0)
+		if (n < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", src)));
+		if (out >= 0 && pg_fsync(out) != 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not fsync file \"%s\": %m", tmp)));
-		CloseTransientFile(out);
-		(void) durable_rename(tmp, dst, ERROR);
 	}
+	PG_FINALLY();
+	{
+		/* Closed here, also on error: the worker has no transaction to do it. */
+		if (in >= 0)
+			CloseTransientFile(in);
+		if (out >= 0)
+			CloseTransientFile(out);
+	}
+	PG_END_TRY();
+	FIN_CRC32C(crc);
+	if (!crc_only)
+		(void) durable_rename(tmp, dst, ERROR);
 	pfree(buf);
 	return crc;
 }
@@ -723,7 +734,23 @@ rocksdb_snapshot_sweep_shared(const char *root)
 		snprintf(path, sizeof(path), "%s/%s/rocksdb/%s", root, de->d_name, FILES_NAME);
 		f = AllocateFile(path, "r");
 		if (f == NULL)
+		{
+			char		rdir[MAXPGPATH];
+
+			/* A checkpoint with RocksDB files we cannot list: keep everything. */
+			snprintf(rdir, sizeof(rdir), "%s/%s/rocksdb", root, de->d_name);
+			if (access(rdir, F_OK) == 0)
+			{
+				ereport(WARNING,
+						(errcode_for_file_access(),
+						 errmsg("could not read \"%s\": %m", path),
+						 errdetail("No file of \"%s/shared\" is deleted.", root)));
+				FreeDir(d);
+				pfree(used.data);
+				return;
+			}
 			continue;
+		}
 		while (fgets(line, sizeof(line), f))
 		{
 			char	   *p = strstr(line, " ../shared/");

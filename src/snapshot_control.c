@@ -18,6 +18,7 @@
 #include "commands/dbcommands.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/dsa.h"
@@ -222,6 +223,7 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 	int32		f = (int32) format;
 	int64		id;
 
+	channel_sync();
 	initStringInfo(&req);
 	appendBinaryStringInfo(&req, (const char *) &f, sizeof(f));
 	if (path)
@@ -674,6 +676,7 @@ snapshot_run_pending(void)
 		FlushErrorState();
 		LWLockReleaseAll();
 		AbortOutOfAnyTransaction();
+		AtEOXact_Files(false);	/* files and directories the writers had open */
 
 		heap_snapshot_end(epoch);
 		if (w)

@@ -8,7 +8,6 @@
  */
 #include "postgres.h"
 
-#include "access/transam.h"
 #include "catalog/pg_collation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
@@ -92,13 +91,13 @@ reducer_setup(StateCall *call)
 		fn = lookup_type_cache(type, TYPECACHE_CMP_PROC)->cmp_proc;
 	fmgr_info_cxt(fn, &r->fn, call->mcxt);
 
-	/* Built-in, collation-free scalar folds need no catalog: any process can run them. */
+	/* Folds that need no catalog can run in any process (the state worker). */
 	r->fold.kind = r->kind;
+	r->fold.type = type;
 	r->fold.fn = fn;
 	r->fold.typlen = r->codec->typlen;
 	r->fold.typbyval = r->codec->typbyval;
-	r->foldable = fn < FirstGenbkiObjectId && !OidIsValid(r->collation) &&
-		r->codec->tupdesc == NULL && r->codec->typlen != -2;
+	r->foldable = state_fold_type_ok(type, fn);
 	return r;
 }
 

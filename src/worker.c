@@ -93,7 +93,19 @@ state_worker_serve(int max_rounds)
 	MemoryContext old = MemoryContextSwitchTo(serve_cxt);
 	bool		more = true;
 
-	rocksdb_sync_registry();
+	PG_TRY();
+	{
+		rocksdb_sync_registry();
+	}
+	PG_CATCH();
+	{
+		/* Reported, and tried again at the next round. */
+		MemoryContextSwitchTo(serve_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		LWLockReleaseAll();
+	}
+	PG_END_TRY();
 	for (int i = 0; more && i < max_rounds; i++)
 	{
 		more = channel_worker_serve(state_worker_dispatch, STATE_WORKER_SERVE_BUDGET);
@@ -188,10 +200,7 @@ state_worker_main(Datum main_arg)
 	 * come back from their own instance first.
 	 */
 	if (!registry_is_ready())
-	{
-		rocksdb_adopt_states();
-		restore_on_start();
-	}
+		restore_on_start(rocksdb_adopt_states());
 	else
 	{
 		(void) rocksdb_open_existing();
