@@ -91,6 +91,11 @@ static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
 static uint32 last_generation = 0;	/* the worker of the last request */
+
+/* The first error of a posted request taken while sending (see below). */
+static int	deferred_code = 0;
+static uint32 deferred_seq = 0;
+static char *deferred_message = NULL;
 static uint32 pending_generation = 0;	/* the worker they were posted to */
 
 Size
@@ -338,6 +343,64 @@ channel_resync(void)
 }
 
 /*
+ * channel_drain_replies takes the whole replies waiting in the reply ring
+ * while the session waits for room to send.  Only errors of posted
+ * requests (and stale replies) can be there, since a round trip reads its
+ * reply before the next request; if the session did not take them, the
+ * worker, blocked on a full reply ring, would stop taking requests and
+ * both would wait.  The first error is raised at the next round trip.
+ */
+static void
+channel_drain_replies(void)
+{
+	for (;;)
+	{
+		ReplyHeader hdr;
+		uint64		used = ring_used(&my_slot->rep);
+
+		if (used < sizeof(hdr))
+			return;
+		ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
+		if (used < sizeof(hdr) + hdr.len)
+			return;				/* only whole replies */
+		if (hdr.sqlerrcode != 0 && deferred_code == 0 &&
+			(int32) (hdr.seq - error_floor) > 0)
+		{
+			char	   *msg = MemoryContextAllocZero(TopMemoryContext, hdr.len + 1);
+
+			ring_peek(&my_slot->rep, sizeof(hdr), msg, hdr.len);
+			deferred_code = hdr.sqlerrcode;
+			deferred_seq = hdr.seq;
+			deferred_message = msg;
+		}
+		ring_consume(&my_slot->rep, sizeof(hdr) + hdr.len);
+		pg_memory_barrier();
+		if (pg_atomic_read_u32(&my_slot->worker_blocked))
+			channel_wake_worker();
+	}
+}
+
+/* channel_raise_deferred raises an error channel_drain_replies kept. */
+static void
+channel_raise_deferred(void)
+{
+	char	   *msg = deferred_message;
+	int			code = deferred_code;
+
+	if (code == 0)
+		return;
+	deferred_code = 0;
+	deferred_message = NULL;
+	if ((int32) (deferred_seq - error_floor) <= 0)
+	{
+		pfree(msg);
+		return;					/* from an aborted transaction */
+	}
+	error_floor = next_seq;
+	ereport(ERROR, (errcode(code), errmsg_internal("%s", msg)));
+}
+
+/*
  * channel_write streams len bytes into the request ring, waiting for room
  * as the worker takes what is there.  A message left half-written (an
  * error or cancel while waiting) marks the slot for a resync.
@@ -360,6 +423,7 @@ channel_write(const char *data, Size len, ChannelWait *w)
 		if (ring_used(&my_slot->req) < CHANNEL_RING_SIZE)
 			continue;
 		pg_atomic_write_u32(&my_slot->dirty, 1);
+		channel_drain_replies();
 		channel_wait(w);
 	}
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
@@ -398,6 +462,7 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 		if (CHANNEL_RING_SIZE - ring_used(&my_slot->req) >= sizeof(hdr))
 			break;
 		channel_wake_worker();
+		channel_drain_replies();
 		channel_wait(&w);
 	}
 	channel_write((const char *) &hdr, sizeof(hdr), &w);
@@ -509,6 +574,7 @@ channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
 		{
 			if (hdr.sqlerrcode != 0)
 				channel_raise(&hdr, reply);
+			channel_raise_deferred();
 			return;
 		}
 		/* An error of an earlier posted request, or a stale reply. */
