@@ -162,10 +162,14 @@ snapshot_request(const char *path, SnapshotFormat format)
 				 errhint("Wait for it with state.wait_snapshot(" INT64_FORMAT "), or cancel it.", running)));
 	}
 	id = ctl->next_id++;
+	LWLockRelease(control_lock());
 
 	/*
 	 * rocksdb states first: this runs in the state worker, which serves no
 	 * request meanwhile, so RocksDB does not change until the heap cut.
+	 * Only the worker starts snapshots, so nothing else can start one while
+	 * the lock is released for RocksDB's flush and checkpoint (readers of
+	 * state.snapshots are not held up by them).
 	 */
 	PG_TRY();
 	{
@@ -173,12 +177,12 @@ snapshot_request(const char *path, SnapshotFormat format)
 	}
 	PG_CATCH();
 	{
-		LWLockRelease(control_lock());
 		dsa_free(area, descs);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
 	cut.descs = dsa_get_address(area, descs);
 	ctl->epoch = heap_snapshot_begin(copy_descs_at_cut, &cut);
 
