@@ -600,12 +600,6 @@ channel_sync(void)
 	pfree(reply.data);
 }
 
-bool
-channel_has_pending(void)
-{
-	return have_pending;
-}
-
 /*
  * channel_forget_pending drops the errors of requests posted so far (the
  * transaction that posted them is aborting); they are still carried out.

@@ -45,7 +45,6 @@ extern void channel_post(ChannelOp op, const char *payload, uint32 len);
 extern void channel_call(ChannelOp op, const char *payload, uint32 len,
 						 StringInfo reply, bool long_running);
 extern void channel_sync(void);
-extern bool channel_has_pending(void);
 extern void channel_wake_worker(void);
 extern void channel_forget_pending(void);
 

@@ -1206,6 +1206,13 @@ heap_snapshot_end(uint32 epoch)
 	}
 }
 
+/* heap_drop frees a dropped state's entries; that is all a heap state has. */
+static void
+heap_drop(const StateTarget *st, bool confirm)
+{
+	(void) heap_truncate(st);
+}
+
 const KeyedStateBackend heap_keyed_backend = {
 	.name = "heap",
 	.get = heap_get,
@@ -1220,5 +1227,7 @@ const KeyedStateBackend heap_keyed_backend = {
 	.length = heap_length,
 	.iterate = heap_iterate,
 	.truncate = heap_truncate,
+	.create = NULL,
+	.drop = heap_drop,
 	.size = heap_size,
 };

@@ -122,6 +122,16 @@ typedef struct KeyedStateBackend
 	/* Remove every key of the state; returns how many there were. */
 	int64		(*truncate) (const StateTarget *st);
 
+	/* A new state: set up its storage (NULL when there is nothing to do). */
+	void		(*create) (const StateTarget *st);
+
+	/*
+	 * A state being dropped (its registry slot marked so): remove its data
+	 * and whatever else the backend keeps for it.  confirm waits until that
+	 * is durable; it is false when the caller may be handling an error.
+	 */
+	void		(*drop) (const StateTarget *st, bool confirm);
+
 	/* Number of keys and bytes of memory or storage the state holds. */
 	void		(*size) (const StateTarget *st, int64 *entries, int64 *bytes);
 } KeyedStateBackend;
@@ -129,9 +139,11 @@ typedef struct KeyedStateBackend
 extern const KeyedStateBackend heap_keyed_backend;
 extern const KeyedStateBackend rocksdb_keyed_backend;
 
-/* rocksdb_client.c: storage for a new state, and the statement hooks. */
-extern void rocksdb_client_open(const StateTarget *st);
+/* rocksdb_client.c: restore of RocksDB files, stored descriptors, hooks. */
 extern void rocksdb_client_sync_registry(void);
+extern int64 rocksdb_client_restore_files(const char *dir, const uint32 *from_ids,
+										  const uint32 *to_ids, const int *to_slots,
+										  const int *kinds, int n);
 extern void rocksdb_client_init(void);
 
 extern const KeyedStateBackend *keyed_backend_for(StateBackendId backend);

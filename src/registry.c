@@ -21,7 +21,6 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "channel.h"
 #include "keyed_backend.h"
 #include "registry.h"
 
@@ -302,10 +301,10 @@ registry_drop_slot(const StateDesc *desc, int slot, bool confirm)
 }
 
 /*
- * registry_finish_drop removes the data of a state marked as dropping and
- * frees its slot.  For a rocksdb state, confirm waits until the worker has
- * removed the stored descriptor; a hidden state (a restore that failed)
- * never had one, and its caller may be handling an error, so it does not.
+ * registry_finish_drop has the state's backend remove what it keeps of a
+ * state marked as dropping, then frees its slot.  confirm is false for a
+ * hidden state (a restore that failed): nothing of it was made durable, and
+ * its caller may be handling an error.
  */
 static void
 registry_finish_drop(const StateDesc *desc, int slot, bool confirm)
@@ -315,13 +314,7 @@ registry_finish_drop(const StateDesc *desc, int slot, bool confirm)
 
 	target.desc = desc;
 	target.slot = slot;
-
-	/*
-	 * A rocksdb state's column family is dropped by the state worker once
-	 * it sees the slot freed (rocksdb_sync_registry).
-	 */
-	if (desc->backend != STATE_BACKEND_ROCKSDB)
-		keyed_backend_for(desc->backend)->truncate(&target);
+	keyed_backend_for(desc->backend)->drop(&target, confirm);
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	memset(&s->desc, 0, sizeof(StateDesc));
@@ -331,13 +324,6 @@ registry_finish_drop(const StateDesc *desc, int slot, bool confirm)
 	pg_atomic_write_u64(&s->bytes, 0);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	if (desc->backend == STATE_BACKEND_ROCKSDB)
-	{
-		if (confirm)
-			rocksdb_client_sync_registry();
-		else
-			channel_wake_worker();
-	}
 }
 
 /*

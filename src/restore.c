@@ -28,8 +28,8 @@
 #include "utils/syscache.h"
 
 #include "canonical.h"
-#include "channel.h"
 #include "checkpoint.h"
+#include "channel.h"
 #include "codec.h"
 #include "key_group.h"
 #include "keyed_backend.h"
@@ -145,19 +145,14 @@ resolve_roles(StateDesc *d)
 
 /*
  * restore_rocksdb_files copies the rocksdb states kept as RocksDB files in
- * a native snapshot into their hidden states.  RocksDB is the state
- * worker's: at server start the worker does it itself, otherwise it is
- * asked to.  Returns the keys copied.
+ * a native snapshot into their hidden states (by the state worker, which
+ * owns RocksDB).  Returns the keys copied.
  */
 static int64
 restore_rocksdb_files(const char *dir, SnapshotState **states, const StateDesc *descs,
-					  const int *slots, const bool *native, int n, bool in_worker)
+					  const int *slots, const bool *native, int n)
 {
-	StringInfoData req;
-	StringInfoData reply;
-	uint32		dirlen = strlen(dir);
-	int32		count = 0;
-	int64		total;
+	int			count = 0;
 	uint32	   *from = palloc(sizeof(uint32) * Max(n, 1));
 	uint32	   *to = palloc(sizeof(uint32) * Max(n, 1));
 	int		   *to_slots = palloc(sizeof(int) * Max(n, 1));
@@ -173,23 +168,7 @@ restore_rocksdb_files(const char *dir, SnapshotState **states, const StateDesc *
 		kinds[count] = (int) descs[i].kind;
 		count++;
 	}
-	if (in_worker)
-		return rocksdb_restore_native(dir, from, to, to_slots, kinds, count);
-
-	initStringInfo(&req);
-	appendBinaryStringInfo(&req, (const char *) &dirlen, sizeof(uint32));
-	appendBinaryStringInfo(&req, dir, dirlen);
-	appendBinaryStringInfo(&req, (const char *) &count, sizeof(int32));
-	for (int i = 0; i < count; i++)
-	{
-		int32		v[4] = {(int32) from[i], (int32) to[i], to_slots[i], kinds[i]};
-
-		appendBinaryStringInfo(&req, (const char *) v, sizeof(v));
-	}
-	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_RESTORE_NATIVE, req.data, req.len, &reply, true);
-	memcpy(&total, reply.data, sizeof(total));
-	return total;
+	return rocksdb_client_restore_files(dir, from, to, to_slots, kinds, count);
 }
 
 /*
@@ -294,8 +273,7 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			CHECK_FOR_INTERRUPTS();
 		}
 		if (nlists > 0)
-			total += restore_rocksdb_files(src->dir, states, descs, slots, native_rocksdb, n,
-										   trust_oids);
+			total += restore_rocksdb_files(src->dir, states, descs, slots, native_rocksdb, n);
 		/* Writes to rocksdb states were posted: they must all be in. */
 		if (!trust_oids)
 			channel_sync();

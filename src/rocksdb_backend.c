@@ -564,6 +564,44 @@ rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen)
 	appendBinaryStringInfo(buf, key, keylen);
 }
 
+/* rocks_split_key finds the key image and map key of a RocksDB key. */
+void
+rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
+				const char **mkey, uint32 *mklen)
+{
+	uint32		len;
+
+	memcpy(&len, k + 2, sizeof(uint32));
+	len = pg_ntoh32(len);
+	*key = k + 6;
+	*keylen = len;
+	*mkey = k + 6 + len;
+	*mklen = (uint32) (klen - 6 - len);
+}
+
+/* The value length a stored map entry stands for (MAP_NULL_VALUE: NULL). */
+static uint32
+map_value_len(const char *v, size_t vlen)
+{
+	return (vlen >= 1 && v[0] == 0) ? (uint32) (vlen - 1) : MAP_NULL_VALUE;
+}
+
+/*
+ * rocks_map_record appends one record of a map image (keyed_backend.h) for
+ * a stored map entry: its map key and its stored value (flag, image).
+ */
+void
+rocks_map_record(StringInfo out, const char *mkey, uint32 mklen, const char *v, size_t vlen)
+{
+	uint32		vl = map_value_len(v, vlen);
+
+	appendBinaryStringInfo(out, (const char *) &mklen, sizeof(uint32));
+	appendBinaryStringInfo(out, (const char *) &vl, sizeof(uint32));
+	appendBinaryStringInfo(out, mkey, mklen);
+	if (vl != MAP_NULL_VALUE)
+		appendBinaryStringInfo(out, v + 1, vl);
+}
+
 /* The smallest key after every key that starts with prefix. */
 static void
 rocks_prefix_end(StringInfo prefix, StringInfo end)
@@ -678,29 +716,28 @@ rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 typedef struct MapImage
 {
 	size_t		prefixlen;
-	StringInfo	out;
+	StringInfo	out;			/* NULL: count only */
 	int64		count;
+	int64		limit;			/* stop after this many (0: all) */
 } MapImage;
 
 static bool
 map_image_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	MapImage   *m = arg;
-	uint32		mklen = (uint32) (klen - m->prefixlen);
-	uint32		vl = (vlen >= 1 && v[0] == 0) ? (uint32) (vlen - 1) : MAP_NULL_VALUE;
 
-	appendBinaryStringInfo(m->out, (const char *) &mklen, sizeof(uint32));
-	appendBinaryStringInfo(m->out, (const char *) &vl, sizeof(uint32));
-	appendBinaryStringInfo(m->out, k + m->prefixlen, mklen);
-	if (vl != MAP_NULL_VALUE)
-		appendBinaryStringInfo(m->out, v + 1, vl);
+	if (m->out)
+		rocks_map_record(m->out, k + m->prefixlen, (uint32) (klen - m->prefixlen), v, vlen);
 	m->count++;
-	return true;
+	return m->limit == 0 || m->count < m->limit;
 }
 
-/* map_image appends a key's map entries to out; returns how many. */
+/*
+ * map_image appends a key's map entries to out (NULL: only counts them, up
+ * to limit when it is not 0); returns how many.
+ */
 static int64
-map_image(rocksdb_column_family_handle_t *cf, StringInfo prefix, StringInfo out)
+map_image(rocksdb_column_family_handle_t *cf, StringInfo prefix, StringInfo out, int64 limit)
 {
 	StringInfoData end;
 	MapImage	m;
@@ -710,6 +747,7 @@ map_image(rocksdb_column_family_handle_t *cf, StringInfo prefix, StringInfo out)
 	m.prefixlen = prefix->len;
 	m.out = out;
 	m.count = 0;
+	m.limit = limit;
 	rocks_scan(rocks.db, rocks.ropts, cf, prefix->data, prefix->len, end.data, end.len,
 			   map_image_add, &m);
 	pfree(end.data);
@@ -779,7 +817,7 @@ handle_get(Request *r, StringInfo reply)
 
 		reply_bool(reply, true);
 		at = reply->len;
-		if (map_image(r->cf, &r->rkey, reply) == 0)
+		if (map_image(r->cf, &r->rkey, reply, 0) == 0)
 		{
 			reply->len = at - 1;
 			reply_bool(reply, false);
@@ -807,15 +845,7 @@ key_exists(Request *r)
 	char	   *v;
 
 	if (r->h.kind == STATE_KIND_MAP)
-	{
-		StringInfoData img;
-		bool		found;
-
-		initStringInfo(&img);
-		found = map_image(r->cf, &r->rkey, &img) > 0;
-		pfree(img.data);
-		return found;
-	}
+		return map_image(r->cf, &r->rkey, NULL, 1) > 0;
 	v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
 	if (v)
 		rocksdb_free(v);
@@ -1030,13 +1060,7 @@ handle_length(Request *r, StringInfo reply)
 	int64		n = 0;
 
 	if (r->h.kind == STATE_KIND_MAP)
-	{
-		StringInfoData img;
-
-		initStringInfo(&img);
-		n = map_image(r->cf, &r->rkey, &img);
-		pfree(img.data);
-	}
+		n = map_image(r->cf, &r->rkey, NULL, 0);
 	else
 	{
 		size_t		vlen;
@@ -1097,21 +1121,6 @@ scan_emit(StringInfo reply, const char *k, uint32 klen, const char *v, uint32 vl
 		appendBinaryStringInfo(reply, v, vlen);
 }
 
-/* Key image of a RocksDB key (of any state). */
-static void
-split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
-		  const char **mkey, uint32 *mklen)
-{
-	uint32		len;
-
-	memcpy(&len, k + 2, sizeof(uint32));
-	len = pg_ntoh32(len);
-	*key = k + 6;
-	*keylen = len;
-	*mkey = k + 6 + len;
-	*mklen = (uint32) (klen - 6 - len);
-}
-
 static void
 scan_flush_map_key(ScanPage *s)
 {
@@ -1133,7 +1142,7 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 
 	if (s->afterlen > 0 && klen == s->afterlen && memcmp(k, s->after, klen) == 0)
 		return true;
-	split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
 
 	if (s->map_of_key)
 	{
@@ -1142,14 +1151,12 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 			s->more = true;
 			return false;
 		}
-		scan_emit(s->reply, mkey, mklen, v + 1,
-				  (vlen >= 1 && v[0] == 0) ? (uint32) (vlen - 1) : MAP_NULL_VALUE);
+		scan_emit(s->reply, mkey, mklen, v + 1, map_value_len(v, vlen));
 	}
 	else if (s->r->h.kind == STATE_KIND_MAP)
 	{
 		bool		same = s->cur_key.len == (int) keylen &&
 			memcmp(s->cur_key.data, key, keylen) == 0 && s->last.len > 0;
-		uint32		vl = (vlen >= 1 && v[0] == 0) ? (uint32) (vlen - 1) : MAP_NULL_VALUE;
 
 		if (!same)
 		{
@@ -1161,11 +1168,7 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 			}
 			appendBinaryStringInfo(&s->cur_key, key, keylen);
 		}
-		appendBinaryStringInfo(&s->cur_image, (const char *) &mklen, sizeof(uint32));
-		appendBinaryStringInfo(&s->cur_image, (const char *) &vl, sizeof(uint32));
-		appendBinaryStringInfo(&s->cur_image, mkey, mklen);
-		if (vl != MAP_NULL_VALUE)
-			appendBinaryStringInfo(&s->cur_image, v + 1, vl);
+		rocks_map_record(&s->cur_image, mkey, mklen, v, vlen);
 	}
 	else
 	{

@@ -77,15 +77,23 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 	return rc_call_found(CHANNEL_OP_GET, &req, out, NULL, 0);
 }
 
+/* A posted write: the key, then data. */
 static void
-rc_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+rc_post(ChannelOp op, const StateTarget *st, const StateKey *key,
+		const char *data, uint32 len)
 {
 	StringInfoData req;
 
 	request_begin(&req, st, key);
-	appendBinaryStringInfo(&req, value, len);
-	channel_post(CHANNEL_OP_PUT, req.data, req.len);
+	appendBinaryStringInfo(&req, data, len);
+	channel_post(op, req.data, req.len);
 	pfree(req.data);
+}
+
+static void
+rc_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+{
+	rc_post(CHANNEL_OP_PUT, st, key, value, len);
 }
 
 /* A round trip whose reply is one boolean. */
@@ -130,12 +138,7 @@ rc_remove(const StateTarget *st, const StateKey *key)
 static void
 rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
 {
-	StringInfoData req;
-
-	request_begin(&req, st, key);
-	appendBinaryStringInfo(&req, elems, len);
-	channel_post(CHANNEL_OP_APPEND, req.data, req.len);
-	pfree(req.data);
+	rc_post(CHANNEL_OP_APPEND, st, key, elems, len);
 }
 
 /*
@@ -346,11 +349,11 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 }
 
 /*
- * rocksdb_client_open has the worker create a new state's column family
- * and store its descriptor, so the state survives a crash from now on.
+ * rc_create has the worker create a new state's column family and store
+ * its descriptor, so the state survives a crash from now on.
  */
-void
-rocksdb_client_open(const StateTarget *st)
+static void
+rc_create(const StateTarget *st)
 {
 	StringInfoData req;
 	StringInfoData reply;
@@ -408,6 +411,59 @@ rocksdb_client_sync_registry(void)
 	pfree(reply.data);
 }
 
+
+/*
+ * rocksdb_client_restore_files has the worker copy states kept as RocksDB
+ * files in the native snapshot at dir (from_ids) into hidden states
+ * (to_ids, in registry slots to_slots); the worker itself does it at
+ * server start.  The request is the one rocksdb_handle_restore reads.
+ * Returns the keys copied.
+ */
+int64
+rocksdb_client_restore_files(const char *dir, const uint32 *from_ids, const uint32 *to_ids,
+							 const int *to_slots, const int *kinds, int n)
+{
+	StringInfoData req;
+	StringInfoData reply;
+	uint32		dirlen = strlen(dir);
+	int32		count = n;
+	int64		total;
+
+	if (channel_is_worker())
+		return rocksdb_restore_native(dir, from_ids, to_ids, to_slots, kinds, n);
+
+	initStringInfo(&req);
+	appendBinaryStringInfo(&req, (const char *) &dirlen, sizeof(uint32));
+	appendBinaryStringInfo(&req, dir, dirlen);
+	appendBinaryStringInfo(&req, (const char *) &count, sizeof(int32));
+	for (int i = 0; i < n; i++)
+	{
+		int32		v[4] = {(int32) from_ids[i], (int32) to_ids[i], to_slots[i], kinds[i]};
+
+		appendBinaryStringInfo(&req, (const char *) v, sizeof(v));
+	}
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_RESTORE_NATIVE, req.data, req.len, &reply, true);
+	memcpy(&total, reply.data, sizeof(total));
+	pfree(req.data);
+	pfree(reply.data);
+	return total;
+}
+
+/*
+ * rc_drop: the worker drops the column family and descriptor of a state
+ * whose slot is marked dropping when it next syncs with the registry; with
+ * confirm, wait for that.
+ */
+static void
+rc_drop(const StateTarget *st, bool confirm)
+{
+	if (confirm)
+		rocksdb_client_sync_registry();
+	else
+		channel_wake_worker();
+}
+
 const KeyedStateBackend rocksdb_keyed_backend = {
 	.name = "rocksdb",
 	.get = rc_get,
@@ -423,6 +479,8 @@ const KeyedStateBackend rocksdb_keyed_backend = {
 	.iterate = rc_iterate,
 	.truncate = rc_truncate,
 	.size = rc_size,
+	.create = rc_create,
+	.drop = rc_drop,
 };
 
 /* Posted writes are done (or have raised their error) when a statement ends. */

@@ -29,6 +29,10 @@ extern void rocks_flush_all(void);
 extern void rocks_commit(void);
 extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);
 extern void rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen);
+extern void rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
+							const char **mkey, uint32 *mklen);
+extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,
+							 const char *v, size_t vlen);
 extern void rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 					   rocksdb_column_family_handle_t *cf,
 					   const char *from, size_t fromlen, const char *to, size_t tolen,

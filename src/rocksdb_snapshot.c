@@ -212,32 +212,23 @@ static bool
 collect_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	Collect    *c = arg;
+	const char *key;
 	uint32		keylen;
-	const char *key = k + 6;
+	const char *mkey;
+	uint32		mklen;
 
-	memcpy(&keylen, k + 2, sizeof(uint32));
-	keylen = pg_ntoh32(keylen);
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
 	if (!c->map)
 	{
 		collect_emit(c, key, keylen, v, (uint32) vlen);
 		return true;
 	}
-	else
+	if (c->key.len != (int) keylen || memcmp(c->key.data, key, keylen) != 0)
 	{
-		uint32		mklen = (uint32) (klen - 6 - keylen);
-		uint32		vl = (vlen >= 1 && v[0] == 0) ? (uint32) (vlen - 1) : MAP_NULL_VALUE;
-
-		if (c->key.len != (int) keylen || memcmp(c->key.data, key, keylen) != 0)
-		{
-			collect_flush_map(c);
-			appendBinaryStringInfo(&c->key, key, keylen);
-		}
-		appendBinaryStringInfo(&c->image, (const char *) &mklen, sizeof(uint32));
-		appendBinaryStringInfo(&c->image, (const char *) &vl, sizeof(uint32));
-		appendBinaryStringInfo(&c->image, key + keylen, mklen);
-		if (vl != MAP_NULL_VALUE)
-			appendBinaryStringInfo(&c->image, v + 1, vl);
+		collect_flush_map(c);
+		appendBinaryStringInfo(&c->key, key, keylen);
 	}
+	rocks_map_record(&c->image, mkey, mklen, v, vlen);
 	return true;
 }
 

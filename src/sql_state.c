@@ -179,7 +179,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
 	desc.dbid = MyDatabaseId;
 	slot = registry_create(&desc, false);
-	if (desc.backend == STATE_BACKEND_ROCKSDB)
+	if (keyed_backend_for(desc.backend)->create)
 	{
 		StateTarget target;
 
@@ -187,7 +187,7 @@ state_create_state(PG_FUNCTION_ARGS)
 		target.slot = slot;
 		PG_TRY();
 		{
-			rocksdb_client_open(&target);
+			keyed_backend_for(desc.backend)->create(&target);
 		}
 		PG_CATCH();
 		{
