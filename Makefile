@@ -9,30 +9,44 @@
 
 MODULE_big = state_backend
 OBJS = \
-	src/state_backend.o \
-	src/guc.o \
+	src/module.o \
 	src/worker.o \
-	src/registry.o \
-	src/codec.o \
-	src/key_group.o \
-	src/keyed_backend.o \
-	src/heap_backend.o \
-	src/sql_common.o \
-	src/sql_state.o \
-	src/sql_value.o \
-	src/sql_list.o \
-	src/sql_map.o \
-	src/sql_reducing.o \
-	src/snapshot.o \
-	src/canonical.o \
-	src/snapshot_control.o \
-	src/checkpoint.o \
-	src/restore.o \
-	src/sql_snapshot.o \
-	src/channel.o \
-	src/rocksdb_client.o \
-	src/rocksdb_backend.o \
-	src/rocksdb_snapshot.o
+	src/state_ops.o \
+	src/common/types.o \
+	src/common/locks.o \
+	src/common/settings.o \
+	src/common/area.o \
+	src/common/codec.o \
+	src/common/key_group.o \
+	src/common/fold.o \
+	src/common/progress.o \
+	src/ipc/channel.o \
+	src/catalog/registry.o \
+	src/format/records.o \
+	src/format/kg_file.o \
+	src/format/manifest.o \
+	src/format/snapshot_writer.o \
+	src/format/snapshot_reader.o \
+	src/backend/keyed_backend.o \
+	src/backend/heap_backend.o \
+	src/backend/heap_scan.o \
+	src/backend/rocksdb/rocks_keys.o \
+	src/backend/rocksdb/rocks_instance.o \
+	src/backend/rocksdb/rocks_requests.o \
+	src/backend/rocksdb/rocks_client.o \
+	src/backend/rocksdb/rocks_snapshot.o \
+	src/snapshot/snapshot_control.o \
+	src/snapshot/snapshot_driver.o \
+	src/snapshot/canonical.o \
+	src/snapshot/checkpoint.o \
+	src/snapshot/restore.o \
+	src/sql/sql_common.o \
+	src/sql/sql_state.o \
+	src/sql/sql_value.o \
+	src/sql/sql_list.o \
+	src/sql/sql_map.o \
+	src/sql/sql_reducing.o \
+	src/sql/sql_snapshot.o
 
 EXTENSION = state_backend
 DATA = state_backend--1.0.sql

@@ -8,10 +8,12 @@
  *		shutdown.
  *
  * It also owns the RocksDB instance of rocksdb states and serves the
- * sessions' requests about them (channel.c, rocksdb_backend.c) between
- * everything else, and while it writes snapshots.  Heap state is read and
- * written in place by every backend (heap_backend.c); the worker is not on
- * that path.
+ * sessions' requests about them (ipc/channel.c, backend/rocksdb/) between
+ * everything else, and while it writes snapshots: it installs the progress
+ * hooks of common/progress.h, so that long jobs keep sessions served
+ * without calling the worker.  This file is the only caller of the
+ * request-serving loop.  Heap state is read and written in place by every
+ * backend (backend/heap_backend.c); the worker is not on that path.
  */
 #include "postgres.h"
 
@@ -28,14 +30,18 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "channel.h"
-#include "checkpoint.h"
-#include "heap_backend.h"
-#include "registry.h"
-#include "restore.h"
-#include "rocksdb_backend.h"
-#include "snapshot_control.h"
-#include "state_backend.h"
+#include "backend/keyed_backend.h"
+#include "backend/rocksdb/rocks.h"
+#include "catalog/registry.h"
+#include "common/area.h"
+#include "common/progress.h"
+#include "common/settings.h"
+#include "ipc/channel.h"
+#include "snapshot/checkpoint.h"
+#include "snapshot/restore.h"
+#include "snapshot/snapshot_control.h"
+#include "snapshot/snapshot_driver.h"
+#include "worker.h"
 
 PGDLLEXPORT void state_worker_main(Datum main_arg);
 
@@ -77,17 +83,17 @@ state_worker_dispatch(ChannelOp op, const char *payload, uint32 len, StringInfo 
 	if (op == CHANNEL_OP_SNAPSHOT)
 		return snapshot_handle_request(payload, len, reply);
 	if (op == CHANNEL_OP_RESTORE_NATIVE)
-		return rocksdb_handle_restore(payload, len, reply);
-	return rocksdb_handle_request(op, payload, len, reply);
+		return rocks_handle_restore(payload, len, reply);
+	return rocks_handle_request(op, payload, len, reply);
 }
 
 /*
  * state_worker_serve serves what sessions sent, in rounds, until nothing
- * is left or max_rounds rounds ran; returns whether work is left.  It is
- * also called from long jobs of the worker (writing a snapshot), so that
- * sessions keep going meanwhile.
+ * is left or max_rounds rounds ran; returns whether work is left.  Long jobs
+ * of the worker (writing a snapshot) reach it through progress_yield(), so
+ * that sessions keep going meanwhile.
  */
-bool
+static bool
 state_worker_serve(int max_rounds)
 {
 	MemoryContext old = MemoryContextSwitchTo(serve_cxt);
@@ -95,7 +101,7 @@ state_worker_serve(int max_rounds)
 
 	PG_TRY();
 	{
-		rocksdb_sync_registry();
+		rocks_sync_registry();
 	}
 	PG_CATCH();
 	{
@@ -115,12 +121,20 @@ state_worker_serve(int max_rounds)
 	return more;
 }
 
+/* progress_yield() in the worker: a round of serving sessions. */
+static void
+state_worker_yield(void)
+{
+	(void) state_worker_serve(1);
+}
+
 /* Close RocksDB on the way out, whatever the reason. */
 static void
 state_worker_on_exit(int code, Datum arg)
 {
+	progress_set_hooks(NULL, NULL);
 	channel_worker_detach();
-	rocksdb_close_instance();
+	rocks_close();
 }
 
 /* A checkpoint (a snapshot under checkpoint_dir), written right away. */
@@ -188,7 +202,7 @@ state_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "state_backend worker");
 
-	heap_area_attach();
+	(void) state_area();
 	snapshot_worker_attach();
 	serve_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend requests",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -200,14 +214,15 @@ state_worker_main(Datum main_arg)
 	 * come back from their own instance first.
 	 */
 	if (!registry_is_ready())
-		restore_on_start(rocksdb_adopt_states());
+		restore_on_start(rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0);
 	else
 	{
-		(void) rocksdb_open_existing();
+		(void) rocks_open_existing();
 		if (state_backend_checkpoint_dir[0] != '\0')
 			snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	}
 	channel_worker_attach();
+	progress_set_hooks(state_worker_yield, channel_worker_heartbeat);
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 	last_checkpoint = GetCurrentTimestamp();
@@ -242,8 +257,8 @@ state_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			heap_apply_memory_limit();
-			rocksdb_apply_settings();
+			state_area_apply_limit();
+			rocks_apply_settings();
 		}
 		busy = state_worker_serve(4);
 		while (snapshot_run_pending())

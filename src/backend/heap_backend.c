@@ -1,0 +1,805 @@
+/*
+ * backend/heap_backend.c
+ *		Heap states: a partition-locked hash table in a dynamic shared memory
+ *		area, read and written in place by every backend, with copy-on-write
+ *		while a snapshot is being written.
+ *
+ * The table is keyed by (state id, key image).  It is split into
+ * HEAP_PARTITIONS partitions, each with its own LWLock and its own
+ * open-addressing slot array (linear probing, at most 3/4 full, doubled when
+ * it fills up).  A key's partition follows from its key group, so a
+ * snapshot can walk the table key group by key group.  A slot holds a DSA
+ * pointer to an entry, with a 14-bit tag of the entry's hash in bits that a
+ * 64-bit DSA pointer never uses (10 bits of segment number and 40 of offset
+ * leave the top 14 free), so a lookup reads the slots and then only the
+ * entry it is after: on a table far bigger than the CPU caches that is two
+ * cache misses.
+ *
+ * An entry is one DSA chunk holding its key and its value image; list and
+ * map states keep all of a key's elements in that one value image, with
+ * spare capacity so appends are amortised.  The area is bounded by
+ * state_backend.memory_limit: an allocation past it fails the write with
+ * program_limit_exceeded and leaves the table as it was.
+ *
+ * Snapshots (the point-in-time cut): heap_snapshot_begin takes every
+ * partition lock at once, advances the table's epoch to E and marks every
+ * partition as still needed by the snapshot.  Every write stamps its entry
+ * with the epoch current when it ran.  Until the snapshot writer has copied
+ * a partition out (heap_snapshot_collect), writers never change or free an
+ * entry stamped before E in place: they write a copy and retire the old
+ * entry to the partition's retired list.  The snapshot sees exactly the
+ * entries stamped before E: those still in the slots and those retired.
+ *
+ * Every write checks, under the partition lock, that its state is still
+ * registered (registry_alive), so no entry outlives a drop.  This file has
+ * the table and every operation on one key; heap_scan.c whatever walks
+ * whole partitions (iteration, truncate, the snapshot strategy).  A map's
+ * image is pairs (format/records.h), changed in place.
+ */
+#include "postgres.h"
+
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+
+#include "backend/heap_backend.h"
+#include "backend/heap_internal.h"
+#include "catalog/registry.h"
+#include "common/area.h"
+#include "common/key_group.h"
+#include "common/settings.h"
+#include "format/records.h"
+
+#define HEAP_INITIAL_SLOTS		64
+#define HEAP_MAX_SLOTS			(1U << 25)
+
+StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers");
+
+HeapShared *heap_state_shared = NULL;
+dsa_area   *heap_state_area = NULL;
+
+/* One operation on one key, with its partition locked. */
+typedef struct HeapOp
+{
+	const StateTarget *st;
+	const StateKey *key;
+	uint32		hash;
+	HeapPartition *part;
+	LWLock	   *lock;
+} HeapOp;
+
+Size
+heap_state_shmem_size(void)
+{
+	return sizeof(HeapShared);
+}
+
+void
+heap_state_shmem_init(void)
+{
+	bool		found;
+
+	heap_state_shared = ShmemInitStruct("state_backend heap", sizeof(HeapShared), &found);
+	if (!found)
+	{
+		memset(heap_state_shared, 0, sizeof(HeapShared));
+		heap_state_shared->parts_ready = false;
+		heap_state_shared->epoch = 1;
+	}
+}
+
+/*
+ * heap_state_attach makes the table usable in this process: the shared area
+ * attached (common/area.c), and the partitions' slot arrays made in it by
+ * whichever process comes first.
+ */
+void
+heap_state_attach(void)
+{
+	if (heap_state_area != NULL)
+		return;
+	heap_state_area = state_area();
+	LWLockAcquire(state_backend_lock(LOCK_AREA), LW_EXCLUSIVE);
+	if (!heap_state_shared->parts_ready)
+	{
+		for (int i = 0; i < HEAP_PARTITIONS; i++)
+		{
+			HeapPartition *part = &heap_state_shared->parts[i];
+
+			part->slots = dsa_allocate0(heap_state_area, sizeof(dsa_pointer) * HEAP_INITIAL_SLOTS);
+			part->nslots = HEAP_INITIAL_SLOTS;
+			part->nentries = 0;
+			part->snap_epoch = 0;
+			part->nretired = 0;
+			part->retired_cap = 0;
+			part->retired = InvalidDsaPointer;
+		}
+		heap_state_shared->parts_ready = true;
+	}
+	LWLockRelease(state_backend_lock(LOCK_AREA));
+}
+
+
+
+
+
+/*
+ * Partitions and key groups.  With max_parallelism >= HEAP_PARTITIONS,
+ * partition p holds the key groups p, p + HEAP_PARTITIONS, ...; with fewer
+ * key groups, each key group is spread over HEAP_PARTITIONS /
+ * max_parallelism partitions that hold it alone.
+ */
+static int
+heap_partition_index(int key_group, uint32 hash)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+		return key_group % HEAP_PARTITIONS;
+	spread = HEAP_PARTITIONS / m;
+	return key_group + m * (int) ((hash >> 16) % (uint32) spread);
+}
+
+/* heap_state_key_group_partitions lists the partitions that hold a key group. */
+int
+heap_state_key_group_partitions(int key_group, int *parts)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+	{
+		parts[0] = key_group % HEAP_PARTITIONS;
+		return 1;
+	}
+	spread = HEAP_PARTITIONS / m;
+	for (int j = 0; j < spread; j++)
+		parts[j] = key_group + m * j;
+	return spread;
+}
+
+/* Does a partition hold more than one key group? */
+static inline bool
+heap_partitions_shared_by_key_groups(void)
+{
+	return state_backend_max_parallelism > HEAP_PARTITIONS;
+}
+
+/* The key group of an entry (see HeapEntry). */
+int
+heap_state_entry_key_group(const HeapEntry *e, int partition)
+{
+	if (!heap_partitions_shared_by_key_groups())
+	{
+		int			m = state_backend_max_parallelism;
+
+		return m >= HEAP_PARTITIONS ? partition : partition % m;
+	}
+	return key_group_for_hash(key_image_hash(ENTRY_KEY(e), e->key_len),
+							  state_backend_max_parallelism);
+}
+
+/* Is key_group the last key group of partition p that a snapshot visits? */
+bool
+heap_state_partition_done_after(int key_group)
+{
+	return key_group + HEAP_PARTITIONS >= state_backend_max_parallelism;
+}
+
+static inline uint32
+heap_entry_hash(uint32 state_id, const StateKey *key)
+{
+	return hash_combine(key->hash, murmurhash32(state_id));
+}
+
+static inline dsa_pointer
+slot_tag(uint32 hash)
+{
+	return ((dsa_pointer) (murmurhash32(hash) >> 18)) << SLOT_TAG_SHIFT;
+}
+
+static inline dsa_pointer
+slot_make(dsa_pointer p, uint32 hash)
+{
+	return p | slot_tag(hash);
+}
+
+static inline uint32
+slot_home(uint32 hash, uint32 nslots)
+{
+	return hash & (nslots - 1);
+}
+
+/*
+ * heap_op_begin locks the partition of a key for an operation.  The caller
+ * ends it with LWLockRelease(op->lock); an error releases it too.
+ */
+static void
+heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
+			  LWLockMode mode)
+{
+	heap_state_attach();
+	op->st = st;
+	op->key = key;
+	op->hash = heap_entry_hash(st->desc->id, key);
+	op->part = &heap_state_shared->parts[heap_partition_index(key->key_group, op->hash)];
+	op->lock = state_backend_lock((int) (op->part - heap_state_shared->parts));
+	LWLockAcquire(op->lock, mode);
+}
+
+static void
+heap_check_alive(const HeapOp *op)
+{
+	if (!registry_alive(op->st->slot, op->st->desc->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", NameStr(op->st->desc->name)),
+				 errdetail("It was dropped while this statement ran.")));
+}
+
+static void
+heap_out_of_memory(const StateTarget *st)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("out of state memory"),
+			 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
+					   state_backend_memory_limit_kb, NameStr(st->desc->name)),
+			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
+}
+
+/*
+ * heap_find returns the entry of the op's key, or NULL.  *slotp is set to
+ * the slot that holds the entry, or to the empty slot where it would go.
+ */
+static HeapEntry *
+heap_find(const HeapOp *op, dsa_pointer **slotp)
+{
+	HeapPartition *part = op->part;
+	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
+	uint32		mask = part->nslots - 1;
+	dsa_pointer tag = slot_tag(op->hash);
+	uint32		id = op->st->desc->id;
+
+	for (uint32 i = slot_home(op->hash, part->nslots);; i = (i + 1) & mask)
+	{
+		dsa_pointer s = slots[i];
+		HeapEntry  *e;
+
+		if (s == InvalidDsaPointer)
+		{
+			if (slotp)
+				*slotp = &slots[i];
+			return NULL;
+		}
+		if ((s & SLOT_TAG_MASK) != tag)
+			continue;
+		e = slot_entry(s);
+		if (e->hash == op->hash && e->state_id == id &&
+			e->key_len == op->key->len &&
+			memcmp(ENTRY_KEY(e), op->key->data, op->key->len) == 0)
+		{
+			if (slotp)
+				*slotp = &slots[i];
+			return e;
+		}
+	}
+}
+
+/*
+ * heap_state_reserve_retired makes room in a partition's retired list for n more
+ * entries, so that retiring later cannot fail halfway through a write.
+ */
+void
+heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
+{
+	uint32		need = part->nretired + n;
+	uint32		cap;
+	dsa_pointer newp;
+
+	if (part->snap_epoch == 0 || need <= part->retired_cap)
+		return;
+	cap = Max(need, Max(part->retired_cap * 2, 64));
+	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(newp))
+		heap_out_of_memory(st);
+	if (part->nretired > 0)
+		memcpy(dsa_get_address(heap_state_area, newp),
+			   dsa_get_address(heap_state_area, part->retired),
+			   sizeof(dsa_pointer) * part->nretired);
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_state_area, part->retired);
+	part->retired = newp;
+	part->retired_cap = cap;
+}
+
+/* heap_state_release frees an entry, or retires it if a snapshot needs it. */
+void
+heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p)
+{
+	if (heap_entry_shared(part, e))
+	{
+		Assert(part->nretired < part->retired_cap);
+		((dsa_pointer *) dsa_get_address(heap_state_area, part->retired))[part->nretired++] = p;
+	}
+	else
+		dsa_free(heap_state_area, p);
+}
+
+/* Free a partition's retired entries; the snapshot no longer needs them. */
+void
+heap_state_free_retired(HeapPartition *part)
+{
+	if (part->nretired > 0)
+	{
+		dsa_pointer *r = dsa_get_address(heap_state_area, part->retired);
+
+		for (uint32 i = 0; i < part->nretired; i++)
+			dsa_free(heap_state_area, r[i]);
+	}
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_state_area, part->retired);
+	part->retired = InvalidDsaPointer;
+	part->nretired = 0;
+	part->retired_cap = 0;
+	part->snap_epoch = 0;
+}
+
+/* Put a tagged slot value at the first empty slot from its home. */
+void
+heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
+{
+	uint32		mask = nslots - 1;
+	uint32		i = slot_home(slot_entry(s)->hash, nslots);
+
+	while (slots[i] != InvalidDsaPointer)
+		i = (i + 1) & mask;
+	slots[i] = s;
+}
+
+/*
+ * heap_make_room doubles a partition's slot array once it is 3/4 full.  If
+ * the area has no room for a bigger array the partition fills further, up
+ * to 15/16, and heap_insert refuses inserts past that.
+ */
+static void
+heap_make_room(HeapPartition *part)
+{
+	uint32		newn = part->nslots * 2;
+	dsa_pointer newp;
+	dsa_pointer *olds;
+	dsa_pointer *news;
+
+	if (part->nentries + 1 <= part->nslots / 4 * 3 || newn > HEAP_MAX_SLOTS)
+		return;
+	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * newn,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(newp))
+		return;
+	olds = dsa_get_address(heap_state_area, part->slots);
+	news = dsa_get_address(heap_state_area, newp);
+	for (uint32 i = 0; i < part->nslots; i++)
+		if (olds[i] != InvalidDsaPointer)
+			heap_state_slots_insert(news, newn, olds[i]);
+	dsa_free(heap_state_area, part->slots);
+	part->slots = newp;
+	part->nslots = newn;
+}
+
+/*
+ * slots_remove empties a slot and re-seats the rest of its cluster, so
+ * every entry stays reachable from its home slot (linear probing without
+ * tombstones).
+ */
+static void
+slots_remove(HeapPartition *part, dsa_pointer *slot)
+{
+	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
+	uint32		mask = part->nslots - 1;
+	uint32		i = (uint32) (slot - slots);
+
+	slots[i] = InvalidDsaPointer;
+	for (i = (i + 1) & mask; slots[i] != InvalidDsaPointer; i = (i + 1) & mask)
+	{
+		dsa_pointer s = slots[i];
+
+		slots[i] = InvalidDsaPointer;
+		heap_state_slots_insert(slots, part->nslots, s);
+	}
+}
+
+/*
+ * heap_alloc allocates an entry for the op's key with room for "cap" value
+ * bytes, stamped with the current epoch, or raises program_limit_exceeded.
+ * Nothing is linked yet, so an error leaves the table as it was.
+ */
+static dsa_pointer
+heap_alloc(const HeapOp *op, Size cap)
+{
+	const StateTarget *st = op->st;
+	dsa_pointer p;
+	HeapEntry  *e;
+
+	if (op->key->len > HEAP_MAX_KEY)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("key of %u bytes is too long for state \"%s\"",
+						op->key->len, NameStr(st->desc->name)),
+				 errdetail("Keys of heap states may have at most %u bytes.", HEAP_MAX_KEY)));
+	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("state \"%s\" cannot hold a value of %zu bytes",
+						NameStr(st->desc->name), (Size) op->key->len + cap),
+				 errdetail("A key's state may hold at most 1 GB.")));
+	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(p))
+		heap_out_of_memory(st);
+	e = dsa_get_address(heap_state_area, p);
+	e->hash = op->hash;
+	e->state_id = st->desc->id;
+	e->key_len = (uint16) op->key->len;
+	e->val_len = 0;
+	e->val_cap = (uint32) cap;
+	e->epoch = heap_state_shared->epoch;
+	memcpy(ENTRY_KEY(e), op->key->data, op->key->len);
+	return p;
+}
+
+/*
+ * heap_place puts a newly allocated entry into the slot heap_find gave:
+ * in place of the key's old entry (released), or into the empty slot.
+ */
+static HeapEntry *
+heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old)
+{
+	HeapEntry  *e = dsa_get_address(heap_state_area, newp);
+	HeapPartition *part = op->part;
+
+	if (old != NULL)
+	{
+		dsa_pointer oldp = slot_ptr(*slot);
+
+		registry_add_usage(op->st->slot, 0,
+						   (int64) ENTRY_SIZE(e->key_len, e->val_cap) -
+						   (int64) ENTRY_SIZE(old->key_len, old->val_cap));
+		*slot = slot_make(newp, op->hash);
+		heap_state_release(part, old, oldp);
+	}
+	else
+	{
+		if (part->nentries + 1 > part->nslots - part->nslots / 16)
+		{
+			dsa_free(heap_state_area, newp);
+			heap_out_of_memory(op->st);
+		}
+		*slot = slot_make(newp, op->hash);
+		part->nentries++;
+		registry_add_usage(op->st->slot, 1, (int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	}
+	return e;
+}
+
+/*
+ * heap_prepare_write readies a partition for a write of the op's key: room
+ * for one more slot and one more retired entry, and the state still alive.
+ * Must come before heap_find, whose slot pointer it may invalidate.
+ */
+static void
+heap_prepare_write(const HeapOp *op)
+{
+	heap_check_alive(op);
+	heap_make_room(op->part);
+	heap_state_reserve_retired(op->st, op->part, 1);
+}
+
+/*
+ * heap_writable returns the entry of the op's key, ready to be changed in
+ * place with room for "extra" more value bytes: the entry itself when it
+ * has the room and no snapshot needs it as it is, otherwise a copy that
+ * replaces it (capacity doubled when growing).  A key without state gets an
+ * empty entry.  Caller has called heap_prepare_write.
+ */
+static HeapEntry *
+heap_writable(const HeapOp *op, Size extra)
+{
+	dsa_pointer *slot;
+	HeapEntry  *e = heap_find(op, &slot);
+	Size		need = (e ? (Size) e->val_len : 0) + extra;
+	Size		cap;
+	dsa_pointer newp;
+	HeapEntry  *ne;
+
+	if (e != NULL && e->val_cap >= need && !heap_entry_shared(op->part, e))
+	{
+		e->epoch = heap_state_shared->epoch;
+		return e;
+	}
+	cap = need;
+	if (e != NULL && e->val_cap < need)
+		cap = Max(need, (Size) e->val_cap * 2);
+	else if (e != NULL)
+		cap = e->val_cap;
+	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+		cap = need;
+	newp = heap_alloc(op, cap);
+	ne = dsa_get_address(heap_state_area, newp);
+	if (e != NULL)
+	{
+		memcpy(ENTRY_VAL(ne), ENTRY_VAL(e), e->val_len);
+		ne->val_len = e->val_len;
+	}
+	return heap_place(op, slot, newp, e);
+}
+
+/*
+ * heap_store sets the op's key's whole value image: in place when the entry
+ * has room without wasting much of it and no snapshot needs it as it is,
+ * otherwise in a new entry.  Caller has called heap_prepare_write.
+ */
+static void
+heap_store(const HeapOp *op, const char *value, uint32 len)
+{
+	dsa_pointer *slot;
+	HeapEntry  *e = heap_find(op, &slot);
+	dsa_pointer newp;
+	HeapEntry  *ne;
+
+	if (e != NULL && e->val_cap >= len && e->val_cap <= 2 * (Size) len + 64 &&
+		!heap_entry_shared(op->part, e))
+	{
+		memcpy(ENTRY_VAL(e), value, len);
+		e->val_len = len;
+		e->epoch = heap_state_shared->epoch;
+		return;
+	}
+	newp = heap_alloc(op, len);
+	ne = dsa_get_address(heap_state_area, newp);
+	memcpy(ENTRY_VAL(ne), value, len);
+	ne->val_len = len;
+	heap_place(op, slot, newp, e);
+}
+
+/* heap_unlink removes the key's entry found at slot. */
+static void
+heap_unlink(const HeapOp *op, dsa_pointer *slot, HeapEntry *e)
+{
+	dsa_pointer p = slot_ptr(*slot);
+
+	registry_add_usage(op->st->slot, -1, -(int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	slots_remove(op->part, slot);
+	op->part->nentries--;
+	heap_state_release(op->part, e, p);
+}
+
+static bool
+heap_get(const StateTarget *st, const StateKey *key, StringInfo out)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+		appendBinaryStringInfo(out, ENTRY_VAL(e), e->val_len);
+	LWLockRelease(op.lock);
+	return e != NULL;
+}
+
+static void
+heap_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+{
+	HeapOp		op;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	heap_store(&op, value, len);
+	LWLockRelease(op.lock);
+}
+
+static bool
+heap_remove(const StateTarget *st, const StateKey *key)
+{
+	HeapOp		op;
+	dsa_pointer *slot;
+	HeapEntry  *e;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_state_reserve_retired(st, op.part, 1);
+	e = heap_find(&op, &slot);
+	if (e != NULL)
+		heap_unlink(&op, slot, e);
+	LWLockRelease(op.lock);
+	return e != NULL;
+}
+
+static void
+heap_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+
+	if (len == 0)
+		return;
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_writable(&op, len);
+	memcpy(ENTRY_VAL(e) + e->val_len, elems, len);
+	e->val_len += len;
+	LWLockRelease(op.lock);
+}
+
+static void
+heap_merge(const StateTarget *st, const StateKey *key, const char *value,
+		   uint32 len, StateMergeFn fn, void *arg, const StateFold *fold,
+		   StringInfo out)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+		fn(ENTRY_VAL(e), e->val_len, value, len, out, arg);
+	else
+		fn(NULL, 0, value, len, out, arg);
+	heap_store(&op, out->data, out->len);
+	LWLockRelease(op.lock);
+}
+
+/* The pair of a map key in a map image: its offset (or -1) and size. */
+static int64
+map_find(const HeapEntry *e, const char *mkey, uint32 mkeylen, uint32 *size)
+{
+	return record_find_pair(ENTRY_VAL(e), e->val_len, mkey, mkeylen, size);
+}
+
+/* Remove the pair at off from a map image (the entry is writable). */
+static void
+map_cut(HeapEntry *e, int64 off, uint32 size)
+{
+	memmove(ENTRY_VAL(e) + off, ENTRY_VAL(e) + off + size, e->val_len - off - size);
+	e->val_len -= size;
+}
+
+static bool
+heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
+			 uint32 mkeylen, StringInfo out, bool *isnull)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+	bool		found = false;
+
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+	{
+		uint32		size;
+		int64		off = map_find(e, mkey, mkeylen, &size);
+
+		if (off >= 0)
+		{
+			uint32		at = (uint32) off;
+			RecordPair	pair;
+
+			(void) record_next_pair(ENTRY_VAL(e), e->val_len, &at, &pair);
+			*isnull = pair.value == NULL;
+			if (pair.value)
+				appendBinaryStringInfo(out, pair.value, pair.vallen);
+			found = true;
+		}
+	}
+	LWLockRelease(op.lock);
+	return found;
+}
+
+static void
+heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
+			 uint32 mkeylen, const char *value, uint32 len, bool isnull)
+{
+	const char *v = isnull ? NULL : value;
+	Size		recsize = record_pair_size(mkeylen, v, len);
+	HeapOp		op;
+	HeapEntry  *e;
+	int64		off;
+	uint32		oldsize;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_writable(&op, recsize);
+	off = map_find(e, mkey, mkeylen, &oldsize);
+	if (off >= 0)
+		map_cut(e, off, oldsize);	/* the new pair goes at the end */
+	record_write_pair(ENTRY_VAL(e) + e->val_len, mkey, mkeylen, v, len);
+	e->val_len += recsize;
+	LWLockRelease(op.lock);
+}
+
+static bool
+heap_map_remove(const StateTarget *st, const StateKey *key, const char *mkey,
+				uint32 mkeylen)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+	int64		off = -1;
+	uint32		size;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+		off = map_find(e, mkey, mkeylen, &size);
+	if (off >= 0)
+	{
+		dsa_pointer *slot;
+
+		e = heap_writable(&op, 0);
+		map_cut(e, off, size);
+		/* A map with no entries is no state, as in Flink. */
+		if (e->val_len == 0)
+		{
+			heap_find(&op, &slot);
+			heap_unlink(&op, slot, e);
+		}
+	}
+	LWLockRelease(op.lock);
+	return off >= 0;
+}
+
+static void
+heap_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn,
+				 void *arg)
+{
+	StringInfoData img;
+	uint32		off = 0;
+	RecordPair	pair;
+
+	initStringInfo(&img);
+	if (!heap_get(st, key, &img))
+		return;
+	while (record_next_pair(img.data, img.len, &off, &pair) == RECORD_OK)
+		fn(arg, pair.key, pair.keylen, pair.value, pair.vallen);
+	pfree(img.data);
+}
+
+static int64
+heap_length(const StateTarget *st, const StateKey *key)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+	int64		n = 0;
+
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+		n = st->desc->kind == STATE_KIND_MAP ?
+			record_count_pairs(ENTRY_VAL(e), e->val_len) :
+			record_count_elems(ENTRY_VAL(e), e->val_len);
+	LWLockRelease(op.lock);
+	return n;
+}
+
+const KeyedStateBackend heap_keyed_backend = {
+	.name = "heap",
+	.get = heap_get,
+	.put = heap_put,
+	.remove = heap_remove,
+	.append = heap_append,
+	.merge = heap_merge,
+	.map_get = heap_map_get,
+	.map_put = heap_map_put,
+	.map_remove = heap_map_remove,
+	.map_iterate = heap_map_iterate,
+	.length = heap_length,
+	.iterate = heap_state_iterate,
+	.truncate = heap_state_truncate,
+	.create = NULL,
+	.drop = heap_state_drop,
+	.size = heap_state_size,
+	.flush = NULL,
+	.sync_catalog = NULL,
+	.snapshot = &heap_snapshot_strategy,
+};

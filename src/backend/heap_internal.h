@@ -1,0 +1,101 @@
+/*
+ * backend/heap_internal.h
+ *		What the two files of the heap backend share: the shared hash table's
+ *		layout (heap_backend.c: the table and every operation on one key;
+ *		heap_scan.c: whatever walks whole partitions, snapshots included).
+ */
+#ifndef STATE_BACKEND_HEAP_INTERNAL_H
+#define STATE_BACKEND_HEAP_INTERNAL_H
+
+#include "common/hashfn.h"
+#include "utils/dsa.h"
+
+#include "backend/keyed_backend.h"
+#include "common/locks.h"
+
+/* Slot tags: see heap_backend.c's header. */
+#define SLOT_TAG_SHIFT			50
+#define SLOT_TAG_MASK			(((dsa_pointer) 0x3FFF) << SLOT_TAG_SHIFT)
+
+/*
+ * An entry: 22 bytes of header, then the key and value images.  The key
+ * group is not stored: a partition holds a single key group unless
+ * max_parallelism exceeds HEAP_PARTITIONS, and then it is recomputed from
+ * the key (heap_state_entry_key_group).
+ */
+typedef struct HeapEntry
+{
+	uint32		hash;			/* heap_entry_hash() */
+	uint32		state_id;
+	uint32		val_len;
+	uint32		val_cap;		/* bytes reserved for the value */
+	uint32		epoch;			/* table epoch of the last write */
+	uint16		key_len;		/* at most HEAP_MAX_KEY */
+	char		data[FLEXIBLE_ARRAY_MEMBER];	/* key, then value */
+} HeapEntry;
+
+#define HEAP_MAX_KEY		PG_UINT16_MAX
+
+#define ENTRY_KEY(e)		((e)->data)
+#define ENTRY_VAL(e)		((e)->data + (e)->key_len)
+#define ENTRY_SIZE(klen, cap) (offsetof(HeapEntry, data) + (Size) (klen) + (Size) (cap))
+
+typedef struct HeapPartition
+{
+	dsa_pointer slots;			/* dsa_pointer[nslots], tagged; 0 = empty */
+	uint32		nslots;			/* a power of two */
+	uint32		nentries;
+	uint32		snap_epoch;		/* a running snapshot needs entries < this */
+	uint32		nretired;
+	uint32		retired_cap;
+	dsa_pointer retired;		/* dsa_pointer[retired_cap]: kept for it */
+} HeapPartition;
+
+typedef struct HeapShared
+{
+	bool		parts_ready;	/* partitions set up in the area */
+	uint32		epoch;			/* changed only with every partition locked */
+	uint32		cut_epoch;		/* the running snapshot's epoch; 0: none */
+	HeapPartition parts[HEAP_PARTITIONS];
+} HeapShared;
+
+extern HeapShared *heap_state_shared;
+extern dsa_area *heap_state_area;
+
+static inline dsa_pointer
+slot_ptr(dsa_pointer slot)
+{
+	return slot & ~SLOT_TAG_MASK;
+}
+
+static inline HeapEntry *
+slot_entry(dsa_pointer slot)
+{
+	return (HeapEntry *) dsa_get_address(heap_state_area, slot_ptr(slot));
+}
+
+/* Does a running snapshot still need this entry as it is? */
+static inline bool
+heap_entry_shared(const HeapPartition *part, const HeapEntry *e)
+{
+	return part->snap_epoch != 0 && e->epoch < part->snap_epoch;
+}
+
+/* heap_backend.c */
+extern void heap_state_attach(void);
+extern int	heap_state_key_group_partitions(int key_group, int *parts);
+extern int	heap_state_entry_key_group(const HeapEntry *e, int partition);
+extern bool heap_state_partition_done_after(int key_group);
+extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);
+extern void heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p);
+extern void heap_state_free_retired(HeapPartition *part);
+extern void heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s);
+
+/* heap_scan.c */
+extern void heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg);
+extern int64 heap_state_truncate(const StateTarget *st);
+extern void heap_state_size(const StateTarget *st, int64 *entries, int64 *bytes);
+extern void heap_state_drop(const StateTarget *st, bool confirm);
+extern const SnapshotStrategy heap_snapshot_strategy;
+
+#endif							/* STATE_BACKEND_HEAP_INTERNAL_H */

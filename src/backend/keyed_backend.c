@@ -1,0 +1,106 @@
+/*
+ * backend/keyed_backend.c
+ *		The backends a state can live in: their ids, names, and the
+ *		KeyedStateBackend implementation behind each.
+ *
+ * The implementations themselves are in heap_backend.c (memory and
+ * filesystem, which differ only in where snapshots go) and rocksdb/.
+ */
+#include "postgres.h"
+
+#include "backend/keyed_backend.h"
+
+typedef struct BackendInfo
+{
+	const char *name;
+	const KeyedStateBackend *impl;
+	bool		memory_snapshots;	/* snapshots may be kept in shared memory */
+} BackendInfo;
+
+static const BackendInfo backends[STATE_BACKEND_COUNT] = {
+	[STATE_BACKEND_MEMORY] = {"memory", &heap_keyed_backend, true},
+	[STATE_BACKEND_FILESYSTEM] = {"filesystem", &heap_keyed_backend, false},
+	[STATE_BACKEND_ROCKSDB] = {"rocksdb", &rocks_keyed_backend, true},
+};
+
+/*
+ * Every implementation once, in the order the snapshot driver cuts them:
+ * rocksdb freezes its states in "prepare" and stays still until the heap's
+ * instant, which is last.
+ */
+static const KeyedStateBackend *const implementations[] = {
+	&rocks_keyed_backend,
+	&heap_keyed_backend,
+};
+
+/* The values of state_backend.backend; "jobmanager" is Flink's "memory". */
+const struct config_enum_entry keyed_backend_options[] = {
+	{"memory", STATE_BACKEND_MEMORY, false},
+	{"jobmanager", STATE_BACKEND_MEMORY, true},
+	{"filesystem", STATE_BACKEND_FILESYSTEM, false},
+	{"rocksdb", STATE_BACKEND_ROCKSDB, false},
+	{NULL, 0, false}
+};
+
+/* keyed_backend_for returns the implementation behind a backend id. */
+const KeyedStateBackend *
+keyed_backend_for(int backend)
+{
+	if (backend < 0 || backend >= STATE_BACKEND_COUNT)
+		elog(ERROR, "state_backend: unknown backend %d", backend);
+	return backends[backend].impl;
+}
+
+/* keyed_backend_all returns every implementation once; *n gets how many. */
+const KeyedStateBackend *const *
+keyed_backend_all(int *n)
+{
+	*n = lengthof(implementations);
+	return implementations;
+}
+
+const char *
+keyed_backend_name(int backend)
+{
+	if (backend < 0 || backend >= STATE_BACKEND_COUNT)
+		return "unknown";
+	return backends[backend].name;
+}
+
+/* keyed_backend_lookup reads a backend name; false when it names none. */
+bool
+keyed_backend_lookup(const char *name, int *backend)
+{
+	for (const struct config_enum_entry *o = keyed_backend_options; o->name; o++)
+		if (strcmp(name, o->name) == 0)
+		{
+			*backend = o->val;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * keyed_backend_parse reads a backend name (Flink's "jobmanager" is the
+ * memory backend), or raises invalid_parameter_value.
+ */
+int
+keyed_backend_parse(const char *name)
+{
+	int			backend;
+
+	if (!keyed_backend_lookup(name, &backend))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown state backend \"%s\"", name),
+				 errhint("Valid backends are memory (or jobmanager), filesystem and rocksdb.")));
+	return backend;
+}
+
+/* Can a state of this backend be in a snapshot kept in shared memory? */
+bool
+keyed_backend_memory_snapshots(int backend)
+{
+	return backend >= 0 && backend < STATE_BACKEND_COUNT &&
+		backends[backend].memory_snapshots;
+}

@@ -1,0 +1,480 @@
+/*
+ * backend/rocksdb/rocks_client.c
+ *		The session's side of rocksdb states: KeyedStateBackend turned into
+ *		requests to the state worker, which owns RocksDB (rocks_requests.c
+ *		serves them).
+ *
+ * Writes that return nothing (put, append, map_put) are posted without
+ * waiting; everything else is a round trip.  Posted writes are waited for
+ * at the end of every statement (ExecutorEnd) and before commit, so a
+ * statement that returns has its writes applied, and a failed write
+ * raises its error in the statement that made it.  reduce is a read then
+ * a compare-and-set, retried if another session changed the key in
+ * between, so concurrent reduces never lose an update.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+
+#include "backend/rocksdb/rocks_internal.h"
+#include "format/records.h"
+#include "ipc/channel.h"
+
+static ExecutorEnd_hook_type prev_executor_end = NULL;
+
+/* Start a request: header and key. */
+static void
+request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
+{
+	RocksRequest h;
+
+	memset(&h, 0, sizeof(h));
+	h.state_id = st->desc->id;
+	h.slot = st->slot;
+	h.kind = (uint8) st->desc->kind;
+	h.key_group = key ? key->key_group : 0;
+	h.keylen = key ? key->len : 0;
+	initStringInfo(buf);
+	appendBinaryStringInfo(buf, (const char *) &h, sizeof(h));
+	if (key)
+		appendBinaryStringInfo(buf, key->data, key->len);
+}
+
+/*
+ * rc_call_found runs a round trip whose reply is [found] then, when found,
+ * "skip" more flag bytes and an image, which goes to out.  Frees req.
+ */
+static bool
+rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, int skip)
+{
+	StringInfoData reply;
+	bool		found;
+
+	initStringInfo(&reply);
+	channel_call(op, req->data, req->len, &reply, false);
+	found = reply.data[0] != 0;
+	resetStringInfo(out);
+	if (found)
+	{
+		if (flags)
+			appendBinaryStringInfo(flags, reply.data + 1, skip);
+		appendBinaryStringInfo(out, reply.data + 1 + skip, reply.len - 1 - skip);
+	}
+	pfree(req->data);
+	pfree(reply.data);
+	return found;
+}
+
+static bool
+rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	return rc_call_found(CHANNEL_OP_GET, &req, out, NULL, 0);
+}
+
+/* A posted write: the key, then data. */
+static void
+rc_post(ChannelOp op, const StateTarget *st, const StateKey *key,
+		const char *data, uint32 len)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, data, len);
+	channel_post(op, req.data, req.len);
+	pfree(req.data);
+}
+
+static void
+rc_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
+{
+	rc_post(CHANNEL_OP_PUT, st, key, value, len);
+}
+
+/* A round trip whose reply is one boolean. */
+static bool
+rc_call_bool(ChannelOp op, StringInfo req)
+{
+	StringInfoData reply;
+	bool		b;
+
+	initStringInfo(&reply);
+	channel_call(op, req->data, req->len, &reply, false);
+	b = reply.data[0] != 0;
+	pfree(reply.data);
+	pfree(req->data);
+	return b;
+}
+
+/* A round trip whose reply is one int64. */
+static int64
+rc_call_int64(ChannelOp op, StringInfo req, bool long_running)
+{
+	int64		n = channel_call_int64(op, req->data, req->len, long_running);
+
+	pfree(req->data);
+	return n;
+}
+
+static bool
+rc_remove(const StateTarget *st, const StateKey *key)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	return rc_call_bool(CHANNEL_OP_REMOVE, &req);
+}
+
+static void
+rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
+{
+	rc_post(CHANNEL_OP_APPEND, st, key, elems, len);
+}
+
+/*
+ * rc_merge folds a value into a key's state: read the current image, fold
+ * here (the reducer is PostgreSQL code, which the worker must not need),
+ * and store the result only if the key has not changed meanwhile.
+ */
+static void
+rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 len,
+		 StateMergeFn fn, void *arg, const StateFold *fold, StringInfo out)
+{
+	StringInfoData cur;
+	bool		found;
+
+	/* A fold the worker can run itself: one round trip. */
+	if (fold)
+	{
+		StringInfoData req;
+
+		request_begin(&req, st, key);
+		appendBinaryStringInfo(&req, (const char *) fold, sizeof(StateFold));
+		appendBinaryStringInfo(&req, value, len);
+		channel_call(CHANNEL_OP_FOLD, req.data, req.len, out, false);
+		pfree(req.data);
+		return;
+	}
+
+	found = rc_get(st, key, (initStringInfo(&cur), &cur));
+
+	for (;;)
+	{
+		StringInfoData req;
+		StringInfoData reply;
+		uint32		curlen = found ? (uint32) cur.len : 0;
+
+		resetStringInfo(out);
+		fn(found ? cur.data : NULL, curlen, value, len, out, arg);
+
+		request_begin(&req, st, key);
+		appendStringInfoChar(&req, found ? 1 : 0);
+		appendBinaryStringInfo(&req, (const char *) &curlen, sizeof(uint32));
+		appendBinaryStringInfo(&req, cur.data, curlen);
+		appendBinaryStringInfo(&req, out->data, out->len);
+		initStringInfo(&reply);
+		channel_call(CHANNEL_OP_CAS, req.data, req.len, &reply, false);
+		pfree(req.data);
+		if (reply.data[0] != 0)
+		{
+			pfree(reply.data);
+			break;
+		}
+		/* Someone else got there first: fold into what they left. */
+		found = reply.data[1] != 0;
+		resetStringInfo(&cur);
+		if (found)
+			appendBinaryStringInfo(&cur, reply.data + 2, reply.len - 2);
+		pfree(reply.data);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(cur.data);
+}
+
+static bool
+rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+		   StringInfo out, bool *isnull)
+{
+	StringInfoData req;
+	StringInfoData flags;
+	bool		found;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	initStringInfo(&flags);
+	found = rc_call_found(CHANNEL_OP_MAP_GET, &req, out, &flags, 1);
+	*isnull = found && flags.data[0] != 0;
+	pfree(flags.data);
+	return found;
+}
+
+static void
+rc_map_put(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+		   const char *value, uint32 len, bool isnull)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, (const char *) &mkeylen, sizeof(uint32));
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	rocks_map_value(&req, isnull ? NULL : value, len);
+	channel_post(CHANNEL_OP_MAP_PUT, req.data, req.len);
+	pfree(req.data);
+}
+
+static bool
+rc_map_remove(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	appendBinaryStringInfo(&req, mkey, mkeylen);
+	return rc_call_bool(CHANNEL_OP_MAP_REMOVE, &req);
+}
+
+/*
+ * rc_scan pages through entries (see handle_scan in rocks_requests.c)
+ * and calls fn for each, between pages, so fn may do anything.
+ */
+static void
+rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_key,
+		StateEntryFn fn, void *arg)
+{
+	StringInfoData cursor;
+	StringInfoData reply;
+	bool		more = true;
+
+	initStringInfo(&cursor);
+	initStringInfo(&reply);
+	while (more)
+	{
+		StringInfoData req;
+		int32		kg = key_group;
+		uint32		clen = cursor.len;
+		uint32		off;
+		RecordPair	pair;
+		RecordRead	r;
+
+		request_begin(&req, st, key);
+		appendBinaryStringInfo(&req, (const char *) &kg, sizeof(int32));
+		appendStringInfoChar(&req, map_of_key ? 1 : 0);
+		appendBinaryStringInfo(&req, (const char *) &clen, sizeof(uint32));
+		appendBinaryStringInfo(&req, cursor.data, cursor.len);
+		channel_call(CHANNEL_OP_SCAN, req.data, req.len, &reply, false);
+		pfree(req.data);
+
+		/* [more?][cursor length][cursor] then pairs */
+		if (reply.len < 1 + (int) sizeof(uint32))
+			elog(ERROR, "state_backend: malformed scan reply from the state worker");
+		more = reply.data[0] != 0;
+		memcpy(&clen, reply.data + 1, sizeof(uint32));
+		if (clen > reply.len - 1 - sizeof(uint32))
+			elog(ERROR, "state_backend: malformed scan reply from the state worker");
+		resetStringInfo(&cursor);
+		appendBinaryStringInfo(&cursor, reply.data + 1 + sizeof(uint32), clen);
+		off = 1 + sizeof(uint32) + clen;
+		while ((r = record_next_pair(reply.data, (uint32) reply.len, &off, &pair)) == RECORD_OK)
+			fn(arg, pair.key, pair.keylen, pair.value, pair.vallen);
+		if (r != RECORD_END)
+			elog(ERROR, "state_backend: malformed scan reply from the state worker");
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(cursor.data);
+	pfree(reply.data);
+}
+
+static void
+rc_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, void *arg)
+{
+	rc_scan(st, key, -1, true, fn, arg);
+}
+
+static int64
+rc_length(const StateTarget *st, const StateKey *key)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, key);
+	return rc_call_int64(CHANNEL_OP_LENGTH, &req, false);
+}
+
+static void
+rc_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
+{
+	rc_scan(st, NULL, key_group, false, fn, arg);
+}
+
+static int64
+rc_truncate(const StateTarget *st)
+{
+	StringInfoData req;
+
+	request_begin(&req, st, NULL);
+	return rc_call_int64(CHANNEL_OP_TRUNCATE, &req, true);
+}
+
+static void
+rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
+{
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_SIZE, req.data, req.len, &reply, true);
+	memcpy(entries, reply.data, sizeof(int64));
+	memcpy(bytes, reply.data + sizeof(int64), sizeof(int64));
+	pfree(req.data);
+	pfree(reply.data);
+}
+
+/*
+ * rc_create has the worker create a new state's column family and store
+ * its descriptor, so the state survives a crash from now on.
+ */
+static void
+rc_create(const StateTarget *st)
+{
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	channel_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
+	pfree(req.data);
+	pfree(reply.data);
+}
+
+/*
+ * rocks_client_sync_registry has the worker bring the descriptors it
+ * stores in line with the registry, and waits for it: rocksdb states just
+ * dropped lose their data and descriptor, states just restored get theirs
+ * stored, so that a crash right after does not undo the change.  The change
+ * itself is done: if the worker does not answer, a warning says so and the
+ * worker catches up when it next looks.
+ */
+void
+rocks_client_sync_registry(void)
+{
+	StringInfoData reply;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (channel_is_worker())
+	{
+		rocks_sync_registry();
+		return;
+	}
+	initStringInfo(&reply);
+	PG_TRY();
+	{
+		channel_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* Only "no answer" is downgraded; errors of earlier writes stand. */
+		if (ERRCODE_TO_CATEGORY(geterrcode()) != ERRCODE_CONNECTION_EXCEPTION ||
+			proc_exit_inprogress)
+			PG_RE_THROW();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("the state worker has not confirmed storing the change to rocksdb states"),
+				 errdetail("%s", edata->message),
+				 errhint("It stores it when it answers again; until then a crash may undo the change.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	pfree(reply.data);
+}
+
+
+/*
+ * rc_drop: the worker drops the column family and descriptor of a state
+ * whose slot is marked dropping when it next syncs with the registry; with
+ * confirm, wait for that.
+ */
+static void
+rc_drop(const StateTarget *st, bool confirm)
+{
+	if (confirm)
+		rocks_client_sync_registry();
+	else
+		channel_wake_worker();
+}
+
+/* A session's posted writes are applied (or have raised their error). */
+static void
+rc_flush(void)
+{
+	channel_sync();
+}
+
+const KeyedStateBackend rocks_keyed_backend = {
+	.name = "rocksdb",
+	.get = rc_get,
+	.put = rc_put,
+	.remove = rc_remove,
+	.append = rc_append,
+	.merge = rc_merge,
+	.map_get = rc_map_get,
+	.map_put = rc_map_put,
+	.map_remove = rc_map_remove,
+	.map_iterate = rc_map_iterate,
+	.length = rc_length,
+	.iterate = rc_iterate,
+	.truncate = rc_truncate,
+	.size = rc_size,
+	.create = rc_create,
+	.drop = rc_drop,
+	.flush = rc_flush,
+	.sync_catalog = rocks_client_sync_registry,
+	.snapshot = &rocks_snapshot_strategy,
+};
+
+/* Posted writes are done (or have raised their error) when a statement ends. */
+static void
+rocks_client_executor_end(QueryDesc *queryDesc)
+{
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	channel_sync();
+}
+
+static void
+rocks_client_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			channel_sync();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			channel_forget_pending();
+			break;
+		default:
+			break;
+	}
+}
+
+/* rocks_client_init installs the statement and transaction hooks. */
+void
+rocks_client_init(void)
+{
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = rocks_client_executor_end;
+	RegisterXactCallback(rocks_client_xact_callback, NULL);
+}

@@ -1,0 +1,91 @@
+/*
+ * backend/rocksdb/rocks_internal.h
+ *		What the files of the rocksdb backend share: the worker's RocksDB
+ *		instance (rocks_instance.c), the stored layout (rocks_keys.c), the
+ *		requests sessions send (rocks_client.c builds them, rocks_requests.c
+ *		serves them) and the snapshot strategy (rocks_snapshot.c).
+ */
+#ifndef STATE_BACKEND_ROCKS_INTERNAL_H
+#define STATE_BACKEND_ROCKS_INTERNAL_H
+
+#include <rocksdb/c.h>
+
+#include "lib/stringinfo.h"
+
+#include "backend/keyed_backend.h"
+#include "backend/rocksdb/rocks.h"
+
+/*
+ * Every state request starts with this header, then the key image (keylen
+ * bytes), then what the op needs.
+ */
+typedef struct RocksRequest
+{
+	uint32		state_id;
+	int32		slot;			/* registry slot */
+	uint8		kind;			/* StateKind */
+	uint8		pad;
+	uint16		key_group;
+	uint32		keylen;
+} RocksRequest;
+
+/* The state worker's instance. */
+typedef struct RocksInstance
+{
+	rocksdb_t  *db;
+	rocksdb_options_t *options;
+	rocksdb_cache_t *cache;
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_readoptions_t *ropts;
+	rocksdb_flushoptions_t *flushopts;
+	rocksdb_column_family_handle_t *deflt;
+	rocksdb_writebatch_t *batch;	/* posted writes of one session's round */
+} RocksInstance;
+
+extern RocksInstance rocks;
+
+typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
+							 const char *v, size_t vlen);
+
+/* rocks_instance.c */
+extern void rocks_check(char *err, const char *what);
+extern void rocks_open(void);
+extern bool rocks_is_open(void);
+extern void rocks_flush_all(void);
+extern void rocks_commit(void);
+extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);
+extern char *rocks_get(rocksdb_column_family_handle_t *cf, const char *key, size_t keylen,
+					   size_t *vallen);
+extern void rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
+					   rocksdb_column_family_handle_t *cf,
+					   const char *from, size_t fromlen, const char *to, size_t tolen,
+					   RocksScanFn fn, void *arg);
+extern int64 rocks_count_keys(rocksdb_t *db, rocksdb_readoptions_t *ropts,
+							  rocksdb_column_family_handle_t *cf, bool map);
+extern int64 rocks_property_int(rocksdb_column_family_handle_t *cf, const char *name);
+
+/* rocks_keys.c */
+extern void rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen);
+extern void rocks_map_key(StringInfo buf, const StringInfo prefix, const char *mkey,
+						  uint32 mklen);
+extern void rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
+							const char **mkey, uint32 *mklen);
+extern size_t rocks_key_prefix_len(const char *k, size_t klen);
+extern void rocks_key_group_range(int key_group, StringInfo from, StringInfo to);
+extern void rocks_state_range(StringInfo from, StringInfo to);
+extern void rocks_prefix_end(StringInfo prefix, StringInfo end);
+extern void rocks_map_value(StringInfo buf, const char *value, uint32 len);
+extern void rocks_map_value_read(const char *v, size_t vlen, const char **value,
+								 uint32 *len);
+extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,
+							 const char *v, size_t vlen);
+
+/* rocks_snapshot.c */
+extern const SnapshotStrategy rocks_snapshot_strategy;
+extern int64 rocks_restore_native(const char *snapdir, const NativeRestoreItem *items,
+								  int nitems);
+
+/* rocks_client.c */
+extern void rocks_client_sync_registry(void);
+
+#endif							/* STATE_BACKEND_ROCKS_INTERNAL_H */

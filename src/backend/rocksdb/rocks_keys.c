@@ -1,0 +1,165 @@
+/*
+ * backend/rocksdb/rocks_keys.c
+ *		What rocksdb states store in RocksDB, byte by byte, with its one
+ *		writer and its one reader.
+ *
+ *	key			[key group, 2 bytes][key length, 4 bytes][key image], all
+ *				big-endian, then, for a map state, the map key; so a key
+ *				group, one key's map and a whole state are each a
+ *				contiguous range
+ *	value		a value or reducing state: the value image; a list: the
+ *				list image (format/records.h), appended to by the merge
+ *				operator; a map entry: a flag byte (1: NULL) and the value
+ *				image
+ *
+ * Readers trust no length: a key written by someone else (a snapshot's
+ * files) is checked before it is split.
+ */
+#include "postgres.h"
+
+#include "port/pg_bswap.h"
+
+#include "backend/rocksdb/rocks_internal.h"
+#include "format/records.h"
+
+#define KEY_HDR		(sizeof(uint16) + sizeof(uint32))
+
+/* rocks_key builds the RocksDB key of a state key in buf. */
+void
+rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen)
+{
+	uint16		kg = pg_hton16(key_group);
+	uint32		len = pg_hton32(keylen);
+
+	resetStringInfo(buf);
+	appendBinaryStringInfo(buf, (const char *) &kg, sizeof(kg));
+	appendBinaryStringInfo(buf, (const char *) &len, sizeof(len));
+	appendBinaryStringInfo(buf, key, keylen);
+}
+
+/* rocks_map_key builds the RocksDB key of one map entry in buf. */
+void
+rocks_map_key(StringInfo buf, const StringInfo prefix, const char *mkey, uint32 mklen)
+{
+	resetStringInfo(buf);
+	appendBinaryStringInfo(buf, prefix->data, prefix->len);
+	appendBinaryStringInfo(buf, mkey, mklen);
+}
+
+/*
+ * rocks_split_key finds the key image and the map key (empty but for map
+ * states) of a RocksDB key, or raises data_corrupted.
+ */
+void
+rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
+				const char **mkey, uint32 *mklen)
+{
+	uint32		len;
+
+	if (klen < KEY_HDR)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("rocksdb key of %zu bytes is too short", klen)));
+	memcpy(&len, k + sizeof(uint16), sizeof(uint32));
+	len = pg_ntoh32(len);
+	if (len > klen - KEY_HDR)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("rocksdb key of %zu bytes claims a key image of %u bytes", klen, len)));
+	*key = k + KEY_HDR;
+	*keylen = len;
+	*mkey = k + KEY_HDR + len;
+	*mklen = (uint32) (klen - KEY_HDR - len);
+}
+
+/* rocks_key_prefix_len: the bytes of a RocksDB key that name the state key. */
+size_t
+rocks_key_prefix_len(const char *k, size_t klen)
+{
+	const char *key;
+	uint32		keylen;
+	const char *mkey;
+	uint32		mklen;
+
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	return KEY_HDR + keylen;
+}
+
+/* The range [from, to) of the keys of one key group. */
+void
+rocks_key_group_range(int key_group, StringInfo from, StringInfo to)
+{
+	uint16		kg = pg_hton16((uint16) key_group);
+	uint16		next = pg_hton16((uint16) (key_group + 1));
+
+	resetStringInfo(from);
+	resetStringInfo(to);
+	appendBinaryStringInfo(from, (const char *) &kg, sizeof(kg));
+	appendBinaryStringInfo(to, (const char *) &next, sizeof(next));
+}
+
+/* The range [from, to) of every key of a state. */
+void
+rocks_state_range(StringInfo from, StringInfo to)
+{
+	resetStringInfo(from);
+	resetStringInfo(to);
+	appendBinaryStringInfo(to, "\xff\xff\xff\xff\xff\xff", KEY_HDR);
+}
+
+/* rocks_prefix_end: the smallest key after every key that starts with prefix. */
+void
+rocks_prefix_end(StringInfo prefix, StringInfo end)
+{
+	int			n = prefix->len;
+
+	resetStringInfo(end);
+	appendBinaryStringInfo(end, prefix->data, prefix->len);
+	while (n > 0 && (unsigned char) end->data[n - 1] == 0xff)
+		n--;
+	Assert(n > 0);
+	end->data[n - 1]++;
+	end->len = n;
+}
+
+/* rocks_map_value appends the stored value of a map entry (NULL: NULL). */
+void
+rocks_map_value(StringInfo buf, const char *value, uint32 len)
+{
+	appendStringInfoChar(buf, value ? 0 : 1);
+	if (value)
+		appendBinaryStringInfo(buf, value, len);
+}
+
+/*
+ * rocks_map_value_read reads a stored map entry's value: *value is NULL
+ * for a NULL value.
+ */
+void
+rocks_map_value_read(const char *v, size_t vlen, const char **value, uint32 *len)
+{
+	if (vlen >= 1 && v[0] == 0)
+	{
+		*value = v + 1;
+		*len = (uint32) (vlen - 1);
+	}
+	else
+	{
+		*value = NULL;
+		*len = 0;
+	}
+}
+
+/*
+ * rocks_map_record appends to a map image (format/records.h) the pair of a
+ * stored map entry: its map key and its stored value.
+ */
+void
+rocks_map_record(StringInfo out, const char *mkey, uint32 mklen, const char *v, size_t vlen)
+{
+	const char *value;
+	uint32		len;
+
+	rocks_map_value_read(v, vlen, &value, &len);
+	record_put_pair(out, mkey, mklen, value, len);
+}

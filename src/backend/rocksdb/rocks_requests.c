@@ -1,0 +1,656 @@
+/*
+ * backend/rocksdb/rocks_requests.c
+ *		The state worker's side of rocksdb states: the requests sessions send
+ *		about them (rocks_client.c builds them), served against the instance
+ *		(rocks_instance.c).
+ *
+ * Writes that answer nothing are gathered in the instance's write batch
+ * and committed before the next read and at the end of a session's
+ * requests of one round (CHANNEL_OP_FLUSH): one write, and with
+ * state_backend.rocksdb_sync one fsync, per session per round.  The worker
+ * is the only writer, so a read and the write that follows it are atomic.
+ * What is stored, byte by byte, is rocks_keys.c's.
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "backend/rocksdb/rocks_internal.h"
+#include "common/codec.h"
+#include "common/fold.h"
+#include "format/records.h"
+
+typedef struct Request
+{
+	RocksRequest h;
+	const char *key;
+	const char *rest;			/* what follows the key */
+	uint32		restlen;
+	rocksdb_column_family_handle_t *cf;
+	StringInfoData rkey;		/* the RocksDB key */
+} Request;
+
+static void
+request_parse(const char *payload, uint32 len, Request *r)
+{
+	if (len < sizeof(RocksRequest))
+		elog(ERROR, "state_backend: short request");
+	memcpy(&r->h, payload, sizeof(RocksRequest));
+	if (len < sizeof(RocksRequest) + r->h.keylen)
+		elog(ERROR, "state_backend: short request");
+	r->key = payload + sizeof(RocksRequest);
+	r->rest = r->key + r->h.keylen;
+	r->restlen = len - sizeof(RocksRequest) - r->h.keylen;
+	r->cf = rocks_family(r->h.state_id, r->h.slot);
+	initStringInfo(&r->rkey);
+	rocks_key(&r->rkey, r->h.key_group, r->key, r->h.keylen);
+}
+
+
+
+/* Whole map image of one key, from its entries. */
+typedef struct MapImage
+{
+	size_t		prefixlen;
+	StringInfo	out;			/* NULL: count only */
+	int64		count;
+	int64		limit;			/* stop after this many (0: all) */
+} MapImage;
+
+static bool
+map_image_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	MapImage   *m = arg;
+
+	if (m->out)
+		rocks_map_record(m->out, k + m->prefixlen, (uint32) (klen - m->prefixlen), v, vlen);
+	m->count++;
+	return m->limit == 0 || m->count < m->limit;
+}
+
+/*
+ * map_image appends a key's map entries to out (NULL: only counts them, up
+ * to limit when it is not 0); returns how many.
+ */
+static int64
+map_image(rocksdb_column_family_handle_t *cf, StringInfo prefix, StringInfo out, int64 limit)
+{
+	StringInfoData end;
+	MapImage	m;
+
+	initStringInfo(&end);
+	rocks_prefix_end(prefix, &end);
+	m.prefixlen = prefix->len;
+	m.out = out;
+	m.count = 0;
+	m.limit = limit;
+	rocks_scan(rocks.db, rocks.ropts, cf, prefix->data, prefix->len, end.data, end.len,
+			   map_image_add, &m);
+	pfree(end.data);
+	return m.count;
+}
+
+/* Store a whole map image as separate entries (after deleting the old). */
+static void
+map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
+				const char *image, uint32 len)
+{
+	StringInfoData end;
+	StringInfoData k;
+	StringInfoData v;
+	uint32		off = 0;
+	RecordPair	pair;
+	RecordRead	r;
+
+	initStringInfo(&end);
+	rocks_prefix_end(prefix, &end);
+	rocksdb_writebatch_delete_range_cf(rocks.batch, cf, prefix->data, prefix->len, end.data, end.len);
+	initStringInfo(&k);
+	initStringInfo(&v);
+	while ((r = record_next_pair(image, len, &off, &pair)) == RECORD_OK)
+	{
+		rocks_map_key(&k, prefix, pair.key, pair.keylen);
+		resetStringInfo(&v);
+		rocks_map_value(&v, pair.value, pair.vallen);
+		rocksdb_writebatch_put_cf(rocks.batch, cf, k.data, k.len, v.data, v.len);
+	}
+	if (r != RECORD_END)
+		elog(ERROR, "state_backend: a map image sent to the worker is truncated");
+	pfree(end.data);
+	pfree(k.data);
+	pfree(v.data);
+}
+
+static void
+reply_bool(StringInfo reply, bool b)
+{
+	appendStringInfoChar(reply, b ? 1 : 0);
+}
+
+static void
+reply_int64(StringInfo reply, int64 v)
+{
+	appendBinaryStringInfo(reply, (const char *) &v, sizeof(v));
+}
+
+/* GET: [found][image] */
+static void
+handle_get(Request *r, StringInfo reply)
+{
+	if (r->h.kind == STATE_KIND_MAP)
+	{
+		int			at;
+
+		reply_bool(reply, true);
+		at = reply->len;
+		if (map_image(r->cf, &r->rkey, reply, 0) == 0)
+		{
+			reply->len = at - 1;
+			reply_bool(reply, false);
+		}
+	}
+	else
+	{
+		size_t		vlen;
+		char	   *v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
+
+		reply_bool(reply, v != NULL);
+		if (v)
+		{
+			appendBinaryStringInfo(reply, v, vlen);
+			rocksdb_free(v);
+		}
+	}
+}
+
+/* Does a key have state?  (Any map entry, for a map.) */
+static bool
+key_exists(Request *r)
+{
+	size_t		vlen;
+	char	   *v;
+
+	if (r->h.kind == STATE_KIND_MAP)
+		return map_image(r->cf, &r->rkey, NULL, 1) > 0;
+	v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
+	if (v)
+		rocksdb_free(v);
+	return v != NULL;
+}
+
+static void
+key_delete(Request *r)
+{
+	if (r->h.kind == STATE_KIND_MAP)
+	{
+		StringInfoData end;
+
+		initStringInfo(&end);
+		rocks_prefix_end(&r->rkey, &end);
+		rocksdb_writebatch_delete_range_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len,
+										   end.data, end.len);
+		pfree(end.data);
+	}
+	else
+		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len);
+}
+
+/*
+ * CAS: [has expected][expected length][expected][new image].  The new
+ * image is stored only if the key's image is still the expected one;
+ * reply [stored] and, if not, [found][current image].
+ */
+static void
+handle_cas(Request *r, StringInfo reply)
+{
+	const char *p = r->rest;
+	bool		has_expected = p[0] != 0;
+	uint32		explen;
+	const char *expected;
+	const char *image;
+	uint32		imagelen;
+	size_t		curlen;
+	char	   *cur;
+	bool		same;
+
+	if (r->restlen < 1 + sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
+	memcpy(&explen, p + 1, sizeof(uint32));
+	if (r->restlen < 1 + sizeof(uint32) + explen)
+		elog(ERROR, "state_backend: short request");
+	expected = p + 1 + sizeof(uint32);
+	image = expected + explen;
+	imagelen = r->restlen - 1 - sizeof(uint32) - explen;
+
+	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
+	same = has_expected ? (cur != NULL && curlen == explen && memcmp(cur, expected, explen) == 0)
+		: cur == NULL;
+	if (same)
+	{
+		rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, image, imagelen);
+		rocks_commit();
+		reply_bool(reply, true);
+	}
+	else
+	{
+		reply_bool(reply, false);
+		reply_bool(reply, cur != NULL);
+		if (cur)
+			appendBinaryStringInfo(reply, cur, curlen);
+	}
+	if (cur)
+		rocksdb_free(cur);
+}
+
+/*
+ * FOLD: [StateFold][value image]; the worker folds the value into the
+ * key's state with a built-in function and replies the result image.  The
+ * worker is the only writer, so read, fold and write are atomic.
+ */
+static void
+handle_fold(Request *r, StringInfo reply)
+{
+	StateFold	fold;
+	const char *in;
+	uint32		inlen;
+	size_t		curlen;
+	char	   *cur;
+
+	if (r->restlen < sizeof(StateFold))
+		elog(ERROR, "state_backend: short fold request");
+	memcpy(&fold, r->rest, sizeof(StateFold));
+	in = r->rest + sizeof(StateFold);
+	inlen = r->restlen - sizeof(StateFold);
+	if (!state_fold_type_ok(fold.type, fold.fn))
+		elog(ERROR, "state_backend: the worker cannot fold with function %u", fold.fn);
+
+	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
+	if (cur == NULL)
+		appendBinaryStringInfo(reply, in, inlen);
+	else
+	{
+		TypeCodec	codec;
+		FmgrInfo	flinfo;
+
+		memset(&codec, 0, sizeof(codec));
+		codec.typlen = fold.typlen;
+		codec.typbyval = fold.typbyval;
+		codec.mcxt = CurrentMemoryContext;
+		PG_TRY();
+		{
+			Datum		a = codec_decode(&codec, cur, (uint32) curlen);
+			Datum		b = codec_decode(&codec, in, inlen);
+
+			fmgr_info(fold.fn, &flinfo);
+			codec_encode(&codec, state_fold(fold.kind, &flinfo, fold.collation, a, b), reply);
+		}
+		PG_FINALLY();
+		{
+			rocksdb_free(cur);
+		}
+		PG_END_TRY();
+	}
+	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
+	rocks_commit();
+}
+
+/* MAP_GET: request [map key]; reply [found][isnull][value]. */
+static void
+handle_map_get(Request *r, StringInfo reply)
+{
+	StringInfoData k;
+	size_t		vlen;
+	char	   *v;
+
+	initStringInfo(&k);
+	rocks_map_key(&k, &r->rkey, r->rest, r->restlen);
+	v = rocks_get(r->cf, k.data, k.len, &vlen);
+	reply_bool(reply, v != NULL);
+	if (v)
+	{
+		const char *value;
+		uint32		len;
+
+		rocks_map_value_read(v, vlen, &value, &len);
+		reply_bool(reply, value == NULL);
+		if (value)
+			appendBinaryStringInfo(reply, value, len);
+		rocksdb_free(v);
+	}
+	pfree(k.data);
+}
+
+/* MAP_PUT: request [map key length][map key][stored value (rocks_keys.c)]. */
+static void
+handle_map_put(Request *r)
+{
+	StringInfoData k;
+	uint32		mklen;
+
+	if (r->restlen < sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
+	memcpy(&mklen, r->rest, sizeof(uint32));
+	if (r->restlen < sizeof(uint32) + mklen + 1)
+		elog(ERROR, "state_backend: short request");
+	initStringInfo(&k);
+	rocks_map_key(&k, &r->rkey, r->rest + sizeof(uint32), mklen);
+	rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len,
+							  r->rest + sizeof(uint32) + mklen,
+							  r->restlen - sizeof(uint32) - mklen);
+	pfree(k.data);
+}
+
+/* MAP_REMOVE: request [map key]; reply [existed]. */
+static void
+handle_map_remove(Request *r, StringInfo reply)
+{
+	StringInfoData k;
+	size_t		vlen;
+	char	   *v;
+
+	initStringInfo(&k);
+	rocks_map_key(&k, &r->rkey, r->rest, r->restlen);
+	v = rocks_get(r->cf, k.data, k.len, &vlen);
+	if (v)
+	{
+		rocksdb_free(v);
+		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
+		rocks_commit();
+	}
+	reply_bool(reply, v != NULL);
+	pfree(k.data);
+}
+
+/* LENGTH: elements of a list, entries of a map. */
+static void
+handle_length(Request *r, StringInfo reply)
+{
+	int64		n = 0;
+
+	if (r->h.kind == STATE_KIND_MAP)
+		n = map_image(r->cf, &r->rkey, NULL, 0);
+	else
+	{
+		size_t		vlen;
+		char	   *v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
+
+		if (v && r->h.kind == STATE_KIND_LIST)
+			n = record_count_elems(v, (uint32) vlen);
+		else if (v)
+			n = 1;
+		if (v)
+			rocksdb_free(v);
+	}
+	reply_int64(reply, n);
+}
+
+/*
+ * SCAN pages through a state, a key group of it, or one key's map:
+ * request [key group or -1][one key's map?][resume after: length, key];
+ * reply [more?][cursor: length, key] then pairs (format/records.h) up to
+ * about SCAN_PAGE bytes, ending at a key boundary.  For whole keys a
+ * pair's key is the key image and its value the whole image; for one
+ * key's map, the map key and the value (NULL for NULL).  The cursor is the
+ * last RocksDB key returned.
+ */
+#define SCAN_PAGE	(16 * 1024)
+
+typedef struct ScanPage
+{
+	Request    *r;
+	bool		map_of_key;
+	const char *after;
+	uint32		afterlen;
+	StringInfo	reply;			/* the records */
+	bool		more;
+	StringInfoData cur_key;		/* map state: the key being assembled */
+	StringInfoData cur_image;
+	StringInfoData last;		/* last RocksDB key taken */
+} ScanPage;
+
+static void
+scan_flush_map_key(ScanPage *s)
+{
+	if (s->cur_key.len == 0 && s->cur_image.len == 0)
+		return;
+	record_put_pair(s->reply, s->cur_key.data, s->cur_key.len, s->cur_image.data, s->cur_image.len);
+	resetStringInfo(&s->cur_key);
+	resetStringInfo(&s->cur_image);
+}
+
+static bool
+scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	ScanPage   *s = arg;
+	const char *key;
+	uint32		keylen;
+	const char *mkey;
+	uint32		mklen;
+
+	if (s->afterlen > 0 && klen == s->afterlen && memcmp(k, s->after, klen) == 0)
+		return true;
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+
+	if (s->map_of_key)
+	{
+		if (s->reply->len >= SCAN_PAGE)
+		{
+			s->more = true;
+			return false;
+		}
+		rocks_map_record(s->reply, mkey, mklen, v, vlen);
+	}
+	else if (s->r->h.kind == STATE_KIND_MAP)
+	{
+		bool		same = s->cur_key.len == (int) keylen &&
+			memcmp(s->cur_key.data, key, keylen) == 0 && s->last.len > 0;
+
+		if (!same)
+		{
+			scan_flush_map_key(s);
+			if (s->reply->len >= SCAN_PAGE)
+			{
+				s->more = true;
+				return false;
+			}
+			appendBinaryStringInfo(&s->cur_key, key, keylen);
+		}
+		rocks_map_record(&s->cur_image, mkey, mklen, v, vlen);
+	}
+	else
+	{
+		if (s->reply->len >= SCAN_PAGE)
+		{
+			s->more = true;
+			return false;
+		}
+		record_put_pair(s->reply, key, keylen, v, (uint32) vlen);
+	}
+	resetStringInfo(&s->last);
+	appendBinaryStringInfo(&s->last, k, klen);
+	return true;
+}
+
+static void
+handle_scan(Request *r, StringInfo reply)
+{
+	ScanPage	s;
+	int32		key_group;
+	const char *p = r->rest;
+	StringInfoData from;
+	StringInfoData to;
+	StringInfoData recs;
+
+	if (r->restlen < 9)
+		elog(ERROR, "state_backend: short request");
+	memcpy(&key_group, p, sizeof(int32));
+	s.r = r;
+	s.map_of_key = p[4] != 0;
+	memcpy(&s.afterlen, p + 5, sizeof(uint32));
+	if (r->restlen < 9 + s.afterlen)
+		elog(ERROR, "state_backend: short request");
+	s.after = p + 9;
+	initStringInfo(&recs);
+	s.reply = &recs;
+	s.more = false;
+	initStringInfo(&s.cur_key);
+	initStringInfo(&s.cur_image);
+	initStringInfo(&s.last);
+	initStringInfo(&from);
+	initStringInfo(&to);
+
+	if (s.map_of_key)
+	{
+		appendBinaryStringInfo(&from, r->rkey.data, r->rkey.len);
+		rocks_prefix_end(&r->rkey, &to);
+	}
+	else if (key_group >= 0)
+		rocks_key_group_range(key_group, &from, &to);
+	else
+		rocks_state_range(&from, &to);
+	if (s.afterlen > 0)
+	{
+		resetStringInfo(&from);
+		appendBinaryStringInfo(&from, s.after, s.afterlen);
+	}
+
+	rocks_scan(rocks.db, rocks.ropts, r->cf, from.data, from.len, to.data, to.len,
+			   scan_add, &s);
+	/* A map state's page ends between keys, so only the last key is left. */
+	if (!s.map_of_key && r->h.kind == STATE_KIND_MAP && !s.more)
+		scan_flush_map_key(&s);
+	reply_bool(reply, s.more);
+	appendBinaryStringInfo(reply, (const char *) &s.last.len, sizeof(uint32));
+	appendBinaryStringInfo(reply, s.last.data, s.last.len);
+	appendBinaryStringInfo(reply, recs.data, recs.len);
+}
+
+
+
+static void
+handle_truncate(Request *r, StringInfo reply)
+{
+	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP);
+	char	   *err = NULL;
+	StringInfoData from;
+	StringInfoData to;
+
+	initStringInfo(&from);
+	initStringInfo(&to);
+	rocks_state_range(&from, &to);
+	rocks_commit();
+	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
+							to.data, to.len, &err);
+	rocks_check(err, "delete a range");
+	reply_int64(reply, n);
+}
+
+
+static void
+handle_size(Request *r, StringInfo reply)
+{
+	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP);
+	int64		bytes = rocks_property_int(r->cf, "rocksdb.total-sst-files-size") +
+		rocks_property_int(r->cf, "rocksdb.cur-size-all-mem-tables");
+
+	reply_int64(reply, n);
+	reply_int64(reply, bytes);
+}
+
+/*
+ * rocks_handle_request runs one state request from a session.  Writes
+ * that answer nothing are gathered in a batch, committed before the next
+ * read and at the end of the session's requests of a round
+ * (CHANNEL_OP_FLUSH).  Returns whether a reply was produced.
+ */
+bool
+rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo reply)
+{
+	Request		r;
+
+	if (op == CHANNEL_OP_FLUSH)
+	{
+		if (rocks.db)
+			rocks_commit();
+		return false;
+	}
+	if (op == CHANNEL_OP_SYNC)
+	{
+		if (rocks.db)
+		{
+			rocks_commit();
+			rocks_sync_registry();
+		}
+		return true;
+	}
+	request_parse(payload, len, &r);
+	switch (op)
+	{
+		case CHANNEL_OP_OPEN:
+			return true;		/* request_parse created the family */
+		case CHANNEL_OP_PUT:
+			if (r.h.kind == STATE_KIND_MAP)
+				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
+			else
+				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
+										  r.rest, r.restlen);
+			return false;
+		case CHANNEL_OP_APPEND:
+			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
+										r.rest, r.restlen);
+			return false;
+		case CHANNEL_OP_MAP_PUT:
+			handle_map_put(&r);
+			return false;
+		default:
+			break;
+	}
+
+	/* The rest read: the session's earlier writes go first. */
+	rocks_commit();
+	switch (op)
+	{
+		case CHANNEL_OP_GET:
+			handle_get(&r, reply);
+			break;
+		case CHANNEL_OP_REMOVE:
+			{
+				bool		existed = key_exists(&r);
+
+				if (existed)
+				{
+					key_delete(&r);
+					rocks_commit();
+				}
+				reply_bool(reply, existed);
+			}
+			break;
+		case CHANNEL_OP_CAS:
+			handle_cas(&r, reply);
+			break;
+		case CHANNEL_OP_FOLD:
+			handle_fold(&r, reply);
+			break;
+		case CHANNEL_OP_MAP_GET:
+			handle_map_get(&r, reply);
+			break;
+		case CHANNEL_OP_MAP_REMOVE:
+			handle_map_remove(&r, reply);
+			break;
+		case CHANNEL_OP_SCAN:
+			handle_scan(&r, reply);
+			break;
+		case CHANNEL_OP_LENGTH:
+			handle_length(&r, reply);
+			break;
+		case CHANNEL_OP_TRUNCATE:
+			handle_truncate(&r, reply);
+			break;
+		case CHANNEL_OP_SIZE:
+			handle_size(&r, reply);
+			break;
+		default:
+			elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);
+	}
+	return true;
+}

@@ -1,0 +1,707 @@
+/*
+ * catalog/registry.c
+ *		The registry of state descriptors: one slot per state, in shared
+ *		memory, with each backend keeping a cache of the states it resolved.
+ *
+ * A state is named per database and has an id that is never reused.  Every
+ * change to the registry bumps a version counter; a backend whose cached
+ * version differs drops its cache.  Dropping a state marks its slot
+ * (registry_mark_dropping), then, once its backend removed its data, frees
+ * the slot (registry_free_slot); a writer holding an old id sees the mark
+ * (registry_alive) and stops.  The registry never calls a backend: the data
+ * is kept by the backends behind backend/keyed_backend.h, and state_ops.c
+ * does both halves of a drop.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "catalog/registry.h"
+#include "common/locks.h"
+#include "common/settings.h"
+
+typedef struct RegistrySlot
+{
+	StateDesc	desc;
+	bool		dropping;		/* being dropped: no longer resolvable */
+	bool		hidden;			/* being restored: not resolvable yet */
+	pg_atomic_uint64 entries;
+	pg_atomic_uint64 bytes;
+} RegistrySlot;
+
+typedef struct RegistryShared
+{
+	pg_atomic_uint64 version;
+	bool		ready;			/* the worker has restored what it had to */
+	uint32		next_id;
+	int			nslots;
+	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
+} RegistryShared;
+
+static RegistryShared *registry = NULL;
+
+/* Backend-local cache of resolved states of the current database. */
+typedef struct CachedState
+{
+	NameData	name;			/* hash key */
+	StateDesc	desc;
+	int			slot;
+} CachedState;
+
+static HTAB *state_cache = NULL;
+static uint64 state_cache_version = 0;
+
+Size
+registry_shmem_size(void)
+{
+	return add_size(offsetof(RegistryShared, slots),
+					mul_size(state_backend_max_states, sizeof(RegistrySlot)));
+}
+
+void
+registry_shmem_init(void)
+{
+	bool		found;
+
+	registry = ShmemInitStruct("state_backend registry",
+							   registry_shmem_size(), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&registry->version, 1);
+		registry->ready = false;
+		registry->next_id = 1;
+		registry->nslots = state_backend_max_states;
+		for (int i = 0; i < registry->nslots; i++)
+		{
+			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
+			registry->slots[i].dropping = false;
+			registry->slots[i].hidden = false;
+			pg_atomic_init_u64(&registry->slots[i].entries, 0);
+			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
+		}
+	}
+}
+
+/*
+ * The state worker marks the registry ready once it has restored states at
+ * server start; until then sessions wait, so that nothing they write is
+ * replaced by the restore.
+ */
+void
+registry_set_ready(void)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	registry->ready = true;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/* Has the worker already restored since shared memory was made? */
+bool
+registry_is_ready(void)
+{
+	bool		ready;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	ready = registry->ready;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return ready;
+}
+
+static void
+registry_wait_ready(void)
+{
+	while (!registry->ready)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pg_read_barrier();
+	}
+}
+
+uint64
+registry_version(void)
+{
+	return pg_atomic_read_u64(&registry->version);
+}
+
+static void
+registry_bump_version(void)
+{
+	pg_atomic_fetch_add_u64(&registry->version, 1);
+}
+
+/*
+ * registry_find_slot returns the slot of the named state of a database, or
+ * -1.  The caller holds the registry lock.
+ */
+static int
+registry_find_slot(Oid dbid, const char *name)
+{
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && !s->hidden && s->desc.dbid == dbid &&
+			strcmp(NameStr(s->desc.name), name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static void
+state_cache_reset(uint64 version)
+{
+	HASHCTL		ctl;
+
+	if (state_cache)
+		hash_destroy(state_cache);
+	ctl.keysize = NAMEDATALEN;
+	ctl.entrysize = sizeof(CachedState);
+	ctl.hcxt = TopMemoryContext;
+	state_cache = hash_create("state_backend state cache", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	state_cache_version = version;
+}
+
+/*
+ * registry_lookup finds a state of the current database by name and copies
+ * its descriptor to *desc.  Returns false when there is no such state.
+ */
+bool
+registry_lookup(const char *name, StateDesc *desc, int *slot)
+{
+	uint64		version;
+	CachedState *entry;
+	NameData	key;
+	int			i;
+
+	state_backend_check_loaded();
+	registry_wait_ready();
+	if (strlen(name) >= NAMEDATALEN)
+		return false;
+
+	version = registry_version();
+	if (state_cache == NULL || version != state_cache_version)
+		state_cache_reset(version);
+
+	namestrcpy(&key, name);
+	entry = hash_search(state_cache, &key, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+		i = registry_find_slot(MyDatabaseId, name);
+		if (i < 0)
+		{
+			LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+			return false;
+		}
+		entry = hash_search(state_cache, &key, HASH_ENTER, NULL);
+		entry->desc = registry->slots[i].desc;
+		entry->slot = i;
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	}
+	*desc = entry->desc;
+	*slot = entry->slot;
+	return true;
+}
+
+/* registry_resolve is registry_lookup that raises an error when not found. */
+void
+registry_resolve(const char *name, StateDesc *desc, int *slot)
+{
+	if (!registry_lookup(name, desc, slot))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", name)));
+}
+
+/*
+ * registry_create adds a state to a database.  The caller fills in
+ * everything but the id, which is set here.  A hidden state (one being
+ * restored) cannot be resolved by name until registry_publish.
+ */
+int
+registry_create(StateDesc *desc, bool hidden)
+{
+	int			free_slot = -1;
+
+	state_backend_check_loaded();
+	if (!hidden)
+		registry_wait_ready();
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (!hidden && registry_find_slot(desc->dbid, NameStr(desc->name)) >= 0)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("state \"%s\" already exists", NameStr(desc->name))));
+	}
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		if (registry->slots[i].desc.id == 0)
+		{
+			free_slot = i;
+			break;
+		}
+	}
+	if (free_slot < 0)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many states"),
+				 errdetail("The server holds at most %d states (state_backend.max_states).",
+						   state_backend_max_states),
+				 errhint("Drop unused states, or raise state_backend.max_states and restart the server.")));
+	}
+
+	desc->id = registry->next_id++;
+	if (registry->next_id == 0)
+		registry->next_id = 1;
+	registry->slots[free_slot].desc = *desc;
+	registry->slots[free_slot].dropping = false;
+	registry->slots[free_slot].hidden = hidden;
+	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
+	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return free_slot;
+}
+
+/*
+ * registry_mark_dropping makes a state unresolvable at once, the first half
+ * of a drop.  Returns false when it was already gone or being dropped (by
+ * someone else).
+ */
+bool
+registry_mark_dropping(const StateDesc *desc, int slot)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (s->desc.id != desc->id || s->dropping)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		return false;
+	}
+	s->dropping = true;
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return true;
+}
+
+/*
+ * registry_free_slot frees the slot of a state marked as dropping, once its
+ * backend has removed what it kept of it: the second half of a drop.
+ */
+void
+registry_free_slot(const StateDesc *desc, int slot)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	Assert(s->desc.id == desc->id && s->dropping);
+	memset(&s->desc, 0, sizeof(StateDesc));
+	s->dropping = false;
+	s->hidden = false;
+	pg_atomic_write_u64(&s->entries, 0);
+	pg_atomic_write_u64(&s->bytes, 0);
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/*
+ * registry_publish makes a restore take effect: at one instant every visible
+ * state of the database is marked as dropping and the hidden states given
+ * (created by the restore) become visible.  States of the backends in
+ * keep_backends (bits of backend ids) stay.  The states marked go to *old
+ * and *oldslots (palloc'd; the count is returned): the caller removes their
+ * data and frees their slots.
+ */
+int
+registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
+				 StateDesc **old, int **oldslots)
+{
+	int			nold = 0;
+
+	*old = palloc(sizeof(StateDesc) * registry->nslots);
+	*oldslots = palloc(sizeof(int) * registry->nslots);
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping)
+			continue;
+		if (s->hidden)
+		{
+			for (int j = 0; j < nids; j++)
+				if (ids[j] == s->desc.id)
+					s->hidden = false;
+			continue;
+		}
+		if (keep_backends & ((uint32) 1 << s->desc.backend))
+			continue;
+		s->dropping = true;
+		(*old)[nold] = s->desc;
+		(*oldslots)[nold++] = i;
+	}
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return nold;
+}
+
+/*
+ * registry_copy_all copies every state of every database that is neither
+ * being dropped nor being restored into out (room for max_states); returns
+ * how many.  A snapshot's cut calls it with every partition locked, so it
+ * must not fail: it only copies.
+ */
+int
+registry_copy_all(StateDesc *out)
+{
+	int			n = 0;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && !s->hidden)
+			out[n++] = s->desc;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return n;
+}
+
+/*
+ * registry_check_type_unused raises dependent_objects_still_exist when a
+ * state of the current database holds values or keys of a type, so that
+ * the type cannot be dropped from under it.
+ */
+void
+registry_check_type_unused(Oid type)
+{
+	NameData	holder;
+	bool		used = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !used; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		if (d->id != 0 && d->dbid == MyDatabaseId &&
+			(d->key_type == type || d->value_type == type || d->map_key_type == type))
+		{
+			holder = d->name;
+			used = true;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	if (used)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop type %s because state \"%s\" uses it",
+						format_type_be(type), NameStr(holder)),
+				 errhint("Drop the state first with state.drop_state().")));
+}
+
+/*
+ * registry_check_role_unused raises dependent_objects_still_exist when a
+ * role owns a state or holds a grant on one, in any database.
+ */
+void
+registry_check_role_unused(Oid role)
+{
+	NameData	holder;
+	bool		used = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !used; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		if (d->id == 0)
+			continue;
+		used = d->owner == role;
+		for (int g = 0; g < d->ngrants && !used; g++)
+			used = d->grants[g].role == role;
+		if (used)
+			holder = d->name;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	if (used)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("role \"%s\" cannot be dropped because state \"%s\" depends on it",
+						GetUserNameFromId(role, false), NameStr(holder)),
+				 errhint("Drop the state, or revoke the role's access to it, first.")));
+}
+
+/*
+ * registry_set_grant grants (or revokes) privileges on a state to a role.
+ */
+void
+registry_set_grant(const StateDesc *desc, int slot, Oid role, uint8 privs,
+				   bool grant)
+{
+	RegistrySlot *s = &registry->slots[slot];
+	StateDesc  *d = &s->desc;
+	int			i;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (d->id != desc->id || s->dropping)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", NameStr(desc->name))));
+	}
+	for (i = 0; i < d->ngrants; i++)
+		if (d->grants[i].role == role)
+			break;
+
+	if (grant)
+	{
+		if (i == d->ngrants)
+		{
+			if (d->ngrants >= STATE_MAX_GRANTS)
+			{
+				LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("state \"%s\" has too many grants", NameStr(d->name)),
+						 errdetail("A state can be granted to at most %d roles.",
+								   STATE_MAX_GRANTS),
+						 errhint("Grant to a group role instead.")));
+			}
+			d->grants[i].role = role;
+			d->grants[i].privs = 0;
+			d->ngrants++;
+		}
+		d->grants[i].privs |= privs;
+	}
+	else if (i < d->ngrants)
+	{
+		d->grants[i].privs &= ~privs;
+		if (d->grants[i].privs == 0)
+		{
+			d->grants[i] = d->grants[d->ngrants - 1];
+			d->ngrants--;
+		}
+	}
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+static bool
+registry_is_owner(const StateDesc *desc, Oid user)
+{
+	return user == desc->owner || superuser_arg(user) ||
+		has_privs_of_role(user, desc->owner);
+}
+
+/*
+ * registry_check_access raises insufficient_privilege unless the current
+ * user owns the state (or is a member of its owner, or a superuser) or was
+ * granted all of "privs".
+ */
+void
+registry_check_access(const StateDesc *desc, uint8 privs)
+{
+	Oid			user = GetUserId();
+	uint8		have = 0;
+
+	if (user == desc->owner)
+		return;
+	if (registry_is_owner(desc, user))
+		return;
+	for (int i = 0; i < desc->ngrants; i++)
+		if (has_privs_of_role(user, desc->grants[i].role))
+			have |= desc->grants[i].privs;
+	if ((have & privs) != privs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for state \"%s\"", NameStr(desc->name)),
+				 errdetail("This needs %s access.",
+						   privs == STATE_PRIV_READ ? "read" :
+						   privs == STATE_PRIV_WRITE ? "write" : "read and write"),
+				 errhint("The owner can grant it with state.grant_access().")));
+}
+
+/* registry_check_owner raises insufficient_privilege unless owner. */
+void
+registry_check_owner(const StateDesc *desc)
+{
+	if (!registry_is_owner(desc, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of state \"%s\"", NameStr(desc->name))));
+}
+
+/*
+ * registry_alive tells whether the state with this id still holds its slot
+ * and is not being dropped.  Backends call it under their own data lock
+ * before they write, so a write cannot outlive a drop.
+ */
+bool
+registry_alive(int slot, uint32 id)
+{
+	volatile RegistrySlot *s = &registry->slots[slot];
+
+	return s->desc.id == id && !s->dropping;
+}
+
+void
+registry_add_usage(int slot, int64 entries, int64 bytes)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	if (entries != 0)
+		pg_atomic_fetch_add_u64(&s->entries, entries);
+	if (bytes != 0)
+		pg_atomic_fetch_add_u64(&s->bytes, bytes);
+}
+
+void
+registry_usage(int slot, int64 *entries, int64 *bytes)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	*entries = (int64) pg_atomic_read_u64(&s->entries);
+	*bytes = (int64) pg_atomic_read_u64(&s->bytes);
+}
+
+/*
+ * registry_list copies the descriptors of a database's states, sorted by
+ * name, into palloc'd arrays; returns how many.
+ */
+int
+registry_list(Oid dbid, StateDesc **descs, int **slots)
+{
+	int			n = 0;
+
+	state_backend_check_loaded();
+	registry_wait_ready();
+	*descs = palloc(sizeof(StateDesc) * registry->nslots);
+	*slots = palloc(sizeof(int) * registry->nslots);
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && !s->hidden && s->desc.dbid == dbid)
+		{
+			(*descs)[n] = s->desc;
+			(*slots)[n] = i;
+			n++;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+
+	/* Insertion sort by name: a database holds few states. */
+	for (int i = 1; i < n; i++)
+	{
+		for (int j = i; j > 0 &&
+			 strcmp(NameStr((*descs)[j - 1].name), NameStr((*descs)[j].name)) > 0; j--)
+		{
+			StateDesc	td = (*descs)[j];
+			int			ts = (*slots)[j];
+
+			(*descs)[j] = (*descs)[j - 1];
+			(*slots)[j] = (*slots)[j - 1];
+			(*descs)[j - 1] = td;
+			(*slots)[j - 1] = ts;
+		}
+	}
+	return n;
+}
+
+/*
+ * registry_get copies the descriptor of a live state (not being dropped),
+ * looked up by id in its slot, or in every slot when slot is -1.  Returns
+ * false when there is no such state.  "hidden" tells whether it is still
+ * being restored.
+ */
+bool
+registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
+{
+	bool		found = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = (slot >= 0 ? slot : 0); i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == id && !s->dropping)
+		{
+			*desc = s->desc;
+			*hidden = s->hidden;
+			found = true;
+			break;
+		}
+		if (slot >= 0)
+			break;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}
+
+/*
+ * registry_adopt puts back a state whose descriptor survived a restart
+ * with its data (a rocksdb state), keeping its id.  The state worker calls
+ * it on a fresh registry, before anything else creates states.  Returns
+ * false when there is no free slot.
+ */
+bool
+registry_adopt(const StateDesc *desc)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0)
+			continue;
+		s->desc = *desc;
+		s->dropping = false;
+		s->hidden = false;
+		pg_atomic_write_u64(&s->entries, 0);
+		pg_atomic_write_u64(&s->bytes, 0);
+		if (registry->next_id <= desc->id)
+			registry->next_id = desc->id + 1;
+		registry_bump_version();
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		return true;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	ereport(WARNING,
+			(errmsg("state \"%s\" does not fit in state_backend.max_states",
+					NameStr(desc->name)),
+			 errdetail("Its data stays on disk."),
+			 errhint("Raise state_backend.max_states and restart the server.")));
+	return false;
+}
+
+/* registry_exists tells whether a database has a live state of that name. */
+bool
+registry_exists(Oid dbid, const char *name)
+{
+	bool		found;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	found = registry_find_slot(dbid, name) >= 0;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}

@@ -1,0 +1,41 @@
+/*
+ * catalog/registry.h
+ *		State descriptors per database: create, resolve by name, drop,
+ *		owners and grants, and each state's usage counters.  The registry
+ *		calls no backend; state_ops.c pairs its changes with theirs.
+ */
+#ifndef STATE_BACKEND_REGISTRY_H
+#define STATE_BACKEND_REGISTRY_H
+
+#include "common/types.h"
+
+extern Size registry_shmem_size(void);
+extern void registry_shmem_init(void);
+
+extern void registry_set_ready(void);
+extern bool registry_is_ready(void);
+extern uint64 registry_version(void);
+extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
+extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
+extern int	registry_create(StateDesc *desc, bool hidden);
+extern bool registry_mark_dropping(const StateDesc *desc, int slot);
+extern void registry_free_slot(const StateDesc *desc, int slot);
+extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
+							 StateDesc **old, int **oldslots);
+extern bool registry_exists(Oid dbid, const char *name);
+extern int	registry_copy_all(StateDesc *out);
+extern void registry_check_type_unused(Oid type);
+extern void registry_check_role_unused(Oid role);
+extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
+							   uint8 privs, bool grant);
+extern void registry_check_access(const StateDesc *desc, uint8 privs);
+extern void registry_check_owner(const StateDesc *desc);
+
+extern bool registry_alive(int slot, uint32 id);
+extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
+extern bool registry_adopt(const StateDesc *desc);
+extern void registry_add_usage(int slot, int64 entries, int64 bytes);
+extern void registry_usage(int slot, int64 *entries, int64 *bytes);
+extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);
+
+#endif							/* STATE_BACKEND_REGISTRY_H */

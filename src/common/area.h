@@ -1,0 +1,17 @@
+/*
+ * common/area.h
+ *		The extension's dynamic shared memory area: heap states live in it,
+ *		and so do the snapshot driver's cut descriptors and the snapshots
+ *		kept in shared memory.  Bounded by state_backend.memory_limit.
+ */
+#ifndef STATE_BACKEND_AREA_H
+#define STATE_BACKEND_AREA_H
+
+#include "utils/dsa.h"
+
+extern Size state_area_shmem_size(void);
+extern void state_area_shmem_init(void);
+extern dsa_area *state_area(void);
+extern void state_area_apply_limit(void);
+
+#endif							/* STATE_BACKEND_AREA_H */

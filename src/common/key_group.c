@@ -1,0 +1,37 @@
+/*
+ * common/key_group.c
+ *		Key images to key groups.
+ *
+ * A key's key group is a stable hash of its image modulo
+ * state_backend.max_parallelism, as Flink assigns keys to key groups.  It
+ * is computed by the session for every call (StateKey.key_group) and
+ * passed to the backend; neither backend stores it with an entry (the heap
+ * derives it from the partition, RocksDB keys begin with it).
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+
+#include "common/key_group.h"
+
+/*
+ * key_image_hash returns the hash of a key image.  hash_bytes is a fixed
+ * function of the bytes, so the result is the same in every process and
+ * release of the server.
+ */
+uint32
+key_image_hash(const char *image, uint32 len)
+{
+	return hash_bytes((const unsigned char *) image, (int) len);
+}
+
+/*
+ * key_group_for_hash maps a key hash to a key group in [0, max_parallelism).
+ * The hash is mixed once more so that the key group does not share its low
+ * bits with the heap table's partition number.
+ */
+int
+key_group_for_hash(uint32 hash, int max_parallelism)
+{
+	return (int) (murmurhash32(hash) % (uint32) max_parallelism);
+}

@@ -1,0 +1,215 @@
+/*
+ * common/settings.c
+ *		Every setting of the extension, with its bounds and description.
+ *
+ * Settings are read where they are used; this file only defines them.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "common/settings.h"
+
+int			state_backend_default_backend = 0;
+int			state_backend_memory_limit_kb = 256 * 1024;
+int			state_backend_max_parallelism = 128;
+int			state_backend_max_states = 1024;
+char	   *state_backend_checkpoint_dir = NULL;
+int			state_backend_checkpoint_interval_s = 0;
+int			state_backend_checkpoints_retained = 1;
+bool		state_backend_restore_on_start = true;
+int			state_backend_max_state_size_kb = 5 * 1024;
+int			state_backend_request_timeout_ms = 30000;
+char	   *state_backend_rocksdb_dir = NULL;
+bool		state_backend_rocksdb_sync = false;
+int			state_backend_rocksdb_cache_mb = 64;
+int			state_backend_rocksdb_write_buffer_mb = 64;
+
+/*
+ * checkpoint_dir is an absolute path, or a file:// URL of one, which is
+ * stored as the plain path.
+ */
+static bool
+check_checkpoint_dir(char **newval, void **extra, GucSource source)
+{
+	const char *path = *newval;
+
+	if (path == NULL || path[0] == '\0')
+		return true;
+	if (strncmp(path, "file://", 7) == 0)
+	{
+		/* GUC string values are malloc'd (PG15). */
+		char	   *plain = strdup(path + 7);
+
+		if (plain == NULL)
+			return false;
+		free(*newval);
+		*newval = plain;
+		path = plain;
+	}
+	if (!is_absolute_path(path))
+	{
+		GUC_check_errdetail("state_backend.checkpoint_dir must be an absolute path or a file:// URL.");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * state_backend_define_settings registers the settings.  Called from
+ * _PG_init while the library is preloaded.
+ */
+void
+state_backend_define_settings(const struct config_enum_entry *backend_options,
+							  int default_backend)
+{
+	state_backend_default_backend = default_backend;
+	DefineCustomEnumVariable("state_backend.backend",
+							 "Backend of states created without an explicit backend.",
+							 "memory (alias jobmanager), filesystem or rocksdb.",
+							 &state_backend_default_backend,
+							 default_backend,
+							 backend_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.memory_limit",
+							"Shared memory available to all heap states together.",
+							"Writes that would exceed it fail; stored state stays readable.",
+							&state_backend_memory_limit_kb,
+							256 * 1024,
+							1024,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.max_parallelism",
+							"Number of key groups that keys are hashed into.",
+							NULL,
+							&state_backend_max_parallelism,
+							128,
+							1,
+							32768,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.max_states",
+							"Maximum number of states across all databases.",
+							NULL,
+							&state_backend_max_states,
+							1024,
+							1,
+							1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.checkpoint_dir",
+							   "Directory where state.snapshot() with no path writes chk-<id>.",
+							   "An absolute path or a file:// URL. Empty: snapshots of memory states with no path stay in shared memory.",
+							   &state_backend_checkpoint_dir,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   check_checkpoint_dir, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoint_interval",
+							"The state worker takes a checkpoint this often (0: never).",
+							NULL,
+							&state_backend_checkpoint_interval_s,
+							0,
+							0,
+							INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoints_retained",
+							"Completed checkpoints kept under the checkpoint directory.",
+							NULL,
+							&state_backend_checkpoints_retained,
+							1,
+							1,
+							1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.restore_on_start",
+							 "Load heap states from the newest completed checkpoint at server start.",
+							 NULL,
+							 &state_backend_restore_on_start,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.max_state_size",
+							"Largest state a snapshot kept in shared memory may hold.",
+							NULL,
+							&state_backend_max_state_size_kb,
+							5 * 1024,
+							64,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.rocksdb_dir",
+							   "Working directory of the RocksDB instance that holds rocksdb states.",
+							   "Relative paths are under the data directory.",
+							   &state_backend_rocksdb_dir,
+							   "pg_state_backend/rocksdb",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.rocksdb_sync",
+							 "Flush RocksDB's write-ahead log to disk (fsync) at every write batch.",
+							 "Off: a crash of the operating system may lose the last writes; a crash of the server loses nothing.",
+							 &state_backend_rocksdb_sync,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_cache_size",
+							"Block cache of the RocksDB instance.",
+							NULL,
+							&state_backend_rocksdb_cache_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_write_buffer_size",
+							"Memory for RocksDB's write buffers (memtables), all rocksdb states together.",
+							NULL,
+							&state_backend_rocksdb_write_buffer_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.request_timeout",
+							"How long a session waits for the state worker to answer a request on a rocksdb state.",
+							"0 waits as long as it takes.",
+							&state_backend_request_timeout_ms,
+							30000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("state_backend");
+}

@@ -1,0 +1,35 @@
+/*
+ * common/settings.h
+ *		Every setting (GUC) of the extension.  They are defined in
+ *		common/settings.c and read where they are used.
+ */
+#ifndef STATE_BACKEND_SETTINGS_H
+#define STATE_BACKEND_SETTINGS_H
+
+#include "utils/guc.h"
+
+/* state_backend.backend: a StateBackendId (backend/keyed_backend.h). */
+extern int	state_backend_default_backend;
+extern int	state_backend_memory_limit_kb;
+extern int	state_backend_max_parallelism;
+extern int	state_backend_max_states;
+extern char *state_backend_checkpoint_dir;
+extern int	state_backend_checkpoint_interval_s;
+extern int	state_backend_checkpoints_retained;
+extern bool state_backend_restore_on_start;
+extern int	state_backend_max_state_size_kb;
+extern int	state_backend_request_timeout_ms;
+extern char *state_backend_rocksdb_dir;
+extern bool state_backend_rocksdb_sync;
+extern int	state_backend_rocksdb_cache_mb;
+extern int	state_backend_rocksdb_write_buffer_mb;
+
+/*
+ * Called from _PG_init while the library is preloaded.  The backends'
+ * names and ids come from their owner (backend/keyed_backend.c) through
+ * module.c, so that this file names no backend.
+ */
+extern void state_backend_define_settings(const struct config_enum_entry *backend_options,
+										  int default_backend);
+
+#endif							/* STATE_BACKEND_SETTINGS_H */

@@ -1,0 +1,63 @@
+/*
+ * common/types.c
+ *		Names of state kinds and reducers, both ways.
+ *
+ * Backend names are in backend/keyed_backend.c, with the backends.
+ */
+#include "postgres.h"
+
+#include "common/types.h"
+
+static const char *const kind_names[] = {
+	[STATE_KIND_VALUE] = "value",
+	[STATE_KIND_LIST] = "list",
+	[STATE_KIND_MAP] = "map",
+	[STATE_KIND_REDUCING] = "reducing",
+};
+
+static const char *const reducer_names[] = {
+	[STATE_REDUCER_NONE] = NULL,
+	[STATE_REDUCER_SUM] = "sum",
+	[STATE_REDUCER_MIN] = "min",
+	[STATE_REDUCER_MAX] = "max",
+};
+
+const char *
+state_kind_name(StateKind kind)
+{
+	if ((int) kind < 0 || (int) kind > STATE_KIND_LAST)
+		return "unknown";
+	return kind_names[kind];
+}
+
+/* state_kind_parse reads a kind name; false when it names none. */
+bool
+state_kind_parse(const char *name, StateKind *kind)
+{
+	for (int k = 0; k <= STATE_KIND_LAST; k++)
+		if (strcmp(name, kind_names[k]) == 0)
+		{
+			*kind = (StateKind) k;
+			return true;
+		}
+	return false;
+}
+
+/* state_reducer_name returns NULL for STATE_REDUCER_NONE. */
+const char *
+state_reducer_name(StateReducer reducer)
+{
+	if ((int) reducer < 0 || (int) reducer >= (int) lengthof(reducer_names))
+		return NULL;
+	return reducer_names[reducer];
+}
+
+/* state_reducer_parse reads a reducer name; STATE_REDUCER_NONE if none. */
+StateReducer
+state_reducer_parse(const char *name)
+{
+	for (int r = STATE_REDUCER_SUM; r < (int) lengthof(reducer_names); r++)
+		if (strcmp(name, reducer_names[r]) == 0)
+			return (StateReducer) r;
+	return STATE_REDUCER_NONE;
+}

@@ -1,0 +1,94 @@
+/*
+ * common/types.h
+ *		The domain types every layer shares: state kinds, reducers, the
+ *		per-state descriptor kept in the registry, and privileges.
+ *
+ * Which backends exist, and their ids, belong to backend/keyed_backend.h;
+ * a descriptor only carries the id.  Lock numbers are in common/locks.h,
+ * settings in common/settings.h.
+ */
+#ifndef STATE_BACKEND_TYPES_H
+#define STATE_BACKEND_TYPES_H
+
+#include "postgres.h"
+
+typedef enum StateKind
+{
+	STATE_KIND_VALUE,
+	STATE_KIND_LIST,
+	STATE_KIND_MAP,
+	STATE_KIND_REDUCING
+} StateKind;
+
+#define STATE_KIND_LAST		STATE_KIND_REDUCING
+
+typedef enum StateReducer
+{
+	STATE_REDUCER_NONE,
+	STATE_REDUCER_SUM,
+	STATE_REDUCER_MIN,
+	STATE_REDUCER_MAX
+} StateReducer;
+
+/* Privileges a state's owner can grant to other roles. */
+#define STATE_PRIV_READ		0x01
+#define STATE_PRIV_WRITE	0x02
+
+#define STATE_MAX_GRANTS	16
+
+typedef struct StateGrant
+{
+	Oid			role;
+	uint8		privs;
+} StateGrant;
+
+/*
+ * A type as a state declares it: its OID in this cluster, and what a
+ * snapshot records to find it again elsewhere and to check that its stored
+ * form still matches.
+ */
+typedef struct StateType
+{
+	Oid			oid;
+	NameData	nspname;
+	NameData	typname;
+	int16		typlen;
+	bool		typbyval;
+} StateType;
+
+/* Indexes of StateDesc.types */
+#define STATE_TYPE_KEY		0
+#define STATE_TYPE_VALUE	1
+#define STATE_TYPE_MAP_KEY	2
+
+/*
+ * StateDesc describes one named state of one database.  It lives in a slot
+ * of the shared registry; backends work on a local copy and reach the slot's
+ * counters through its index.  A slot whose id is 0 is free.  State ids are
+ * never reused, so an id alone identifies a state across databases.
+ */
+typedef struct StateDesc
+{
+	uint32		id;
+	Oid			dbid;
+	NameData	name;
+	StateKind	kind;
+	int			backend;		/* a StateBackendId: backend/keyed_backend.h */
+	StateReducer reducer;
+	Oid			key_type;
+	Oid			value_type;
+	Oid			map_key_type;	/* InvalidOid unless kind is map */
+	StateType	types[3];		/* key, value, map key (STATE_TYPE_*) */
+	Oid			owner;
+	NameData	owner_name;
+	int			ngrants;
+	StateGrant	grants[STATE_MAX_GRANTS];
+} StateDesc;
+
+/* Names, for messages, views and the snapshot MANIFEST (common/types.c). */
+extern const char *state_kind_name(StateKind kind);
+extern bool state_kind_parse(const char *name, StateKind *kind);
+extern const char *state_reducer_name(StateReducer reducer);
+extern StateReducer state_reducer_parse(const char *name);
+
+#endif							/* STATE_BACKEND_TYPES_H */

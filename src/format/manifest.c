@@ -1,0 +1,376 @@
+/*
+ * format/manifest.c
+ *		The MANIFEST of a snapshot, written and read: text, one line per
+ *		database, state and grant, ending with its CRC-32C.  It names every
+ *		database and state (names live only here) with its types, backend,
+ *		owner and grants, file, size and entry count, so a snapshot is
+ *		self-describing and can be moved.  A directory without a MANIFEST
+ *		is not a snapshot.
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "format/format_internal.h"
+
+/* Percent-encode a MANIFEST value: everything but [A-Za-z0-9_.-]. */
+static void
+append_encoded(StringInfo buf, const char *s)
+{
+	if (*s == '\0')
+	{
+		appendStringInfoChar(buf, '%');
+		return;
+	}
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
+			appendStringInfoChar(buf, c);
+		else
+			appendStringInfo(buf, "%%%02X", c);
+	}
+}
+
+static bool
+decode_value(const char *in, char *out, Size outlen)
+{
+	Size		n = 0;
+
+	if (strcmp(in, "%") == 0)
+	{
+		out[0] = '\0';
+		return true;
+	}
+	while (*in)
+	{
+		char		c = *in++;
+
+		if (c == '%')
+		{
+			unsigned int v;
+
+			if (!isxdigit((unsigned char) in[0]) || !isxdigit((unsigned char) in[1]) ||
+				sscanf(in, "%2x", &v) != 1)
+				return false;
+			c = (char) v;
+			in += 2;
+		}
+		if (n + 1 >= outlen)
+			return false;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+static void
+append_type(StringInfo buf, const char *label, const StateType *t)
+{
+	appendStringInfo(buf, " %s=", label);
+	if (!OidIsValid(t->oid))
+	{
+		appendStringInfoChar(buf, '-');
+		return;
+	}
+	append_encoded(buf, NameStr(t->nspname));
+	appendStringInfoChar(buf, '/');
+	append_encoded(buf, NameStr(t->typname));
+	appendStringInfo(buf, "/%u/%d/%d", t->oid, t->typlen, t->typbyval ? 1 : 0);
+}
+
+/* manifest_build writes the MANIFEST's text of a snapshot being finished. */
+void
+manifest_build(SnapshotWriter *w)
+{
+	StringInfo	m = &w->manifest;
+
+	appendStringInfoString(m, "state_backend snapshot\n");
+	appendStringInfo(m, "format_version %d\n", SNAPSHOT_FORMAT_VERSION);
+	appendStringInfo(m, "snapshot_id " INT64_FORMAT "\n", w->id);
+	appendStringInfo(m, "format %s\n", w->format == SNAPSHOT_NATIVE ? "native" : "canonical");
+	appendStringInfo(m, "server_version_num %d\n", PG_VERSION_NUM);
+	appendStringInfo(m, "key_groups %d\n", w->key_groups);
+	appendStringInfo(m, "created %s\n", timestamptz_to_str(GetCurrentTimestamp()));
+	for (int i = 0; i < w->ndbs; i++)
+	{
+		appendStringInfo(m, "database %u ", w->dboids[i]);
+		append_encoded(m, w->dbnames[i]);
+		appendStringInfoChar(m, '\n');
+	}
+	for (int i = 0; i < w->nstates; i++)
+	{
+		StateOut   *so = &w->states[i];
+		const StateDesc *d = so->desc;
+
+		appendStringInfo(m, "state db=%u id=%u name=", d->dbid, d->id);
+		append_encoded(m, NameStr(d->name));
+		appendStringInfo(m, " kind=%s backend=%s", state_kind_name(d->kind), so->backend);
+		append_type(m, "key", &d->types[STATE_TYPE_KEY]);
+		append_type(m, "value", &d->types[STATE_TYPE_VALUE]);
+		append_type(m, "map_key", &d->types[STATE_TYPE_MAP_KEY]);
+		appendStringInfo(m, " reducer=%s owner=",
+						 d->reducer == STATE_REDUCER_NONE ? "-" : state_reducer_name(d->reducer));
+		append_encoded(m, NameStr(d->owner_name));
+		appendStringInfo(m, " owner_oid=%u file=%s size=" INT64_FORMAT " entries=" INT64_FORMAT "\n",
+						 d->owner, so->relpath, (int64) so->size, so->entries);
+		for (int g = 0; g < d->ngrants; g++)
+			appendStringInfo(m, "grant state=%u role_oid=%u privs=%u\n",
+							 d->id, d->grants[g].role, d->grants[g].privs);
+	}
+	appendStringInfo(m, "crc32c %08X\n", kg_crc(m->data, m->len));
+}
+
+static bool
+parse_type(const char *v, StateType *t)
+{
+	char		nsp[3 * NAMEDATALEN];
+	char		typ[3 * NAMEDATALEN];
+	char		dnsp[NAMEDATALEN];
+	char		dtyp[NAMEDATALEN];
+	unsigned int oid;
+	int			len;
+	int			byval;
+
+	memset(t, 0, sizeof(StateType));
+	if (strcmp(v, "-") == 0)
+		return true;
+	if (sscanf(v, "%191[^/]/%191[^/]/%u/%d/%d", nsp, typ, &oid, &len, &byval) != 5)
+		return false;
+	if (!decode_value(nsp, dnsp, sizeof(dnsp)) || !decode_value(typ, dtyp, sizeof(dtyp)))
+		return false;
+	namestrcpy(&t->nspname, dnsp);
+	namestrcpy(&t->typname, dtyp);
+	t->oid = oid;
+	t->typlen = (int16) len;
+	t->typbyval = byval != 0;
+	return true;
+}
+
+static bool
+parse_state_line(char *line, SnapshotState *st)
+{
+	char	   *save = NULL;
+	bool		ok = true;
+
+	memset(st, 0, sizeof(SnapshotState));
+	for (char *tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+	{
+		char	   *eq = strchr(tok, '=');
+		char	   *v;
+		char		buf[MAXPGPATH];
+
+		if (eq == NULL)
+			return false;
+		*eq = '\0';
+		v = eq + 1;
+		if (strcmp(tok, "db") == 0)
+			st->desc.dbid = (Oid) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "id") == 0)
+			st->desc.id = (uint32) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "name") == 0)
+		{
+			if (!decode_value(v, buf, NAMEDATALEN))
+				return false;
+			namestrcpy(&st->desc.name, buf);
+		}
+		else if (strcmp(tok, "kind") == 0)
+			ok &= state_kind_parse(v, &st->desc.kind);
+		else if (strcmp(tok, "backend") == 0)
+			ok &= strlcpy(st->backend, v, sizeof(st->backend)) < sizeof(st->backend);
+		else if (strcmp(tok, "key") == 0)
+			ok &= parse_type(v, &st->desc.types[STATE_TYPE_KEY]);
+		else if (strcmp(tok, "value") == 0)
+			ok &= parse_type(v, &st->desc.types[STATE_TYPE_VALUE]);
+		else if (strcmp(tok, "map_key") == 0)
+			ok &= parse_type(v, &st->desc.types[STATE_TYPE_MAP_KEY]);
+		else if (strcmp(tok, "reducer") == 0)
+			st->desc.reducer = state_reducer_parse(v);
+		else if (strcmp(tok, "owner") == 0)
+		{
+			if (!decode_value(v, buf, NAMEDATALEN))
+				return false;
+			namestrcpy(&st->desc.owner_name, buf);
+		}
+		else if (strcmp(tok, "owner_oid") == 0)
+			st->desc.owner = (Oid) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "file") == 0)
+			strlcpy(st->file, v, sizeof(st->file));
+		else if (strcmp(tok, "size") == 0)
+			st->size = strtoll(v, NULL, 10);
+		else if (strcmp(tok, "entries") == 0)
+			st->entries = strtoll(v, NULL, 10);
+	}
+	st->desc.key_type = st->desc.types[STATE_TYPE_KEY].oid;
+	st->desc.value_type = st->desc.types[STATE_TYPE_VALUE].oid;
+	st->desc.map_key_type = st->desc.types[STATE_TYPE_MAP_KEY].oid;
+	/* file names are ours: db-<oid>/<id>.kg or .sst.lst, nothing else */
+	if (strstr(st->file, "..") != NULL || st->file[0] == '/' || st->file[0] == '\0')
+		return false;
+	st->native = strlen(st->file) > strlen(SNAPSHOT_NATIVE_LIST_SUFFIX) &&
+		strcmp(st->file + strlen(st->file) - strlen(SNAPSHOT_NATIVE_LIST_SUFFIX),
+			   SNAPSHOT_NATIVE_LIST_SUFFIX) == 0;
+	return ok && st->desc.id != 0 && NameStr(st->desc.name)[0] != '\0';
+}
+
+/*
+ * read_checked_text reads a snapshot's MANIFEST whole and checks its last
+ * line, "crc32c XXXXXXXX", against everything before it; returns the text
+ * without that line (palloc'd).
+ */
+static char *
+read_checked_text(const SnapshotSource *src, SrcFile *f)
+{
+	char	   *text;
+	char	   *crcline;
+	unsigned int crc;
+
+	snapshot_file_open(src, MANIFEST_NAME, f);
+	if (f->size > 64 * 1024 * 1024)
+		snapshot_file_corrupt(f, 0, "The MANIFEST is too large.");
+	text = palloc(f->size + 1);
+	snapshot_file_read(f, text, f->size, 0);
+	text[f->size] = '\0';
+	snapshot_file_close(f);
+
+	crcline = f->size > 0 ? text + f->size - 1 : text;
+	if (f->size < 2 || *crcline != '\n')
+		snapshot_file_corrupt(f, f->size, "The MANIFEST does not end with its checksum.");
+	*crcline = '\0';
+	crcline = strrchr(text, '\n');
+	if (crcline == NULL || sscanf(crcline + 1, "crc32c %8X", &crc) != 1)
+		snapshot_file_corrupt(f, crcline ? crcline - text + 1 : 0, "The MANIFEST does not end with its checksum.");
+	if (kg_crc(text, crcline + 1 - text) != (pg_crc32c) crc)
+		snapshot_file_corrupt(f, crcline - text + 1, "The MANIFEST checksum does not match its contents.");
+	*crcline = '\0';
+	return text;
+}
+
+/*
+ * snapshot_read_manifest reads and checks a snapshot's MANIFEST.  A missing
+ * MANIFEST means "not a snapshot"; a damaged one is data_corrupted.
+ */
+SnapshotManifest *
+snapshot_read_manifest(const SnapshotSource *src)
+{
+	SnapshotManifest *m = palloc0(sizeof(SnapshotManifest));
+	SrcFile		f;
+	char	   *text;
+	char	   *save = NULL;
+	int			lineno = 0;
+	off_t		lineoff = 0;
+
+	if (src->dir)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", src->dir, MANIFEST_NAME);
+		if (stat(path, &st) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FILE),
+					 errmsg("\"%s\" is not a snapshot", src->dir),
+					 errdetail("It has no MANIFEST: a snapshot that did not complete, or another directory.")));
+	}
+	text = read_checked_text(src, &f);
+	m->states = palloc0(sizeof(SnapshotState) * 16);
+	m->db_oids = palloc0(sizeof(Oid) * 16);
+	m->db_names = palloc0(sizeof(char *) * 16);
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+	{
+		char		word[64];
+		char	   *rest;
+
+		lineoff = line - text;
+		lineno++;
+		if (lineno == 1)
+		{
+			if (strcmp(line, "state_backend snapshot") != 0)
+				snapshot_file_corrupt(&f, lineoff, "The MANIFEST does not start with \"state_backend snapshot\".");
+			continue;
+		}
+		if (sscanf(line, "%63s", word) != 1)
+			snapshot_file_corrupt(&f, lineoff, "The MANIFEST has an empty line.");
+		rest = line + strlen(word);
+		while (*rest == ' ')
+			rest++;
+		if (strcmp(word, "format_version") == 0)
+		{
+			if (atoi(rest) != SNAPSHOT_FORMAT_VERSION)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("snapshot format version %d is not supported", atoi(rest)),
+						 errdetail("This release reads version %d.", SNAPSHOT_FORMAT_VERSION)));
+		}
+		else if (strcmp(word, "snapshot_id") == 0)
+			m->id = strtoll(rest, NULL, 10);
+		else if (strcmp(word, "format") == 0)
+			m->format = strcmp(rest, "canonical") == 0 ? SNAPSHOT_CANONICAL : SNAPSHOT_NATIVE;
+		else if (strcmp(word, "server_version_num") == 0)
+			m->server_version_num = atoi(rest);
+		else if (strcmp(word, "key_groups") == 0)
+			m->key_groups = atoi(rest);
+		else if (strcmp(word, "database") == 0)
+		{
+			unsigned int oid;
+			char		enc[4 * NAMEDATALEN];
+			char		name[NAMEDATALEN];
+
+			if (sscanf(rest, "%u %255s", &oid, enc) != 2 || !decode_value(enc, name, sizeof(name)))
+				snapshot_file_corrupt(&f, lineoff, "A database line of the MANIFEST is malformed.");
+			if (m->ndbs % 16 == 0 && m->ndbs > 0)
+			{
+				m->db_oids = repalloc(m->db_oids, sizeof(Oid) * (m->ndbs + 16));
+				m->db_names = repalloc(m->db_names, sizeof(char *) * (m->ndbs + 16));
+			}
+			m->db_oids[m->ndbs] = oid;
+			m->db_names[m->ndbs] = pstrdup(name);
+			m->ndbs++;
+		}
+		else if (strcmp(word, "state") == 0)
+		{
+			if (m->nstates % 16 == 0 && m->nstates > 0)
+				m->states = repalloc(m->states, sizeof(SnapshotState) * (m->nstates + 16));
+			if (!parse_state_line(rest, &m->states[m->nstates]))
+				snapshot_file_corrupt(&f, lineoff, "A state line of the MANIFEST is malformed.");
+			m->nstates++;
+		}
+		else if (strcmp(word, "grant") == 0)
+		{
+			unsigned int id;
+			unsigned int role;
+			unsigned int privs;
+
+			if (sscanf(rest, "state=%u role_oid=%u privs=%u", &id, &role, &privs) != 3)
+				snapshot_file_corrupt(&f, lineoff, "A grant line of the MANIFEST is malformed.");
+			for (int i = 0; i < m->nstates; i++)
+			{
+				StateDesc  *d = &m->states[i].desc;
+
+				if (d->id == id && d->ngrants < STATE_MAX_GRANTS)
+				{
+					d->grants[d->ngrants].role = role;
+					d->grants[d->ngrants].privs = (uint8) privs;
+					d->ngrants++;
+				}
+			}
+		}
+		/* Unknown lines are ignored: later minor versions may add some. */
+	}
+	if (m->key_groups <= 0)
+		snapshot_file_corrupt(&f, 0, "The MANIFEST has no key_groups line.");
+	for (int i = 0; i < m->nstates; i++)
+	{
+		SnapshotState *st = &m->states[i];
+
+		for (int d = 0; d < m->ndbs; d++)
+			if (m->db_oids[d] == st->desc.dbid)
+				strlcpy(st->dbname, m->db_names[d], sizeof(st->dbname));
+	}
+	return m;
+}

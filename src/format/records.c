@@ -1,0 +1,243 @@
+/*
+ * format/records.c
+ *		The writers and readers of list images, pairs (map images, snapshot
+ *		blocks) and entries: see format/records.h.
+ */
+#include "postgres.h"
+
+#include "format/records.h"
+
+/* ---------------------------------------------------------------- lists */
+
+/* record_put_elem appends one list element. */
+void
+record_put_elem(StringInfo out, const char *data, uint32 len)
+{
+	appendBinaryStringInfo(out, (const char *) &len, sizeof(uint32));
+	appendBinaryStringInfo(out, data, len);
+}
+
+/*
+ * record_elem_begin starts an element whose bytes the caller appends next;
+ * record_elem_end, given what begin returned, fills in its length.
+ */
+int
+record_elem_begin(StringInfo out)
+{
+	int			begin = out->len;
+	uint32		zero = 0;
+
+	appendBinaryStringInfo(out, (const char *) &zero, sizeof(uint32));
+	return begin;
+}
+
+void
+record_elem_end(StringInfo out, int begin)
+{
+	uint32		len = (uint32) (out->len - begin - RECORD_ELEM_HDR);
+
+	memcpy(out->data + begin, &len, sizeof(uint32));
+}
+
+/*
+ * record_next_elem reads the element at *off of a list image and moves *off
+ * past it.
+ */
+RecordRead
+record_next_elem(const char *buf, uint32 len, uint32 *off, const char **data,
+				 uint32 *datalen)
+{
+	uint32		n;
+
+	if (*off >= len)
+		return RECORD_END;
+	if (len - *off < RECORD_ELEM_HDR)
+		return RECORD_TRUNCATED;
+	memcpy(&n, buf + *off, sizeof(uint32));
+	if (n > len - *off - RECORD_ELEM_HDR)
+		return RECORD_TRUNCATED;
+	*data = buf + *off + RECORD_ELEM_HDR;
+	*datalen = n;
+	*off += RECORD_ELEM_HDR + n;
+	return RECORD_OK;
+}
+
+/* record_count_elems counts a list image's elements (up to a bad one). */
+int64
+record_count_elems(const char *buf, uint32 len)
+{
+	uint32		off = 0;
+	const char *data;
+	uint32		n;
+	int64		count = 0;
+
+	while (record_next_elem(buf, len, &off, &data, &n) == RECORD_OK)
+		count++;
+	return count;
+}
+
+/* ---------------------------------------------------------------- pairs */
+
+/* record_pair_size is the size of a pair; value NULL for a NULL value. */
+Size
+record_pair_size(uint32 keylen, const char *value, uint32 vallen)
+{
+	return RECORD_PAIR_HDR + (Size) keylen + (value ? (Size) vallen : 0);
+}
+
+/* record_write_pair writes a pair at dst (record_pair_size bytes). */
+void
+record_write_pair(char *dst, const char *key, uint32 keylen,
+				  const char *value, uint32 vallen)
+{
+	uint32		vl = value ? vallen : RECORD_NULL;
+
+	memcpy(dst, &keylen, sizeof(uint32));
+	memcpy(dst + sizeof(uint32), &vl, sizeof(uint32));
+	memcpy(dst + RECORD_PAIR_HDR, key, keylen);
+	if (value)
+		memcpy(dst + RECORD_PAIR_HDR + keylen, value, vallen);
+}
+
+/* record_put_pair appends a pair to out. */
+void
+record_put_pair(StringInfo out, const char *key, uint32 keylen,
+				const char *value, uint32 vallen)
+{
+	Size		size = record_pair_size(keylen, value, vallen);
+
+	enlargeStringInfo(out, (int) size);
+	record_write_pair(out->data + out->len, key, keylen, value, vallen);
+	out->len += (int) size;
+	out->data[out->len] = '\0';
+}
+
+/*
+ * record_pair_begin starts a pair whose key, then value, the caller
+ * appends next; record_pair_end fills in the lengths, given the key's
+ * length and whether the value is NULL (then nothing follows the key).
+ */
+int
+record_pair_begin(StringInfo out)
+{
+	int			begin = out->len;
+	uint32		zero[2] = {0, 0};
+
+	appendBinaryStringInfo(out, (const char *) zero, sizeof(zero));
+	return begin;
+}
+
+void
+record_pair_end(StringInfo out, int begin, uint32 keylen, bool isnull)
+{
+	uint32		vl = isnull ? RECORD_NULL :
+		(uint32) (out->len - begin - RECORD_PAIR_HDR - keylen);
+
+	memcpy(out->data + begin, &keylen, sizeof(uint32));
+	memcpy(out->data + begin + sizeof(uint32), &vl, sizeof(uint32));
+}
+
+/* record_next_pair reads the pair at *off and moves *off past it. */
+RecordRead
+record_next_pair(const char *buf, uint32 len, uint32 *off, RecordPair *pair)
+{
+	uint32		klen;
+	uint32		vlen;
+	uint32		left;
+
+	if (*off >= len)
+		return RECORD_END;
+	left = len - *off;
+	if (left < RECORD_PAIR_HDR)
+		return RECORD_TRUNCATED;
+	memcpy(&klen, buf + *off, sizeof(uint32));
+	memcpy(&vlen, buf + *off + sizeof(uint32), sizeof(uint32));
+	left -= RECORD_PAIR_HDR;
+	if (klen > left || (vlen != RECORD_NULL && vlen > left - klen))
+		return RECORD_TRUNCATED;
+	pair->key = buf + *off + RECORD_PAIR_HDR;
+	pair->keylen = klen;
+	if (vlen == RECORD_NULL)
+	{
+		pair->value = NULL;
+		pair->vallen = 0;
+		*off += RECORD_PAIR_HDR + klen;
+	}
+	else
+	{
+		pair->value = pair->key + klen;
+		pair->vallen = vlen;
+		*off += RECORD_PAIR_HDR + klen + vlen;
+	}
+	return RECORD_OK;
+}
+
+/*
+ * record_find_pair returns the offset of the pair with this key in a map
+ * image, or -1; *size gets the pair's size.
+ */
+int64
+record_find_pair(const char *buf, uint32 len, const char *key, uint32 keylen,
+				 uint32 *size)
+{
+	uint32		off = 0;
+	RecordPair	p;
+
+	for (;;)
+	{
+		uint32		at = off;
+
+		if (record_next_pair(buf, len, &off, &p) != RECORD_OK)
+			return -1;
+		if (p.keylen == keylen && memcmp(p.key, key, keylen) == 0)
+		{
+			*size = off - at;
+			return at;
+		}
+	}
+}
+
+/* record_count_pairs counts a map image's pairs (up to a bad one). */
+int64
+record_count_pairs(const char *buf, uint32 len)
+{
+	uint32		off = 0;
+	RecordPair	p;
+	int64		count = 0;
+
+	while (record_next_pair(buf, len, &off, &p) == RECORD_OK)
+		count++;
+	return count;
+}
+
+/* -------------------------------------------------------------- entries */
+
+/* record_put_entry appends an entry (the value is a whole image). */
+void
+record_put_entry(StringInfo out, uint32 state_id, const char *key, uint32 keylen,
+				 const char *value, uint32 vallen)
+{
+	appendBinaryStringInfo(out, (const char *) &state_id, sizeof(uint32));
+	record_put_pair(out, key, keylen, value, vallen);
+}
+
+/* record_next_entry reads the entry at *off and moves *off past it. */
+RecordRead
+record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
+				  RecordPair *pair)
+{
+	uint32		at;
+	RecordRead	r;
+
+	if (*off >= len)
+		return RECORD_END;
+	if (len - *off < sizeof(uint32))
+		return RECORD_TRUNCATED;
+	memcpy(state_id, buf + *off, sizeof(uint32));
+	at = *off + sizeof(uint32);
+	r = record_next_pair(buf, len, &at, pair);
+	if (r != RECORD_OK)
+		return RECORD_TRUNCATED;
+	*off = at;
+	return RECORD_OK;
+}

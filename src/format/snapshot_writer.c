@@ -1,0 +1,370 @@
+/*
+ * format/snapshot_writer.c
+ *		Writing a snapshot: its directory (or memory image), one key-group
+ *		file per state (format/kg_file.c), the list file that a backend
+ *		writing its own native files names per state, and the MANIFEST,
+ *		written last.
+ *
+ *	<root>/MANIFEST				text, written last (temp file, fsync, rename,
+ *								fsync of the directory); ends with a CRC-32C
+ *	<root>/db-<oid>/<id>.kg		one file per state, its entries by key group
+ *	<root>/db-<oid>/<id>.sst.lst	the list of a state that its backend keeps
+ *								in native files of its own
+ *
+ * Which entries go in is decided elsewhere (the backends' snapshot
+ * strategies make the cut, snapshot/snapshot_driver.c drives the writer).
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/file_perm.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/wait_event.h"
+
+#include "common/settings.h"
+#include "format/format_internal.h"
+#include "format/records.h"
+
+typedef struct StateOutRef
+{
+	uint32		state_id;		/* hash key */
+	int			n;
+} StateOutRef;
+
+/* The file name of a state's file, relative to the snapshot root. */
+static void
+state_relpath(char *buf, Size len, const StateDesc *desc, bool native)
+{
+	snprintf(buf, len, "db-%u/%u%s", desc->dbid, desc->id,
+			 native ? SNAPSHOT_NATIVE_LIST_SUFFIX : KG_FILE_SUFFIX);
+}
+
+static void
+make_dir(const char *path)
+{
+	if (MakePGDirectory(path) != 0 && errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create snapshot directory \"%s\": %m", path)));
+}
+
+/* Open a state's file (or memory buffer) and write its header. */
+static void
+open_state_file(SnapshotWriter *w, StateOut *so)
+{
+	if (w->dir)
+	{
+		char		path[MAXPGPATH];
+
+		snprintf(path, sizeof(path), "%s/%s", w->dir, so->relpath);
+		so->vfd = PathNameOpenFile(path, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY);
+		if (so->vfd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create snapshot file \"%s\": %m", path)));
+	}
+	else
+		initStringInfo(&so->mem);
+	/* Written natively; snapshot_rewrite_state may convert it later. */
+	kg_write_header(w, so, SNAPSHOT_NATIVE);
+}
+
+/*
+ * snapshot_writer_begin starts a snapshot of the given states: in directory
+ * dir (which must not exist yet), or in memory when dir is NULL.  backends
+ * names each state's backend; native tells which states their backend
+ * writes in files of its own (it reports them with
+ * snapshot_writer_set_native).  dboids and dbnames name every database that
+ * has states.
+ */
+SnapshotWriter *
+snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
+					  const StateDesc *descs, const char *const *backends,
+					  const bool *native, int ndescs,
+					  const Oid *dboids, char **dbnames, int ndbs)
+{
+	SnapshotWriter *w = palloc0(sizeof(SnapshotWriter));
+	HASHCTL		ctl;
+
+	w->dir = dir ? pstrdup(dir) : NULL;
+	w->id = id;
+	w->format = format;
+	w->key_groups = state_backend_max_parallelism;
+	w->nstates = ndescs;
+	w->states = palloc0(sizeof(StateOut) * Max(ndescs, 1));
+	w->ndbs = ndbs;
+	w->dboids = (Oid *) dboids;
+	w->dbnames = dbnames;
+	initStringInfo(&w->manifest);
+
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(StateOutRef);
+	ctl.hcxt = CurrentMemoryContext;
+	w->by_id = hash_create("snapshot states", Max(ndescs, 16), &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	if (w->dir)
+	{
+		struct stat st;
+
+		if (stat(w->dir, &st) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_FILE),
+					 errmsg("snapshot path \"%s\" already exists", w->dir)));
+		make_dir(w->dir);
+		for (int i = 0; i < ndbs; i++)
+		{
+			char		path[MAXPGPATH];
+
+			snprintf(path, sizeof(path), "%s/db-%u", w->dir, dboids[i]);
+			make_dir(path);
+		}
+	}
+
+	for (int i = 0; i < ndescs; i++)
+	{
+		StateOut   *so = &w->states[i];
+		StateOutRef *ref;
+		bool		found;
+
+		so->desc = &descs[i];
+		strlcpy(so->backend, backends[i], sizeof(so->backend));
+		so->native = native[i];
+		state_relpath(so->relpath, sizeof(so->relpath), &descs[i], so->native);
+		so->vfd = -1;
+		ref = hash_search(w->by_id, &descs[i].id, HASH_ENTER, &found);
+		ref->n = i;
+		if (!so->native)
+			open_state_file(w, so);
+	}
+	return w;
+}
+
+/* The state an entry belongs to, if it is written as a key-group file. */
+static StateOut *
+state_out(SnapshotWriter *w, uint32 state_id)
+{
+	StateOutRef *ref = hash_search(w->by_id, &state_id, HASH_FIND, NULL);
+
+	if (ref == NULL || w->states[ref->n].native)
+		return NULL;
+	return &w->states[ref->n];
+}
+
+/*
+ * snapshot_writer_add writes one key group: the entries the backends
+ * collected for it (format/records.h).  Key groups come in increasing
+ * order, so each state's file holds them in order, each contiguous.
+ */
+void
+snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int len)
+{
+	uint32		off = 0;
+	uint32		state_id;
+	RecordPair	pair;
+	RecordRead	r;
+
+	for (int i = 0; i < w->nstates; i++)
+	{
+		w->states[i].kg_start = w->states[i].size;
+		w->states[i].kg_entries = 0;
+		w->states[i].block_kg = key_group;
+	}
+	while ((r = record_next_entry(records, (uint32) len, &off, &state_id, &pair)) == RECORD_OK)
+	{
+		StateOut   *so = state_out(w, state_id);
+
+		if (so != NULL)
+			kg_add_pair(w, so, pair.key, pair.keylen, pair.value, pair.vallen);
+	}
+	if (r != RECORD_END)
+		elog(ERROR, "state_backend: a collected entry of key group %d is truncated", key_group);
+	for (int i = 0; i < w->nstates; i++)
+		if (!w->states[i].native)
+			kg_end_key_group(w, &w->states[i], key_group);
+}
+
+/*
+ * snapshot_writer_native_path returns (palloc'd) the full path of the list
+ * file of a state whose backend writes its own files.
+ */
+char *
+snapshot_writer_native_path(SnapshotWriter *w, uint32 state_id)
+{
+	StateOutRef *ref = hash_search(w->by_id, &state_id, HASH_FIND, NULL);
+
+	if (ref == NULL || !w->states[ref->n].native || w->dir == NULL)
+		elog(ERROR, "state_backend: state %u has no native files in this snapshot", state_id);
+	return psprintf("%s/%s", w->dir, w->states[ref->n].relpath);
+}
+
+/*
+ * snapshot_writer_set_native records what a backend wrote for a state kept
+ * in its own files: its list file's size, the entries, and the bytes it
+ * wrote (files shared with earlier checkpoints not counted).
+ */
+void
+snapshot_writer_set_native(SnapshotWriter *w, uint32 state_id, int64 list_size,
+						   int64 entries, int64 bytes_written)
+{
+	StateOutRef *ref = hash_search(w->by_id, &state_id, HASH_FIND, NULL);
+
+	if (ref == NULL || !w->states[ref->n].native)
+		elog(ERROR, "state_backend: state %u has no native files in this snapshot", state_id);
+	w->states[ref->n].size = list_size;
+	w->states[ref->n].entries = entries;
+	w->entries += entries;
+	w->bytes += bytes_written;
+}
+
+void
+snapshot_writer_progress(SnapshotWriter *w, int64 *entries, int64 *bytes)
+{
+	*entries = w->entries;
+	*bytes = w->bytes;
+}
+
+static void
+fsync_dir(const char *path)
+{
+	(void) fsync_fname_ext(path, true, false, ERROR);
+}
+
+/*
+ * snapshot_writer_close_files ends every state file: index and trailer,
+ * synced and closed.  The files are complete; the snapshot is not until
+ * snapshot_writer_finish.
+ */
+void
+snapshot_writer_close_files(SnapshotWriter *w)
+{
+	for (int i = 0; i < w->nstates; i++)
+	{
+		StateOut   *so = &w->states[i];
+
+		if (so->native)
+			continue;
+		kg_write_index(w, so);
+		if (so->vfd < 0 && so->size > (off_t) state_backend_max_state_size_kb * 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("state \"%s\" is too large for a snapshot kept in memory",
+							NameStr(so->desc->name)),
+					 errdetail("Its snapshot takes " INT64_FORMAT " bytes; state_backend.max_state_size is %d kB.",
+							   (int64) so->size, state_backend_max_state_size_kb),
+					 errhint("Use the filesystem backend: set state_backend.checkpoint_dir, or give state.snapshot() a path.")));
+		if (so->vfd >= 0)
+		{
+			if (FileSync(so->vfd, PG_WAIT_EXTENSION) != 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not fsync snapshot file \"%s/%s\": %m",
+								w->dir, so->relpath)));
+			FileClose(so->vfd);
+			so->vfd = -1;
+		}
+	}
+}
+
+/* After files were rewritten (canonical form), take their new sizes. */
+void
+snapshot_writer_refresh_sizes(SnapshotWriter *w)
+{
+	int64		bytes = 0;
+
+	for (int i = 0; i < w->nstates; i++)
+	{
+		StateOut   *so = &w->states[i];
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", w->dir, so->relpath);
+		if (stat(path, &st) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not stat snapshot file \"%s\": %m", path)));
+		so->size = st.st_size;
+		bytes += st.st_size;
+	}
+	w->bytes = bytes;
+}
+
+/*
+ * snapshot_writer_finish completes a snapshot whose files are closed: the
+ * MANIFEST is written to a temporary name, synced and renamed, and the
+ * directory synced.  Only then is the snapshot complete.
+ */
+void
+snapshot_writer_finish(SnapshotWriter *w)
+{
+	manifest_build(w);
+
+	if (w->dir)
+	{
+		char		tmp[MAXPGPATH];
+		char		final[MAXPGPATH];
+		int			fd;
+
+		for (int i = 0; i < w->ndbs; i++)
+		{
+			char		path[MAXPGPATH];
+
+			snprintf(path, sizeof(path), "%s/db-%u", w->dir, w->dboids[i]);
+			fsync_dir(path);
+		}
+		snprintf(tmp, sizeof(tmp), "%s/%s.tmp", w->dir, MANIFEST_NAME);
+		snprintf(final, sizeof(final), "%s/%s", w->dir, MANIFEST_NAME);
+		fd = OpenTransientFile(tmp, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY);
+		if (fd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create file \"%s\": %m", tmp)));
+		errno = 0;
+		if (write(fd, w->manifest.data, w->manifest.len) != w->manifest.len)
+		{
+			if (errno == 0)
+				errno = ENOSPC;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", tmp)));
+		}
+		if (pg_fsync(fd) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m", tmp)));
+		CloseTransientFile(fd);
+		(void) durable_rename(tmp, final, ERROR);
+		fsync_dir(w->dir);
+	}
+	else
+		memimage_build(w);
+}
+
+/* The image of a snapshot written to memory, after snapshot_writer_finish. */
+char *
+snapshot_writer_memory_image(SnapshotWriter *w, Size *len)
+{
+	*len = w->memimage_len;
+	return w->memimage;
+}
+
+/*
+ * snapshot_writer_abort closes what is open and removes a partial snapshot
+ * directory.  It never raises an error: it runs while one is handled.
+ */
+void
+snapshot_writer_abort(SnapshotWriter *w)
+{
+	for (int i = 0; i < w->nstates; i++)
+		if (w->states[i].vfd >= 0)
+		{
+			FileClose(w->states[i].vfd);
+			w->states[i].vfd = -1;
+		}
+	if (w->dir)
+		(void) rmtree(w->dir, true);
+}

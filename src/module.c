@@ -1,0 +1,156 @@
+/*
+ * module.c
+ *		Entry point of the library: _PG_init, the shared memory hooks, the
+ *		hooks on DROP, and the registration of the state worker.
+ *
+ * The shared structures are defined by their owners; this file only sizes
+ * and initialises them at the right moments.  Nothing includes it, and it
+ * is the one place, with worker.c, that names every part.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+
+#include "backend/heap_backend.h"
+#include "backend/keyed_backend.h"
+#include "backend/rocksdb/rocks.h"
+#include "catalog/registry.h"
+#include "common/area.h"
+#include "common/locks.h"
+#include "common/settings.h"
+#include "ipc/channel.h"
+#include "snapshot/snapshot_control.h"
+#include "state_ops.h"
+#include "worker.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* A database whose states go when the dropping transaction commits. */
+static Oid	pending_drop_dbid = InvalidOid;
+
+static void
+state_backend_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), heap_state_shmem_size()),
+											 add_size(snapshot_control_shmem_size(),
+													  state_area_shmem_size())),
+									channel_shmem_size()));
+	state_locks_request();
+}
+
+static void
+state_backend_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	state_locks_init();
+	state_area_shmem_init();
+	registry_shmem_init();
+	heap_state_shmem_init();
+	snapshot_control_shmem_init();
+	channel_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * A type that a state holds, or a role that owns a state or has access to
+ * one, cannot be dropped.  DROP EXTENSION
+ * state_backend drops the database's states, and DROP DATABASE frees them.  The drop is noted here and carried out just before
+ * the dropping transaction commits, so a drop that fails or is rolled back
+ * leaves the states alone.
+ */
+static void
+state_backend_object_access(ObjectAccessType access, Oid classId,
+							Oid objectId, int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP)
+		return;
+	if (classId == TypeRelationId)
+		registry_check_type_unused(objectId);
+	else if (classId == AuthIdRelationId)
+		registry_check_role_unused(objectId);
+	else if (classId == DatabaseRelationId)
+		pending_drop_dbid = objectId;
+	else if (classId == ExtensionRelationId &&
+			 objectId == get_extension_oid("state_backend", true))
+		pending_drop_dbid = MyDatabaseId;
+}
+
+static void
+state_backend_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (OidIsValid(pending_drop_dbid))
+			{
+				Oid			dbid = pending_drop_dbid;
+
+				pending_drop_dbid = InvalidOid;
+				state_ops_drop_database(dbid);
+			}
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pending_drop_dbid = InvalidOid;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	state_backend_mark_loaded();
+	state_backend_define_settings(keyed_backend_options, STATE_BACKEND_MEMORY);
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = state_backend_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = state_backend_shmem_startup;
+
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = state_backend_object_access;
+	RegisterXactCallback(state_backend_xact_callback, NULL);
+	rocks_client_init();
+
+	state_worker_register();
+}
+
+PG_FUNCTION_INFO_V1(state_require_preload);
+
+/* The install script calls this so CREATE EXTENSION fails early. */
+Datum
+state_require_preload(PG_FUNCTION_ARGS)
+{
+	state_backend_check_loaded();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,294 @@
+/*
+ * snapshot/canonical.c
+ *		The canonical form of a snapshot's keys and values: every datum as
+ *		its type's binary send function writes it (as COPY BINARY does),
+ *		so the snapshot can be restored into another backend or server.
+ *
+ * Native images (codec.c) need no catalog to copy, so the state worker,
+ * which has no database, writes every snapshot natively.  For a canonical
+ * snapshot it then starts one converter per database (a dynamic
+ * background worker connected to it) that rewrites that database's files
+ * into canonical form, before the MANIFEST is written.  Restore converts
+ * back with the types' receive functions.
+ *
+ * List and map images keep their structure (format/records.h); only the
+ * datums inside change form.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "common/progress.h"
+#include "common/settings.h"
+#include "format/records.h"
+#include "snapshot/canonical.h"
+#include "snapshot/snapshot_control.h"
+
+PGDLLEXPORT void state_snapshot_convert_main(Datum main_arg);
+
+/* canonical_codecs_init sets up the codecs of a state's types. */
+void
+canonical_codecs_init(StateCodecs *c, const StateDesc *desc, MemoryContext mcxt)
+{
+	memset(c, 0, sizeof(StateCodecs));
+	c->kind = desc->kind;
+	codec_init(&c->key, desc->key_type, mcxt);
+	codec_init(&c->value, desc->value_type, mcxt);
+	if (OidIsValid(desc->map_key_type))
+		codec_init(&c->map_key, desc->map_key_type, mcxt);
+}
+
+/* Convert one datum's image; to_canonical picks the direction. */
+static void
+convert_datum(TypeCodec *codec, bool to_canonical, const char *img, uint32 len,
+			  StringInfo out)
+{
+	if (to_canonical)
+	{
+		Datum		d = codec_decode(codec, img, len);
+		bytea	   *b = codec_send(codec, d);
+
+		appendBinaryStringInfo(out, VARDATA(b), VARSIZE(b) - VARHDRSZ);
+	}
+	else
+		codec_encode(codec, codec_receive(codec, img, len), out);
+}
+
+static void
+convert_list(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
+			 StringInfo out)
+{
+	uint32		off = 0;
+	const char *elem;
+	uint32		n;
+	RecordRead	r;
+
+	while ((r = record_next_elem(img, len, &off, &elem, &n)) == RECORD_OK)
+	{
+		int			begin = record_elem_begin(out);
+
+		convert_datum(&c->value, to_canonical, elem, n, out);
+		record_elem_end(out, begin);
+	}
+	if (r != RECORD_END)
+		elog(ERROR, "list image is truncated");
+}
+
+static void
+convert_map(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
+			StringInfo out)
+{
+	uint32		off = 0;
+	RecordPair	p;
+	RecordRead	r;
+
+	while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
+	{
+		int			begin = record_pair_begin(out);
+		int			keystart = out->len;
+
+		convert_datum(&c->map_key, to_canonical, p.key, p.keylen, out);
+		if (p.value)
+		{
+			uint32		keylen = out->len - keystart;
+
+			convert_datum(&c->value, to_canonical, p.value, p.vallen, out);
+			record_pair_end(out, begin, keylen, false);
+		}
+		else
+			record_pair_end(out, begin, out->len - keystart, true);
+	}
+	if (r != RECORD_END)
+		elog(ERROR, "map image is truncated");
+}
+
+static void
+convert_image(StateCodecs *c, bool is_key, bool to_canonical, const char *img,
+			  uint32 len, StringInfo out)
+{
+	if (is_key)
+	{
+		convert_datum(&c->key, to_canonical, img, len, out);
+		return;
+	}
+	switch (c->kind)
+	{
+		case STATE_KIND_VALUE:
+		case STATE_KIND_REDUCING:
+			convert_datum(&c->value, to_canonical, img, len, out);
+			break;
+		case STATE_KIND_LIST:
+			convert_list(c, to_canonical, img, len, out);
+			break;
+		case STATE_KIND_MAP:
+			convert_map(c, to_canonical, img, len, out);
+			break;
+	}
+}
+
+/* canonical_from_native appends the canonical form of a native image. */
+void
+canonical_from_native(StateCodecs *c, bool is_key, const char *img, uint32 len,
+					  StringInfo out)
+{
+	convert_image(c, is_key, true, img, len, out);
+}
+
+/* canonical_to_native appends the native image of a canonical form. */
+void
+canonical_to_native(StateCodecs *c, bool is_key, const char *img, uint32 len,
+					StringInfo out)
+{
+	convert_image(c, is_key, false, img, len, out);
+}
+
+typedef struct ConvertArg
+{
+	StateCodecs codecs;
+	MemoryContext scratch;		/* reset after every entry */
+} ConvertArg;
+
+static void
+convert_entry(void *arg, const char *key, uint32 keylen, const char *value,
+			  uint32 vallen, StringInfo key_out, StringInfo value_out)
+{
+	ConvertArg *c = arg;
+	MemoryContext old = MemoryContextSwitchTo(c->scratch);
+
+	canonical_from_native(&c->codecs, true, key, keylen, key_out);
+	canonical_from_native(&c->codecs, false, value, vallen, value_out);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(c->scratch);
+}
+
+/*
+ * The converter: a dynamic background worker connected to one database
+ * that rewrites the running snapshot's files of that database into
+ * canonical form.  Failures are noted on the snapshot for the state worker.
+ */
+void
+state_snapshot_convert_main(Datum main_arg)
+{
+	int64		id = DatumGetInt64(main_arg);
+	Oid			dbid;
+	SnapshotInfo info;
+	MemoryContext cxt;
+
+	memcpy(&dbid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "state_backend converter");
+	cxt = AllocSetContextCreate(TopMemoryContext, "state_backend converter",
+								ALLOCSET_DEFAULT_SIZES);
+
+	if (!snapshot_get(id, &info))
+		proc_exit(0);
+	PG_TRY();
+	{
+		StateDesc  *descs;
+		int			n;
+
+		StartTransactionCommand();
+		MemoryContextSwitchTo(cxt);
+		n = snapshot_running_descs(id, &descs);
+		for (int i = 0; i < n; i++)
+		{
+			ConvertArg	arg;
+
+			if (descs[i].dbid != dbid)
+				continue;
+			canonical_codecs_init(&arg.codecs, &descs[i], cxt);
+			arg.scratch = AllocSetContextCreate(cxt, "state_backend converter entry",
+												ALLOCSET_DEFAULT_SIZES);
+			snapshot_rewrite_state(info.path, &descs[i], state_backend_max_parallelism,
+								   SNAPSHOT_CANONICAL, convert_entry, &arg);
+			MemoryContextDelete(arg.scratch);
+			MemoryContextSwitchTo(cxt);
+		}
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		snapshot_note_error(id, edata->sqlerrcode, snapshot_error_text(edata));
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/*
+ * canonical_convert_snapshot runs a converter for every database of a
+ * snapshot, one after the other, and raises the first one's error.  Runs in
+ * the state worker, after the native files are complete and before the
+ * MANIFEST is written.
+ */
+void
+canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
+{
+	for (int i = 0; i < ndescs; i++)
+	{
+		BackgroundWorker bgw;
+		BackgroundWorkerHandle *handle;
+		bool		done = false;
+		pid_t		pid;
+		int			code;
+		char		error[512];
+		ProgressHook check;
+
+		for (int j = 0; j < i && !done; j++)
+			done = descs[j].dbid == descs[i].dbid;
+		if (done)
+			continue;
+
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_ConsistentState;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "state_backend");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "state_snapshot_convert_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "state_backend snapshot converter");
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "state_backend snapshot converter");
+		bgw.bgw_main_arg = Int64GetDatum(id);
+		memcpy(bgw.bgw_extra, &descs[i].dbid, sizeof(Oid));
+		bgw.bgw_notify_pid = MyProcPid;
+
+		if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start a converter for canonical snapshot " INT64_FORMAT, id),
+					 errhint("Raise max_worker_processes.")));
+		if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("could not start a converter for canonical snapshot " INT64_FORMAT, id)));
+		/*
+		 * Sessions keep being served while the converter runs.  A cancel
+		 * waits until it is done: it writes into the snapshot's directory.
+		 */
+		check = progress_set_cancel_check(NULL);
+		while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+		{
+			progress_yield();
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 10L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+		(void) progress_set_cancel_check(check);
+		if (snapshot_take_error(id, &code, error, sizeof(error)))
+			ereport(ERROR,
+					(errcode(code ? code : ERRCODE_INTERNAL_ERROR),
+					 errmsg("%s", error)));
+	}
+}

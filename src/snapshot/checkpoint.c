@@ -1,0 +1,200 @@
+/*
+ * snapshot/checkpoint.c
+ *		Checkpoints: snapshots the worker takes (or state.snapshot() with no
+ *		path) as chk-<id> directories under state_backend.checkpoint_dir.
+ *
+ * A checkpoint is complete when its MANIFEST exists (format/).  Once a
+ * newer one completes, all but the newest state_backend.checkpoints_retained
+ * complete ones are deleted, and so is any incomplete one older than it (a
+ * checkpoint a crash interrupted); then each backend's snapshot strategy
+ * drops the files it shared between checkpoints that none uses any more.
+ */
+#include "postgres.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include "storage/fd.h"
+
+#include "backend/keyed_backend.h"
+#include "common/settings.h"
+#include "format/snapshot_format.h"
+#include "snapshot/checkpoint.h"
+
+/* checkpoint_path returns the directory of checkpoint id (palloc'd). */
+char *
+checkpoint_path(int64 id)
+{
+	return psprintf("%s/chk-" INT64_FORMAT, state_backend_checkpoint_dir, id);
+}
+
+/* Parse "chk-<id>"; -1 if the name is something else. */
+static int64
+checkpoint_id_of(const char *name)
+{
+	char	   *end;
+	int64		id;
+
+	if (strncmp(name, "chk-", 4) != 0 || name[4] == '\0')
+		return -1;
+	id = strtoll(name + 4, &end, 10);
+	return (*end == '\0' && id > 0) ? id : -1;
+}
+
+/*
+ * Call fn for every chk-<id> entry under root.  A root that does not exist
+ * has no checkpoints.
+ */
+static void
+checkpoint_scan(const char *root, void (*fn) (const char *root, const char *name, int64 id, void *arg),
+				void *arg)
+{
+	DIR		   *dir = AllocateDir(root);
+	struct dirent *de;
+
+	if (dir == NULL && errno == ENOENT)
+		return;
+	while ((de = ReadDir(dir, root)) != NULL)
+	{
+		int64		id = checkpoint_id_of(de->d_name);
+
+		if (id > 0)
+			fn(root, de->d_name, id, arg);
+	}
+	FreeDir(dir);
+}
+
+typedef struct NewestScan
+{
+	int64		id;
+	int64		max_any;
+} NewestScan;
+
+static void
+newest_cb(const char *root, const char *name, int64 id, void *arg)
+{
+	NewestScan *s = arg;
+	char		path[MAXPGPATH];
+
+	s->max_any = Max(s->max_any, id);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	if (id > s->id && snapshot_dir_is_complete(path))
+		s->id = id;
+}
+
+/*
+ * checkpoint_newest returns the directory of the newest complete checkpoint
+ * under root, or NULL; *id gets its id.
+ */
+char *
+checkpoint_newest(const char *root, int64 *id)
+{
+	NewestScan	s = {0, 0};
+
+	checkpoint_scan(root, newest_cb, &s);
+	*id = s.id;
+	return s.id > 0 ? psprintf("%s/chk-" INT64_FORMAT, root, s.id) : NULL;
+}
+
+/* checkpoint_max_id returns the largest chk-<id> under root, complete or not. */
+int64
+checkpoint_max_id(const char *root)
+{
+	NewestScan	s = {0, 0};
+
+	if (root == NULL || root[0] == '\0')
+		return 0;
+	checkpoint_scan(root, newest_cb, &s);
+	return s.max_any;
+}
+
+typedef struct RetainScan
+{
+	int64		newest;
+	int64	   *complete;
+	int			ncomplete;
+	int			cap;
+} RetainScan;
+
+static void
+retain_cb(const char *root, const char *name, int64 id, void *arg)
+{
+	RetainScan *s = arg;
+	char		path[MAXPGPATH];
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	if (snapshot_dir_is_complete(path))
+	{
+		if (s->ncomplete == s->cap)
+		{
+			s->cap *= 2;
+			s->complete = repalloc(s->complete, sizeof(int64) * s->cap);
+		}
+		s->complete[s->ncomplete++] = id;
+	}
+	else if (id < s->newest)
+	{
+		/* Left by a checkpoint that never completed. */
+		if (!rmtree(path, true))
+			ereport(WARNING,
+					(errmsg("could not remove incomplete checkpoint \"%s\"", path)));
+	}
+}
+
+/*
+ * remove_checkpoint deletes a checkpoint directory, its MANIFEST first so
+ * that a deletion cut short never leaves something that looks complete.
+ */
+static bool
+remove_checkpoint(const char *path)
+{
+	char		manifest[MAXPGPATH];
+
+	snprintf(manifest, sizeof(manifest), "%s/MANIFEST", path);
+	if (unlink(manifest) != 0 && errno != ENOENT)
+		return false;
+	return rmtree(path, true);
+}
+
+static int
+cmp_desc(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x < y) ? 1 : (x > y) ? -1 : 0;
+}
+
+/*
+ * checkpoint_retain deletes the complete checkpoints beyond the newest
+ * state_backend.checkpoints_retained, after checkpoint newest_id completed.
+ */
+void
+checkpoint_retain(int64 newest_id)
+{
+	RetainScan	s;
+	int			n;
+	const KeyedStateBackend *const *all;
+
+	s.newest = newest_id;
+	s.cap = 16;
+	s.ncomplete = 0;
+	s.complete = palloc(sizeof(int64) * s.cap);
+	checkpoint_scan(state_backend_checkpoint_dir, retain_cb, &s);
+	qsort(s.complete, s.ncomplete, sizeof(int64), cmp_desc);
+	for (int i = state_backend_checkpoints_retained; i < s.ncomplete; i++)
+	{
+		char	   *path = checkpoint_path(s.complete[i]);
+
+		if (!remove_checkpoint(path))
+			ereport(WARNING,
+					(errmsg("could not remove old checkpoint \"%s\"", path)));
+		else
+			ereport(DEBUG1, (errmsg("removed checkpoint \"%s\"", path)));
+	}
+	pfree(s.complete);
+	all = keyed_backend_all(&n);
+	for (int i = 0; i < n; i++)
+		if (all[i]->snapshot->after_retention)
+			all[i]->snapshot->after_retention(state_backend_checkpoint_dir);
+}

@@ -1,0 +1,14 @@
+/*
+ * snapshot/checkpoint.h
+ *		Checkpoints under state_backend.checkpoint_dir: chk-<id> naming,
+ *		finding the newest complete one, retention.
+ */
+#ifndef STATE_BACKEND_CHECKPOINT_H
+#define STATE_BACKEND_CHECKPOINT_H
+
+extern char *checkpoint_path(int64 id);
+extern char *checkpoint_newest(const char *root, int64 *id);
+extern int64 checkpoint_max_id(const char *root);
+extern void checkpoint_retain(int64 newest_id);
+
+#endif							/* STATE_BACKEND_CHECKPOINT_H */

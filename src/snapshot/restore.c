@@ -1,0 +1,500 @@
+/*
+ * snapshot/restore.c
+ *		Restore: replace a database's states with a snapshot's section for it.
+ *
+ * Everything is checked before anything changes: the MANIFEST, every
+ * state's file (sizes, checksums, structure), and that every type named
+ * exists with the same storage.  The states are then loaded as hidden
+ * states, invisible to every session, and published at one instant in
+ * place of the database's current ones (state_ops_publish).  If loading
+ * fails (memory limit), the hidden states are discarded and the current
+ * ones were never touched.  States that a backend keeps in native files of
+ * its own are checked and copied by that backend's snapshot strategy.
+ *
+ * state.restore() runs this in the calling backend, resolving types by
+ * name.  At server start the state worker runs it for every database of the
+ * newest checkpoint, trusting the OIDs it recorded (same cluster; the
+ * worker has no database to look names up in).
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "common/codec.h"
+#include "common/key_group.h"
+#include "common/settings.h"
+#include "snapshot/canonical.h"
+#include "snapshot/checkpoint.h"
+#include "snapshot/restore.h"
+#include "snapshot/snapshot_control.h"
+#include "state_ops.h"
+
+typedef struct LoadContext
+{
+	StateTarget target;
+	const KeyedStateBackend *backend;
+	int64		n;
+	bool		canonical;
+	StateCodecs codecs;
+	StringInfoData key;
+	StringInfoData value;
+	MemoryContext tmp;
+} LoadContext;
+
+static void
+load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	LoadContext *c = arg;
+	StateKey	k;
+
+	if (c->canonical)
+	{
+		MemoryContext old = MemoryContextSwitchTo(c->tmp);
+
+		resetStringInfo(&c->key);
+		resetStringInfo(&c->value);
+		canonical_to_native(&c->codecs, true, key, keylen, &c->key);
+		canonical_to_native(&c->codecs, false, value, vallen, &c->value);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(c->tmp);
+		key = c->key.data;
+		keylen = c->key.len;
+		value = c->value.data;
+		vallen = c->value.len;
+	}
+	k.data = key;
+	k.len = keylen;
+	k.hash = key_image_hash(key, keylen);
+	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
+	c->backend->put(&c->target, &k, value, vallen);
+	c->n++;
+}
+
+/*
+ * resolve_types points a restored descriptor at this cluster's types, found
+ * by name.  Native images were written for the exact types of the cluster
+ * that took them (enum values and arrays carry type OIDs), so a native
+ * snapshot needs the same OIDs; a canonical one only the same names.
+ */
+static void
+resolve_types(StateDesc *d, bool native)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		StateType  *t = &d->types[i];
+		StateType	now;
+		Oid			oid;
+
+		if (!OidIsValid(t->oid))
+			continue;
+		oid = codec_find_type(t);
+		if (!OidIsValid(oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("type %s.%s of state \"%s\" does not exist",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+					 errhint("Create the type before restoring the snapshot.")));
+		codec_describe_type(oid, &now);
+		if (native && oid != t->oid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type %s.%s of state \"%s\" is not the type the native snapshot was taken with",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+					 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
+							   oid, t->oid),
+					 errhint("Restore from a canonical snapshot (format => 'canonical').")));
+		if (now.typlen != t->typlen || now.typbyval != t->typbyval)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type %s.%s of state \"%s\" is stored differently than when the snapshot was taken",
+							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name))));
+		*t = now;
+	}
+	d->key_type = d->types[STATE_TYPE_KEY].oid;
+	d->value_type = d->types[STATE_TYPE_VALUE].oid;
+	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
+}
+
+/* Map the owner and grants to roles of this cluster. */
+static void
+resolve_roles(StateDesc *d)
+{
+	Oid			owner = get_role_oid(NameStr(d->owner_name), true);
+	int			n = 0;
+
+	if (!OidIsValid(owner))
+	{
+		owner = GetUserId();
+		namestrcpy(&d->owner_name, GetUserNameFromId(owner, false));
+	}
+	d->owner = owner;
+	for (int g = 0; g < d->ngrants; g++)
+		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->grants[g].role)))
+			d->grants[n++] = d->grants[g];
+	d->ngrants = n;
+}
+
+/*
+ * restore_native_files has each backend with native files of its own copy
+ * its states out of them into their hidden states; returns the keys.
+ */
+static int64
+restore_native_files(const char *dir, SnapshotState **states, const StateDesc *descs,
+					 const int *slots, const bool *native, int n)
+{
+	NativeRestoreItem *items = palloc(sizeof(NativeRestoreItem) * Max(n, 1));
+	int			nb;
+	const KeyedStateBackend *const *all = keyed_backend_all(&nb);
+	int64		total = 0;
+
+	for (int b = 0; b < nb; b++)
+	{
+		int			count = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			if (!native[i] || keyed_backend_for(descs[i].backend) != all[b])
+				continue;
+			items[count].from_id = states[i]->desc.id;
+			items[count].to_id = descs[i].id;
+			items[count].to_slot = slots[i];
+			items[count].kind = descs[i].kind;
+			count++;
+		}
+		if (count > 0)
+			total += all[b]->snapshot->restore_native(dir, items, count);
+	}
+	pfree(items);
+	return total;
+}
+
+/*
+ * check_native_state checks that a state kept in its backend's own files
+ * is restored into that backend.
+ */
+static void
+check_native_state(const StateDesc *d, int source_backend)
+{
+	const KeyedStateBackend *from = keyed_backend_for(source_backend);
+
+	if (keyed_backend_for(d->backend) != from || from->snapshot->restore_native == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state \"%s\" is kept as %s files in this native snapshot",
+						NameStr(d->name),
+						from->snapshot->native_files_name ? from->snapshot->native_files_name : from->name),
+				 errdetail("A native snapshot restores %s states into the %s backend only.",
+						   keyed_backend_name(source_backend), keyed_backend_name(source_backend)),
+				 errhint("Take a canonical snapshot (format => 'canonical') to move states across backends.")));
+}
+
+/* Every backend with native files verifies those of its states. */
+static void
+verify_native_files(const char *dir, SnapshotState **states, const int *source_backends,
+					const bool *native, int n)
+{
+	const char **lists = palloc(sizeof(char *) * Max(n, 1));
+	int			nb;
+	const KeyedStateBackend *const *all = keyed_backend_all(&nb);
+
+	for (int b = 0; b < nb; b++)
+	{
+		int			nlists = 0;
+
+		for (int i = 0; i < n; i++)
+			if (native[i] && keyed_backend_for(source_backends[i]) == all[b])
+				lists[nlists++] = states[i]->file;
+		if (nlists > 0)
+			all[b]->snapshot->verify_native(dir, lists, nlists);
+	}
+	pfree(lists);
+}
+
+/* The backend a snapshot names for a state, or data_corrupted. */
+static int
+snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st)
+{
+	int			backend;
+
+	if (!keyed_backend_lookup(st->backend, &backend))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot \"%s\" names an unknown backend \"%s\" for state \"%s\"",
+						src->name, st->backend, NameStr(st->desc.name))));
+	return backend;
+}
+
+/* The states of one section of a snapshot being restored. */
+typedef struct Section
+{
+	int			n;
+	SnapshotState **states;		/* as the snapshot has them */
+	StateDesc  *descs;			/* as they will be here */
+	int		   *source_backends;	/* their backend in the snapshot */
+	int		   *slots;
+	bool	   *native;			/* in their backend's own files */
+} Section;
+
+/*
+ * check_section picks the states of section source_dbid that are to be
+ * restored into target_dbid and checks all of them, files included, before
+ * anything changes.  At server start (trust_oids) states of kept_backends
+ * keep their working data, and so does a state named like one that did.
+ */
+static void
+check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec,
+			  Oid source_dbid, Oid target_dbid, int backend_override,
+			  bool trust_oids, uint32 kept_backends)
+{
+	int			cap = Max(m->nstates, 1);
+
+	sec->n = 0;
+	sec->states = palloc(sizeof(SnapshotState *) * cap);
+	sec->descs = palloc(sizeof(StateDesc) * cap);
+	sec->source_backends = palloc(sizeof(int) * cap);
+	sec->slots = palloc(sizeof(int) * cap);
+	sec->native = palloc0(sizeof(bool) * cap);
+	for (int i = 0; i < m->nstates; i++)
+	{
+		SnapshotState *st = &m->states[i];
+		StateDesc  *d = &sec->descs[sec->n];
+		int			backend;
+
+		if (st->desc.dbid != source_dbid)
+			continue;
+		*d = st->desc;
+		backend = snapshot_state_backend(src, st);
+		if (trust_oids && (kept_backends & ((uint32) 1 << backend)))
+			continue;
+		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
+			continue;
+		if (!trust_oids)
+		{
+			resolve_types(d, m->format == SNAPSHOT_NATIVE);
+			resolve_roles(d);
+		}
+		d->backend = backend_override >= 0 ? backend_override : backend;
+		d->dbid = target_dbid;
+		sec->source_backends[sec->n] = backend;
+		sec->native[sec->n] = st->native;
+		if (st->native)
+			check_native_state(d, backend);
+		else
+			snapshot_verify_state(src, m, st);
+		sec->states[sec->n++] = st;
+	}
+	verify_native_files(src->dir, sec->states, sec->source_backends, sec->native, sec->n);
+}
+
+/* Load one state's key-group file into its hidden state. */
+static int64
+load_state(const SnapshotSource *src, const SnapshotManifest *m,
+		   const SnapshotState *st, const StateDesc *desc, int slot)
+{
+	LoadContext c;
+
+	c.target.desc = desc;
+	c.target.slot = slot;
+	c.backend = keyed_backend_for(desc->backend);
+	c.n = 0;
+	c.canonical = m->format == SNAPSHOT_CANONICAL;
+	if (c.canonical)
+	{
+		canonical_codecs_init(&c.codecs, desc, CurrentMemoryContext);
+		initStringInfo(&c.key);
+		initStringInfo(&c.value);
+		c.tmp = AllocSetContextCreate(CurrentMemoryContext, "restore entry",
+									  ALLOCSET_DEFAULT_SIZES);
+	}
+	snapshot_read_state(src, m, st, load_entry, &c);
+	CHECK_FOR_INTERRUPTS();
+	return c.n;
+}
+
+/* Wait for every backend's writes of this session (errors raised). */
+static void
+flush_backends(void)
+{
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+
+	for (int i = 0; i < n; i++)
+		if (all[i]->flush)
+			all[i]->flush();
+}
+
+/*
+ * restore_section replaces the states of database target_dbid with the
+ * states of section source_dbid of a snapshot.  Returns the entries loaded.
+ */
+static int64
+restore_section(const SnapshotSource *src, const SnapshotManifest *m,
+				Oid source_dbid, Oid target_dbid, int backend_override,
+				bool trust_oids, uint32 kept_backends)
+{
+	Section		sec;
+	volatile int created = 0;
+	int64		total = 0;
+	bool		any_native = false;
+
+	if (m->format != SNAPSHOT_NATIVE && trust_oids)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a canonical checkpoint cannot be loaded at server start"),
+				 errhint("Restore it with state.restore().")));
+	check_section(src, m, &sec, source_dbid, target_dbid, backend_override,
+				  trust_oids, kept_backends);
+
+	/* Load into hidden states; publish them all at once. */
+	PG_TRY();
+	{
+		for (int i = 0; i < sec.n; i++)
+		{
+			sec.slots[i] = registry_create(&sec.descs[i], true);
+			created = i + 1;
+			if (sec.native[i])
+				any_native = true;	/* below, all at once */
+			else
+				total += load_state(src, m, sec.states[i], &sec.descs[i], sec.slots[i]);
+		}
+		if (any_native)
+			total += restore_native_files(src->dir, sec.states, sec.descs, sec.slots,
+										  sec.native, sec.n);
+		/* Writes may have been posted: they must all be in. */
+		if (!trust_oids)
+			flush_backends();
+	}
+	PG_CATCH();
+	{
+		for (int i = 0; i < created; i++)
+			state_ops_discard(&sec.descs[i], sec.slots[i]);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	state_ops_publish(target_dbid, sec.descs, sec.n, trust_oids ? kept_backends : 0,
+					  !trust_oids);
+	return total;
+}
+
+/*
+ * restore_into_database restores the current database from a snapshot:
+ * the section of database from_database (default: the one named like the
+ * current database, or the only one).  backend_override < 0 keeps each
+ * state's backend.
+ */
+int64
+restore_into_database(const SnapshotSource *src, const char *from_database,
+					  int backend_override)
+{
+	SnapshotManifest *m = snapshot_read_manifest(src);
+	char	   *current = get_database_name(MyDatabaseId);
+	const char *want = from_database ? from_database : current;
+	Oid			source = InvalidOid;
+	bool		found = false;
+
+	for (int d = 0; d < m->ndbs; d++)
+		if (strcmp(m->db_names[d], want) == 0)
+		{
+			source = m->db_oids[d];
+			found = true;
+		}
+	if (!found && from_database == NULL && m->ndbs == 1)
+	{
+		source = m->db_oids[0];
+		found = true;
+	}
+	if (!found && !(from_database == NULL && m->ndbs == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snapshot \"%s\" has no states of database \"%s\"", src->name, want),
+				 m->ndbs > 1 ? errhint("Name the database to restore from with from_database.") : 0));
+	return restore_section(src, m, source, MyDatabaseId, backend_override, false, 0);
+}
+
+/*
+ * restore_on_start loads every database's states from the newest complete
+ * checkpoint, in the state worker at server start, but for the states of
+ * kept_backends (bits of backend ids), which kept their working data.  A
+ * section that cannot be loaded is reported and skipped: the server must
+ * come up.
+ */
+void
+restore_on_start(uint32 kept_backends)
+{
+	char	   *dir;
+	int64		id;
+	SnapshotSource src;
+	SnapshotManifest *m;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return;
+	snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	if (!state_backend_restore_on_start)
+		return;
+	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+	if (dir == NULL)
+		return;
+
+	memset(&src, 0, sizeof(src));
+	src.dir = dir;
+	src.name = dir;
+	PG_TRY();
+	{
+		m = snapshot_read_manifest(&src);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
+		return;
+	}
+	PG_END_TRY();
+
+	for (int d = 0; d < m->ndbs; d++)
+	{
+		Oid			dbid = m->db_oids[d];
+		bool		exists;
+
+		StartTransactionCommand();
+		exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
+		CommitTransactionCommand();
+		if (!exists)
+			continue;
+		PG_TRY();
+		{
+			int64		n = restore_section(&src, m, dbid, dbid, -1, true,
+											   kept_backends);
+
+			ereport(LOG,
+					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",
+							n, m->db_names[d], dir)));
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			EmitErrorReport();
+			FlushErrorState();
+			LWLockReleaseAll();
+			AbortOutOfAnyTransaction();
+			ereport(WARNING,
+					(errmsg("state_backend could not restore database \"%s\" from \"%s\"",
+							m->db_names[d], dir)));
+		}
+		PG_END_TRY();
+	}
+}

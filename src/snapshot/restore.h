@@ -1,0 +1,14 @@
+/*
+ * snapshot/restore.h
+ *		Loading a snapshot back: verified first, then all or nothing.
+ */
+#ifndef STATE_BACKEND_RESTORE_H
+#define STATE_BACKEND_RESTORE_H
+
+#include "format/snapshot_format.h"
+
+extern int64 restore_into_database(const SnapshotSource *src, const char *from_database,
+								   int backend_override);
+extern void restore_on_start(uint32 kept_backends);
+
+#endif							/* STATE_BACKEND_RESTORE_H */

@@ -1,0 +1,482 @@
+/*
+ * snapshot/snapshot_control.c
+ *		Snapshots in flight and done, in shared memory: the one running
+ *		snapshot and its cut's descriptors, cancel, the bounded history
+ *		behind the state.snapshots view, and snapshots kept in shared
+ *		memory (memory:<id>).
+ *
+ * The snapshot driver (snapshot_driver.c) starts, picks up and finishes
+ * snapshots through here; sessions read the history, cancel, and copy
+ * memory snapshots; the converters of canonical snapshots (canonical.c)
+ * read the cut's descriptors and report their errors here.  Everything
+ * is under the snapshot lock, first in the lock order.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common/area.h"
+#include "common/locks.h"
+#include "common/settings.h"
+#include "snapshot/snapshot_control.h"
+
+#define SNAPSHOT_HISTORY		64
+#define SNAPSHOT_MEMORY_KEPT	16
+
+typedef struct MemorySnapshot
+{
+	int64		id;
+	dsa_pointer image;
+	Size		len;
+} MemorySnapshot;
+
+typedef struct SnapshotControl
+{
+	int64		next_id;
+	int64		running_id;		/* 0: none */
+	bool		picked;			/* the worker took it */
+	bool		cancel_requested;
+	bool		is_checkpoint;
+	dsa_pointer descs;			/* StateDesc[ndescs], copied at the cut */
+	int			ndescs;
+	Latch	   *worker_latch;
+	SnapshotInfo history[SNAPSHOT_HISTORY];
+	MemorySnapshot memory[SNAPSHOT_MEMORY_KEPT];
+} SnapshotControl;
+
+static SnapshotControl *ctl = NULL;
+
+Size
+snapshot_control_shmem_size(void)
+{
+	return sizeof(SnapshotControl);
+}
+
+void
+snapshot_control_shmem_init(void)
+{
+	bool		found;
+
+	ctl = ShmemInitStruct("state_backend snapshots", sizeof(SnapshotControl), &found);
+	if (!found)
+	{
+		memset(ctl, 0, sizeof(SnapshotControl));
+		ctl->next_id = 1;
+	}
+}
+
+static LWLock *
+control_lock(void)
+{
+	return state_backend_lock(LOCK_SNAPSHOT);
+}
+
+static SnapshotInfo *
+history_slot(int64 id)
+{
+	Assert(id > 0);
+	return &ctl->history[id % SNAPSHOT_HISTORY];
+}
+
+const char *
+snapshot_status_name(SnapshotStatus status)
+{
+	switch (status)
+	{
+		case SNAPSHOT_RUNNING:
+			return "running";
+		case SNAPSHOT_COMPLETED:
+			return "completed";
+		case SNAPSHOT_FAILED:
+			return "failed";
+		case SNAPSHOT_CANCELLED:
+			return "cancelled";
+	}
+	return "unknown";
+}
+
+/*
+ * snapshot_check_cancel raises query_canceled in the worker when the
+ * snapshot it writes was cancelled.  Long steps of writing call it.
+ */
+void
+snapshot_check_cancel(void)
+{
+	if (ctl->running_id != 0 && ctl->cancel_requested)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("snapshot " INT64_FORMAT " was cancelled", ctl->running_id)));
+}
+
+/* snapshot_cancel asks the worker to stop a running snapshot. */
+bool
+snapshot_cancel(int64 id)
+{
+	bool		running;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	running = ctl->running_id == id;
+	if (running)
+	{
+		ctl->cancel_requested = true;
+		if (ctl->worker_latch)
+			SetLatch(ctl->worker_latch);
+	}
+	LWLockRelease(control_lock());
+	return running;
+}
+
+/* snapshot_get copies what is known of a snapshot; false if nothing. */
+bool
+snapshot_get(int64 id, SnapshotInfo *out)
+{
+	SnapshotInfo *info;
+	bool		found;
+
+	if (id <= 0)
+		return false;
+	LWLockAcquire(control_lock(), LW_SHARED);
+	info = history_slot(id);
+	found = info->id == id;
+	if (found)
+		*out = *info;
+	LWLockRelease(control_lock());
+	return found;
+}
+
+/* snapshot_list copies the history, oldest first; returns how many. */
+int
+snapshot_list(SnapshotInfo **out)
+{
+	int			n = 0;
+
+	*out = palloc(sizeof(SnapshotInfo) * SNAPSHOT_HISTORY);
+	LWLockAcquire(control_lock(), LW_SHARED);
+	for (int64 id = Max(1, ctl->next_id - SNAPSHOT_HISTORY); id < ctl->next_id; id++)
+	{
+		SnapshotInfo *info = history_slot(id);
+
+		if (info->id == id)
+			(*out)[n++] = *info;
+	}
+	LWLockRelease(control_lock());
+	return n;
+}
+
+/*
+ * snapshot_memory_image returns a palloc'd copy of a snapshot kept in
+ * shared memory, or NULL when there is none with that id.
+ */
+char *
+snapshot_memory_image(int64 id, Size *len)
+{
+	dsa_area   *area = state_area();
+	char	   *copy = NULL;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	for (int i = 0; i < SNAPSHOT_MEMORY_KEPT; i++)
+	{
+		MemorySnapshot *ms = &ctl->memory[i];
+
+		if (ms->id == id && DsaPointerIsValid(ms->image))
+		{
+			copy = palloc_extended(ms->len, MCXT_ALLOC_HUGE);
+			memcpy(copy, dsa_get_address(area, ms->image), ms->len);
+			*len = ms->len;
+			break;
+		}
+	}
+	LWLockRelease(control_lock());
+	return copy;
+}
+
+/*
+ * snapshot_control_keep_memory keeps a snapshot's image in shared memory,
+ * dropping the oldest beyond checkpoints_retained.
+ */
+void
+snapshot_control_keep_memory(int64 id, const char *image, Size len)
+{
+	dsa_area   *area = state_area();
+	dsa_pointer p = dsa_allocate_extended(area, len, DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	int			keep = Min(state_backend_checkpoints_retained, SNAPSHOT_MEMORY_KEPT);
+	int			slot = 0;
+
+	if (!DsaPointerIsValid(p))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of state memory"),
+				 errdetail("A snapshot kept in shared memory needs %zu bytes, beyond state_backend.memory_limit.", len),
+				 errhint("Set state_backend.checkpoint_dir, or give state.snapshot() a path.")));
+	memcpy(dsa_get_address(area, p), image, len);
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	/* Drop the oldest ones so that, with this one, "keep" remain. */
+	for (;;)
+	{
+		int			n = 0;
+		int			oldest = -1;
+
+		for (int i = 0; i < SNAPSHOT_MEMORY_KEPT; i++)
+			if (DsaPointerIsValid(ctl->memory[i].image))
+			{
+				n++;
+				if (oldest < 0 || ctl->memory[i].id < ctl->memory[oldest].id)
+					oldest = i;
+			}
+		if (n < keep)
+			break;
+		dsa_free(area, ctl->memory[oldest].image);
+		ctl->memory[oldest].image = InvalidDsaPointer;
+		ctl->memory[oldest].id = 0;
+	}
+	while (DsaPointerIsValid(ctl->memory[slot].image))
+		slot++;
+	ctl->memory[slot].id = id;
+	ctl->memory[slot].image = p;
+	ctl->memory[slot].len = len;
+	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_running_descs copies the descriptors cut for a running snapshot
+ * (palloc'd); returns how many, 0 if it is not running.
+ */
+int
+snapshot_running_descs(int64 id, StateDesc **descs)
+{
+	dsa_area   *area = state_area();
+	int			n = 0;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	if (ctl->running_id == id && DsaPointerIsValid(ctl->descs))
+	{
+		n = ctl->ndescs;
+		*descs = palloc(sizeof(StateDesc) * Max(n, 1));
+		memcpy(*descs, dsa_get_address(area, ctl->descs), sizeof(StateDesc) * n);
+	}
+	LWLockRelease(control_lock());
+	return n;
+}
+
+/* A converter reports that it failed. */
+void
+snapshot_note_error(int64 id, int sqlerrcode, const char *message)
+{
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id)
+	{
+		info->sqlerrcode = sqlerrcode;
+		strlcpy(info->error, message, sizeof(info->error));
+	}
+	LWLockRelease(control_lock());
+}
+
+/* The state worker collects a converter's failure, if any. */
+bool
+snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen)
+{
+	SnapshotInfo *info;
+	bool		failed = false;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id && info->error[0] != '\0')
+	{
+		failed = true;
+		*sqlerrcode = info->sqlerrcode;
+		strlcpy(buf, info->error, buflen);
+		info->error[0] = '\0';
+	}
+	LWLockRelease(control_lock());
+	return failed;
+}
+
+/*
+ * snapshot_error_text is what state.snapshots shows of an error: its
+ * message, and its detail when there is one (which file, which offset).
+ */
+char *
+snapshot_error_text(ErrorData *edata)
+{
+	if (edata->detail)
+		return psprintf("%s: %s", edata->message, edata->detail);
+	return edata->message;
+}
+
+/* The worker announces its latch, so requests can wake it. */
+void
+snapshot_worker_attach(void)
+{
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	ctl->worker_latch = MyLatch;
+	LWLockRelease(control_lock());
+}
+
+/* Never reuse the id of a checkpoint already on disk. */
+void
+snapshot_bump_next_id(int64 id)
+{
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	if (ctl->next_id <= id)
+		ctl->next_id = id + 1;
+	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_finish records how snapshot id ended and frees its cut's
+ * descriptors: no snapshot runs any more.
+ */
+void
+snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 bytes,
+						int sqlerrcode, const char *error)
+{
+	dsa_area   *area = state_area();
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id)
+	{
+		info->status = status;
+		info->finished_at = GetCurrentTimestamp();
+		info->entries = entries;
+		info->bytes = bytes;
+		info->sqlerrcode = sqlerrcode;
+		if (error)
+			strlcpy(info->error, error, sizeof(info->error));
+	}
+	if (DsaPointerIsValid(ctl->descs))
+		dsa_free(area, ctl->descs);
+	ctl->descs = InvalidDsaPointer;
+	ctl->running_id = 0;
+	ctl->picked = false;
+	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_begin starts snapshot id, whose cut "cut" makes (the
+ * backends' instants, then at_cut copying descriptors into descs): under
+ * the snapshot lock, so that nobody sees it half made.  ndescs_out is where
+ * the cut stores how many descriptors it copied.
+ */
+void
+snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
+					   bool checkpoint, dsa_pointer descs,
+					   void (*cut) (void *arg), void *arg, const int *ndescs)
+{
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	cut(arg);
+	ctl->running_id = id;
+	ctl->picked = false;
+	ctl->cancel_requested = false;
+	ctl->is_checkpoint = checkpoint;
+	ctl->descs = descs;
+	ctl->ndescs = *ndescs;
+
+	info = history_slot(id);
+	memset(info, 0, sizeof(SnapshotInfo));
+	info->id = id;
+	if (path != NULL)
+		strlcpy(info->path, path, sizeof(info->path));
+	else if (checkpoint)
+		snprintf(info->path, sizeof(info->path), "%s/chk-" INT64_FORMAT,
+				 state_backend_checkpoint_dir, id);
+	else
+		snprintf(info->path, sizeof(info->path), "memory:" INT64_FORMAT, id);
+	info->format = format;
+	info->status = SNAPSHOT_RUNNING;
+	info->started_at = GetCurrentTimestamp();
+	info->states = *ndescs;
+	if (ctl->worker_latch)
+		SetLatch(ctl->worker_latch);
+	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_reserve returns the id of a new snapshot, or raises
+ * object_in_use when one is still running.
+ */
+int64
+snapshot_control_reserve(void)
+{
+	int64		id;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	if (ctl->running_id != 0)
+	{
+		int64		running = ctl->running_id;
+
+		LWLockRelease(control_lock());
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("snapshot " INT64_FORMAT " is still running", running),
+				 errhint("Wait for it with state.wait_snapshot(" INT64_FORMAT "), or cancel it.", running)));
+	}
+	id = ctl->next_id++;
+	LWLockRelease(control_lock());
+	return id;
+}
+
+/*
+ * snapshot_control_pick hands the running snapshot to the worker, once:
+ * false when there is none to take.  job->descs is palloc'd.
+ */
+bool
+snapshot_control_pick(SnapshotJob *job)
+{
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	if (ctl->running_id == 0 || ctl->picked)
+	{
+		LWLockRelease(control_lock());
+		return false;
+	}
+	ctl->picked = true;
+	job->id = ctl->running_id;
+	job->ndescs = ctl->ndescs;
+	job->is_checkpoint = ctl->is_checkpoint;
+	job->info = *history_slot(job->id);
+	job->descs = palloc(sizeof(StateDesc) * Max(job->ndescs, 1));
+	memcpy(job->descs, dsa_get_address(state_area(), ctl->descs),
+		   sizeof(StateDesc) * job->ndescs);
+	LWLockRelease(control_lock());
+	return true;
+}
+
+/* The running snapshot's figures so far, for state.snapshots. */
+void
+snapshot_control_progress(int64 id, int64 entries, int64 bytes)
+{
+	SnapshotInfo *h;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	h = history_slot(id);
+	if (h->id == id)
+	{
+		h->entries = entries;
+		h->bytes = bytes;
+	}
+	LWLockRelease(control_lock());
+}
+
+/* The snapshot shares files with earlier checkpoints. */
+void
+snapshot_control_set_incremental(int64 id)
+{
+	SnapshotInfo *h;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	h = history_slot(id);
+	if (h->id == id)
+		h->incremental = true;
+	LWLockRelease(control_lock());
+}

@@ -1,0 +1,82 @@
+/*
+ * snapshot/snapshot_control.h
+ *		Snapshots in flight and done, in shared memory: the running one,
+ *		cancel, the history behind the state.snapshots view, and snapshots
+ *		kept in shared memory.  Writing them is snapshot_driver.h's.
+ */
+#ifndef STATE_BACKEND_SNAPSHOT_CONTROL_H
+#define STATE_BACKEND_SNAPSHOT_CONTROL_H
+
+#include "datatype/timestamp.h"
+
+#include "utils/dsa.h"
+
+#include "format/snapshot_format.h"
+
+typedef enum SnapshotStatus
+{
+	SNAPSHOT_RUNNING,
+	SNAPSHOT_COMPLETED,
+	SNAPSHOT_FAILED,
+	SNAPSHOT_CANCELLED
+} SnapshotStatus;
+
+/* What state.snapshots shows of one snapshot. */
+typedef struct SnapshotInfo
+{
+	int64		id;
+	char		path[MAXPGPATH];
+	SnapshotFormat format;
+	SnapshotStatus status;
+	TimestampTz started_at;
+	TimestampTz finished_at;
+	int64		states;
+	int64		entries;
+	int64		bytes;
+	bool		incremental;
+	int			sqlerrcode;
+	char		error[512];
+} SnapshotInfo;
+
+extern Size snapshot_control_shmem_size(void);
+extern void snapshot_control_shmem_init(void);
+
+/* The running snapshot as the worker picks it up. */
+typedef struct SnapshotJob
+{
+	int64		id;
+	SnapshotInfo info;
+	StateDesc  *descs;
+	int			ndescs;
+	bool		is_checkpoint;
+} SnapshotJob;
+
+extern bool snapshot_cancel(int64 id);
+extern bool snapshot_get(int64 id, SnapshotInfo *out);
+extern int	snapshot_list(SnapshotInfo **out);
+extern char *snapshot_memory_image(int64 id, Size *len);
+extern const char *snapshot_status_name(SnapshotStatus status);
+
+/* Converters of canonical snapshots (canonical.c). */
+extern int	snapshot_running_descs(int64 id, StateDesc **descs);
+extern void snapshot_note_error(int64 id, int sqlerrcode, const char *message);
+extern bool snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen);
+extern char *snapshot_error_text(ErrorData *edata);
+
+/* The snapshot driver's side (the state worker). */
+extern void snapshot_worker_attach(void);
+extern void snapshot_check_cancel(void);
+extern void snapshot_bump_next_id(int64 id);
+extern int64 snapshot_control_reserve(void);
+extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
+								   bool checkpoint, dsa_pointer descs,
+								   void (*cut) (void *arg), void *arg,
+								   const int *ndescs);
+extern bool snapshot_control_pick(SnapshotJob *job);
+extern void snapshot_control_progress(int64 id, int64 entries, int64 bytes);
+extern void snapshot_control_set_incremental(int64 id);
+extern void snapshot_control_keep_memory(int64 id, const char *image, Size len);
+extern void snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries,
+									int64 bytes, int sqlerrcode, const char *error);
+
+#endif							/* STATE_BACKEND_SNAPSHOT_CONTROL_H */

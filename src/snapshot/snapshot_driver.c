@@ -1,0 +1,433 @@
+/*
+ * snapshot/snapshot_driver.c
+ *		Taking a snapshot: the cut, then writing it, in the state worker.
+ *
+ * One snapshot runs at a time.  state.snapshot() asks the worker
+ * (snapshot_request_cut); the worker, or its own timer for a checkpoint,
+ * calls snapshot_request, which makes the cut: each backend's strategy
+ * prepares (rocksdb: a RocksDB checkpoint), then, at one instant under the
+ * snapshot lock, cuts (heap: every partition locked, the epoch advanced)
+ * while the registry's descriptors are copied.  The id is returned at once.
+ * The worker then writes the snapshot key group by key group
+ * (snapshot_run_pending) while every session goes on, each backend
+ * collecting its entries or writing its own native files; on failure or
+ * cancel every backend releases the cut and what was written is removed.
+ *
+ * This file names no backend: it calls the SnapshotStrategy of each
+ * (backend/keyed_backend.h).  The state of snapshots in shared memory is
+ * snapshot_control.c's; the files' layout format/'s.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "common/file_perm.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/memutils.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "common/area.h"
+#include "common/progress.h"
+#include "common/settings.h"
+#include "ipc/channel.h"
+#include "snapshot/canonical.h"
+#include "snapshot/checkpoint.h"
+#include "snapshot/snapshot_control.h"
+#include "snapshot/snapshot_driver.h"
+
+typedef struct CutContext
+{
+	StateDesc  *descs;
+	int			n;
+	bool		done;
+	int64		id;
+} CutContext;
+
+/* at_cut of the strategies: the descriptors as of the cut's instant. */
+static void
+copy_descs_at_cut(void *arg)
+{
+	CutContext *c = arg;
+
+	c->n = registry_copy_all(c->descs);
+	c->done = true;
+}
+
+/* The instant of the cut: every backend's, under the snapshot lock. */
+static void
+cut_backends(void *arg)
+{
+	CutContext *c = arg;
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+
+	for (int i = 0; i < n; i++)
+		if (all[i]->snapshot->cut)
+			all[i]->snapshot->cut(c->id, copy_descs_at_cut, c);
+	if (!c->done)
+		copy_descs_at_cut(c);
+}
+
+/* Every backend lets go of snapshot id's cut.  Never raises an error. */
+static void
+release_backends(int64 id)
+{
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+
+	for (int i = 0; i < n; i++)
+		if (all[i]->snapshot->release)
+			all[i]->snapshot->release(id);
+}
+
+/*
+ * snapshot_request starts a snapshot and returns its id: path is its
+ * directory, or NULL for a checkpoint under state_backend.checkpoint_dir,
+ * or, with no checkpoint directory, a snapshot kept in shared memory.  The
+ * cut is made here, before returning: no write that completes after this
+ * call returns is in the snapshot, and no write that completed before it is
+ * missing.  Runs in the state worker, which serves no request meanwhile;
+ * the caller has checked privileges and the path.
+ */
+int64
+snapshot_request(const char *path, SnapshotFormat format)
+{
+	dsa_area   *area = state_area();
+	int64		id = snapshot_control_reserve();
+	dsa_pointer descs;
+	CutContext	cut;
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+	bool		checkpoint = (path == NULL && state_backend_checkpoint_dir[0] != '\0');
+
+	descs = dsa_allocate_extended(area, sizeof(StateDesc) * state_backend_max_states,
+								  DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(descs))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of state memory"),
+				 errdetail("A snapshot needs room for the descriptors of every state.")));
+	PG_TRY();
+	{
+		for (int i = 0; i < n; i++)
+			if (all[i]->snapshot->prepare)
+				all[i]->snapshot->prepare(id);
+	}
+	PG_CATCH();
+	{
+		dsa_free(area, descs);
+		release_backends(id);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	cut.descs = dsa_get_address(area, descs);
+	cut.n = 0;
+	cut.done = false;
+	cut.id = id;
+	snapshot_control_begin(id, path, format, checkpoint, descs, cut_backends, &cut, &cut.n);
+	return id;
+}
+
+/*
+ * snapshot_request_cut is what state.snapshot() calls: the state worker
+ * makes the cut, so that it falls between two of its requests on rocksdb
+ * states as well as at one instant of every heap partition.  Requests a
+ * session posted before are served first, so its own writes are in.
+ */
+int64
+snapshot_request_cut(const char *path, SnapshotFormat format)
+{
+	StringInfoData req;
+	int32		f = (int32) format;
+	int64		id;
+
+	channel_sync();
+	initStringInfo(&req);
+	appendBinaryStringInfo(&req, (const char *) &f, sizeof(f));
+	if (path)
+		appendStringInfoString(&req, path);
+	id = channel_call_int64(CHANNEL_OP_SNAPSHOT, req.data, req.len, true);
+	pfree(req.data);
+	return id;
+}
+
+/* snapshot_handle_request runs a session's snapshot request in the worker. */
+bool
+snapshot_handle_request(const char *payload, uint32 len, StringInfo reply)
+{
+	int32		f;
+	char	   *path = NULL;
+	int64		id;
+
+	if (len < sizeof(f))
+		elog(ERROR, "state_backend: short snapshot request");
+	memcpy(&f, payload, sizeof(f));
+	if (f != SNAPSHOT_NATIVE && f != SNAPSHOT_CANONICAL)
+		elog(ERROR, "state_backend: unknown snapshot format %d", f);
+	if (len > sizeof(f))
+		path = pnstrdup(payload + sizeof(f), len - sizeof(f));
+	id = snapshot_request(path, (SnapshotFormat) f);
+	appendBinaryStringInfo(reply, (const char *) &id, sizeof(id));
+	return true;
+}
+
+/* Database names of the states to write, in a transaction of their own. */
+static void
+collect_databases(const StateDesc *descs, int n, Oid **oids, char ***names, int *ndbs)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	*oids = palloc(sizeof(Oid) * Max(n, 1));
+	*names = palloc(sizeof(char *) * Max(n, 1));
+	*ndbs = 0;
+	for (int i = 0; i < n; i++)
+	{
+		bool		seen = false;
+
+		for (int d = 0; d < *ndbs && !seen; d++)
+			seen = (*oids)[d] == descs[i].dbid;
+		if (!seen)
+			(*oids)[(*ndbs)++] = descs[i].dbid;
+	}
+
+	StartTransactionCommand();
+	for (int d = 0; d < *ndbs; d++)
+	{
+		char	   *name = get_database_name((*oids)[d]);
+
+		(*names)[d] = name ? MemoryContextStrdup(cxt, name) :
+			psprintf("db-%u", (*oids)[d]);
+	}
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+}
+
+/* What writing one snapshot needs to know of each state. */
+typedef struct WritePlan
+{
+	SnapshotJob *job;
+	bool		in_memory;
+	const char **backends;		/* per state: its backend's name */
+	bool	   *native;			/* per state: in its backend's own files */
+	bool	   *collect;		/* per state: collected into a key-group file */
+	bool		any_native;
+} WritePlan;
+
+/*
+ * plan_write decides, per state, how it is written: a native snapshot on
+ * disk holds the states of a backend with native files of its own (rocksdb)
+ * as those; everything else is key-group files.
+ */
+static void
+plan_write(SnapshotJob *job, WritePlan *p)
+{
+	int			n = Max(job->ndescs, 1);
+
+	p->job = job;
+	p->in_memory = strncmp(job->info.path, "memory:", 7) == 0;
+	p->backends = palloc(sizeof(char *) * n);
+	p->native = palloc0(sizeof(bool) * n);
+	p->collect = palloc0(sizeof(bool) * n);
+	p->any_native = false;
+	for (int i = 0; i < job->ndescs; i++)
+	{
+		const KeyedStateBackend *b = keyed_backend_for(job->descs[i].backend);
+
+		p->backends[i] = keyed_backend_name(job->descs[i].backend);
+		p->native[i] = b->snapshot->write_native != NULL &&
+			job->info.format == SNAPSHOT_NATIVE && !p->in_memory;
+		p->collect[i] = !p->native[i];
+		p->any_native |= p->native[i];
+	}
+}
+
+/* Every key group's entries, from every backend, into the writer. */
+static void
+write_key_groups(WritePlan *p, SnapshotWriter *w)
+{
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+	StringInfoData records;
+	int64		entries;
+	int64		bytes;
+
+	initStringInfo(&records);
+	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
+	{
+		resetStringInfo(&records);
+		for (int i = 0; i < n; i++)
+			if (all[i]->snapshot->collect)
+				all[i]->snapshot->collect(p->job->id, p->job->descs, p->collect,
+										  p->job->ndescs, kg, &records);
+		snapshot_writer_add(w, kg, records.data, records.len);
+		progress_yield();
+		snapshot_writer_progress(w, &entries, &bytes);
+		snapshot_control_progress(p->job->id, entries, bytes);
+	}
+	pfree(records.data);
+}
+
+/* Every backend with native files writes them. */
+static void
+write_native_files(WritePlan *p, SnapshotWriter *w)
+{
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+	char		shared[MAXPGPATH];
+	bool	   *mine = palloc(sizeof(bool) * Max(p->job->ndescs, 1));
+
+	snprintf(shared, sizeof(shared), "%s/shared", state_backend_checkpoint_dir);
+	for (int i = 0; i < n; i++)
+	{
+		bool		reused = false;
+		bool		any = false;
+
+		if (all[i]->snapshot->write_native == NULL)
+			continue;
+		for (int s = 0; s < p->job->ndescs; s++)
+		{
+			mine[s] = p->native[s] && keyed_backend_for(p->job->descs[s].backend) == all[i];
+			any |= mine[s];
+		}
+		if (!any)
+			continue;
+		all[i]->snapshot->write_native(p->job->id, p->job->info.path,
+									   p->job->is_checkpoint ? shared : NULL,
+									   p->job->descs, mine, p->job->ndescs, w, &reused);
+		if (reused)
+			snapshot_control_set_incremental(p->job->id);
+	}
+	pfree(mine);
+}
+
+/*
+ * write_snapshot writes the picked snapshot completely (MANIFEST last),
+ * and keeps it in shared memory when it goes there.  *wp is the writer,
+ * for the caller's cleanup.
+ */
+static void
+write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
+{
+	WritePlan	p;
+	Oid		   *dboids;
+	char	  **dbnames;
+	int			ndbs;
+	SnapshotWriter *w;
+	int64		entries;
+	int64		bytes;
+
+	if (job->is_checkpoint && pg_mkdir_p(state_backend_checkpoint_dir, pg_dir_create_mode) != 0 &&
+		errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create checkpoint directory \"%s\": %m",
+						state_backend_checkpoint_dir)));
+	plan_write(job, &p);
+	collect_databases(job->descs, job->ndescs, &dboids, &dbnames, &ndbs);
+	w = snapshot_writer_begin(p.in_memory ? NULL : job->info.path, job->id, job->info.format,
+							  job->descs, p.backends, p.native, job->ndescs,
+							  dboids, dbnames, ndbs);
+	*wp = w;
+	write_key_groups(&p, w);
+	snapshot_writer_close_files(w);
+	if (p.any_native)
+		write_native_files(&p, w);
+	if (job->info.format == SNAPSHOT_CANONICAL)
+	{
+		canonical_convert_snapshot(job->id, job->descs, job->ndescs);
+		snapshot_writer_refresh_sizes(w);
+	}
+	snapshot_writer_finish(w);
+	if (p.in_memory)
+	{
+		Size		len;
+		char	   *image = snapshot_writer_memory_image(w, &len);
+
+		snapshot_control_keep_memory(job->id, image, len);
+	}
+	snapshot_writer_progress(w, &entries, &bytes);
+	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
+	release_backends(job->id);
+	if (job->is_checkpoint)
+		checkpoint_retain(job->id);
+	ereport(DEBUG1,
+			(errmsg("state snapshot " INT64_FORMAT " completed: " INT64_FORMAT " entries, " INT64_FORMAT " bytes",
+					job->id, entries, bytes)));
+}
+
+/* A snapshot failed or was cancelled: undo, and record why. */
+static void
+abandon_snapshot(SnapshotJob *job, SnapshotWriter *w, ErrorData *edata)
+{
+	int64		entries = 0;
+	int64		bytes = 0;
+
+	release_backends(job->id);
+	if (w)
+	{
+		snapshot_writer_progress(w, &entries, &bytes);
+		snapshot_writer_abort(w);
+	}
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		snapshot_control_finish(job->id, SNAPSHOT_CANCELLED, entries, bytes,
+								edata->sqlerrcode, snapshot_error_text(edata));
+	else
+	{
+		snapshot_control_finish(job->id, SNAPSHOT_FAILED, entries, bytes,
+								edata->sqlerrcode, snapshot_error_text(edata));
+		ereport(LOG,
+				(errmsg("state snapshot " INT64_FORMAT " failed: %s", job->id, edata->message)));
+	}
+}
+
+/*
+ * snapshot_run_pending writes the running snapshot if the worker has not
+ * taken it yet.  Returns whether it did.  Runs in the state worker; errors
+ * are caught and recorded as the snapshot's failure.  While it runs,
+ * progress_yield() serves sessions and checks for a cancel.
+ */
+bool
+snapshot_run_pending(void)
+{
+	SnapshotJob job;
+	SnapshotWriter *volatile w = NULL;
+	MemoryContext cxt;
+	MemoryContext old;
+	ProgressHook prev_check;
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "state_backend snapshot",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	if (!snapshot_control_pick(&job))
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		return false;
+	}
+	prev_check = progress_set_cancel_check(snapshot_check_cancel);
+	PG_TRY();
+	{
+		write_snapshot(&job, &w);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		LWLockReleaseAll();
+		AbortOutOfAnyTransaction();
+		AtEOXact_Files(false);	/* files and directories the writers had open */
+		abandon_snapshot(&job, w, edata);
+	}
+	PG_END_TRY();
+	(void) progress_set_cancel_check(prev_check);
+
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return true;
+}

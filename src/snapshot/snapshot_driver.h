@@ -1,0 +1,17 @@
+/*
+ * snapshot/snapshot_driver.h
+ *		Taking a snapshot: the cut (in the state worker) and writing it.
+ */
+#ifndef STATE_BACKEND_SNAPSHOT_DRIVER_H
+#define STATE_BACKEND_SNAPSHOT_DRIVER_H
+
+#include "lib/stringinfo.h"
+
+#include "format/snapshot_format.h"
+
+extern int64 snapshot_request(const char *path, SnapshotFormat format);
+extern int64 snapshot_request_cut(const char *path, SnapshotFormat format);
+extern bool snapshot_handle_request(const char *payload, uint32 len, StringInfo reply);
+extern bool snapshot_run_pending(void);
+
+#endif							/* STATE_BACKEND_SNAPSHOT_DRIVER_H */

@@ -1,0 +1,393 @@
+/*
+ * sql/sql_common.c
+ *		The shared first half of every SQL-callable function: resolve the
+ *		state, check its kind and the caller's privileges, and move typed
+ *		arguments and results to and from images.
+ *
+ * Keys, map keys and values arrive as whatever type the caller bound.  The
+ * declared type's own values pass as they are; text (untyped literals and
+ * untyped bind parameters end up as text through the overloads of the
+ * install script) is read with the declared type's input function; other
+ * types go through an implicit cast, or are refused with datatype_mismatch.
+ * Results go from the declared type to the type of the call's default
+ * argument by an assignment cast.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "parser/parse_coerce.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "common/key_group.h"
+#include "catalog/registry.h"
+#include "common/locks.h"
+#include "format/records.h"
+#include "sql/sql_common.h"
+
+enum
+{
+	COERCE_NONE,
+	COERCE_INPUT,
+	COERCE_FUNC,
+	COERCE_VIA_IO
+};
+
+static const char *const arg_role_names[ARG_ROLE_COUNT] = {
+	"a key", "a map key", "a value"
+};
+
+/* state_call_name_arg returns the state name argument (the first one). */
+char *
+state_call_name_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("state name must not be null")));
+	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * state_call_setup fills a call for a newly resolved state: its codecs live
+ * in the call's own context, which is reset whenever the state changes.
+ */
+static void
+state_call_setup(StateCall *call, const StateDesc *desc, int slot)
+{
+	MemoryContextReset(call->mcxt);
+	memset(call->codecs, 0, sizeof(call->codecs));
+	memset(call->coerce_in, 0, sizeof(call->coerce_in));
+	memset(call->coerce_out, 0, sizeof(call->coerce_out));
+	memset(call->result_codecs, 0, sizeof(call->result_codecs));
+	call->extra = NULL;
+
+	call->desc = *desc;
+	call->target.desc = &call->desc;
+	call->target.slot = slot;
+	call->backend = keyed_backend_for(desc->backend);
+	codec_init(&call->codecs[ARG_KEY], desc->key_type, call->mcxt);
+	codec_init(&call->codecs[ARG_VALUE], desc->value_type, call->mcxt);
+	if (OidIsValid(desc->map_key_type))
+		codec_init(&call->codecs[ARG_MAP_KEY], desc->map_key_type, call->mcxt);
+}
+
+/*
+ * state_call_begin resolves the state named by argument 0 and checks that
+ * it is of the given kind (ANY_KIND: any) and that the caller has "privs"
+ * on it.  The returned call is owned by the call site (fn_extra).
+ */
+StateCall *
+state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
+{
+	StateCall  *call = (StateCall *) fcinfo->flinfo->fn_extra;
+	char	   *name = state_call_name_arg(fcinfo);
+	uint64		version;
+
+	state_backend_check_loaded();
+	if (call == NULL)
+	{
+		MemoryContext fn_mcxt = fcinfo->flinfo->fn_mcxt;
+		MemoryContext old = MemoryContextSwitchTo(fn_mcxt);
+
+		call = palloc0(sizeof(StateCall));
+		call->mcxt = AllocSetContextCreate(fn_mcxt, "state_backend call",
+										   ALLOCSET_SMALL_SIZES);
+		initStringInfo(&call->keybuf);
+		initStringInfo(&call->buf);
+		initStringInfo(&call->buf2);
+		MemoryContextSwitchTo(old);
+		fcinfo->flinfo->fn_extra = call;
+	}
+
+	version = registry_version();
+	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
+	{
+		StateDesc	desc;
+		int			slot;
+
+		registry_resolve(name, &desc, &slot);
+		if (desc.id != call->desc.id || slot != call->target.slot ||
+			call->version == 0)
+			state_call_setup(call, &desc, slot);
+		else
+			call->desc = desc;	/* grants may have changed */
+		namestrcpy(&call->name, name);
+		call->version = version;
+	}
+
+	if (kind != ANY_KIND && call->desc.kind != (StateKind) kind)
+		state_call_reject_kind(call, (StateKind) kind);
+	registry_check_access(&call->desc, privs);
+	return call;
+}
+
+/* state_call_reject_kind raises wrong_object_type for an operation. */
+void
+state_call_reject_kind(StateCall *call, StateKind wanted)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("state \"%s\" is a %s state, not a %s state",
+					NameStr(call->desc.name), state_kind_name(call->desc.kind),
+					state_kind_name(wanted))));
+}
+
+/* state_call_argtype returns the type an argument was bound with. */
+Oid
+state_call_argtype(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("could not determine the type of argument %d", argno + 1)));
+	return type;
+}
+
+static void
+coercion_build(StateCall *call, Coercion *co, Oid from, Oid to,
+			   CoercionContext context, StateArgRole role)
+{
+	Oid			funcid = InvalidOid;
+
+	memset(co, 0, sizeof(Coercion));
+	co->from = from;
+	if (from == to)
+		co->method = COERCE_NONE;
+	else if (context == COERCION_IMPLICIT &&
+			 (from == TEXTOID || from == UNKNOWNOID))
+		co->method = COERCE_INPUT;
+	else
+	{
+		switch (find_coercion_pathway(to, from, context, &funcid))
+		{
+			case COERCION_PATH_RELABELTYPE:
+				co->method = COERCE_NONE;
+				break;
+			case COERCION_PATH_FUNC:
+				co->method = COERCE_FUNC;
+				fmgr_info_cxt(funcid, &co->fn, call->mcxt);
+				co->nargs = get_func_nargs(funcid);
+				break;
+			case COERCION_PATH_COERCEVIAIO:
+			case COERCION_PATH_ARRAYCOERCE:
+				{
+					Oid			outfunc;
+					bool		isvarlena;
+
+					co->method = COERCE_VIA_IO;
+					getTypeOutputInfo(from, &outfunc, &isvarlena);
+					fmgr_info_cxt(outfunc, &co->out, call->mcxt);
+					break;
+				}
+			case COERCION_PATH_NONE:
+				if (context == COERCION_IMPLICIT)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("state \"%s\" expects %s of type %s, not %s",
+									NameStr(call->desc.name), arg_role_names[role],
+									format_type_be(to), format_type_be(from)),
+							 errhint("Cast the argument to %s.", format_type_be(to))));
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("state \"%s\" holds %s of type %s, which cannot be returned as %s",
+								NameStr(call->desc.name),
+								role == ARG_VALUE ? "values" : "keys",
+								format_type_be(from), format_type_be(to)),
+						 errhint("Pass a default of type %s.", format_type_be(from))));
+		}
+	}
+	co->ready = true;
+}
+
+static Datum
+coercion_apply(Coercion *co, TypeCodec *target, Datum value)
+{
+	switch (co->method)
+	{
+		case COERCE_INPUT:
+			{
+				char	   *str = co->from == UNKNOWNOID ? DatumGetCString(value) :
+				text_to_cstring(DatumGetTextPP(value));
+
+				return codec_input(target, str);
+			}
+		case COERCE_FUNC:
+			if (co->nargs == 1)
+				return FunctionCall1(&co->fn, value);
+			if (co->nargs == 2)
+				return FunctionCall2(&co->fn, value, Int32GetDatum(-1));
+			return FunctionCall3(&co->fn, value, Int32GetDatum(-1), BoolGetDatum(false));
+		case COERCE_VIA_IO:
+			return codec_input(target, OutputFunctionCall(&co->out, value));
+		default:
+			return value;
+	}
+}
+
+/*
+ * state_call_coerce converts a datum of type "from" to the state's declared
+ * type for an argument role, or raises datatype_mismatch.
+ */
+Datum
+state_call_coerce(StateCall *call, Datum value, Oid from, StateArgRole role)
+{
+	Coercion   *co = &call->coerce_in[role];
+	TypeCodec  *target = &call->codecs[role];
+
+	if (!co->ready || co->from != from)
+		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, role);
+	return coercion_apply(co, target, value);
+}
+
+/* state_call_encode_datum appends the image of a typed datum to out. */
+void
+state_call_encode_datum(StateCall *call, Datum value, Oid type,
+						StateArgRole role, StringInfo out)
+{
+	value = state_call_coerce(call, value, type, role);
+	codec_encode(&call->codecs[role], value, out);
+}
+
+/*
+ * state_call_encode appends the image of argument argno, read in a role, to
+ * out.  Keys and map keys must not be NULL; callers handle NULL values.
+ */
+void
+state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
+				  StateArgRole role, StringInfo out)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s of state \"%s\" must not be null",
+						role == ARG_KEY ? "key" : role == ARG_MAP_KEY ? "map key" : "value",
+						NameStr(call->desc.name))));
+	state_call_encode_datum(call, PG_GETARG_DATUM(argno),
+							state_call_argtype(fcinfo, argno), role, out);
+}
+
+/*
+ * state_call_key reads the key argument into call->key: its image, hash
+ * and key group.
+ */
+void
+state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	resetStringInfo(&call->keybuf);
+	state_call_encode(call, fcinfo, argno, ARG_KEY, &call->keybuf);
+	call->key.data = call->keybuf.data;
+	call->key.len = call->keybuf.len;
+	call->key.hash = key_image_hash(call->keybuf.data, call->keybuf.len);
+	call->key.key_group = key_group_for_hash(call->key.hash,
+											 state_backend_max_parallelism);
+}
+
+/*
+ * state_call_result_datum converts a datum of type "from" (what the state
+ * holds for a role) to the call's result type by an assignment cast.
+ */
+Datum
+state_call_result_datum(StateCall *call, Datum value, Oid from,
+						StateArgRole role, Oid restype)
+{
+	Coercion   *co = &call->coerce_out[role];
+	TypeCodec  *target = &call->result_codecs[role];
+
+	if (from == restype)
+		return value;
+	if (!co->ready || co->from != from || target->typid != restype)
+	{
+		codec_init(target, restype, call->mcxt);
+		coercion_build(call, co, from, restype, COERCION_ASSIGNMENT, role);
+	}
+	return coercion_apply(co, target, value);
+}
+
+/*
+ * state_call_result makes the call's result from a value image: decoded
+ * with the state's value type, then cast to restype.  Palloc'd in the
+ * current memory context.
+ */
+Datum
+state_call_result(StateCall *call, const char *image, uint32 len, Oid restype)
+{
+	Datum		value = codec_decode(&call->codecs[ARG_VALUE], image, len);
+
+	return state_call_result_datum(call, value, call->desc.value_type,
+								   ARG_VALUE, restype);
+}
+
+/*
+ * state_call_array_arg returns an array argument and its element type.  An
+ * untyped or text argument is read as an array of the role's declared type.
+ */
+ArrayType *
+state_call_array_arg(StateCall *call, FunctionCallInfo fcinfo, int argno,
+					 StateArgRole role, Oid *elemtype)
+{
+	Oid			argtype = state_call_argtype(fcinfo, argno);
+	Oid			declared = call->codecs[role].typid;
+
+	if (argtype == TEXTOID || argtype == UNKNOWNOID)
+	{
+		Oid			arrtype = get_array_type(declared);
+		Oid			infunc;
+		Oid			ioparam;
+		char	   *str = argtype == UNKNOWNOID ? PG_GETARG_CSTRING(argno) :
+		text_to_cstring(PG_GETARG_TEXT_PP(argno));
+
+		if (!OidIsValid(arrtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type %s has no array type", format_type_be(declared))));
+		getTypeInputInfo(arrtype, &infunc, &ioparam);
+		*elemtype = declared;
+		return DatumGetArrayTypeP(OidInputFunctionCall(infunc, str, ioparam, -1));
+	}
+	*elemtype = get_element_type(argtype);
+	if (!OidIsValid(*elemtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("state \"%s\" expects an array of %s, not %s",
+						NameStr(call->desc.name), format_type_be(declared),
+						format_type_be(argtype))));
+	return PG_GETARG_ARRAYTYPE_P(argno);
+}
+
+/*
+ * state_call_list_image appends the list image of an array's elements
+ * (converted to the state's value type) to out.  NULL elements are refused:
+ * a list holds values.
+ */
+void
+state_call_list_image(StateCall *call, ArrayType *arr, Oid elemtype, StringInfo out)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int			begin;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("list of state \"%s\" cannot hold null values",
+							NameStr(call->desc.name))));
+		begin = record_elem_begin(out);
+		state_call_encode_datum(call, elems[i], elemtype, ARG_VALUE, out);
+		record_elem_end(out, begin);
+	}
+}

@@ -1,0 +1,88 @@
+/*
+ * sql/sql_common.h
+ *		What every SQL-callable function does first: resolve the state named
+ *		by its first argument, check kind and privileges, and turn its typed
+ *		arguments into images and images back into typed results.
+ *
+ * A StateCall is cached in the call site's fn_extra and revalidated against
+ * the registry version on every call.
+ */
+#ifndef STATE_BACKEND_SQL_COMMON_H
+#define STATE_BACKEND_SQL_COMMON_H
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+
+#include "common/codec.h"
+#include "backend/keyed_backend.h"
+
+/* How an argument of one type becomes a datum of the state's type. */
+typedef struct Coercion
+{
+	bool		ready;
+	Oid			from;
+	int			method;
+	FmgrInfo	fn;
+	int			nargs;
+	FmgrInfo	out;
+} Coercion;
+
+/* The roles of a typed argument, for coercions and messages. */
+typedef enum StateArgRole
+{
+	ARG_KEY,
+	ARG_MAP_KEY,
+	ARG_VALUE,
+	ARG_ROLE_COUNT
+} StateArgRole;
+
+typedef struct StateCall
+{
+	NameData	name;
+	uint64		version;
+	StateDesc	desc;
+	StateTarget target;
+	const KeyedStateBackend *backend;
+	MemoryContext mcxt;			/* codecs and coercions; reset on change */
+
+	TypeCodec	codecs[ARG_ROLE_COUNT];
+	Coercion	coerce_in[ARG_ROLE_COUNT];
+	/* declared type to the call's result type, per role */
+	Coercion	coerce_out[ARG_ROLE_COUNT];
+	TypeCodec	result_codecs[ARG_ROLE_COUNT];
+
+	StateKey	key;
+	StringInfoData keybuf;
+	StringInfoData buf;			/* value or map-key image scratch */
+	StringInfoData buf2;
+
+	void	   *extra;			/* per-kind data (reducer set-up) */
+} StateCall;
+
+extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
+extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
+							  StateArgRole role, StringInfo out);
+extern void state_call_encode_datum(StateCall *call, Datum value, Oid type,
+									StateArgRole role, StringInfo out);
+extern Datum state_call_coerce(StateCall *call, Datum value, Oid from,
+							   StateArgRole role);
+extern Datum state_call_result(StateCall *call, const char *image, uint32 len,
+							   Oid restype);
+extern Datum state_call_result_datum(StateCall *call, Datum value, Oid from,
+									 StateArgRole role, Oid restype);
+extern ArrayType *state_call_array_arg(StateCall *call, FunctionCallInfo fcinfo,
+									   int argno, StateArgRole role, Oid *elemtype);
+extern Oid	state_call_argtype(FunctionCallInfo fcinfo, int argno);
+extern void state_call_reject_kind(StateCall *call, StateKind wanted);
+extern void state_call_list_image(StateCall *call, ArrayType *arr, Oid arrtype,
+								  StringInfo out);
+extern char *state_call_name_arg(FunctionCallInfo fcinfo);
+
+#define ANY_KIND	(-1)
+
+/* sql_reducing.c */
+extern void reducer_check_type(StateReducer reducer, Oid type);
+
+#endif							/* STATE_BACKEND_SQL_COMMON_H */

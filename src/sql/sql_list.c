@@ -1,0 +1,129 @@
+/*
+ * sql/sql_list.c
+ *		ListState: list_add, list_add_all, list_update, list_get,
+ *		list_length.
+ */
+#include "postgres.h"
+
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+
+#include "format/records.h"
+#include "sql/sql_common.h"
+
+PG_FUNCTION_INFO_V1(state_list_add);
+PG_FUNCTION_INFO_V1(state_list_add_all);
+PG_FUNCTION_INFO_V1(state_list_update);
+PG_FUNCTION_INFO_V1(state_list_get);
+PG_FUNCTION_INFO_V1(state_list_length);
+
+/* list_add(name, key, value) */
+Datum
+state_list_add(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
+	int			begin;
+
+	state_call_key(call, fcinfo, 1);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("list of state \"%s\" cannot hold null values",
+						NameStr(call->desc.name))));
+	resetStringInfo(&call->buf);
+	begin = record_elem_begin(&call->buf);
+	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
+	record_elem_end(&call->buf, begin);
+	call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
+	PG_RETURN_VOID();
+}
+
+/* The list image of the array argument argno, in call->buf. */
+static void
+list_arg_image(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	Oid			elemtype;
+	ArrayType  *arr = state_call_array_arg(call, fcinfo, argno, ARG_VALUE, &elemtype);
+
+	resetStringInfo(&call->buf);
+	state_call_list_image(call, arr, elemtype, &call->buf);
+}
+
+/* list_add_all(name, key, values): appends every element, in order. */
+Datum
+state_list_add_all(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("values for state \"%s\" must not be null",
+						NameStr(call->desc.name))));
+	list_arg_image(call, fcinfo, 2);
+	if (call->buf.len > 0)
+		call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
+	PG_RETURN_VOID();
+}
+
+/* list_update(name, key, values): replaces the list; NULL or {} clears it. */
+Datum
+state_list_update(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	if (!PG_ARGISNULL(2))
+		list_arg_image(call, fcinfo, 2);
+	if (PG_ARGISNULL(2) || call->buf.len == 0)
+		call->backend->remove(&call->target, &call->key);
+	else
+		call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
+	PG_RETURN_VOID();
+}
+
+/* list_get(name, key, default): the list as an array, or default. */
+Datum
+state_list_get(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
+	TypeCodec  *codec = &call->codecs[ARG_VALUE];
+	Oid			restype = get_fn_expr_rettype(fcinfo->flinfo);
+	Oid			arrtype;
+	ArrayBuildState *astate;
+	uint32		off = 0;
+	const char *elem;
+	uint32		len;
+	RecordRead	r;
+
+	state_call_key(call, fcinfo, 1);
+	resetStringInfo(&call->buf);
+	if (!call->backend->get(&call->target, &call->key, &call->buf))
+	{
+		if (PG_ARGISNULL(2))
+			PG_RETURN_NULL();
+		return PG_GETARG_DATUM(2);
+	}
+
+	astate = initArrayResult(codec->typid, CurrentMemoryContext, false);
+	while ((r = record_next_elem(call->buf.data, call->buf.len, &off, &elem, &len)) == RECORD_OK)
+		astate = accumArrayResult(astate, codec_decode(codec, elem, len),
+								  false, codec->typid, CurrentMemoryContext);
+	if (r != RECORD_END)
+		elog(ERROR, "state_backend: the list of state \"%s\" is damaged",
+			 NameStr(call->desc.name));
+	arrtype = get_array_type(codec->typid);
+	return state_call_result_datum(call, makeArrayResult(astate, CurrentMemoryContext),
+								   arrtype, ARG_VALUE, restype);
+}
+
+/* list_length(name, key) */
+Datum
+state_list_length(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
+
+	state_call_key(call, fcinfo, 1);
+	PG_RETURN_INT64(call->backend->length(&call->target, &call->key));
+}

@@ -1,0 +1,150 @@
+/*
+ * sql/sql_reducing.c
+ *		ReducingState: reduce() folds a value into a key's state with the
+ *		state's reducer (sum, min or max), atomically.
+ *
+ * The fold runs inside the backend's merge, while it holds the key, so
+ * concurrent reduce calls on one key never lose an update.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_collation.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "nodes/value.h"
+#include "parser/parse_oper.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "sql/sql_common.h"
+
+PG_FUNCTION_INFO_V1(state_reduce);
+
+typedef struct Reducer
+{
+	StateReducer kind;
+	FmgrInfo	fn;				/* "+" for sum, btree comparison for min/max */
+	Oid			collation;
+	TypeCodec  *codec;
+	StateFold	fold;			/* the same, for a backend that folds elsewhere */
+	bool		foldable;
+} Reducer;
+
+/* The "+" operator of a type that yields the type, or InvalidOid. */
+static Oid
+sum_operator(Oid type)
+{
+	Oid			opr = OpernameGetOprid(list_make1(makeString("+")), type, type);
+
+	if (!OidIsValid(opr) || get_op_rettype(opr) != type)
+		return InvalidOid;
+	return get_opcode(opr);
+}
+
+/*
+ * reducer_check_type raises undefined_function when a reducer cannot fold
+ * values of a type: sum needs "+" (T, T) returning T, min and max a btree
+ * ordering.
+ */
+void
+reducer_check_type(StateReducer reducer, Oid type)
+{
+	if (reducer == STATE_REDUCER_SUM)
+	{
+		if (!OidIsValid(sum_operator(type)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("reducer sum cannot fold values of type %s", format_type_be(type)),
+					 errdetail("There is no operator + (%s, %s) returning %s.",
+							   format_type_be(type), format_type_be(type),
+							   format_type_be(type))));
+	}
+	else
+	{
+		TypeCacheEntry *tce = lookup_type_cache(type, TYPECACHE_CMP_PROC);
+
+		if (!OidIsValid(tce->cmp_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("reducer %s cannot fold values of type %s",
+							state_reducer_name(reducer), format_type_be(type)),
+					 errdetail("Type %s has no default btree ordering.",
+							   format_type_be(type))));
+	}
+}
+
+static Reducer *
+reducer_setup(StateCall *call)
+{
+	Reducer    *r = MemoryContextAllocZero(call->mcxt, sizeof(Reducer));
+	Oid			type = call->desc.value_type;
+	Oid			fn;
+
+	reducer_check_type(call->desc.reducer, type);
+	r->kind = call->desc.reducer;
+	r->codec = &call->codecs[ARG_VALUE];
+	r->collation = type_is_collatable(type) ? DEFAULT_COLLATION_OID : InvalidOid;
+	if (r->kind == STATE_REDUCER_SUM)
+		fn = sum_operator(type);
+	else
+		fn = lookup_type_cache(type, TYPECACHE_CMP_PROC)->cmp_proc;
+	fmgr_info_cxt(fn, &r->fn, call->mcxt);
+
+	/* Folds that need no catalog can run in any process (the state worker). */
+	r->fold.kind = r->kind;
+	r->fold.type = type;
+	r->fold.fn = fn;
+	r->fold.collation = r->collation;
+	r->fold.typlen = r->codec->typlen;
+	r->fold.typbyval = r->codec->typbyval;
+	r->foldable = state_fold_type_ok(type, fn);
+	return r;
+}
+
+/* StateMergeFn of reducing states: out := cur <reducer> in. */
+static void
+reducer_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
+			  StringInfo out, void *arg)
+{
+	Reducer    *r = arg;
+	Datum		a;
+	Datum		b;
+	Datum		result;
+
+	resetStringInfo(out);
+	if (cur == NULL)
+	{
+		appendBinaryStringInfo(out, in, inlen);
+		return;
+	}
+	a = codec_decode(r->codec, cur, curlen);
+	b = codec_decode(r->codec, in, inlen);
+	result = state_fold(r->kind, &r->fn, r->collation, a, b);
+	codec_encode(r->codec, result, out);
+}
+
+/* reduce(name, key, value): fold value in; returns the new result. */
+Datum
+state_reduce(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_REDUCING,
+										STATE_PRIV_READ | STATE_PRIV_WRITE);
+
+	if (call->extra == NULL)
+		call->extra = reducer_setup(call);
+	state_call_key(call, fcinfo, 1);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value of state \"%s\" must not be null",
+						NameStr(call->desc.name))));
+	resetStringInfo(&call->buf);
+	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
+	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
+						 reducer_merge, call->extra,
+						 ((Reducer *) call->extra)->foldable ? &((Reducer *) call->extra)->fold : NULL,
+						 &call->buf2);
+	return state_call_result(call, call->buf2.data, call->buf2.len,
+							 get_fn_expr_rettype(fcinfo->flinfo));
+}

@@ -1,0 +1,290 @@
+/*
+ * sql/sql_snapshot.c
+ *		SQL functions of snapshots: snapshot, the snapshots view,
+ *		wait_snapshot, cancel_snapshot, restore.
+ *
+ * The cut and the writing are in snapshot/snapshot_driver.c, the history
+ * in snapshot/snapshot_control.c, the format in format/, loading in
+ * snapshot/restore.c.
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "common/locks.h"
+#include "common/settings.h"
+#include "snapshot/checkpoint.h"
+#include "snapshot/restore.h"
+#include "snapshot/snapshot_control.h"
+#include "snapshot/snapshot_driver.h"
+
+PG_FUNCTION_INFO_V1(state_snapshot);
+PG_FUNCTION_INFO_V1(state_snapshots);
+PG_FUNCTION_INFO_V1(state_wait_snapshot);
+PG_FUNCTION_INFO_V1(state_cancel_snapshot);
+PG_FUNCTION_INFO_V1(state_restore);
+
+/* Paths are absolute; file:// URLs are taken as their path. */
+static char *
+path_arg(text *t)
+{
+	char	   *path = text_to_cstring(t);
+
+	if (strncmp(path, "file://", 7) == 0)
+		path += 7;
+	if (!is_absolute_path(path))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot path \"%s\" is not absolute", path)));
+	canonicalize_path(path);
+	return path;
+}
+
+/* Explicit paths need what COPY to or from a file needs. */
+static void
+check_path_privilege(Oid role, const char *what)
+{
+	if (!superuser() && !has_privs_of_role(GetUserId(), role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s a snapshot path", what),
+				 errhint("Only superusers and members of %s may do so.",
+						 role == ROLE_PG_WRITE_SERVER_FILES ? "pg_write_server_files" : "pg_read_server_files")));
+}
+
+static SnapshotFormat
+parse_format(const char *format)
+{
+	if (strcmp(format, "native") == 0)
+		return SNAPSHOT_NATIVE;
+	if (strcmp(format, "canonical") == 0)
+		return SNAPSHOT_CANONICAL;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown snapshot format \"%s\"", format),
+			 errhint("Valid formats are native and canonical.")));
+	return SNAPSHOT_NATIVE;
+}
+
+/*
+ * A snapshot kept in shared memory cannot hold a state whose backend's
+ * snapshots go to a path (filesystem).
+ */
+static void
+check_memory_snapshot_allowed(void)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * state_backend_max_states);
+	int			n = registry_copy_all(descs);
+
+	for (int i = 0; i < n; i++)
+		if (!keyed_backend_memory_snapshots(descs[i].backend))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("state \"%s\" uses the %s backend, whose snapshots need a path",
+							NameStr(descs[i].name), keyed_backend_name(descs[i].backend)),
+					 errhint("Set state_backend.checkpoint_dir, or give state.snapshot() a path.")));
+}
+
+/* snapshot(path, format): starts a snapshot; returns its id at once. */
+Datum
+state_snapshot(PG_FUNCTION_ARGS)
+{
+	char	   *path = NULL;
+	SnapshotFormat format;
+
+	state_backend_check_loaded();
+	format = parse_format(PG_ARGISNULL(1) ? "native" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (!PG_ARGISNULL(0))
+	{
+		struct stat st;
+
+		path = path_arg(PG_GETARG_TEXT_PP(0));
+		check_path_privilege(ROLE_PG_WRITE_SERVER_FILES, "write");
+		if (stat(path, &st) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_FILE),
+					 errmsg("snapshot path \"%s\" already exists", path),
+					 errhint("A snapshot goes to a new directory.")));
+	}
+	else if (state_backend_checkpoint_dir[0] == '\0')
+	{
+		if (format == SNAPSHOT_CANONICAL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("canonical snapshots cannot be kept in shared memory"),
+					 errhint("Give state.snapshot() a path, or set state_backend.checkpoint_dir.")));
+		check_memory_snapshot_allowed();
+	}
+	PG_RETURN_INT64(snapshot_request_cut(path, format));
+}
+
+/* The rows of the state.snapshots view. */
+Datum
+state_snapshots(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SnapshotInfo *infos;
+	int			n;
+
+	state_backend_check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	n = snapshot_list(&infos);
+	for (int i = 0; i < n; i++)
+	{
+		SnapshotInfo *s = &infos[i];
+		Datum		values[12];
+		bool		nulls[12];
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int64GetDatum(s->id);
+		values[1] = CStringGetTextDatum(s->path);
+		values[2] = CStringGetTextDatum(s->format == SNAPSHOT_NATIVE ? "native" : "canonical");
+		values[3] = CStringGetTextDatum(snapshot_status_name(s->status));
+		values[4] = TimestampTzGetDatum(s->started_at);
+		values[5] = TimestampTzGetDatum(s->finished_at);
+		nulls[5] = s->status == SNAPSHOT_RUNNING;
+		values[6] = Int64GetDatum(s->states);
+		values[7] = Int64GetDatum(s->entries);
+		values[8] = Int64GetDatum(s->bytes);
+		values[9] = BoolGetDatum(s->incremental);
+		values[10] = CStringGetTextDatum(s->error);
+		nulls[10] = s->error[0] == '\0';
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+static SnapshotInfo
+snapshot_info_or_error(int64 id)
+{
+	SnapshotInfo info;
+
+	if (!snapshot_get(id, &info))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snapshot " INT64_FORMAT " does not exist", id),
+				 errdetail("state.snapshots lists the snapshots this server knows.")));
+	return info;
+}
+
+/*
+ * wait_snapshot(id, timeout): waits until the snapshot is no longer running
+ * (or the timeout passes) and returns its status; raises the snapshot's
+ * error if it failed.
+ */
+Datum
+state_wait_snapshot(PG_FUNCTION_ARGS)
+{
+	int64		id;
+	TimestampTz deadline = 0;
+	SnapshotInfo info;
+
+	state_backend_check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot id must not be null")));
+	id = PG_GETARG_INT64(0);
+	if (!PG_ARGISNULL(1))
+	{
+		Interval   *iv = PG_GETARG_INTERVAL_P(1);
+		int64		us = iv->time + (int64) iv->day * USECS_PER_DAY +
+			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+		deadline = GetCurrentTimestamp() + Max(us, 0);
+	}
+	for (;;)
+	{
+		info = snapshot_info_or_error(id);
+		if (info.status != SNAPSHOT_RUNNING)
+			break;
+		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (info.status == SNAPSHOT_FAILED)
+		ereport(ERROR,
+				(errcode(info.sqlerrcode ? info.sqlerrcode : ERRCODE_INTERNAL_ERROR),
+				 errmsg("snapshot " INT64_FORMAT " failed: %s", id, info.error)));
+	PG_RETURN_TEXT_P(cstring_to_text(snapshot_status_name(info.status)));
+}
+
+/* cancel_snapshot(id): true if it was running and has been asked to stop. */
+Datum
+state_cancel_snapshot(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+
+	state_backend_check_loaded();
+	(void) snapshot_info_or_error(id);
+	PG_RETURN_BOOL(snapshot_cancel(id));
+}
+
+/*
+ * restore(path, backend, from_database): replaces the current database's
+ * states with a snapshot's; returns the number of entries restored.  path
+ * is a snapshot directory, a checkpoint root (its newest complete
+ * checkpoint), or memory:<id>.
+ */
+Datum
+state_restore(PG_FUNCTION_ARGS)
+{
+	char	   *arg;
+	SnapshotSource src;
+	int			backend = -1;
+	char	   *from_db = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	state_backend_check_loaded();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot path must not be null")));
+	if (!PG_ARGISNULL(1))
+		backend = keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	memset(&src, 0, sizeof(src));
+
+	if (strncmp(arg, "memory:", 7) == 0)
+	{
+		char	   *end;
+		int64		id = strtoll(arg + 7, &end, 10);
+
+		if (*end != '\0' || id <= 0 ||
+			(src.mem = snapshot_memory_image(id, &src.memlen)) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("there is no snapshot \"%s\" in shared memory", arg)));
+		src.name = arg;
+	}
+	else
+	{
+		char	   *path = path_arg(PG_GETARG_TEXT_PP(0));
+
+		check_path_privilege(ROLE_PG_READ_SERVER_FILES, "read");
+		src.dir = path;
+		if (!snapshot_dir_is_complete(path))
+		{
+			int64		id;
+			char	   *newest = checkpoint_newest(path, &id);
+
+			if (newest != NULL)
+				src.dir = newest;
+		}
+		src.name = src.dir;
+	}
+	PG_RETURN_INT64(restore_into_database(&src, from_db, backend));
+}

@@ -1,0 +1,377 @@
+/*
+ * sql/sql_state.c
+ *		SQL functions on states as a whole: create_state, drop_state, the
+ *		states view, clear, truncate, keys, key_group, grant/revoke.
+ *
+ * Per-kind operations are in sql_value.c, sql_list.c, sql_map.c and
+ * sql_reducing.c.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "common/settings.h"
+#include "sql/sql_common.h"
+#include "state_ops.h"
+
+PG_FUNCTION_INFO_V1(state_create_state);
+PG_FUNCTION_INFO_V1(state_drop_state);
+PG_FUNCTION_INFO_V1(state_states);
+PG_FUNCTION_INFO_V1(state_clear);
+PG_FUNCTION_INFO_V1(state_truncate);
+PG_FUNCTION_INFO_V1(state_keys);
+PG_FUNCTION_INFO_V1(state_key_group);
+PG_FUNCTION_INFO_V1(state_grant_access);
+PG_FUNCTION_INFO_V1(state_revoke_access);
+
+static StateKind
+parse_kind(const char *kind)
+{
+	if (strcmp(kind, "value") == 0)
+		return STATE_KIND_VALUE;
+	if (strcmp(kind, "list") == 0)
+		return STATE_KIND_LIST;
+	if (strcmp(kind, "map") == 0)
+		return STATE_KIND_MAP;
+	if (strcmp(kind, "reducing") == 0)
+		return STATE_KIND_REDUCING;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown state kind \"%s\"", kind),
+			 errhint("Valid kinds are value, list, map and reducing.")));
+	return STATE_KIND_VALUE;
+}
+
+static StateReducer
+parse_reducer(const char *reducer)
+{
+	if (strcmp(reducer, "sum") == 0)
+		return STATE_REDUCER_SUM;
+	if (strcmp(reducer, "min") == 0)
+		return STATE_REDUCER_MIN;
+	if (strcmp(reducer, "max") == 0)
+		return STATE_REDUCER_MAX;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown reducer \"%s\"", reducer),
+			 errhint("Valid reducers are sum, min and max.")));
+	return STATE_REDUCER_NONE;
+}
+
+/*
+ * check_state_type refuses types a state cannot hold: pseudo-types, and
+ * types without binary send/receive functions (snapshots in canonical
+ * format need them).
+ */
+static void
+check_state_type(Oid type, const char *what)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	Form_pg_type typ;
+	bool		pseudo;
+	bool		binary_io;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", type)));
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	pseudo = typ->typtype == TYPTYPE_PSEUDO;
+	binary_io = OidIsValid(typ->typsend) && OidIsValid(typ->typreceive);
+	ReleaseSysCache(tup);
+
+	if (pseudo)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s cannot be of pseudo-type %s", what, format_type_be(type))));
+	if (!binary_io)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s cannot be of type %s", what, format_type_be(type)),
+				 errdetail("State types need binary send and receive functions.")));
+}
+
+static Oid
+regtype_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return PG_GETARG_OID(argno);
+}
+
+/*
+ * create_state(name, kind, key_type, value_type, backend, map_key_type,
+ *				reducer, ttl)
+ */
+Datum
+state_create_state(PG_FUNCTION_ARGS)
+{
+	char	   *name = state_call_name_arg(fcinfo);
+	StateDesc	desc;
+
+	state_backend_check_loaded();
+	memset(&desc, 0, sizeof(desc));
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state name must not be empty")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("state name \"%s\" is too long", name),
+				 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
+	namestrcpy(&desc.name, name);
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("state kind must not be null")));
+	desc.kind = parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	desc.key_type = regtype_arg(fcinfo, 2, "key_type");
+	desc.value_type = regtype_arg(fcinfo, 3, "value_type");
+	desc.backend = PG_ARGISNULL(4) ? state_backend_default_backend :
+		keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	if (desc.kind == STATE_KIND_MAP)
+		desc.map_key_type = regtype_arg(fcinfo, 5, "map_key_type");
+
+	if (!PG_ARGISNULL(6))
+	{
+		desc.reducer = parse_reducer(text_to_cstring(PG_GETARG_TEXT_PP(6)));
+		if (desc.kind != STATE_KIND_REDUCING)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a reducer applies only to reducing states"),
+					 errhint("Use kind => 'reducing', or leave reducer NULL.")));
+	}
+	else if (desc.kind == STATE_KIND_REDUCING)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a reducing state needs a reducer"),
+				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
+
+	if (!PG_ARGISNULL(7))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state TTL is not supported yet"),
+				 errhint("Create the state without ttl.")));
+	check_state_type(desc.key_type, "a state key");
+	check_state_type(desc.value_type, "a state value");
+	if (desc.kind == STATE_KIND_MAP)
+		check_state_type(desc.map_key_type, "a map key");
+	if (desc.kind == STATE_KIND_REDUCING)
+		reducer_check_type(desc.reducer, desc.value_type);
+
+	codec_describe_type(desc.key_type, &desc.types[STATE_TYPE_KEY]);
+	codec_describe_type(desc.value_type, &desc.types[STATE_TYPE_VALUE]);
+	if (desc.kind == STATE_KIND_MAP)
+		codec_describe_type(desc.map_key_type, &desc.types[STATE_TYPE_MAP_KEY]);
+	desc.owner = GetUserId();
+	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
+	desc.dbid = MyDatabaseId;
+	(void) state_ops_create(&desc);
+	PG_RETURN_VOID();
+}
+
+/* drop_state(name, if_exists) */
+Datum
+state_drop_state(PG_FUNCTION_ARGS)
+{
+	char	   *name = state_call_name_arg(fcinfo);
+	bool		if_exists = PG_GETARG_BOOL(1);
+	StateDesc	desc;
+	int			slot;
+
+	/* A concurrent drop between lookup and drop counts as "not there". */
+	if (registry_lookup(name, &desc, &slot))
+	{
+		registry_check_owner(&desc);
+		if (state_ops_drop(&desc, slot))
+			PG_RETURN_VOID();
+	}
+	if (!if_exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", name)));
+	ereport(NOTICE,
+			(errmsg("state \"%s\" does not exist, skipping", name)));
+	PG_RETURN_VOID();
+}
+
+/* The rows of the state.states view, for the current database. */
+Datum
+state_states(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc  *d = &descs[i];
+		StateTarget target = {d, slots[i]};
+		Datum		values[11];
+		bool		nulls[11];
+		int64		entries;
+		int64		bytes;
+
+		memset(nulls, 0, sizeof(nulls));
+		keyed_backend_for(d->backend)->size(&target, &entries, &bytes);
+		values[0] = CStringGetTextDatum(NameStr(d->name));
+		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
+		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
+		values[3] = ObjectIdGetDatum(d->key_type);
+		values[4] = ObjectIdGetDatum(d->value_type);
+		values[5] = ObjectIdGetDatum(d->map_key_type);
+		nulls[5] = !OidIsValid(d->map_key_type);
+		nulls[6] = d->reducer == STATE_REDUCER_NONE;
+		if (!nulls[6])
+			values[6] = CStringGetTextDatum(state_reducer_name(d->reducer));
+		nulls[7] = true;		/* ttl: not supported yet */
+		values[8] = ObjectIdGetDatum(d->owner);
+		values[9] = Int64GetDatum(entries);
+		values[10] = Int64GetDatum(bytes);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* clear(name, key): remove the key's state of any kind. */
+Datum
+state_clear(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	PG_RETURN_BOOL(call->backend->remove(&call->target, &call->key));
+}
+
+/* truncate(name): remove every key; returns how many were removed. */
+Datum
+state_truncate(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_WRITE);
+
+	PG_RETURN_INT64(call->backend->truncate(&call->target));
+}
+
+typedef struct KeysContext
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+	Oid			restype;
+	bool		rowtype;		/* result rows are the key's columns */
+} KeysContext;
+
+static void
+keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
+			 uint32 valuelen)
+{
+	KeysContext *ctx = arg;
+	TupleDesc	desc = ctx->rsinfo->setDesc;
+	Datum		d = codec_decode(&ctx->call->codecs[ARG_KEY], key, keylen);
+	bool		isnull = false;
+
+	d = state_call_result_datum(ctx->call, d, ctx->call->desc.key_type,
+								ARG_KEY, ctx->restype);
+	if (ctx->rowtype)
+	{
+		/* SETOF a composite type returns the key's columns. */
+		HeapTupleHeader th = DatumGetHeapTupleHeader(d);
+		HeapTupleData tuple;
+		Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+		tuple.t_len = HeapTupleHeaderGetDatumLength(th);
+		ItemPointerSetInvalid(&tuple.t_self);
+		tuple.t_tableOid = InvalidOid;
+		tuple.t_data = th;
+		heap_deform_tuple(&tuple, desc, values, nulls);
+		tuplestore_putvalues(ctx->rsinfo->setResult, desc, values, nulls);
+	}
+	else
+		tuplestore_putvalues(ctx->rsinfo->setResult, desc, &d, &isnull);
+}
+
+/* keys(name, default): every key of a state, in no particular order. */
+Datum
+state_keys(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+	KeysContext ctx;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ctx.call = call;
+	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ctx.restype = get_fn_expr_rettype(fcinfo->flinfo);
+	ctx.rowtype = type_is_rowtype(ctx.restype);
+	call->backend->iterate(&call->target, -1, keys_collect, &ctx);
+	return (Datum) 0;
+}
+
+/* key_group(name, key): the key group the key belongs to. */
+Datum
+state_key_group(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+
+	state_call_key(call, fcinfo, 1);
+	PG_RETURN_INT32(call->key.key_group);
+}
+
+static uint8
+parse_privilege(const char *priv)
+{
+	if (strcmp(priv, "read") == 0)
+		return STATE_PRIV_READ;
+	if (strcmp(priv, "write") == 0)
+		return STATE_PRIV_WRITE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown state privilege \"%s\"", priv),
+			 errhint("Valid privileges are read and write.")));
+	return 0;
+}
+
+static void
+set_grant(FunctionCallInfo fcinfo, bool grant)
+{
+	char	   *name = state_call_name_arg(fcinfo);
+	Oid			role = PG_GETARG_OID(1);
+	uint8		privs = parse_privilege(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	StateDesc	desc;
+	int			slot;
+
+	registry_resolve(name, &desc, &slot);
+	registry_check_owner(&desc);
+	registry_set_grant(&desc, slot, role, privs, grant);
+}
+
+/* grant_access(name, role, privilege) */
+Datum
+state_grant_access(PG_FUNCTION_ARGS)
+{
+	set_grant(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+/* revoke_access(name, role, privilege) */
+Datum
+state_revoke_access(PG_FUNCTION_ARGS)
+{
+	set_grant(fcinfo, false);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,47 @@
+/*
+ * sql/sql_value.c
+ *		ValueState: value_set and value_get.  value_get reads reducing states
+ *		too (sql_reducing.c writes them).
+ */
+#include "postgres.h"
+
+#include "sql/sql_common.h"
+
+PG_FUNCTION_INFO_V1(state_value_set);
+PG_FUNCTION_INFO_V1(state_value_get);
+
+/* value_set(name, key, value): a NULL value clears the key. */
+Datum
+state_value_set(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_VALUE, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	if (PG_ARGISNULL(2))
+	{
+		call->backend->remove(&call->target, &call->key);
+		PG_RETURN_VOID();
+	}
+	resetStringInfo(&call->buf);
+	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
+	call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
+	PG_RETURN_VOID();
+}
+
+/* value_get(name, key, default): the value, or default when absent. */
+Datum
+state_value_get(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+
+	if (call->desc.kind != STATE_KIND_VALUE && call->desc.kind != STATE_KIND_REDUCING)
+		state_call_reject_kind(call, STATE_KIND_VALUE);
+	state_call_key(call, fcinfo, 1);
+	resetStringInfo(&call->buf);
+	if (call->backend->get(&call->target, &call->key, &call->buf))
+		return state_call_result(call, call->buf.data, call->buf.len,
+								 get_fn_expr_rettype(fcinfo->flinfo));
+	if (PG_ARGISNULL(2))
+		PG_RETURN_NULL();
+	return PG_GETARG_DATUM(2);
+}

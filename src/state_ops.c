@@ -1,0 +1,141 @@
+/*
+ * state_ops.c
+ *		A state's life as a whole: the registry (catalog/registry.c) and the
+ *		state's backend (backend/keyed_backend.h) changed together.
+ *
+ * The registry never calls a backend and a backend never changes the
+ * registry's slots, so each change that concerns both is made here: a
+ * create adds the descriptor, then has the backend set up its storage; a
+ * drop marks the slot (no session resolves the state any more), has the
+ * backend remove the data, then frees the slot.  Called by sql/ and by
+ * snapshot/restore.c; module.c calls state_ops_drop_database.
+ */
+#include "postgres.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "state_ops.h"
+
+/* Remove a marked state's data, then free its slot. */
+static void
+finish_drop(const StateDesc *desc, int slot, bool confirm)
+{
+	StateTarget target;
+
+	target.desc = desc;
+	target.slot = slot;
+	keyed_backend_for(desc->backend)->drop(&target, confirm);
+	registry_free_slot(desc, slot);
+}
+
+/*
+ * state_ops_create adds a new state of the current database (desc filled
+ * in but for its id, set here) and sets up its storage; returns its slot.
+ * If the backend fails, the state is gone again.
+ */
+int
+state_ops_create(StateDesc *desc)
+{
+	const KeyedStateBackend *backend = keyed_backend_for(desc->backend);
+	int			slot = registry_create(desc, false);
+	StateTarget target;
+
+	if (backend->create == NULL)
+		return slot;
+	target.desc = desc;
+	target.slot = slot;
+	PG_TRY();
+	{
+		backend->create(&target);
+	}
+	PG_CATCH();
+	{
+		state_ops_discard(desc, slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return slot;
+}
+
+/*
+ * state_ops_drop drops a resolved state.  Returns false when another
+ * session dropped it first.
+ */
+bool
+state_ops_drop(const StateDesc *desc, int slot)
+{
+	if (!registry_mark_dropping(desc, slot))
+		return false;
+	finish_drop(desc, slot, true);
+	return true;
+}
+
+/*
+ * state_ops_discard drops a state that will never be used: a hidden one of
+ * a restore that failed, or one whose creation failed.  Nothing of it was
+ * made durable, and its caller may be handling an error.
+ */
+void
+state_ops_discard(const StateDesc *desc, int slot)
+{
+	if (registry_mark_dropping(desc, slot))
+		finish_drop(desc, slot, false);
+}
+
+/*
+ * state_ops_publish makes a restore take effect: the hidden states descs
+ * replace the database's states at one instant (but those of the backends
+ * in keep_backends, as bits of their ids), then the replaced states' data
+ * is removed.  With sync_catalogs, the backends of published states that
+ * keep descriptors of their own store them before this returns.
+ */
+void
+state_ops_publish(Oid dbid, const StateDesc *descs, int n, uint32 keep_backends,
+				  bool sync_catalogs)
+{
+	uint32	   *ids = palloc(sizeof(uint32) * Max(n, 1));
+	StateDesc  *old;
+	int		   *oldslots;
+	int			nold;
+	const KeyedStateBackend *synced[STATE_BACKEND_COUNT];
+	int			nsynced = 0;
+
+	for (int i = 0; i < n; i++)
+		ids[i] = descs[i].id;
+	nold = registry_publish(dbid, ids, n, keep_backends, &old, &oldslots);
+	for (int i = 0; i < nold; i++)
+		finish_drop(&old[i], oldslots[i], true);
+	pfree(old);
+	pfree(oldslots);
+	pfree(ids);
+
+	for (int i = 0; i < n && sync_catalogs; i++)
+	{
+		const KeyedStateBackend *b = keyed_backend_for(descs[i].backend);
+		bool		done = b->sync_catalog == NULL;
+
+		for (int j = 0; j < nsynced && !done; j++)
+			done = synced[j] == b;
+		if (done)
+			continue;
+		b->sync_catalog();
+		synced[nsynced++] = b;
+	}
+}
+
+/*
+ * state_ops_drop_database drops every state of a database (DROP EXTENSION,
+ * DROP DATABASE).
+ */
+void
+state_ops_drop_database(Oid dbid)
+{
+	StateDesc  *descs;
+	int		   *slots;
+	int			n = registry_list(dbid, &descs, &slots);
+
+	for (int i = 0; i < n; i++)
+		(void) state_ops_drop(&descs[i], slots[i]);
+	pfree(descs);
+	pfree(slots);
+}

@@ -1,0 +1,18 @@
+/*
+ * state_ops.h
+ *		A state's life as a whole: create, drop, and publish (a restore),
+ *		each a change to the registry paired with its backend's.
+ */
+#ifndef STATE_BACKEND_STATE_OPS_H
+#define STATE_BACKEND_STATE_OPS_H
+
+#include "common/types.h"
+
+extern int	state_ops_create(StateDesc *desc);
+extern bool state_ops_drop(const StateDesc *desc, int slot);
+extern void state_ops_discard(const StateDesc *desc, int slot);
+extern void state_ops_publish(Oid dbid, const StateDesc *descs, int n,
+							  uint32 keep_backends, bool sync_catalogs);
+extern void state_ops_drop_database(Oid dbid);
+
+#endif							/* STATE_BACKEND_STATE_OPS_H */
