@@ -28,12 +28,14 @@ OBJS = \
 	src/format/snapshot_writer.o \
 	src/format/snapshot_reader.o \
 	src/backend/keyed_backend.o \
+	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_requests.o \
 	src/backend/rocksdb/rocks_client.o \
+	src/backend/rocksdb/rocks_files.o \
 	src/backend/rocksdb/rocks_snapshot.o \
 	src/snapshot/snapshot_control.o \
 	src/snapshot/snapshot_driver.o \

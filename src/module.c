@@ -21,7 +21,7 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
-#include "backend/heap_backend.h"
+#include "backend/heap_table.h"
 #include "backend/keyed_backend.h"
 #include "backend/rocksdb/rocks.h"
 #include "catalog/registry.h"

@@ -21,20 +21,21 @@
  * state_backend.memory_limit: an allocation past it fails the write with
  * program_limit_exceeded and leaves the table as it was.
  *
- * Snapshots (the point-in-time cut): heap_snapshot_begin takes every
- * partition lock at once, advances the table's epoch to E and marks every
+ * Snapshots (the point-in-time cut): the heap's cut (heap_scan.c) takes
+ * every partition lock at once, advances the table's epoch to E and marks every
  * partition as still needed by the snapshot.  Every write stamps its entry
  * with the epoch current when it ran.  Until the snapshot writer has copied
- * a partition out (heap_snapshot_collect), writers never change or free an
+ * a partition out (the heap's collect), writers never change or free an
  * entry stamped before E in place: they write a copy and retire the old
  * entry to the partition's retired list.  The snapshot sees exactly the
  * entries stamped before E: those still in the slots and those retired.
  *
  * Every write checks, under the partition lock, that its state is still
  * registered (registry_alive), so no entry outlives a drop.  This file has
- * the table and every operation on one key; heap_scan.c whatever walks
- * whole partitions (iteration, truncate, the snapshot strategy).  A map's
- * image is pairs (format/records.h), changed in place.
+ * every operation on one key; heap_table.c the table's shared parts;
+ * heap_scan.c whatever walks whole partitions (iteration, truncate, the
+ * snapshot strategy).  A map's image is pairs (format/records.h), changed
+ * in place.
  */
 #include "postgres.h"
 
@@ -42,21 +43,15 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "backend/heap_backend.h"
-#include "backend/heap_internal.h"
+#include "backend/heap_scan.h"
+#include "backend/heap_table.h"
 #include "catalog/registry.h"
 #include "common/area.h"
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "format/records.h"
 
-#define HEAP_INITIAL_SLOTS		64
 #define HEAP_MAX_SLOTS			(1U << 25)
-
-StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers");
-
-HeapShared *heap_state_shared = NULL;
-dsa_area   *heap_state_area = NULL;
 
 /* One operation on one key, with its partition locked. */
 typedef struct HeapOp
@@ -68,124 +63,17 @@ typedef struct HeapOp
 	LWLock	   *lock;
 } HeapOp;
 
-Size
-heap_state_shmem_size(void)
-{
-	return sizeof(HeapShared);
-}
-
-void
-heap_state_shmem_init(void)
-{
-	bool		found;
-
-	heap_state_shared = ShmemInitStruct("state_backend heap", sizeof(HeapShared), &found);
-	if (!found)
-	{
-		memset(heap_state_shared, 0, sizeof(HeapShared));
-		heap_state_shared->parts_ready = false;
-		heap_state_shared->epoch = 1;
-	}
-}
-
-/*
- * heap_state_attach makes the table usable in this process: the shared area
- * attached (common/area.c), and the partitions' slot arrays made in it by
- * whichever process comes first.
- */
-void
-heap_state_attach(void)
-{
-	if (heap_state_area != NULL)
-		return;
-	heap_state_area = state_area();
-	LWLockAcquire(state_backend_lock(LOCK_AREA), LW_EXCLUSIVE);
-	if (!heap_state_shared->parts_ready)
-	{
-		for (int i = 0; i < HEAP_PARTITIONS; i++)
-		{
-			HeapPartition *part = &heap_state_shared->parts[i];
-
-			part->slots = dsa_allocate0(heap_state_area, sizeof(dsa_pointer) * HEAP_INITIAL_SLOTS);
-			part->nslots = HEAP_INITIAL_SLOTS;
-			part->nentries = 0;
-			part->snap_epoch = 0;
-			part->nretired = 0;
-			part->retired_cap = 0;
-			part->retired = InvalidDsaPointer;
-		}
-		heap_state_shared->parts_ready = true;
-	}
-	LWLockRelease(state_backend_lock(LOCK_AREA));
-}
 
 
 
 
 
-/*
- * Partitions and key groups.  With max_parallelism >= HEAP_PARTITIONS,
- * partition p holds the key groups p, p + HEAP_PARTITIONS, ...; with fewer
- * key groups, each key group is spread over HEAP_PARTITIONS /
- * max_parallelism partitions that hold it alone.
- */
-static int
-heap_partition_index(int key_group, uint32 hash)
-{
-	int			m = state_backend_max_parallelism;
-	int			spread;
 
-	if (m >= HEAP_PARTITIONS)
-		return key_group % HEAP_PARTITIONS;
-	spread = HEAP_PARTITIONS / m;
-	return key_group + m * (int) ((hash >> 16) % (uint32) spread);
-}
 
-/* heap_state_key_group_partitions lists the partitions that hold a key group. */
-int
-heap_state_key_group_partitions(int key_group, int *parts)
-{
-	int			m = state_backend_max_parallelism;
-	int			spread;
 
-	if (m >= HEAP_PARTITIONS)
-	{
-		parts[0] = key_group % HEAP_PARTITIONS;
-		return 1;
-	}
-	spread = HEAP_PARTITIONS / m;
-	for (int j = 0; j < spread; j++)
-		parts[j] = key_group + m * j;
-	return spread;
-}
 
-/* Does a partition hold more than one key group? */
-static inline bool
-heap_partitions_shared_by_key_groups(void)
-{
-	return state_backend_max_parallelism > HEAP_PARTITIONS;
-}
 
-/* The key group of an entry (see HeapEntry). */
-int
-heap_state_entry_key_group(const HeapEntry *e, int partition)
-{
-	if (!heap_partitions_shared_by_key_groups())
-	{
-		int			m = state_backend_max_parallelism;
 
-		return m >= HEAP_PARTITIONS ? partition : partition % m;
-	}
-	return key_group_for_hash(key_image_hash(ENTRY_KEY(e), e->key_len),
-							  state_backend_max_parallelism);
-}
-
-/* Is key_group the last key group of partition p that a snapshot visits? */
-bool
-heap_state_partition_done_after(int key_group)
-{
-	return key_group + HEAP_PARTITIONS >= state_backend_max_parallelism;
-}
 
 static inline uint32
 heap_entry_hash(uint32 state_id, const StateKey *key)
@@ -205,11 +93,6 @@ slot_make(dsa_pointer p, uint32 hash)
 	return p | slot_tag(hash);
 }
 
-static inline uint32
-slot_home(uint32 hash, uint32 nslots)
-{
-	return hash & (nslots - 1);
-}
 
 /*
  * heap_op_begin locks the partition of a key for an operation.  The caller
@@ -238,16 +121,6 @@ heap_check_alive(const HeapOp *op)
 				 errdetail("It was dropped while this statement ran.")));
 }
 
-static void
-heap_out_of_memory(const StateTarget *st)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-			 errmsg("out of state memory"),
-			 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
-					   state_backend_memory_limit_kb, NameStr(st->desc->name)),
-			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
-}
 
 /*
  * heap_find returns the entry of the op's key, or NULL.  *slotp is set to
@@ -287,77 +160,9 @@ heap_find(const HeapOp *op, dsa_pointer **slotp)
 	}
 }
 
-/*
- * heap_state_reserve_retired makes room in a partition's retired list for n more
- * entries, so that retiring later cannot fail halfway through a write.
- */
-void
-heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
-{
-	uint32		need = part->nretired + n;
-	uint32		cap;
-	dsa_pointer newp;
 
-	if (part->snap_epoch == 0 || need <= part->retired_cap)
-		return;
-	cap = Max(need, Max(part->retired_cap * 2, 64));
-	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
-								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
-	if (!DsaPointerIsValid(newp))
-		heap_out_of_memory(st);
-	if (part->nretired > 0)
-		memcpy(dsa_get_address(heap_state_area, newp),
-			   dsa_get_address(heap_state_area, part->retired),
-			   sizeof(dsa_pointer) * part->nretired);
-	if (DsaPointerIsValid(part->retired))
-		dsa_free(heap_state_area, part->retired);
-	part->retired = newp;
-	part->retired_cap = cap;
-}
 
-/* heap_state_release frees an entry, or retires it if a snapshot needs it. */
-void
-heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p)
-{
-	if (heap_entry_shared(part, e))
-	{
-		Assert(part->nretired < part->retired_cap);
-		((dsa_pointer *) dsa_get_address(heap_state_area, part->retired))[part->nretired++] = p;
-	}
-	else
-		dsa_free(heap_state_area, p);
-}
 
-/* Free a partition's retired entries; the snapshot no longer needs them. */
-void
-heap_state_free_retired(HeapPartition *part)
-{
-	if (part->nretired > 0)
-	{
-		dsa_pointer *r = dsa_get_address(heap_state_area, part->retired);
-
-		for (uint32 i = 0; i < part->nretired; i++)
-			dsa_free(heap_state_area, r[i]);
-	}
-	if (DsaPointerIsValid(part->retired))
-		dsa_free(heap_state_area, part->retired);
-	part->retired = InvalidDsaPointer;
-	part->nretired = 0;
-	part->retired_cap = 0;
-	part->snap_epoch = 0;
-}
-
-/* Put a tagged slot value at the first empty slot from its home. */
-void
-heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
-{
-	uint32		mask = nslots - 1;
-	uint32		i = slot_home(slot_entry(s)->hash, nslots);
-
-	while (slots[i] != InvalidDsaPointer)
-		i = (i + 1) & mask;
-	slots[i] = s;
-}
 
 /*
  * heap_make_room doubles a partition's slot array once it is 3/4 full.  If
@@ -436,7 +241,7 @@ heap_alloc(const HeapOp *op, Size cap)
 				 errdetail("A key's state may hold at most 1 GB.")));
 	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p))
-		heap_out_of_memory(st);
+		heap_state_out_of_memory(st);
 	e = dsa_get_address(heap_state_area, p);
 	e->hash = op->hash;
 	e->state_id = st->desc->id;
@@ -473,7 +278,7 @@ heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old
 		if (part->nentries + 1 > part->nslots - part->nslots / 16)
 		{
 			dsa_free(heap_state_area, newp);
-			heap_out_of_memory(op->st);
+			heap_state_out_of_memory(op->st);
 		}
 		*slot = slot_make(newp, op->hash);
 		part->nentries++;
@@ -725,7 +530,7 @@ heap_map_remove(const StateTarget *st, const StateKey *key, const char *mkey,
 	HeapOp		op;
 	HeapEntry  *e;
 	int64		off = -1;
-	uint32		size;
+	uint32		size = 0;
 
 	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
 	heap_prepare_write(&op);

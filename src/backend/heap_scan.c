@@ -14,7 +14,8 @@
 
 #include "miscadmin.h"
 
-#include "backend/heap_internal.h"
+#include "backend/heap_scan.h"
+#include "backend/heap_table.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -160,6 +161,16 @@ heap_state_drop(const StateTarget *st, bool confirm)
 }
 
 /*
+ * heap_prepare attaches the table before the cut, so that the cut, under
+ * the snapshot lock, takes no other lock than the partitions'.
+ */
+static void
+heap_prepare(int64 id)
+{
+	heap_state_attach();
+}
+
+/*
  * heap_cut makes the cut of snapshot id: with every partition locked, so no
  * write is halfway, it advances the epoch and marks every partition as
  * needed by the snapshot, then calls at_cut (which records what else
@@ -284,7 +295,7 @@ heap_release_cut(int64 id)
 }
 
 const SnapshotStrategy heap_snapshot_strategy = {
-	.prepare = NULL,
+	.prepare = heap_prepare,
 	.cut = heap_cut,
 	.collect = heap_collect,
 	.write_native = NULL,

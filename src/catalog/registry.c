@@ -660,9 +660,9 @@ registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
 
 /*
  * registry_adopt puts back a state whose descriptor survived a restart
- * with its data (a rocksdb state), keeping its id.  The state worker calls
+ * with its data (kept by its backend), keeping its id.  The state worker calls
  * it on a fresh registry, before anything else creates states.  Returns
- * false when there is no free slot.
+ * false when there is no free slot (the caller says what becomes of it).
  */
 bool
 registry_adopt(const StateDesc *desc)
@@ -686,11 +686,6 @@ registry_adopt(const StateDesc *desc)
 		return true;
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	ereport(WARNING,
-			(errmsg("state \"%s\" does not fit in state_backend.max_states",
-					NameStr(desc->name)),
-			 errdetail("Its data stays on disk."),
-			 errhint("Raise state_backend.max_states and restart the server.")));
 	return false;
 }
 

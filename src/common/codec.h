@@ -10,8 +10,6 @@
 #include "lib/stringinfo.h"
 
 #include "common/types.h"
-#include "common/locks.h"
-#include "common/settings.h"
 
 typedef struct TypeCodec
 {

@@ -93,11 +93,10 @@ typedef struct KgFileCheck
 
 /* kg_file.c: the .kg framing, and reading a snapshot's files */
 extern pg_crc32c kg_crc(const void *data, Size len);
-extern void kg_out_write(SnapshotWriter *w, StateOut *so, const void *data, Size len);
+extern void kg_state_relpath(char *buf, Size len, const StateDesc *desc, bool native);
 extern void kg_write_header(SnapshotWriter *w, StateOut *so, SnapshotFormat format);
 extern void kg_add_pair(SnapshotWriter *w, StateOut *so, const char *key, uint32 keylen,
 						const char *value, uint32 vallen);
-extern void kg_flush_block(SnapshotWriter *w, StateOut *so);
 extern void kg_end_key_group(SnapshotWriter *w, StateOut *so, int key_group);
 extern void kg_write_index(SnapshotWriter *w, StateOut *so);
 extern void kg_open(const SnapshotSource *src, const SnapshotManifest *m,

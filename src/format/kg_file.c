@@ -79,8 +79,19 @@ block_crc(const KgBlockHeader *h, const char *payload)
 
 /* ---------------------------------------------------------------- writing */
 
-/* kg_out_write appends bytes to a state's file (or its memory copy). */
+/*
+ * kg_state_relpath names a state's file, relative to the snapshot root: its
+ * key-group file, or the list of a state its backend keeps in native files.
+ */
 void
+kg_state_relpath(char *buf, Size len, const StateDesc *desc, bool native)
+{
+	snprintf(buf, len, "db-%u/%u%s", desc->dbid, desc->id,
+			 native ? SNAPSHOT_NATIVE_LIST_SUFFIX : KG_FILE_SUFFIX);
+}
+
+/* kg_out_write appends bytes to a state's file (or its memory copy). */
+static void
 kg_out_write(SnapshotWriter *w, StateOut *so, const void *data, Size len)
 {
 	if (so->vfd < 0)
@@ -127,7 +138,7 @@ kg_write_header(SnapshotWriter *w, StateOut *so, SnapshotFormat format)
 }
 
 /* kg_flush_block writes the block gathered so far, if any. */
-void
+static void
 kg_flush_block(SnapshotWriter *w, StateOut *so)
 {
 	KgBlockHeader h;

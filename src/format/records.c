@@ -9,14 +9,6 @@
 
 /* ---------------------------------------------------------------- lists */
 
-/* record_put_elem appends one list element. */
-void
-record_put_elem(StringInfo out, const char *data, uint32 len)
-{
-	appendBinaryStringInfo(out, (const char *) &len, sizeof(uint32));
-	appendBinaryStringInfo(out, data, len);
-}
-
 /*
  * record_elem_begin starts an element whose bytes the caller appends next;
  * record_elem_end, given what begin returned, fills in its length.

@@ -44,7 +44,6 @@ typedef struct RecordPair
 } RecordPair;
 
 /* List images. */
-extern void record_put_elem(StringInfo out, const char *data, uint32 len);
 extern int	record_elem_begin(StringInfo out);
 extern void record_elem_end(StringInfo out, int begin);
 extern RecordRead record_next_elem(const char *buf, uint32 len, uint32 *off,

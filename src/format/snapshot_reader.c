@@ -131,7 +131,7 @@ snapshot_rewrite_state(const char *dir, const StateDesc *desc, int key_groups,
 	m.key_groups = key_groups;
 	memset(&st, 0, sizeof(st));
 	st.desc = *desc;
-	snprintf(st.file, sizeof(st.file), "db-%u/%u" KG_FILE_SUFFIX, desc->dbid, desc->id);
+	kg_state_relpath(st.file, sizeof(st.file), desc, false);
 	snprintf(final, sizeof(final), "%s/%s", dir, st.file);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
 	if (stat(final, &sb) != 0)

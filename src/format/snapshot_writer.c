@@ -35,14 +35,6 @@ typedef struct StateOutRef
 	int			n;
 } StateOutRef;
 
-/* The file name of a state's file, relative to the snapshot root. */
-static void
-state_relpath(char *buf, Size len, const StateDesc *desc, bool native)
-{
-	snprintf(buf, len, "db-%u/%u%s", desc->dbid, desc->id,
-			 native ? SNAPSHOT_NATIVE_LIST_SUFFIX : KG_FILE_SUFFIX);
-}
-
 static void
 make_dir(const char *path)
 {
@@ -134,7 +126,7 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		so->desc = &descs[i];
 		strlcpy(so->backend, backends[i], sizeof(so->backend));
 		so->native = native[i];
-		state_relpath(so->relpath, sizeof(so->relpath), &descs[i], so->native);
+		kg_state_relpath(so->relpath, sizeof(so->relpath), &descs[i], so->native);
 		so->vfd = -1;
 		ref = hash_search(w->by_id, &descs[i].id, HASH_ENTER, &found);
 		ref->n = i;

@@ -23,6 +23,7 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "storage/lwlock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"

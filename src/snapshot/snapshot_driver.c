@@ -24,6 +24,7 @@
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "storage/lwlock.h"
 #include "utils/memutils.h"
 
 #include "backend/keyed_backend.h"
@@ -95,7 +96,7 @@ int64
 snapshot_request(const char *path, SnapshotFormat format)
 {
 	dsa_area   *area = state_area();
-	int64		id = snapshot_control_reserve();
+	volatile int64 id = 0;
 	dsa_pointer descs;
 	CutContext	cut;
 	int			n;
@@ -111,23 +112,24 @@ snapshot_request(const char *path, SnapshotFormat format)
 				 errdetail("A snapshot needs room for the descriptors of every state.")));
 	PG_TRY();
 	{
+		id = snapshot_control_reserve();
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->prepare)
 				all[i]->snapshot->prepare(id);
+		cut.descs = dsa_get_address(area, descs);
+		cut.n = 0;
+		cut.done = false;
+		cut.id = id;
+		snapshot_control_begin(id, path, format, checkpoint, descs, cut_backends, &cut, &cut.n);
 	}
 	PG_CATCH();
 	{
 		dsa_free(area, descs);
-		release_backends(id);
+		if (id != 0)
+			release_backends(id);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-
-	cut.descs = dsa_get_address(area, descs);
-	cut.n = 0;
-	cut.done = false;
-	cut.id = id;
-	snapshot_control_begin(id, path, format, checkpoint, descs, cut_backends, &cut, &cut.n);
 	return id;
 }
 
@@ -212,7 +214,6 @@ typedef struct WritePlan
 	bool		in_memory;
 	const char **backends;		/* per state: its backend's name */
 	bool	   *native;			/* per state: in its backend's own files */
-	bool	   *collect;		/* per state: collected into a key-group file */
 	bool		any_native;
 } WritePlan;
 
@@ -230,7 +231,6 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	p->in_memory = strncmp(job->info.path, "memory:", 7) == 0;
 	p->backends = palloc(sizeof(char *) * n);
 	p->native = palloc0(sizeof(bool) * n);
-	p->collect = palloc0(sizeof(bool) * n);
 	p->any_native = false;
 	for (int i = 0; i < job->ndescs; i++)
 	{
@@ -239,7 +239,6 @@ plan_write(SnapshotJob *job, WritePlan *p)
 		p->backends[i] = keyed_backend_name(job->descs[i].backend);
 		p->native[i] = b->snapshot->write_native != NULL &&
 			job->info.format == SNAPSHOT_NATIVE && !p->in_memory;
-		p->collect[i] = !p->native[i];
 		p->any_native |= p->native[i];
 	}
 }
@@ -250,20 +249,29 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 {
 	int			n;
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+	bool	  **collect = palloc(sizeof(bool *) * n);
 	StringInfoData records;
 	int64		entries;
 	int64		bytes;
 
+	/* Each backend collects its own states that are written as key groups. */
+	for (int i = 0; i < n; i++)
+	{
+		collect[i] = palloc0(sizeof(bool) * Max(p->job->ndescs, 1));
+		for (int s = 0; s < p->job->ndescs; s++)
+			collect[i][s] = !p->native[s] &&
+				keyed_backend_for(p->job->descs[s].backend) == all[i];
+	}
 	initStringInfo(&records);
 	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
 	{
+		progress_yield();
 		resetStringInfo(&records);
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->collect)
-				all[i]->snapshot->collect(p->job->id, p->job->descs, p->collect,
+				all[i]->snapshot->collect(p->job->id, p->job->descs, collect[i],
 										  p->job->ndescs, kg, &records);
 		snapshot_writer_add(w, kg, records.data, records.len);
-		progress_yield();
 		snapshot_writer_progress(w, &entries, &bytes);
 		snapshot_control_progress(p->job->id, entries, bytes);
 	}

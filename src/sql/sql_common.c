@@ -26,6 +26,7 @@
 #include "catalog/registry.h"
 #include "common/locks.h"
 #include "format/records.h"
+#include "common/settings.h"
 #include "sql/sql_common.h"
 
 enum

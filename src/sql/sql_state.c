@@ -19,6 +19,8 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
+#include "common/locks.h"
+#include "common/settings.h"
 #include "sql/sql_common.h"
 #include "state_ops.h"
 

@@ -358,7 +358,7 @@ rc_create(const StateTarget *st)
  * itself is done: if the worker does not answer, a warning says so and the
  * worker catches up when it next looks.
  */
-void
+static void
 rocks_client_sync_registry(void)
 {
 	StringInfoData reply;

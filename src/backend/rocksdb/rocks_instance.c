@@ -514,6 +514,12 @@ rocks_adopt_states(void)
 		f->desc = desc;
 		/* A state that does not fit (max_states) keeps its data on disk. */
 		f->unadopted = !registry_adopt(&desc);
+		if (f->unadopted)
+			ereport(WARNING,
+					(errmsg("state \"%s\" of the rocksdb backend does not fit in state_backend.max_states",
+							NameStr(desc.name)),
+					 errdetail("Its data stays on disk."),
+					 errhint("Raise state_backend.max_states and restart the server.")));
 	}
 	rocksdb_iter_get_error(it, &err);
 	rocksdb_iter_destroy(it);

@@ -82,10 +82,5 @@ extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,
 
 /* rocks_snapshot.c */
 extern const SnapshotStrategy rocks_snapshot_strategy;
-extern int64 rocks_restore_native(const char *snapdir, const NativeRestoreItem *items,
-								  int nitems);
-
-/* rocks_client.c */
-extern void rocks_client_sync_registry(void);
 
 #endif							/* STATE_BACKEND_ROCKS_INTERNAL_H */

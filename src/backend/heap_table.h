@@ -1,17 +1,18 @@
 /*
- * backend/heap_internal.h
- *		What the two files of the heap backend share: the shared hash table's
- *		layout (heap_backend.c: the table and every operation on one key;
- *		heap_scan.c: whatever walks whole partitions, snapshots included).
+ * backend/heap_table.h
+ *		The heap table: its layout and shared parts (heap_table.c), used by
+ *		the operations on one key (heap_backend.c) and by whatever walks
+ *		whole partitions, snapshots included (heap_scan.c).
  */
-#ifndef STATE_BACKEND_HEAP_INTERNAL_H
-#define STATE_BACKEND_HEAP_INTERNAL_H
+#ifndef STATE_BACKEND_HEAP_TABLE_H
+#define STATE_BACKEND_HEAP_TABLE_H
 
 #include "common/hashfn.h"
 #include "utils/dsa.h"
 
 #include "backend/keyed_backend.h"
 #include "common/locks.h"
+#include "common/settings.h"
 
 /* Slot tags: see heap_backend.c's header. */
 #define SLOT_TAG_SHIFT			50
@@ -62,6 +63,51 @@ typedef struct HeapShared
 extern HeapShared *heap_state_shared;
 extern dsa_area *heap_state_area;
 
+/* heap_table.c; the first two for module.c, at the postmaster's hooks */
+extern Size heap_state_shmem_size(void);
+extern void heap_state_shmem_init(void);
+extern void heap_state_attach_area(void);
+extern int	heap_state_key_group_partitions(int key_group, int *parts);
+extern int	heap_state_entry_key_group(const HeapEntry *e, int partition);
+extern bool heap_state_partition_done_after(int key_group);
+extern void heap_state_out_of_memory(const StateTarget *st);
+extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);
+extern void heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p);
+extern void heap_state_free_retired(HeapPartition *part);
+extern void heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s);
+
+/* heap_state_attach makes the table usable in this process. */
+static inline void
+heap_state_attach(void)
+{
+	if (unlikely(heap_state_area == NULL))
+		heap_state_attach_area();
+}
+
+/*
+ * Partitions and key groups.  With max_parallelism >= HEAP_PARTITIONS,
+ * partition p holds the key groups p, p + HEAP_PARTITIONS, ...; with fewer
+ * key groups, each key group is spread over HEAP_PARTITIONS /
+ * max_parallelism partitions that hold it alone.
+ */
+static inline int
+heap_partition_index(int key_group, uint32 hash)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+		return key_group % HEAP_PARTITIONS;
+	spread = HEAP_PARTITIONS / m;
+	return key_group + m * (int) ((hash >> 16) % (uint32) spread);
+}
+
+static inline uint32
+slot_home(uint32 hash, uint32 nslots)
+{
+	return hash & (nslots - 1);
+}
+
 static inline dsa_pointer
 slot_ptr(dsa_pointer slot)
 {
@@ -81,21 +127,4 @@ heap_entry_shared(const HeapPartition *part, const HeapEntry *e)
 	return part->snap_epoch != 0 && e->epoch < part->snap_epoch;
 }
 
-/* heap_backend.c */
-extern void heap_state_attach(void);
-extern int	heap_state_key_group_partitions(int key_group, int *parts);
-extern int	heap_state_entry_key_group(const HeapEntry *e, int partition);
-extern bool heap_state_partition_done_after(int key_group);
-extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);
-extern void heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p);
-extern void heap_state_free_retired(HeapPartition *part);
-extern void heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s);
-
-/* heap_scan.c */
-extern void heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg);
-extern int64 heap_state_truncate(const StateTarget *st);
-extern void heap_state_size(const StateTarget *st, int64 *entries, int64 *bytes);
-extern void heap_state_drop(const StateTarget *st, bool confirm);
-extern const SnapshotStrategy heap_snapshot_strategy;
-
-#endif							/* STATE_BACKEND_HEAP_INTERNAL_H */
+#endif							/* STATE_BACKEND_HEAP_TABLE_H */

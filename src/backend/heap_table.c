@@ -1,0 +1,212 @@
+/*
+ * backend/heap_table.c
+ *		The heap table's shared parts: its header in static shared memory,
+ *		its partitions in the shared area, which key groups each partition
+ *		holds, and the retired lists that keep entries a running snapshot
+ *		still needs.
+ *
+ * Operations on one key are in heap_backend.c, whatever walks whole
+ * partitions in heap_scan.c; both use what is here.
+ */
+#include "postgres.h"
+
+#include "storage/shmem.h"
+
+#include "backend/heap_table.h"
+#include "common/area.h"
+#include "common/key_group.h"
+#include "common/settings.h"
+
+#define HEAP_INITIAL_SLOTS		64
+
+StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers");
+
+HeapShared *heap_state_shared = NULL;
+dsa_area   *heap_state_area = NULL;
+
+Size
+heap_state_shmem_size(void)
+{
+	return sizeof(HeapShared);
+}
+
+void
+heap_state_shmem_init(void)
+{
+	bool		found;
+
+	heap_state_shared = ShmemInitStruct("state_backend heap", sizeof(HeapShared), &found);
+	if (!found)
+	{
+		memset(heap_state_shared, 0, sizeof(HeapShared));
+		heap_state_shared->parts_ready = false;
+		heap_state_shared->epoch = 1;
+	}
+}
+
+/*
+ * heap_state_attach_area makes the table usable in this process (through
+ * heap_state_attach): the shared area attached (common/area.c), and the
+ * partitions' slot arrays made in it by whichever process comes first.
+ */
+void
+heap_state_attach_area(void)
+{
+	dsa_area   *area = state_area();
+
+	LWLockAcquire(state_backend_lock(LOCK_AREA), LW_EXCLUSIVE);
+	if (!heap_state_shared->parts_ready)
+	{
+		for (int i = 0; i < HEAP_PARTITIONS; i++)
+		{
+			HeapPartition *part = &heap_state_shared->parts[i];
+
+			part->slots = dsa_allocate0(area, sizeof(dsa_pointer) * HEAP_INITIAL_SLOTS);
+			part->nslots = HEAP_INITIAL_SLOTS;
+			part->nentries = 0;
+			part->snap_epoch = 0;
+			part->nretired = 0;
+			part->retired_cap = 0;
+			part->retired = InvalidDsaPointer;
+		}
+		heap_state_shared->parts_ready = true;
+	}
+	LWLockRelease(state_backend_lock(LOCK_AREA));
+	/* Only now: a failure above leaves the process unattached. */
+	heap_state_area = area;
+}
+
+
+/* heap_state_key_group_partitions lists the partitions that hold a key group. */
+int
+heap_state_key_group_partitions(int key_group, int *parts)
+{
+	int			m = state_backend_max_parallelism;
+	int			spread;
+
+	if (m >= HEAP_PARTITIONS)
+	{
+		parts[0] = key_group % HEAP_PARTITIONS;
+		return 1;
+	}
+	spread = HEAP_PARTITIONS / m;
+	for (int j = 0; j < spread; j++)
+		parts[j] = key_group + m * j;
+	return spread;
+}
+
+/* Does a partition hold more than one key group? */
+static inline bool
+partitions_shared_by_key_groups(void)
+{
+	return state_backend_max_parallelism > HEAP_PARTITIONS;
+}
+
+/* The key group of an entry (see HeapEntry). */
+int
+heap_state_entry_key_group(const HeapEntry *e, int partition)
+{
+	if (!partitions_shared_by_key_groups())
+	{
+		int			m = state_backend_max_parallelism;
+
+		return m >= HEAP_PARTITIONS ? partition : partition % m;
+	}
+	return key_group_for_hash(key_image_hash(ENTRY_KEY(e), e->key_len),
+							  state_backend_max_parallelism);
+}
+
+/* Is key_group the last key group of partition p that a snapshot visits? */
+bool
+heap_state_partition_done_after(int key_group)
+{
+	return key_group + HEAP_PARTITIONS >= state_backend_max_parallelism;
+}
+
+/*
+ * heap_state_out_of_memory raises program_limit_exceeded for a write to a
+ * state that the area (state_backend.memory_limit) has no room for.
+ */
+void
+heap_state_out_of_memory(const StateTarget *st)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("out of state memory"),
+			 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
+					   state_backend_memory_limit_kb, NameStr(st->desc->name)),
+			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
+}
+
+/*
+ * heap_state_reserve_retired makes room in a partition's retired list for n more
+ * entries, so that retiring later cannot fail halfway through a write.
+ */
+void
+heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
+{
+	uint32		need = part->nretired + n;
+	uint32		cap;
+	dsa_pointer newp;
+
+	if (part->snap_epoch == 0 || need <= part->retired_cap)
+		return;
+	cap = Max(need, Max(part->retired_cap * 2, 64));
+	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
+								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(newp))
+		heap_state_out_of_memory(st);
+	if (part->nretired > 0)
+		memcpy(dsa_get_address(heap_state_area, newp),
+			   dsa_get_address(heap_state_area, part->retired),
+			   sizeof(dsa_pointer) * part->nretired);
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_state_area, part->retired);
+	part->retired = newp;
+	part->retired_cap = cap;
+}
+
+/* heap_state_release frees an entry, or retires it if a snapshot needs it. */
+void
+heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p)
+{
+	if (heap_entry_shared(part, e))
+	{
+		Assert(part->nretired < part->retired_cap);
+		((dsa_pointer *) dsa_get_address(heap_state_area, part->retired))[part->nretired++] = p;
+	}
+	else
+		dsa_free(heap_state_area, p);
+}
+
+/* Free a partition's retired entries; the snapshot no longer needs them. */
+void
+heap_state_free_retired(HeapPartition *part)
+{
+	if (part->nretired > 0)
+	{
+		dsa_pointer *r = dsa_get_address(heap_state_area, part->retired);
+
+		for (uint32 i = 0; i < part->nretired; i++)
+			dsa_free(heap_state_area, r[i]);
+	}
+	if (DsaPointerIsValid(part->retired))
+		dsa_free(heap_state_area, part->retired);
+	part->retired = InvalidDsaPointer;
+	part->nretired = 0;
+	part->retired_cap = 0;
+	part->snap_epoch = 0;
+}
+
+/* Put a tagged slot value at the first empty slot from its home. */
+void
+heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
+{
+	uint32		mask = nslots - 1;
+	uint32		i = slot_home(slot_entry(s)->hash, nslots);
+
+	while (slots[i] != InvalidDsaPointer)
+		i = (i + 1) & mask;
+	slots[i] = s;
+}
+
