@@ -484,13 +484,11 @@ heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 	{
 		uint32		size;
 		int64		off = map_find(e, mkey, mkeylen, &size);
+		uint32		at = (uint32) off;
+		RecordPair	pair;
 
-		if (off >= 0)
+		if (off >= 0 && record_next_pair(ENTRY_VAL(e), e->val_len, &at, &pair) == RECORD_OK)
 		{
-			uint32		at = (uint32) off;
-			RecordPair	pair;
-
-			(void) record_next_pair(ENTRY_VAL(e), e->val_len, &at, &pair);
 			*isnull = pair.value == NULL;
 			if (pair.value)
 				appendBinaryStringInfo(out, pair.value, pair.vallen);

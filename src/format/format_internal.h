@@ -21,6 +21,7 @@
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 
+#include "format/records.h"
 #include "format/snapshot_format.h"
 
 #define MANIFEST_NAME	"MANIFEST"
@@ -97,6 +98,7 @@ extern void kg_state_relpath(char *buf, Size len, const StateDesc *desc, bool na
 extern void kg_write_header(SnapshotWriter *w, StateOut *so, SnapshotFormat format);
 extern void kg_add_pair(SnapshotWriter *w, StateOut *so, const char *key, uint32 keylen,
 						const char *value, uint32 vallen);
+extern void kg_add_record(SnapshotWriter *w, StateOut *so, const RecordPair *pair);
 extern void kg_end_key_group(SnapshotWriter *w, StateOut *so, int key_group);
 extern void kg_write_index(SnapshotWriter *w, StateOut *so);
 extern void kg_open(const SnapshotSource *src, const SnapshotManifest *m,

@@ -156,6 +156,18 @@ kg_flush_block(SnapshotWriter *w, StateOut *so)
 	so->block_entries = 0;
 }
 
+/* Count one entry added to the block; flush the block when it is full. */
+static inline void
+kg_added(SnapshotWriter *w, StateOut *so)
+{
+	so->block_entries++;
+	so->kg_entries++;
+	so->entries++;
+	w->entries++;
+	if (so->block.len >= BLOCK_TARGET)
+		kg_flush_block(w, so);
+}
+
 /*
  * kg_add_pair adds one entry to the key group being written (so->block_kg,
  * which the caller set, with kg_start and kg_entries, when it began).
@@ -165,12 +177,15 @@ kg_add_pair(SnapshotWriter *w, StateOut *so, const char *key, uint32 keylen,
 			const char *value, uint32 vallen)
 {
 	record_put_pair(&so->block, key, keylen, value, vallen);
-	so->block_entries++;
-	so->kg_entries++;
-	so->entries++;
-	w->entries++;
-	if (so->block.len >= BLOCK_TARGET)
-		kg_flush_block(w, so);
+	kg_added(w, so);
+}
+
+/* kg_add_record is kg_add_pair for a pair that is already a record. */
+void
+kg_add_record(SnapshotWriter *w, StateOut *so, const RecordPair *pair)
+{
+	appendBinaryStringInfo(&so->block, pair->raw, pair->rawlen);
+	kg_added(w, so);
 }
 
 /* kg_end_key_group ends a key group: its last block and its index entry. */

@@ -1,7 +1,7 @@
 /*
  * format/records.c
  *		The writers and readers of list images, pairs (map images, snapshot
- *		blocks) and entries: see format/records.h.
+ *		blocks) and entries: see format/records.h, which has the inline ones.
  */
 #include "postgres.h"
 
@@ -70,39 +70,8 @@ record_count_elems(const char *buf, uint32 len)
 
 /* ---------------------------------------------------------------- pairs */
 
-/* record_pair_size is the size of a pair; value NULL for a NULL value. */
-Size
-record_pair_size(uint32 keylen, const char *value, uint32 vallen)
-{
-	return RECORD_PAIR_HDR + (Size) keylen + (value ? (Size) vallen : 0);
-}
 
-/* record_write_pair writes a pair at dst (record_pair_size bytes). */
-void
-record_write_pair(char *dst, const char *key, uint32 keylen,
-				  const char *value, uint32 vallen)
-{
-	uint32		vl = value ? vallen : RECORD_NULL;
 
-	memcpy(dst, &keylen, sizeof(uint32));
-	memcpy(dst + sizeof(uint32), &vl, sizeof(uint32));
-	memcpy(dst + RECORD_PAIR_HDR, key, keylen);
-	if (value)
-		memcpy(dst + RECORD_PAIR_HDR + keylen, value, vallen);
-}
-
-/* record_put_pair appends a pair to out. */
-void
-record_put_pair(StringInfo out, const char *key, uint32 keylen,
-				const char *value, uint32 vallen)
-{
-	Size		size = record_pair_size(keylen, value, vallen);
-
-	enlargeStringInfo(out, (int) size);
-	record_write_pair(out->data + out->len, key, keylen, value, vallen);
-	out->len += (int) size;
-	out->data[out->len] = '\0';
-}
 
 /*
  * record_pair_begin starts a pair whose key, then value, the caller
@@ -129,40 +98,6 @@ record_pair_end(StringInfo out, int begin, uint32 keylen, bool isnull)
 	memcpy(out->data + begin + sizeof(uint32), &vl, sizeof(uint32));
 }
 
-/* record_next_pair reads the pair at *off and moves *off past it. */
-RecordRead
-record_next_pair(const char *buf, uint32 len, uint32 *off, RecordPair *pair)
-{
-	uint32		klen;
-	uint32		vlen;
-	uint32		left;
-
-	if (*off >= len)
-		return RECORD_END;
-	left = len - *off;
-	if (left < RECORD_PAIR_HDR)
-		return RECORD_TRUNCATED;
-	memcpy(&klen, buf + *off, sizeof(uint32));
-	memcpy(&vlen, buf + *off + sizeof(uint32), sizeof(uint32));
-	left -= RECORD_PAIR_HDR;
-	if (klen > left || (vlen != RECORD_NULL && vlen > left - klen))
-		return RECORD_TRUNCATED;
-	pair->key = buf + *off + RECORD_PAIR_HDR;
-	pair->keylen = klen;
-	if (vlen == RECORD_NULL)
-	{
-		pair->value = NULL;
-		pair->vallen = 0;
-		*off += RECORD_PAIR_HDR + klen;
-	}
-	else
-	{
-		pair->value = pair->key + klen;
-		pair->vallen = vlen;
-		*off += RECORD_PAIR_HDR + klen + vlen;
-	}
-	return RECORD_OK;
-}
 
 /*
  * record_find_pair returns the offset of the pair with this key in a map
@@ -202,34 +137,4 @@ record_count_pairs(const char *buf, uint32 len)
 	return count;
 }
 
-/* -------------------------------------------------------------- entries */
 
-/* record_put_entry appends an entry (the value is a whole image). */
-void
-record_put_entry(StringInfo out, uint32 state_id, const char *key, uint32 keylen,
-				 const char *value, uint32 vallen)
-{
-	appendBinaryStringInfo(out, (const char *) &state_id, sizeof(uint32));
-	record_put_pair(out, key, keylen, value, vallen);
-}
-
-/* record_next_entry reads the entry at *off and moves *off past it. */
-RecordRead
-record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
-				  RecordPair *pair)
-{
-	uint32		at;
-	RecordRead	r;
-
-	if (*off >= len)
-		return RECORD_END;
-	if (len - *off < sizeof(uint32))
-		return RECORD_TRUNCATED;
-	memcpy(state_id, buf + *off, sizeof(uint32));
-	at = *off + sizeof(uint32);
-	r = record_next_pair(buf, len, &at, pair);
-	if (r != RECORD_OK)
-		return RECORD_TRUNCATED;
-	*off = at;
-	return RECORD_OK;
-}

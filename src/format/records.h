@@ -41,6 +41,8 @@ typedef struct RecordPair
 	uint32		keylen;
 	const char *value;			/* NULL for a NULL value */
 	uint32		vallen;			/* 0 for a NULL value */
+	const char *raw;			/* the whole record, header included */
+	uint32		rawlen;
 } RecordPair;
 
 /* List images. */
@@ -51,23 +53,114 @@ extern RecordRead record_next_elem(const char *buf, uint32 len, uint32 *off,
 extern int64 record_count_elems(const char *buf, uint32 len);
 
 /* Pairs, and map images made of them. */
-extern Size record_pair_size(uint32 keylen, const char *value, uint32 vallen);
-extern void record_write_pair(char *dst, const char *key, uint32 keylen,
-							  const char *value, uint32 vallen);
-extern void record_put_pair(StringInfo out, const char *key, uint32 keylen,
-							const char *value, uint32 vallen);
 extern int	record_pair_begin(StringInfo out);
 extern void record_pair_end(StringInfo out, int begin, uint32 keylen, bool isnull);
-extern RecordRead record_next_pair(const char *buf, uint32 len, uint32 *off,
-								   RecordPair *pair);
 extern int64 record_find_pair(const char *buf, uint32 len, const char *key,
 							  uint32 keylen, uint32 *size);
 extern int64 record_count_pairs(const char *buf, uint32 len);
 
+/*
+ * The writers and readers of pairs and entries are inline: snapshots run
+ * them once per entry, millions of times.
+ */
+
+/* record_pair_size is the size of a pair; value NULL for a NULL value. */
+static inline Size
+record_pair_size(uint32 keylen, const char *value, uint32 vallen)
+{
+	return RECORD_PAIR_HDR + (Size) keylen + (value ? (Size) vallen : 0);
+}
+
+/* record_write_pair writes a pair at dst (record_pair_size bytes). */
+static inline void
+record_write_pair(char *dst, const char *key, uint32 keylen,
+				  const char *value, uint32 vallen)
+{
+	uint32		vl = value ? vallen : RECORD_NULL;
+
+	memcpy(dst, &keylen, sizeof(uint32));
+	memcpy(dst + sizeof(uint32), &vl, sizeof(uint32));
+	memcpy(dst + RECORD_PAIR_HDR, key, keylen);
+	if (value)
+		memcpy(dst + RECORD_PAIR_HDR + keylen, value, vallen);
+}
+
+/* record_put_pair appends a pair to out. */
+static inline void
+record_put_pair(StringInfo out, const char *key, uint32 keylen,
+				const char *value, uint32 vallen)
+{
+	Size		size = record_pair_size(keylen, value, vallen);
+
+	enlargeStringInfo(out, (int) size);
+	record_write_pair(out->data + out->len, key, keylen, value, vallen);
+	out->len += (int) size;
+	out->data[out->len] = '\0';
+}
+
+/* record_next_pair reads the pair at *off and moves *off past it. */
+static inline RecordRead
+record_next_pair(const char *buf, uint32 len, uint32 *off, RecordPair *pair)
+{
+	uint32		klen;
+	uint32		vlen;
+	uint32		left;
+	uint32		size;
+
+	if (*off >= len)
+		return RECORD_END;
+	left = len - *off;
+	if (left < RECORD_PAIR_HDR)
+		return RECORD_TRUNCATED;
+	memcpy(&klen, buf + *off, sizeof(uint32));
+	memcpy(&vlen, buf + *off + sizeof(uint32), sizeof(uint32));
+	left -= RECORD_PAIR_HDR;
+	if (klen > left || (vlen != RECORD_NULL && vlen > left - klen))
+		return RECORD_TRUNCATED;
+	pair->raw = buf + *off;
+	pair->key = pair->raw + RECORD_PAIR_HDR;
+	pair->keylen = klen;
+	pair->value = vlen == RECORD_NULL ? NULL : pair->key + klen;
+	pair->vallen = vlen == RECORD_NULL ? 0 : vlen;
+	size = RECORD_PAIR_HDR + klen + pair->vallen;
+	pair->rawlen = size;
+	*off += size;
+	return RECORD_OK;
+}
+
 /* Entries (state id and pair). */
-extern void record_put_entry(StringInfo out, uint32 state_id, const char *key,
-							 uint32 keylen, const char *value, uint32 vallen);
-extern RecordRead record_next_entry(const char *buf, uint32 len, uint32 *off,
-									uint32 *state_id, RecordPair *pair);
+
+/* record_put_entry appends an entry (the value is a whole image). */
+static inline void
+record_put_entry(StringInfo out, uint32 state_id, const char *key, uint32 keylen,
+				 const char *value, uint32 vallen)
+{
+	Size		size = sizeof(uint32) + record_pair_size(keylen, value, vallen);
+
+	enlargeStringInfo(out, (int) size);
+	memcpy(out->data + out->len, &state_id, sizeof(uint32));
+	record_write_pair(out->data + out->len + sizeof(uint32), key, keylen, value, vallen);
+	out->len += (int) size;
+	out->data[out->len] = '\0';
+}
+
+/* record_next_entry reads the entry at *off and moves *off past it. */
+static inline RecordRead
+record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
+				  RecordPair *pair)
+{
+	uint32		at;
+
+	if (*off >= len)
+		return RECORD_END;
+	if (len - *off < sizeof(uint32))
+		return RECORD_TRUNCATED;
+	memcpy(state_id, buf + *off, sizeof(uint32));
+	at = *off + sizeof(uint32);
+	if (record_next_pair(buf, len, &at, pair) != RECORD_OK)
+		return RECORD_TRUNCATED;
+	*off = at;
+	return RECORD_OK;
+}
 
 #endif							/* STATE_BACKEND_RECORDS_H */

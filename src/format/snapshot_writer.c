@@ -171,7 +171,7 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 		StateOut   *so = state_out(w, state_id);
 
 		if (so != NULL)
-			kg_add_pair(w, so, pair.key, pair.keylen, pair.value, pair.vallen);
+			kg_add_record(w, so, &pair);
 	}
 	if (r != RECORD_END)
 		elog(ERROR, "state_backend: a collected entry of key group %d is truncated", key_group);
