@@ -179,6 +179,25 @@ snapshot_info_or_error(int64 id)
 }
 
 /*
+ * deadline_after returns the time a wait of iv ends, from now: now for a
+ * negative interval, and 0 (no deadline) for one too long to reach.  The
+ * sum is taken in floating point, which cannot overflow.
+ */
+static TimestampTz
+deadline_after(const Interval *iv)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	double		us = (double) iv->time + (double) iv->day * USECS_PER_DAY +
+		(double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+	if (us <= 0)
+		return now;
+	if (us >= (double) (PG_INT64_MAX - now))
+		return 0;
+	return now + (int64) us;
+}
+
+/*
  * wait_snapshot(id, timeout): waits until the snapshot is no longer running
  * (or the timeout passes) and returns its status; raises the snapshot's
  * error if it failed.
@@ -197,13 +216,7 @@ state_wait_snapshot(PG_FUNCTION_ARGS)
 				 errmsg("snapshot id must not be null")));
 	id = PG_GETARG_INT64(0);
 	if (!PG_ARGISNULL(1))
-	{
-		Interval   *iv = PG_GETARG_INTERVAL_P(1);
-		int64		us = iv->time + (int64) iv->day * USECS_PER_DAY +
-			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-
-		deadline = GetCurrentTimestamp() + Max(us, 0);
-	}
+		deadline = deadline_after(PG_GETARG_INTERVAL_P(1));
 	for (;;)
 	{
 		info = snapshot_info_or_error(id);

@@ -309,6 +309,8 @@ read_list(const char *path)
 	FreeFile(f);
 	if (text.len < 2 || text.data[text.len - 1] != '\n')
 		list_corrupt(path, "The file is truncated.");
+	if (strlen(text.data) != (size_t) text.len)
+		list_corrupt(path, "The file holds a NUL byte.");
 	text.data[text.len - 1] = '\0';
 	last = strrchr(text.data, '\n');
 	text.data[text.len - 1] = '\n';
@@ -321,6 +323,44 @@ read_list(const char *path)
 		list_corrupt(path, psprintf("Its checksum is %08X; the file says %08X.", crc, want));
 	last[1] = '\0';
 	return text.data;
+}
+
+/* The longest file name RocksDB gives a file of a checkpoint, and then some. */
+#define MAX_FILE_NAME	128
+
+/*
+ * plain_file_name: a name that can only mean a file of the directory it is
+ * joined to: not empty, bounded, no '/', no "..".
+ */
+static bool
+plain_file_name(const char *name)
+{
+	size_t		len = strlen(name);
+
+	return len > 0 && len <= MAX_FILE_NAME && strchr(name, '/') == NULL &&
+		strstr(name, "..") == NULL;
+}
+
+/*
+ * check_listed_file refuses a FILES line whose names could reach outside
+ * the restore's own directories: the name (what the file is called in the
+ * scratch copy) must be a plain file name, and where it is in the snapshot
+ * either rocksdb/<plain name> or ../shared/<plain name>.
+ */
+static void
+check_listed_file(const char *path, const ListedFile *f)
+{
+	const char *rest = NULL;
+
+	if (strncmp(f->where, "rocksdb/", 8) == 0)
+		rest = f->where + 8;
+	else if (strncmp(f->where, "../shared/", 10) == 0)
+		rest = f->where + 10;
+	if (!plain_file_name(f->name))
+		list_corrupt(path, psprintf("It names the file \"%s\", which is not a plain file name.",
+									f->name));
+	if (rest == NULL || !plain_file_name(rest))
+		list_corrupt(path, psprintf("It names the file \"%s\" outside the snapshot.", f->where));
 }
 
 /*
@@ -355,8 +395,7 @@ rocks_files_read(const char *snapdir, ListedFile **files, char *path, Size pathl
 				   &f->size, &f->crc) != 5 ||
 			(strcmp(kind, "sst") != 0 && strcmp(kind, "meta") != 0))
 			continue;
-		if (strstr(f->where, "/../") != NULL || f->where[0] == '/')
-			list_corrupt(path, psprintf("It names the file \"%s\" outside the snapshot.", f->where));
+		check_listed_file(path, f);
 		f->sst = strcmp(kind, "sst") == 0;
 		n++;
 	}
