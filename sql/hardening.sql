@@ -86,6 +86,23 @@ SELECT hd_error($$SELECT state.restore(hd_path('native'))$$);
 -- the state is as it was
 SELECT state.value_get('hd_r', 3, NULL::text);
 
+---------------------------------------------------------------- errors under locks
+-- A restore whose entry a heap state cannot hold (here a key over 64 kB,
+-- from a rocksdb state, restored into memory) fails cleanly: the error is
+-- raised after the partition lock is released, so the restore's cleanup
+-- (which takes that lock) does not wait for itself forever.
+SELECT state.create_state('hd_long', 'value', 'text', 'int', backend => 'rocksdb');
+SELECT state.value_set('hd_long', repeat('k', 70000), 1);
+SELECT state.wait_snapshot(state.snapshot(hd_path('long_key'), 'canonical'));
+SELECT hd_error($$SELECT state.restore(hd_path('long_key'), backend => 'memory')$$);
+-- nothing changed, and every partition is free: writes and snapshots go on
+SELECT name, backend FROM state.states WHERE name LIKE 'hd%' ORDER BY name;
+SELECT state.create_state('hd_mem', 'value', 'int', 'int', backend => 'memory');
+SELECT count(state.value_set('hd_mem', i, i)) FROM generate_series(1, 1000) i;
+SELECT state.wait_snapshot(state.snapshot(hd_path('after_error')));
+SELECT state.drop_state('hd_mem');
+SELECT state.drop_state('hd_long');
+
 ---------------------------------------------------------------- wait_snapshot
 -- a timeout too long to add to the clock waits without a limit: the
 -- snapshot is completed when it returns, not still running

@@ -115,10 +115,13 @@ static void
 heap_check_alive(const HeapOp *op)
 {
 	if (!registry_alive(op->st->slot, op->st->desc->id))
+	{
+		heap_state_unlock(op->part);
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("state \"%s\" does not exist", NameStr(op->st->desc->name)),
 				 errdetail("It was dropped while this statement ran.")));
+	}
 }
 
 
@@ -227,21 +230,28 @@ heap_alloc(const HeapOp *op, Size cap)
 	dsa_pointer p;
 	HeapEntry  *e;
 
+	/* Errors below come after the partition lock is released. */
 	if (op->key->len > HEAP_MAX_KEY)
+	{
+		heap_state_unlock(op->part);
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("key of %u bytes is too long for state \"%s\"",
 						op->key->len, NameStr(st->desc->name)),
 				 errdetail("Keys of heap states may have at most %u bytes.", HEAP_MAX_KEY)));
+	}
 	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+	{
+		heap_state_unlock(op->part);
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("state \"%s\" cannot hold a value of %zu bytes",
 						NameStr(st->desc->name), (Size) op->key->len + cap),
 				 errdetail("A key's state may hold at most 1 GB.")));
+	}
 	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p))
-		heap_state_out_of_memory(st);
+		heap_state_out_of_memory(st, op->part);
 	e = dsa_get_address(heap_state_area, p);
 	e->hash = op->hash;
 	e->state_id = st->desc->id;
@@ -278,7 +288,7 @@ heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old
 		if (part->nentries + 1 > part->nslots - part->nslots / 16)
 		{
 			dsa_free(heap_state_area, newp);
-			heap_state_out_of_memory(op->st);
+			heap_state_out_of_memory(op->st, op->part);
 		}
 		*slot = slot_make(newp, op->hash);
 		part->nentries++;

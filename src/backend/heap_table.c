@@ -124,12 +124,29 @@ heap_state_partition_done_after(int key_group)
 }
 
 /*
- * heap_state_out_of_memory raises program_limit_exceeded for a write to a
- * state that the area (state_backend.memory_limit) has no room for.
+ * heap_state_unlock releases the lock of a partition this process holds.
+ * An error is never raised under a partition lock: the error's cleanup (a
+ * restore discarding its hidden states, say) may take the same lock, and
+ * LWLocks are released only when the transaction aborts, after that.
  */
 void
-heap_state_out_of_memory(const StateTarget *st)
+heap_state_unlock(const HeapPartition *part)
 {
+	LWLock	   *lock = state_backend_lock((int) (part - heap_state_shared->parts));
+
+	if (LWLockHeldByMe(lock))
+		LWLockRelease(lock);
+}
+
+/*
+ * heap_state_out_of_memory raises program_limit_exceeded for a write to a
+ * state that the area (state_backend.memory_limit) has no room for, after
+ * releasing the lock of the partition written.
+ */
+void
+heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part)
+{
+	heap_state_unlock(part);
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("out of state memory"),
@@ -155,7 +172,7 @@ heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
 	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
 	if (!DsaPointerIsValid(newp))
-		heap_state_out_of_memory(st);
+		heap_state_out_of_memory(st, part);
 	if (part->nretired > 0)
 		memcpy(dsa_get_address(heap_state_area, newp),
 			   dsa_get_address(heap_state_area, part->retired),
