@@ -112,6 +112,12 @@ SELECT state.snapshot(hd_path('neg_wait')) AS neg \gset
 SELECT state.wait_snapshot(:neg, '-2562047787 hours') IN ('running', 'completed') AS returned;
 SELECT state.wait_snapshot(:neg);
 
+---------------------------------------------------------------- grants
+-- regrole accepts any number as an OID: a grant must name a role
+SELECT hd_error($$SELECT state.grant_access('hd_r', 0, 'read')$$);
+SELECT hd_error($$SELECT state.grant_access('hd_r', 4000000000::oid::regrole, 'write')$$);
+SELECT hd_error($$SELECT state.revoke_access('hd_r', 4000000000::oid::regrole, 'write')$$);
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

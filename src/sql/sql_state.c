@@ -357,6 +357,11 @@ set_grant(FunctionCallInfo fcinfo, bool grant)
 	StateDesc	desc;
 	int			slot;
 
+	/* regrole takes any number as a role OID: it must name a role. */
+	if (!OidIsValid(role) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role with OID %u does not exist", role)));
 	registry_resolve(name, &desc, &slot);
 	registry_check_owner(&desc);
 	registry_set_grant(&desc, slot, role, privs, grant);
