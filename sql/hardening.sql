@@ -118,6 +118,19 @@ SELECT hd_error($$SELECT state.grant_access('hd_r', 0, 'read')$$);
 SELECT hd_error($$SELECT state.grant_access('hd_r', 4000000000::oid::regrole, 'write')$$);
 SELECT hd_error($$SELECT state.revoke_access('hd_r', 4000000000::oid::regrole, 'write')$$);
 
+-- a type whose USAGE was revoked cannot be a state's type, as it cannot be
+-- a table column's
+CREATE DOMAIN hd_secret AS int;
+REVOKE USAGE ON DOMAIN hd_secret FROM PUBLIC;
+CREATE ROLE regress_hd_user;
+SET ROLE regress_hd_user;
+SELECT expect_error($$CREATE TEMP TABLE hd_t (v hd_secret)$$);
+SELECT expect_error($$SELECT state.create_state('hd_s', 'value', 'text', 'hd_secret')$$);
+SELECT expect_error($$SELECT state.create_state('hd_s', 'map', 'text', 'int', map_key_type => 'hd_secret')$$);
+RESET ROLE;
+DROP ROLE regress_hd_user;
+DROP DOMAIN hd_secret;
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

@@ -12,6 +12,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -99,6 +100,9 @@ check_state_type(Oid type, const char *what)
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("%s cannot be of type %s", what, format_type_be(type)),
 				 errdetail("State types need binary send and receive functions.")));
+	/* As CREATE TABLE does for a column's type. */
+	if (pg_type_aclcheck(type, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error_type(ACLCHECK_NO_PRIV, type);
 }
 
 static Oid
