@@ -243,6 +243,24 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	}
 }
 
+/*
+ * states_of marks in out the states of backend b that are (native) or are
+ * not (!native) written in the backend's own files; returns whether any is.
+ */
+static bool
+states_of(const WritePlan *p, const KeyedStateBackend *b, bool native, bool *out)
+{
+	bool		any = false;
+
+	for (int s = 0; s < p->job->ndescs; s++)
+	{
+		out[s] = p->native[s] == native &&
+			keyed_backend_for(p->job->descs[s].backend) == b;
+		any |= out[s];
+	}
+	return any;
+}
+
 /* Every key group's entries, from every backend, into the writer. */
 static void
 write_key_groups(WritePlan *p, SnapshotWriter *w)
@@ -258,9 +276,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 	for (int i = 0; i < n; i++)
 	{
 		collect[i] = palloc0(sizeof(bool) * Max(p->job->ndescs, 1));
-		for (int s = 0; s < p->job->ndescs; s++)
-			collect[i][s] = !p->native[s] &&
-				keyed_backend_for(p->job->descs[s].backend) == all[i];
+		(void) states_of(p, all[i], false, collect[i]);
 	}
 	initStringInfo(&records);
 	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
@@ -291,16 +307,9 @@ write_native_files(WritePlan *p, SnapshotWriter *w)
 	for (int i = 0; i < n; i++)
 	{
 		bool		reused = false;
-		bool		any = false;
 
-		if (all[i]->snapshot->write_native == NULL)
-			continue;
-		for (int s = 0; s < p->job->ndescs; s++)
-		{
-			mine[s] = p->native[s] && keyed_backend_for(p->job->descs[s].backend) == all[i];
-			any |= mine[s];
-		}
-		if (!any)
+		if (all[i]->snapshot->write_native == NULL ||
+			!states_of(p, all[i], true, mine))
 			continue;
 		all[i]->snapshot->write_native(p->job->id, p->job->info.path,
 									   p->job->is_checkpoint ? shared : NULL,

@@ -35,38 +35,32 @@ PG_FUNCTION_INFO_V1(state_key_group);
 PG_FUNCTION_INFO_V1(state_grant_access);
 PG_FUNCTION_INFO_V1(state_revoke_access);
 
+/* A kind name, or invalid_parameter_value. */
 static StateKind
 parse_kind(const char *kind)
 {
-	if (strcmp(kind, "value") == 0)
-		return STATE_KIND_VALUE;
-	if (strcmp(kind, "list") == 0)
-		return STATE_KIND_LIST;
-	if (strcmp(kind, "map") == 0)
-		return STATE_KIND_MAP;
-	if (strcmp(kind, "reducing") == 0)
-		return STATE_KIND_REDUCING;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown state kind \"%s\"", kind),
-			 errhint("Valid kinds are value, list, map and reducing.")));
-	return STATE_KIND_VALUE;
+	StateKind	k;
+
+	if (!state_kind_parse(kind, &k))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown state kind \"%s\"", kind),
+				 errhint("Valid kinds are value, list, map and reducing.")));
+	return k;
 }
 
+/* A reducer name, or invalid_parameter_value. */
 static StateReducer
 parse_reducer(const char *reducer)
 {
-	if (strcmp(reducer, "sum") == 0)
-		return STATE_REDUCER_SUM;
-	if (strcmp(reducer, "min") == 0)
-		return STATE_REDUCER_MIN;
-	if (strcmp(reducer, "max") == 0)
-		return STATE_REDUCER_MAX;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown reducer \"%s\"", reducer),
-			 errhint("Valid reducers are sum, min and max.")));
-	return STATE_REDUCER_NONE;
+	StateReducer r = state_reducer_parse(reducer);
+
+	if (r == STATE_REDUCER_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown reducer \"%s\"", reducer),
+				 errhint("Valid reducers are sum, min and max.")));
+	return r;
 }
 
 /*
