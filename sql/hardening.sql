@@ -131,6 +131,105 @@ RESET ROLE;
 DROP ROLE regress_hd_user;
 DROP DOMAIN hd_secret;
 
+---------------------------------------------------------------- user code under locks
+-- reduce folds with the type's "+", which may be a user's function.  It
+-- runs with no lock held: one that reads the very state it folds works
+-- (it used to wait forever for the lock its own backend held).
+CREATE TYPE hd_money AS (cents int);
+CREATE FUNCTION hd_money_add(a hd_money, b hd_money) RETURNS hd_money
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM state.value_get('hd_fold', 1, NULL::hd_money);
+    RETURN ROW((a).cents + (b).cents)::hd_money;
+END
+$$;
+CREATE OPERATOR + (LEFTARG = hd_money, RIGHTARG = hd_money, FUNCTION = hd_money_add);
+SELECT state.create_state('hd_fold', 'reducing', 'int', 'hd_money', reducer => 'sum');
+SELECT state.reduce('hd_fold', 1, ROW(5)::hd_money);
+SELECT state.reduce('hd_fold', 1, ROW(7)::hd_money);
+SELECT state.value_get('hd_fold', 1, NULL::hd_money);
+-- a fold that fails leaves the key as it was, and the lock free
+CREATE OR REPLACE FUNCTION hd_money_add(a hd_money, b hd_money) RETURNS hd_money
+LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no fold today'; END $$;
+SELECT hd_error($$SELECT state.reduce('hd_fold', 1, ROW(1)::hd_money)$$);
+SELECT state.value_get('hd_fold', 1, NULL::hd_money);
+SELECT state.drop_state('hd_fold');
+DROP OPERATOR + (hd_money, hd_money);
+DROP FUNCTION hd_money_add(hd_money, hd_money);
+
+---------------------------------------------------------------- domains
+-- A domain's constraints hold for keys, map keys, values and reduced
+-- results, whatever type the argument came with (check_violation).
+CREATE DOMAIN hd_posint AS int CHECK (VALUE > 0);
+CREATE DOMAIN hd_small AS int CHECK (VALUE < 10);
+SELECT state.create_state('hd_dv', 'value', 'hd_posint', 'hd_posint');
+SELECT hd_error($$SELECT state.value_set('hd_dv', 1, -1)$$);
+SELECT hd_error($$SELECT state.value_set('hd_dv', -1, 1)$$);
+SELECT hd_error($$SELECT state.value_set('hd_dv', 1, '-1')$$);
+SELECT hd_error($$SELECT state.value_set('hd_dv', 1, (-1)::smallint)$$);
+SELECT state.value_set('hd_dv', 1, 2);
+SELECT state.create_state('hd_dl', 'list', 'int', 'hd_posint');
+SELECT hd_error($$SELECT state.list_add('hd_dl', 1, -1)$$);
+SELECT hd_error($$SELECT state.list_add_all('hd_dl', 1, ARRAY[1, -1])$$);
+SELECT hd_error($$SELECT state.list_update('hd_dl', 1, ARRAY[1, -1])$$);
+SELECT state.create_state('hd_dm', 'map', 'int', 'hd_posint', map_key_type => 'hd_posint');
+SELECT hd_error($$SELECT state.map_put('hd_dm', 1, -1, 1)$$);
+SELECT hd_error($$SELECT state.map_put('hd_dm', 1, 1, -1)$$);
+SELECT state.create_state('hd_dr', 'reducing', 'int', 'hd_posint', reducer => 'min');
+SELECT hd_error($$SELECT state.reduce('hd_dr', 1, -1)$$);
+-- sum over a domain adds with its base type's "+"; a result out of the
+-- domain is refused and the key keeps its value
+SELECT state.create_state('hd_ds', 'reducing', 'int', 'hd_small', reducer => 'sum');
+SELECT state.reduce('hd_ds', 1, 6);
+SELECT hd_error($$SELECT state.reduce('hd_ds', 1, 6)$$);
+SELECT state.value_get('hd_ds', 1, 0);
+SELECT state.value_get('hd_dv', 1, 0), state.list_length('hd_dl', 1),
+       state.map_size('hd_dm', 1), state.value_get('hd_dr', 1, 0);
+SELECT state.drop_state(n) FROM unnest(ARRAY['hd_dv', 'hd_dl', 'hd_dm', 'hd_dr', 'hd_ds']) n;
+DROP DOMAIN hd_posint, hd_small;
+
+---------------------------------------------------------------- types held by states
+-- The attributes of a row type that a state holds, directly or through a
+-- domain, an array or another composite, cannot be added, dropped or
+-- changed (as PostgreSQL refuses for a table column's type): the stored
+-- images would no longer decode.  An enum may grow: its images are OIDs.
+CREATE TYPE hd_pt AS (x int, label text);
+CREATE TYPE hd_outer AS (p hd_pt, n int);
+CREATE DOMAIN hd_ptd AS hd_pt;
+CREATE TABLE hd_rowt (a int, b text);
+SELECT state.create_state('hd_c', 'value', 'int', 'hd_pt');
+SELECT state.value_set('hd_c', 1, ROW(1, 'one')::hd_pt);
+SELECT hd_error($$ALTER TYPE hd_pt ALTER ATTRIBUTE x TYPE text$$);
+SELECT hd_error($$ALTER TYPE hd_pt DROP ATTRIBUTE label$$);
+SELECT hd_error($$ALTER TYPE hd_pt ADD ATTRIBUTE z int$$);
+SELECT state.value_get('hd_c', 1, NULL::hd_pt);
+SELECT state.drop_state('hd_c');
+SELECT state.create_state('hd_ca', 'value', 'int', 'hd_outer[]');
+SELECT hd_error($$ALTER TYPE hd_pt DROP ATTRIBUTE label$$);
+SELECT state.drop_state('hd_ca');
+SELECT state.create_state('hd_cd', 'map', 'int', 'int', map_key_type => 'hd_ptd');
+SELECT hd_error($$ALTER TYPE hd_pt ALTER ATTRIBUTE label TYPE int$$);
+SELECT hd_error($$DROP TYPE hd_pt CASCADE$$);
+SELECT state.drop_state('hd_cd');
+SELECT state.create_state('hd_ct', 'list', 'hd_rowt', 'int');
+SELECT hd_error($$ALTER TABLE hd_rowt DROP COLUMN b$$);
+SELECT hd_error($$ALTER TABLE hd_rowt ALTER COLUMN a TYPE bigint$$);
+ALTER TABLE hd_rowt ALTER COLUMN a SET DEFAULT 1;
+SELECT state.drop_state('hd_ct');
+-- with no state holding them, they change as usual
+ALTER TYPE hd_pt DROP ATTRIBUTE label;
+ALTER TABLE hd_rowt DROP COLUMN b;
+DROP TABLE hd_rowt;
+DROP TYPE hd_outer, hd_ptd, hd_pt;
+CREATE TYPE hd_mood AS ENUM ('sad', 'ok');
+SELECT state.create_state('hd_e', 'value', 'int', 'hd_mood');
+SELECT state.value_set('hd_e', 1, 'ok');
+ALTER TYPE hd_mood ADD VALUE 'happy' BEFORE 'ok';
+ALTER TYPE hd_mood RENAME VALUE 'ok' TO 'fine';
+SELECT state.value_get('hd_e', 1, NULL::hd_mood);
+SELECT state.drop_state('hd_e');
+DROP TYPE hd_mood;
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

@@ -12,6 +12,7 @@
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
@@ -20,6 +21,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "utils/lsyscache.h"
 
 #include "backend/heap_table.h"
 #include "backend/keyed_backend.h"
@@ -76,7 +78,8 @@ state_backend_shmem_startup(void)
 
 /*
  * A type that a state holds, or a role that owns a state or has access to
- * one, cannot be dropped.  DROP EXTENSION
+ * one, cannot be dropped, and the attributes of a row type that a state's
+ * types contain cannot be added, dropped or changed.  DROP EXTENSION
  * state_backend drops the database's states, and DROP DATABASE frees them.  The drop is noted here and carried out just before
  * the dropping transaction commits, so a drop that fails or is rolled back
  * leaves the states alone.
@@ -87,10 +90,20 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 {
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
+	/* A column added, dropped or altered: a table's or a composite type's */
+	if (classId == RelationRelationId && subId > 0 &&
+		(access == OAT_DROP || access == OAT_POST_CREATE || access == OAT_POST_ALTER))
+	{
+		Oid			rowtype = get_rel_type_id(objectId);
+
+		if (OidIsValid(rowtype))
+			registry_check_type_unused(rowtype, true);
+		return;
+	}
 	if (access != OAT_DROP)
 		return;
 	if (classId == TypeRelationId)
-		registry_check_type_unused(objectId);
+		registry_check_type_unused(objectId, false);
 	else if (classId == AuthIdRelationId)
 		registry_check_role_unused(objectId);
 	else if (classId == DatabaseRelationId)

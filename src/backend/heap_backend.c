@@ -39,6 +39,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -62,17 +63,6 @@ typedef struct HeapOp
 	HeapPartition *part;
 	LWLock	   *lock;
 } HeapOp;
-
-
-
-
-
-
-
-
-
-
-
 
 
 static inline uint32
@@ -162,9 +152,6 @@ heap_find(const HeapOp *op, dsa_pointer **slotp)
 		}
 	}
 }
-
-
-
 
 
 /*
@@ -398,7 +385,10 @@ heap_get(const StateTarget *st, const StateKey *key, StringInfo out)
 	heap_op_begin(&op, st, key, LW_SHARED);
 	e = heap_find(&op, NULL);
 	if (e != NULL)
+	{
+		heap_state_copy_room(op.part, out, e->val_len);
 		appendBinaryStringInfo(out, ENTRY_VAL(e), e->val_len);
+	}
 	LWLockRelease(op.lock);
 	return e != NULL;
 }
@@ -446,23 +436,42 @@ heap_append(const StateTarget *st, const StateKey *key, const char *elems, uint3
 	LWLockRelease(op.lock);
 }
 
+/*
+ * heap_merge folds a value into a key's state.  The fold is PostgreSQL
+ * code, maybe a user's function, so it runs with no lock held: fold into a
+ * copy of the current image, then store the result only if the image is
+ * still the one folded into; otherwise fold again into what is there now.
+ */
 static void
 heap_merge(const StateTarget *st, const StateKey *key, const char *value,
 		   uint32 len, StateMergeFn fn, void *arg, const StateFold *fold,
 		   StringInfo out)
 {
-	HeapOp		op;
-	HeapEntry  *e;
+	StringInfoData cur;
 
-	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
-	heap_prepare_write(&op);
-	e = heap_find(&op, NULL);
-	if (e != NULL)
-		fn(ENTRY_VAL(e), e->val_len, value, len, out, arg);
-	else
-		fn(NULL, 0, value, len, out, arg);
-	heap_store(&op, out->data, out->len);
-	LWLockRelease(op.lock);
+	initStringInfo(&cur);
+	for (;;)
+	{
+		bool		found = heap_get(st, key, &cur);
+		HeapOp		op;
+		HeapEntry  *e;
+		bool		same;
+
+		fn(found ? cur.data : NULL, found ? (uint32) cur.len : 0, value, len, out, arg);
+		heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+		heap_prepare_write(&op);
+		e = heap_find(&op, NULL);
+		same = found ? (e != NULL && e->val_len == (uint32) cur.len &&
+						memcmp(ENTRY_VAL(e), cur.data, cur.len) == 0) : e == NULL;
+		if (same)
+			heap_store(&op, out->data, out->len);
+		LWLockRelease(op.lock);
+		if (same)
+			break;
+		resetStringInfo(&cur);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(cur.data);
 }
 
 /* The pair of a map key in a map image: its offset (or -1) and size. */
@@ -501,7 +510,10 @@ heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 		{
 			*isnull = pair.value == NULL;
 			if (pair.value)
+			{
+				heap_state_copy_room(op.part, out, pair.vallen);
 				appendBinaryStringInfo(out, pair.value, pair.vallen);
+			}
 			found = true;
 		}
 	}

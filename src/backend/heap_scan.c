@@ -60,7 +60,11 @@ heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *
 			e = slot_entry(slots[b]);
 			if (e->state_id == st->desc->id &&
 				(key_group < 0 || heap_state_entry_key_group(e, i) == key_group))
+			{
+				heap_state_copy_room(part, &buf,
+									 record_pair_size(e->key_len, ENTRY_VAL(e), e->val_len));
 				record_put_pair(&buf, ENTRY_KEY(e), e->key_len, ENTRY_VAL(e), e->val_len);
+			}
 		}
 		LWLockRelease(lock);
 
@@ -202,8 +206,10 @@ heap_cut(int64 id, void (*at_cut) (void *arg), void *arg)
 }
 
 static inline void
-collect_entry(StringInfo out, const HeapEntry *e)
+collect_entry(const HeapPartition *part, StringInfo out, const HeapEntry *e)
 {
+	heap_state_copy_room(part, out, sizeof(uint32) +
+						 record_pair_size(e->key_len, ENTRY_VAL(e), e->val_len));
 	record_put_entry(out, e->state_id, ENTRY_KEY(e), e->key_len, ENTRY_VAL(e), e->val_len);
 }
 
@@ -248,7 +254,7 @@ heap_collect(int64 id, const StateDesc *descs, const bool *collect, int ndescs,
 				continue;
 			e = slot_entry(slots[b]);
 			if (e->epoch < epoch && heap_state_entry_key_group(e, parts[j]) == key_group)
-				collect_entry(out, e);
+				collect_entry(part, out, e);
 		}
 		if (part->nretired > 0)
 		{
@@ -259,7 +265,7 @@ heap_collect(int64 id, const StateDesc *descs, const bool *collect, int ndescs,
 				HeapEntry  *e = dsa_get_address(heap_state_area, r[i]);
 
 				if (heap_state_entry_key_group(e, parts[j]) == key_group)
-					collect_entry(out, e);
+					collect_entry(part, out, e);
 			}
 		}
 		if (heap_state_partition_done_after(key_group))

@@ -8,6 +8,7 @@
 #define STATE_BACKEND_HEAP_TABLE_H
 
 #include "common/hashfn.h"
+#include "lib/stringinfo.h"
 #include "utils/dsa.h"
 
 #include "backend/keyed_backend.h"
@@ -71,6 +72,8 @@ extern int	heap_state_key_group_partitions(int key_group, int *parts);
 extern int	heap_state_entry_key_group(const HeapEntry *e, int partition);
 extern bool heap_state_partition_done_after(int key_group);
 extern void heap_state_unlock(const HeapPartition *part);
+extern bool heap_state_buffer_room(StringInfo buf, Size n);
+extern void heap_state_copy_room(const HeapPartition *part, StringInfo buf, Size n);
 extern void heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part);
 extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);
 extern void heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p);

@@ -49,8 +49,11 @@ typedef struct StateTarget
 
 /*
  * StateMergeFn folds the image "in" into the current image "cur" (NULL when
- * the key has no state yet) and writes the result to "out".  It runs while
- * the backend holds the key exclusively, so it must not touch state.
+ * the key has no state yet) and writes the result to "out".  It is
+ * PostgreSQL code (a type's "+" or comparison, maybe a user's function), so
+ * a backend calls it with no lock held, and stores the result only if the
+ * key's image is still "cur", folding again otherwise: merges of one key
+ * never lose an update, and a fold that reads the state does not deadlock.
  */
 typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
 							  const char *in, uint32 inlen,

@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 #include "catalog/registry.h"
+#include "common/codec.h"
 #include "common/locks.h"
 #include "common/settings.h"
 
@@ -385,35 +386,56 @@ registry_copy_all(StateDesc *out)
 }
 
 /*
- * registry_check_type_unused raises dependent_objects_still_exist when a
- * state of the current database holds values or keys of a type, so that
- * the type cannot be dropped from under it.
+ * registry_check_type_unused raises an error when a state of the current
+ * database (restores in progress included) holds keys or values whose
+ * images depend on a type: dropping it (dependent_objects_still_exist) or
+ * changing its attributes (feature_not_supported, as PostgreSQL refuses for
+ * a type that a table column uses) would leave the stored images
+ * undecodable.  A dropped type must be held directly; a changed one may be
+ * held through domains, arrays, ranges or other composites.
  */
 void
-registry_check_type_unused(Oid type)
+registry_check_type_unused(Oid type, bool altering)
 {
-	NameData	holder;
-	bool		used = false;
+	StateDesc  *descs = palloc(sizeof(StateDesc) * registry->nslots);
+	int			n = 0;
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	for (int i = 0; i < registry->nslots && !used; i++)
+	for (int i = 0; i < registry->nslots; i++)
 	{
-		StateDesc  *d = &registry->slots[i].desc;
+		RegistrySlot *s = &registry->slots[i];
 
-		if (d->id != 0 && d->dbid == MyDatabaseId &&
-			(d->key_type == type || d->value_type == type || d->map_key_type == type))
-		{
-			holder = d->name;
-			used = true;
-		}
+		if (s->desc.id != 0 && s->desc.dbid == MyDatabaseId)
+			descs[n++] = s->desc;
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	if (used)
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop type %s because state \"%s\" uses it",
-						format_type_be(type), NameStr(holder)),
-				 errhint("Drop the state first with state.drop_state().")));
+
+	/* The catalog is read with no lock held. */
+	for (int i = 0; i < n; i++)
+	{
+		Oid			held[3] = {descs[i].key_type, descs[i].value_type, descs[i].map_key_type};
+
+		for (int k = 0; k < 3; k++)
+		{
+			if (!OidIsValid(held[k]) ||
+				!(altering ? codec_type_contains(held[k], type) : held[k] == type))
+				continue;
+			if (altering)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot alter type %s because state \"%s\" uses it",
+								format_type_be(type), NameStr(descs[i].name)),
+						 errdetail("The state holds images of %s values, which a change of its attributes would leave unreadable.",
+								   format_type_be(held[k])),
+						 errhint("Take a canonical snapshot, drop the state, alter the type, then create the state again and fill it.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot drop type %s because state \"%s\" uses it",
+							format_type_be(type), NameStr(descs[i].name)),
+					 errhint("Drop the state first with state.drop_state().")));
+		}
+	}
+	pfree(descs);
 }
 
 /*

@@ -24,7 +24,7 @@ extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_b
 							 StateDesc **old, int **oldslots);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out);
-extern void registry_check_type_unused(Oid type);
+extern void registry_check_type_unused(Oid type, bool altering);
 extern void registry_check_role_unused(Oid role);
 extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
 							   uint8 privs, bool grant);

@@ -12,10 +12,14 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/tupmacs.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 #include "utils/lsyscache.h"
@@ -314,4 +318,50 @@ codec_find_type(const StateType *t)
 	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 						   CStringGetDatum(NameStr(t->typname)),
 						   ObjectIdGetDatum(nsp));
+}
+
+/*
+ * codec_type_contains tells whether values of "type" hold values of
+ * "inner": the type itself, or through a domain, an array's elements, a
+ * range's bounds or a composite's attributes, however deep.  Images of such
+ * a type depend on the layout of "inner".
+ */
+bool
+codec_type_contains(Oid type, Oid inner)
+{
+	HeapTuple	tup;
+	Form_pg_type typ;
+	bool		found = false;
+
+	check_stack_depth();
+	if (type == inner)
+		return true;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	if (typ->typtype == TYPTYPE_DOMAIN)
+		found = codec_type_contains(typ->typbasetype, inner);
+	else if (OidIsValid(typ->typelem) && IsTrueArrayType(typ))
+		found = codec_type_contains(typ->typelem, inner);
+	else if (typ->typtype == TYPTYPE_RANGE)
+		found = codec_type_contains(get_range_subtype(type), inner);
+	else if (typ->typtype == TYPTYPE_MULTIRANGE)
+		found = codec_type_contains(get_multirange_range(type), inner);
+	else if (typ->typtype == TYPTYPE_COMPOSITE && OidIsValid(typ->typrelid))
+	{
+		Relation	rel = relation_open(typ->typrelid, AccessShareLock);
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		for (int i = 0; i < desc->natts && !found; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (!att->attisdropped)
+				found = codec_type_contains(att->atttypid, inner);
+		}
+		relation_close(rel, AccessShareLock);
+	}
+	ReleaseSysCache(tup);
+	return found;
 }

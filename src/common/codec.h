@@ -41,6 +41,7 @@ extern bytea *codec_send(TypeCodec *codec, Datum value);
 extern Datum codec_receive(TypeCodec *codec, const char *data, uint32 len);
 extern void codec_describe_type(Oid typid, StateType *out);
 extern Oid	codec_find_type(const StateType *t);
+extern bool codec_type_contains(Oid type, Oid inner);
 extern char *codec_output(TypeCodec *codec, Datum value);
 
 #endif							/* STATE_BACKEND_CODEC_H */

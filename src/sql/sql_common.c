@@ -64,6 +64,8 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	memset(call->coerce_in, 0, sizeof(call->coerce_in));
 	memset(call->coerce_out, 0, sizeof(call->coerce_out));
 	memset(call->result_codecs, 0, sizeof(call->result_codecs));
+	memset(call->domain, 0, sizeof(call->domain));
+	memset(call->domain_cache, 0, sizeof(call->domain_cache));
 	call->extra = NULL;
 
 	call->desc = *desc;
@@ -74,6 +76,9 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	codec_init(&call->codecs[ARG_VALUE], desc->value_type, call->mcxt);
 	if (OidIsValid(desc->map_key_type))
 		codec_init(&call->codecs[ARG_MAP_KEY], desc->map_key_type, call->mcxt);
+	for (int r = 0; r < ARG_ROLE_COUNT; r++)
+		call->domain[r] = OidIsValid(call->codecs[r].typid) &&
+			get_typtype(call->codecs[r].typid) == TYPTYPE_DOMAIN;
 }
 
 /*
@@ -243,7 +248,25 @@ state_call_coerce(StateCall *call, Datum value, Oid from, StateArgRole role)
 
 	if (!co->ready || co->from != from)
 		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, role);
-	return coercion_apply(co, target, value);
+	value = coercion_apply(co, target, value);
+	/* A domain's input function has checked its constraints already. */
+	if (call->domain[role] && co->method != COERCE_INPUT)
+		state_call_check_domain(call, value, role);
+	return value;
+}
+
+/*
+ * state_call_check_domain raises check_violation (or not_null_violation)
+ * when a value breaks the constraints of its role's declared domain.  A
+ * value that is already of the domain's type, or one that only needs a
+ * relabelling cast, has not been checked by PostgreSQL on its way here.
+ */
+void
+state_call_check_domain(StateCall *call, Datum value, StateArgRole role)
+{
+	if (call->domain[role])
+		domain_check(value, false, call->codecs[role].typid,
+					 &call->domain_cache[role], call->mcxt);
 }
 
 /* state_call_encode_datum appends the image of a typed datum to out. */

@@ -51,6 +51,9 @@ typedef struct StateCall
 	/* declared type to the call's result type, per role */
 	Coercion	coerce_out[ARG_ROLE_COUNT];
 	TypeCodec	result_codecs[ARG_ROLE_COUNT];
+	/* declared types that are domains, and domain_check's cache for each */
+	bool		domain[ARG_ROLE_COUNT];
+	void	   *domain_cache[ARG_ROLE_COUNT];
 
 	StateKey	key;
 	StringInfoData keybuf;
@@ -68,6 +71,7 @@ extern void state_call_encode_datum(StateCall *call, Datum value, Oid type,
 									StateArgRole role, StringInfo out);
 extern Datum state_call_coerce(StateCall *call, Datum value, Oid from,
 							   StateArgRole role);
+extern void state_call_check_domain(StateCall *call, Datum value, StateArgRole role);
 extern Datum state_call_result(StateCall *call, const char *image, uint32 len,
 							   Oid restype);
 extern Datum state_call_result_datum(StateCall *call, Datum value, Oid from,

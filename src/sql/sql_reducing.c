@@ -3,8 +3,9 @@
  *		ReducingState: reduce() folds a value into a key's state with the
  *		state's reducer (sum, min or max), atomically.
  *
- * The fold runs inside the backend's merge, while it holds the key, so
- * concurrent reduce calls on one key never lose an update.
+ * The fold runs inside the backend's merge, with no lock held, and the
+ * result is stored only if the key has not changed meanwhile, so concurrent
+ * reduce calls on one key never lose an update.
  */
 #include "postgres.h"
 
@@ -29,15 +30,21 @@ typedef struct Reducer
 	TypeCodec  *codec;
 	StateFold	fold;			/* the same, for a backend that folds elsewhere */
 	bool		foldable;
+	StateCall  *call;			/* for the value type's domain, if any */
 } Reducer;
 
-/* The "+" operator of a type that yields the type, or InvalidOid. */
+/*
+ * The function of the "+" operator of a type that yields the type, or
+ * InvalidOid.  A domain sums with its base type's "+", and each result is
+ * checked against the domain's constraints.
+ */
 static Oid
 sum_operator(Oid type)
 {
-	Oid			opr = OpernameGetOprid(list_make1(makeString("+")), type, type);
+	Oid			base = getBaseType(type);
+	Oid			opr = OpernameGetOprid(list_make1(makeString("+")), base, base);
 
-	if (!OidIsValid(opr) || get_op_rettype(opr) != type)
+	if (!OidIsValid(opr) || get_op_rettype(opr) != base)
 		return InvalidOid;
 	return get_opcode(opr);
 }
@@ -83,6 +90,7 @@ reducer_setup(StateCall *call)
 
 	reducer_check_type(call->desc.reducer, type);
 	r->kind = call->desc.reducer;
+	r->call = call;
 	r->codec = &call->codecs[ARG_VALUE];
 	r->collation = type_is_collatable(type) ? DEFAULT_COLLATION_OID : InvalidOid;
 	if (r->kind == STATE_REDUCER_SUM)
@@ -121,6 +129,8 @@ reducer_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	a = codec_decode(r->codec, cur, curlen);
 	b = codec_decode(r->codec, in, inlen);
 	result = state_fold(r->kind, &r->fn, r->collation, a, b);
+	if (r->call->domain[ARG_VALUE])
+		state_call_check_domain(r->call, result, ARG_VALUE);
 	codec_encode(r->codec, result, out);
 }
 
