@@ -12,9 +12,53 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
+
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "state_ops.h"
+
+/*
+ * state_ops_check_type refuses types a state cannot hold: pseudo-types,
+ * types without binary send/receive functions (snapshots in canonical
+ * format need them), and types the current role has no USAGE on (as
+ * CREATE TABLE refuses).  Checked when a state is created or restored.
+ */
+void
+state_ops_check_type(Oid type, const char *what)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	Form_pg_type typ;
+	bool		pseudo;
+	bool		binary_io;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", type)));
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	pseudo = typ->typtype == TYPTYPE_PSEUDO;
+	binary_io = OidIsValid(typ->typsend) && OidIsValid(typ->typreceive);
+	ReleaseSysCache(tup);
+
+	if (pseudo)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s cannot be of pseudo-type %s", what, format_type_be(type))));
+	if (!binary_io)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s cannot be of type %s", what, format_type_be(type)),
+				 errdetail("State types need binary send and receive functions.")));
+	/* As CREATE TABLE does for a column's type. */
+	if (pg_type_aclcheck(type, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error_type(ACLCHECK_NO_PRIV, type);
+}
 
 /* Remove a marked state's data, then free its slot. */
 static void

@@ -167,6 +167,49 @@ codec_decode_composite(const TypeCodec *codec, const char *image, uint32 len)
 }
 
 /*
+ * codec_image_ok tells whether an image has the shape codec_encode gives
+ * values of the codec's type: the type's length for fixed-length types, no
+ * NUL in a cstring, and for composites one well-framed image per attribute
+ * and nothing after them.  What lies inside a variable-length datum (an
+ * array's or a jsonb's own structure) is not checked.
+ */
+bool
+codec_image_ok(const TypeCodec *codec, const char *image, uint32 len)
+{
+	const char *p = image;
+	const char *end = image + len;
+
+	if (codec->tupdesc == NULL)
+	{
+		if (codec->typlen > 0)
+			return len == (uint32) codec->typlen;
+		if (codec->typlen == -1)
+			return len <= MaxAllocSize - VARHDRSZ;
+		return memchr(image, '\0', len) == NULL;
+	}
+	check_stack_depth();
+	for (int i = 0; i < codec->tupdesc->natts; i++)
+	{
+		uint32		alen;
+
+		if (TupleDescAttr(codec->tupdesc, i)->attisdropped)
+			continue;
+		if (p >= end)
+			return false;
+		if (*p++ != 0)
+			continue;
+		if (end - p < (ptrdiff_t) sizeof(uint32))
+			return false;
+		memcpy(&alen, p, sizeof(uint32));
+		p += sizeof(uint32);
+		if ((uint32) (end - p) < alen || !codec_image_ok(&codec->atts[i], p, alen))
+			return false;
+		p += alen;
+	}
+	return p == end;
+}
+
+/*
  * codec_decode makes a datum, palloc'd in the current memory context, from
  * an image made by codec_encode.
  */
@@ -175,6 +218,11 @@ codec_decode(const TypeCodec *codec, const char *image, uint32 len)
 {
 	if (codec->tupdesc != NULL)
 		return codec_decode_composite(codec, image, len);
+	if (codec->typlen > 0 && len != (uint32) codec->typlen)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("image of %u bytes for a value of type %s, which has %d",
+						len, format_type_be(codec->typid), codec->typlen)));
 	if (codec->typbyval)
 		return fetch_att(image, true, codec->typlen);
 	if (codec->typlen > 0)

@@ -35,6 +35,7 @@ typedef struct TypeCodec
 
 extern void codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt);
 extern void codec_encode(const TypeCodec *codec, Datum value, StringInfo buf);
+extern bool codec_image_ok(const TypeCodec *codec, const char *image, uint32 len);
 extern Datum codec_decode(const TypeCodec *codec, const char *image, uint32 len);
 extern Datum codec_input(TypeCodec *codec, char *str);
 extern bytea *codec_send(TypeCodec *codec, Datum value);

@@ -218,6 +218,66 @@ parse_state_line(char *line, SnapshotState *st)
 	return ok && st->desc.id != 0 && NameStr(st->desc.name)[0] != '\0';
 }
 
+/* A state's types as its kind needs them: a key, a value, a map's map key. */
+static bool
+state_types_ok(const StateDesc *d)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		const StateType *t = &d->types[i];
+		bool		wanted = i != STATE_TYPE_MAP_KEY || d->kind == STATE_KIND_MAP;
+
+		if (wanted && !OidIsValid(t->oid))
+			return false;
+		if (OidIsValid(t->oid) &&
+			!(t->typlen > 0 || t->typlen == -1 || t->typlen == -2))
+			return false;
+		if (OidIsValid(t->oid) && t->typbyval &&
+			!(t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8))
+			return false;
+	}
+	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
+}
+
+/*
+ * check_manifest refuses a MANIFEST whose states contradict each other or
+ * their kinds: a database listed twice, a state of no listed database, two
+ * states of one name or id in a database, a state without the types its
+ * kind needs.  It gives each state its database's name.
+ */
+static void
+check_manifest(SrcFile *f, SnapshotManifest *m)
+{
+	for (int d = 0; d < m->ndbs; d++)
+		for (int e = 0; e < d; e++)
+			if (m->db_oids[e] == m->db_oids[d] || strcmp(m->db_names[e], m->db_names[d]) == 0)
+				snapshot_file_corrupt(f, 0, "The MANIFEST lists a database twice.");
+	for (int i = 0; i < m->nstates; i++)
+	{
+		SnapshotState *st = &m->states[i];
+		bool		listed = false;
+
+		for (int d = 0; d < m->ndbs; d++)
+			if (m->db_oids[d] == st->desc.dbid)
+			{
+				strlcpy(st->dbname, m->db_names[d], sizeof(st->dbname));
+				listed = true;
+			}
+		if (!listed)
+			snapshot_file_corrupt(f, 0, "The MANIFEST has a state of a database it does not list.");
+		if (!state_types_ok(&st->desc))
+			snapshot_file_corrupt(f, 0, "The MANIFEST has a state without the types or reducer its kind needs.");
+		for (int j = 0; j < i; j++)
+		{
+			const StateDesc *o = &m->states[j].desc;
+
+			if (o->id == st->desc.id ||
+				(o->dbid == st->desc.dbid && strcmp(NameStr(o->name), NameStr(st->desc.name)) == 0))
+				snapshot_file_corrupt(f, 0, "The MANIFEST has two states of one id, or of one name in a database.");
+		}
+	}
+}
+
 /*
  * read_checked_text reads a snapshot's MANIFEST whole and checks its last
  * line, "crc32c XXXXXXXX", against everything before it; returns the text
@@ -364,13 +424,6 @@ snapshot_read_manifest(const SnapshotSource *src)
 	}
 	if (m->key_groups <= 0)
 		snapshot_file_corrupt(&f, 0, "The MANIFEST has no key_groups line.");
-	for (int i = 0; i < m->nstates; i++)
-	{
-		SnapshotState *st = &m->states[i];
-
-		for (int d = 0; d < m->ndbs; d++)
-			if (m->db_oids[d] == st->desc.dbid)
-				strlcpy(st->dbname, m->db_names[d], sizeof(st->dbname));
-	}
+	check_manifest(&f, m);
 	return m;
 }

@@ -64,6 +64,8 @@ typedef struct SnapshotSource
 	const char *mem;
 	Size		memlen;
 	const char *name;			/* for messages */
+	bool		trusted;		/* written by this server: in shared memory
+								 * or under state_backend.checkpoint_dir */
 } SnapshotSource;
 
 /* Writing (the state worker). */

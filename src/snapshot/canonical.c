@@ -78,7 +78,9 @@ convert_list(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
 		record_elem_end(out, begin);
 	}
 	if (r != RECORD_END)
-		elog(ERROR, "list image is truncated");
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("list image is truncated")));
 }
 
 static void
@@ -106,7 +108,9 @@ convert_map(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
 			record_pair_end(out, begin, out->len - keystart, true);
 	}
 	if (r != RECORD_END)
-		elog(ERROR, "map image is truncated");
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("map image is truncated")));
 }
 
 static void
@@ -147,6 +151,48 @@ canonical_to_native(StateCodecs *c, bool is_key, const char *img, uint32 len,
 					StringInfo out)
 {
 	convert_image(c, is_key, false, img, len, out);
+}
+
+/*
+ * state_image_ok tells whether a native key or state image has the shape
+ * its state's types and kind give: one datum image for a key, a value or a
+ * reduced result; list elements, or map pairs, that fill the image exactly,
+ * each datum of its type's shape (codec_image_ok).
+ */
+bool
+state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
+{
+	uint32		off = 0;
+	RecordRead	r;
+
+	if (is_key)
+		return codec_image_ok(&c->key, img, len);
+	switch (c->kind)
+	{
+		case STATE_KIND_LIST:
+			{
+				const char *elem;
+				uint32		n;
+
+				while ((r = record_next_elem(img, len, &off, &elem, &n)) == RECORD_OK)
+					if (!codec_image_ok(&c->value, elem, n))
+						return false;
+				return r == RECORD_END;
+			}
+		case STATE_KIND_MAP:
+			{
+				RecordPair	p;
+
+				while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
+					if (!codec_image_ok(&c->map_key, p.key, p.keylen) ||
+						(p.value && !codec_image_ok(&c->value, p.value, p.vallen)))
+						return false;
+				/* A map with no entries is no state. */
+				return r == RECORD_END && len > 0;
+			}
+		default:
+			return codec_image_ok(&c->value, img, len);
+	}
 }
 
 typedef struct ConvertArg

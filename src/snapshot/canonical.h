@@ -19,6 +19,8 @@ typedef struct StateCodecs
 
 extern void canonical_codecs_init(StateCodecs *c, const StateDesc *desc,
 								  MemoryContext mcxt);
+extern bool state_image_ok(const StateCodecs *c, bool is_key, const char *img,
+						   uint32 len);
 extern void canonical_from_native(StateCodecs *c, bool is_key, const char *img,
 								  uint32 len, StringInfo out);
 extern void canonical_to_native(StateCodecs *c, bool is_key, const char *img,

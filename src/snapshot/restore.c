@@ -46,6 +46,8 @@ typedef struct LoadContext
 	const KeyedStateBackend *backend;
 	int64		n;
 	bool		canonical;
+	bool		check;			/* native images from a file not ours */
+	const char *source;			/* for messages */
 	StateCodecs codecs;
 	StringInfoData key;
 	StringInfoData value;
@@ -73,6 +75,18 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 		value = c->value.data;
 		vallen = c->value.len;
 	}
+	else if (c->check &&
+			 (!state_image_ok(&c->codecs, true, key, keylen) ||
+			  !state_image_ok(&c->codecs, false, value, vallen)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
+						c->source, NameStr(c->target.desc->name)),
+				 errdetail("Its %s image does not have the shape of a %s.",
+						   state_image_ok(&c->codecs, true, key, keylen) ? "value" : "key",
+						   state_image_ok(&c->codecs, true, key, keylen) ?
+						   format_type_be(c->target.desc->value_type) :
+						   format_type_be(c->target.desc->key_type))));
 	k.data = key;
 	k.len = keylen;
 	k.hash = key_image_hash(key, keylen);
@@ -114,6 +128,8 @@ resolve_types(StateDesc *d, bool native)
 					 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
 							   oid, t->oid),
 					 errhint("Restore from a canonical snapshot (format => 'canonical').")));
+		state_ops_check_type(oid, i == STATE_TYPE_KEY ? "a key" :
+							 i == STATE_TYPE_VALUE ? "a value" : "a map key");
 		if (now.typlen != t->typlen || now.typbyval != t->typbyval)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -297,10 +313,14 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 	verify_native_files(src->dir, sec->states, sec->source_backends, sec->native, sec->n);
 }
 
-/* Load one state's key-group file into its hidden state. */
+/*
+ * Load one state's key-group file into its hidden state.  With check, every
+ * native image is checked against the state's types and kind first (not at
+ * server start: the worker has no catalog, and the checkpoint is its own).
+ */
 static int64
 load_state(const SnapshotSource *src, const SnapshotManifest *m,
-		   const SnapshotState *st, const StateDesc *desc, int slot)
+		   const SnapshotState *st, const StateDesc *desc, int slot, bool check)
 {
 	LoadContext c;
 
@@ -309,6 +329,10 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	c.backend = keyed_backend_for(desc->backend);
 	c.n = 0;
 	c.canonical = m->format == SNAPSHOT_CANONICAL;
+	c.check = !c.canonical && check;
+	c.source = src->name;
+	if (c.check)
+		canonical_codecs_init(&c.codecs, desc, CurrentMemoryContext);
 	if (c.canonical)
 	{
 		canonical_codecs_init(&c.codecs, desc, CurrentMemoryContext);
@@ -366,7 +390,8 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			if (sec.native[i])
 				any_native = true;	/* below, all at once */
 			else
-				total += load_state(src, m, sec.states[i], &sec.descs[i], sec.slots[i]);
+				total += load_state(src, m, sec.states[i], &sec.descs[i], sec.slots[i],
+									!trust_oids);
 		}
 		if (any_native)
 			total += restore_native_files(src->dir, sec.states, sec.descs, sec.slots,
@@ -415,6 +440,19 @@ restore_into_database(const SnapshotSource *src, const char *from_database,
 		source = m->db_oids[0];
 		found = true;
 	}
+	/*
+	 * Native images are loaded as they are, as PostgreSQL loads its own data
+	 * files: only their shape can be checked, not a datum's own structure
+	 * (a jsonb's, a numeric's).  So a native snapshot that this server did
+	 * not write is for superusers; canonical ones go through the types'
+	 * receive functions.
+	 */
+	if (m->format == SNAPSHOT_NATIVE && !src->trusted && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to restore native snapshot \"%s\"", src->name),
+				 errdetail("Only superusers may restore a native snapshot from outside state_backend.checkpoint_dir."),
+				 errhint("Restore a canonical snapshot (format => 'canonical') instead.")));
 	if (!found && !(from_database == NULL && m->ndbs == 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

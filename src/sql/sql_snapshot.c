@@ -63,6 +63,25 @@ check_path_privilege(Oid role, const char *what)
 						 role == ROLE_PG_WRITE_SERVER_FILES ? "pg_write_server_files" : "pg_read_server_files")));
 }
 
+/*
+ * path_in_checkpoint_dir tells whether a (canonical) path lies in
+ * state_backend.checkpoint_dir, where only the server writes.
+ */
+static bool
+path_in_checkpoint_dir(const char *path)
+{
+	char		dir[MAXPGPATH];
+	size_t		len;
+
+	if (state_backend_checkpoint_dir[0] == '\0' ||
+		!is_absolute_path(state_backend_checkpoint_dir))
+		return false;
+	strlcpy(dir, state_backend_checkpoint_dir, sizeof(dir));
+	canonicalize_path(dir);
+	len = strlen(dir);
+	return strncmp(path, dir, len) == 0 && (path[len] == '/' || path[len] == '\0');
+}
+
 static SnapshotFormat
 parse_format(const char *format)
 {
@@ -282,6 +301,7 @@ state_restore(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("there is no snapshot \"%s\" in shared memory", arg)));
 		src.name = arg;
+		src.trusted = true;
 	}
 	else
 	{
@@ -289,6 +309,7 @@ state_restore(PG_FUNCTION_ARGS)
 
 		check_path_privilege(ROLE_PG_READ_SERVER_FILES, "read");
 		src.dir = path;
+		src.trusted = path_in_checkpoint_dir(path);
 		if (!snapshot_dir_is_complete(path))
 		{
 			int64		id;

@@ -19,7 +19,6 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
-#include "common/settings.h"
 #include "common/locks.h"
 #include "common/settings.h"
 #include "sql/sql_common.h"
@@ -61,42 +60,6 @@ parse_reducer(const char *reducer)
 				 errmsg("unknown reducer \"%s\"", reducer),
 				 errhint("Valid reducers are sum, min and max.")));
 	return r;
-}
-
-/*
- * check_state_type refuses types a state cannot hold: pseudo-types, and
- * types without binary send/receive functions (snapshots in canonical
- * format need them).
- */
-static void
-check_state_type(Oid type, const char *what)
-{
-	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
-	Form_pg_type typ;
-	bool		pseudo;
-	bool		binary_io;
-
-	if (!HeapTupleIsValid(tup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("type with OID %u does not exist", type)));
-	typ = (Form_pg_type) GETSTRUCT(tup);
-	pseudo = typ->typtype == TYPTYPE_PSEUDO;
-	binary_io = OidIsValid(typ->typsend) && OidIsValid(typ->typreceive);
-	ReleaseSysCache(tup);
-
-	if (pseudo)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s cannot be of pseudo-type %s", what, format_type_be(type))));
-	if (!binary_io)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("%s cannot be of type %s", what, format_type_be(type)),
-				 errdetail("State types need binary send and receive functions.")));
-	/* As CREATE TABLE does for a column's type. */
-	if (pg_type_aclcheck(type, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
-		aclcheck_error_type(ACLCHECK_NO_PRIV, type);
 }
 
 static Oid
@@ -165,10 +128,10 @@ state_create_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("state TTL is not supported yet"),
 				 errhint("Create the state without ttl.")));
-	check_state_type(desc.key_type, "a state key");
-	check_state_type(desc.value_type, "a state value");
+	state_ops_check_type(desc.key_type, "a state key");
+	state_ops_check_type(desc.value_type, "a state value");
 	if (desc.kind == STATE_KIND_MAP)
-		check_state_type(desc.map_key_type, "a map key");
+		state_ops_check_type(desc.map_key_type, "a map key");
 	if (desc.kind == STATE_KIND_REDUCING)
 		reducer_check_type(desc.reducer, desc.value_type);
 
