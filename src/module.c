@@ -46,6 +46,7 @@ static object_access_hook_type prev_object_access_hook = NULL;
 
 /* A database whose states go when the dropping transaction commits. */
 static Oid	pending_drop_dbid = InvalidOid;
+static Oid	pending_renamed_role = InvalidOid;
 
 static void
 state_backend_shmem_request(void)
@@ -76,6 +77,21 @@ state_backend_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Record the current name of a role altered by this transaction. */
+static void
+note_role_name(void)
+{
+	Oid			role = pending_renamed_role;
+	const char *name;
+
+	pending_renamed_role = InvalidOid;
+	if (!OidIsValid(role))
+		return;
+	name = GetUserNameFromId(role, true);
+	if (name != NULL)
+		registry_set_owner_name(role, name);
+}
+
 /*
  * A type that a state holds, or a role that owns a state or has access to
  * one, cannot be dropped, and the attributes of a row type that a state's
@@ -100,6 +116,14 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 			registry_check_type_unused(rowtype, true);
 		return;
 	}
+	/* A role renamed (or otherwise altered): its states' owner name */
+	if (classId == AuthIdRelationId && access == OAT_POST_ALTER)
+	{
+		if (pending_renamed_role != objectId)
+			note_role_name();
+		pending_renamed_role = objectId;
+		return;
+	}
 	if (access != OAT_DROP)
 		return;
 	if (classId == TypeRelationId)
@@ -119,6 +143,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+			note_role_name();
 			if (OidIsValid(pending_drop_dbid))
 			{
 				Oid			dbid = pending_drop_dbid;
@@ -130,6 +155,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pending_drop_dbid = InvalidOid;
+			pending_renamed_role = InvalidOid;
 			break;
 		default:
 			break;

@@ -439,6 +439,24 @@ registry_check_type_unused(Oid type, bool altering)
 }
 
 /*
+ * registry_set_owner_name records a role's new name in the states it owns,
+ * so that snapshots name their owners as they are called now.
+ */
+void
+registry_set_owner_name(Oid role, const char *name)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		if (d->id != 0 && d->owner == role)
+			namestrcpy(&d->owner_name, name);
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/*
  * registry_check_role_unused raises dependent_objects_still_exist when a
  * role owns a state or holds a grant on one, in any database.
  */

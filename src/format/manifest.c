@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include "access/xlog.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -95,6 +96,7 @@ manifest_build(SnapshotWriter *w)
 	appendStringInfo(m, "snapshot_id " INT64_FORMAT "\n", w->id);
 	appendStringInfo(m, "format %s\n", w->format == SNAPSHOT_NATIVE ? "native" : "canonical");
 	appendStringInfo(m, "server_version_num %d\n", PG_VERSION_NUM);
+	appendStringInfo(m, "system_identifier " UINT64_FORMAT "\n", GetSystemIdentifier());
 	appendStringInfo(m, "key_groups %d\n", w->key_groups);
 	appendStringInfo(m, "created %s\n", timestamptz_to_str(GetCurrentTimestamp()));
 	for (int i = 0; i < w->ndbs; i++)
@@ -373,6 +375,8 @@ snapshot_read_manifest(const SnapshotSource *src)
 			m->format = strcmp(rest, "canonical") == 0 ? SNAPSHOT_CANONICAL : SNAPSHOT_NATIVE;
 		else if (strcmp(word, "server_version_num") == 0)
 			m->server_version_num = atoi(rest);
+		else if (strcmp(word, "system_identifier") == 0)
+			m->system_identifier = strtou64(rest, NULL, 10);
 		else if (strcmp(word, "key_groups") == 0)
 			m->key_groups = atoi(rest);
 		else if (strcmp(word, "database") == 0)

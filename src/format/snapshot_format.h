@@ -46,6 +46,8 @@ typedef struct SnapshotManifest
 	int64		id;
 	SnapshotFormat format;
 	int			server_version_num;
+	uint64		system_identifier;	/* of the cluster that took it; 0 if
+									 * the MANIFEST does not say */
 	int			key_groups;
 	int			nstates;
 	SnapshotState *states;

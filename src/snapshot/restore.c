@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -142,22 +143,42 @@ resolve_types(StateDesc *d, bool native)
 	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
 }
 
-/* Map the owner and grants to roles of this cluster. */
+/*
+ * resolve_roles maps a restored state's owner and grants to roles of this
+ * cluster.  A snapshot of this cluster (same system identifier) names
+ * roles by OID, which renames do not change; the owner named by the
+ * snapshot's OID is kept if that role still exists.  A snapshot of another
+ * cluster names the owner by name, and its grants, whose OIDs mean nothing
+ * here, are dropped.  An owner not found becomes the restoring role, and
+ * so does any owner the restoring role could not have created the state
+ * as: a restore gives no role more than it could do itself.
+ */
 static void
-resolve_roles(StateDesc *d)
+resolve_roles(StateDesc *d, bool same_cluster)
 {
-	Oid			owner = get_role_oid(NameStr(d->owner_name), true);
+	Oid			owner = InvalidOid;
 	int			n = 0;
 
-	if (!OidIsValid(owner))
-	{
+	if (same_cluster && SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->owner)))
+		owner = d->owner;
+	else if (!same_cluster)
+		owner = get_role_oid(NameStr(d->owner_name), true);
+	if (!OidIsValid(owner) || !has_privs_of_role(GetUserId(), owner))
 		owner = GetUserId();
-		namestrcpy(&d->owner_name, GetUserNameFromId(owner, false));
-	}
 	d->owner = owner;
+	namestrcpy(&d->owner_name, GetUserNameFromId(owner, false));
+
 	for (int g = 0; g < d->ngrants; g++)
-		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->grants[g].role)))
+		if (same_cluster &&
+			SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->grants[g].role)))
 			d->grants[n++] = d->grants[g];
+	if (n < d->ngrants)
+		ereport(NOTICE,
+				(errmsg("%d grants of state \"%s\" were not restored",
+						d->ngrants - n, NameStr(d->name)),
+				 errdetail(same_cluster ? "Their roles no longer exist." :
+						   "The snapshot was taken by another cluster, whose role OIDs mean nothing here."),
+				 errhint("Grant them again with state.grant_access().")));
 	d->ngrants = n;
 }
 
@@ -298,7 +319,7 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		if (!trust_oids)
 		{
 			resolve_types(d, m->format == SNAPSHOT_NATIVE);
-			resolve_roles(d);
+			resolve_roles(d, m->system_identifier == GetSystemIdentifier());
 		}
 		d->backend = backend_override >= 0 ? backend_override : backend;
 		d->dbid = target_dbid;

@@ -11,6 +11,9 @@
 # - Who may restore: a native snapshot from a path only a superuser; a
 #   member of pg_read_server_files a canonical one, and the server's own
 #   checkpoints under state_backend.checkpoint_dir.
+# - Roles: by OID from this cluster's snapshots (renames change nothing),
+#   by name and without grants from another cluster's, and never a state
+#   owned by a role the restoring role is not.
 
 use strict;
 use warnings;
@@ -157,6 +160,61 @@ is($node->safe_psql('postgres', $read_all), $expected,
 	'a checkpoint of this server restores for pg_read_server_files');
 $r = sql_error($node, "SET ROLE reader; SELECT state.restore('$chkroot/../base')");
 is($r->{sqlstate}, '42501', 'a path that climbs out of the checkpoint directory is not one');
+
+# Roles on restore.  A snapshot of this cluster names roles by OID, so a
+# rename changes nothing; one of another cluster by name, without grants.
+# No restore makes a state owned by a role the restoring role is not.
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE old;
+CREATE ROLE other;
+GRANT USAGE ON SCHEMA state TO old, other;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA state TO old, other;
+SET ROLE old;
+SELECT state.create_state('owned', 'value', 'int', 'int');
+SELECT state.value_set('owned', 1, 7);
+SELECT state.grant_access('owned', 'other', 'read');
+});
+my $owner_of = q{SELECT owner FROM state.states WHERE name = 'owned'};
+my $before = "$tmp/roles_before";
+$node->safe_psql('postgres',
+	"SELECT state.wait_snapshot(state.snapshot('$before', 'canonical'))");
+$node->safe_psql('postgres', 'ALTER ROLE old RENAME TO new; CREATE ROLE old;');
+is($node->safe_psql('postgres', $owner_of), 'new', 'the owner is renamed');
+$node->safe_psql('postgres', "SELECT state.restore('$before')");
+is($node->safe_psql('postgres', $owner_of), 'new',
+	'same cluster: the owner is the role, not whoever took its old name');
+is($node->safe_psql('postgres', q{SET ROLE other; SELECT state.value_get('owned', 1, 0)}),
+	'7', 'same cluster: the grant is kept');
+
+my $after = "$tmp/roles_after";
+$node->safe_psql('postgres',
+	"SELECT state.wait_snapshot(state.snapshot('$after', 'canonical'))");
+is(manifest_state($after, 'owned')->{owner}, 'new', 'a snapshot names the owner as it is called now');
+
+# The same snapshot, as another cluster's.
+my $foreign = "$tmp/roles_foreign";
+copy_dir($after, $foreign);
+write_manifest($foreign,
+	map { s/^system_identifier \d+/system_identifier 1/r } read_manifest($foreign));
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT state.restore('$foreign')");
+is($ret, 0, 'another cluster\'s snapshot restores');
+like($err, qr/1 grants of state "owned" were not restored/, 'a notice says its grants were left out');
+is($node->safe_psql('postgres', $owner_of), 'new', 'another cluster: the owner found by name');
+is(sql_error($node, q{SET ROLE other; SELECT state.value_get('owned', 1, 0)})->{sqlstate},
+	'42501', 'another cluster: no grant by a meaningless OID');
+
+# A MANIFEST crafted to hand a state to the bootstrap superuser, with a
+# grant to another role, restored by a role that is neither.
+my $crafted = "$tmp/roles_crafted";
+copy_dir($before, $crafted);
+write_manifest($crafted,
+	map { /^state .*name=owned / ? s/ owner=\S+ owner_oid=\d+/ owner=postgres owner_oid=10/r : $_ }
+	  read_manifest($crafted));
+$node->safe_psql('postgres', "SET ROLE reader; SELECT state.restore('$crafted')");
+is($node->safe_psql('postgres', $owner_of), 'reader',
+	'a restore by a role that is not the owner makes the state its own');
+$node->safe_psql('postgres', 'SELECT state.restore(\'' . $before . '\')');
 
 is(join("\n", log_crashes($node, $log_offset)), '', 'no process crashed');
 $node->stop;
