@@ -20,6 +20,7 @@ OBJS = \
 	src/common/key_group.o \
 	src/common/fold.o \
 	src/common/progress.o \
+	src/common/membuf.o \
 	src/ipc/channel.o \
 	src/catalog/registry.o \
 	src/format/records.o \

@@ -230,6 +230,20 @@ SELECT state.value_get('hd_e', 1, NULL::hd_mood);
 SELECT state.drop_state('hd_e');
 DROP TYPE hd_mood;
 
+---------------------------------------------------------------- request sizes
+-- A value too large for the state worker to hold is refused with
+-- program_limit_exceeded, and the worker serves on (it used to run out of
+-- memory and exit, failing every session's rocksdb calls).
+SELECT pid AS worker_pid FROM pg_stat_activity
+ WHERE backend_type = 'state_backend worker' \gset
+SELECT state.create_state('hd_huge', 'value', 'int', 'text', backend => 'rocksdb');
+SELECT hd_error($$SELECT state.value_set('hd_huge', 1, repeat('x', 1073741800))$$);
+SELECT state.value_set('hd_huge', 1, 'small');
+SELECT state.value_get('hd_huge', 1, ''::text);
+SELECT pid = :worker_pid AS same_worker FROM pg_stat_activity
+ WHERE backend_type = 'state_backend worker';
+SELECT state.drop_state('hd_huge');
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

@@ -11,11 +11,11 @@
 #include "postgres.h"
 
 #include "storage/shmem.h"
-#include "utils/memutils.h"
 
 #include "backend/heap_table.h"
 #include "common/area.h"
 #include "common/key_group.h"
+#include "common/membuf.h"
 #include "common/settings.h"
 
 #define HEAP_INITIAL_SLOTS		64
@@ -157,42 +157,14 @@ heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part)
 }
 
 /*
- * heap_state_buffer_room makes room for n more bytes at the end of buf and
- * returns true, or returns false, raising nothing, when local memory is
- * short or buf would pass 1 GB: it is called under partition locks.
- */
-bool
-heap_state_buffer_room(StringInfo buf, Size n)
-{
-	Size		need = (Size) buf->len + n + 1;
-	Size		newlen;
-	char	   *p;
-
-	if (need <= (Size) buf->maxlen)
-		return true;
-	if (need > MaxAllocSize)
-		return false;
-	newlen = Min(Max(need, 2 * (Size) buf->maxlen), MaxAllocSize);
-	p = MemoryContextAllocExtended(GetMemoryChunkContext(buf->data), newlen,
-								   MCXT_ALLOC_NO_OOM);
-	if (p == NULL)
-		return false;
-	memcpy(p, buf->data, (Size) buf->len + 1);
-	pfree(buf->data);
-	buf->data = p;
-	buf->maxlen = (int) newlen;
-	return true;
-}
-
-/*
- * heap_state_copy_room is heap_state_buffer_room for a copy out of a
- * partition: when there is no room it releases the partition's lock and
- * raises out_of_memory.
+ * heap_state_copy_room makes room for a copy of n bytes out of a partition
+ * (common/membuf.h, which raises nothing); when there is none it releases
+ * the partition's lock and raises out_of_memory.
  */
 void
 heap_state_copy_room(const HeapPartition *part, StringInfo buf, Size n)
 {
-	if (likely(heap_state_buffer_room(buf, n)))
+	if (likely(membuf_room(buf, n)))
 		return;
 	heap_state_unlock(part);
 	ereport(ERROR,

@@ -72,7 +72,6 @@ extern int	heap_state_key_group_partitions(int key_group, int *parts);
 extern int	heap_state_entry_key_group(const HeapEntry *e, int partition);
 extern bool heap_state_partition_done_after(int key_group);
 extern void heap_state_unlock(const HeapPartition *part);
-extern bool heap_state_buffer_room(StringInfo buf, Size n);
 extern void heap_state_copy_room(const HeapPartition *part, StringInfo buf, Size n);
 extern void heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part);
 extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);

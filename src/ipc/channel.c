@@ -30,10 +30,19 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "common/membuf.h"
 #include "common/settings.h"
 #include "ipc/channel.h"
 
 #define CHANNEL_RING_SIZE		(32 * 1024)
+
+/*
+ * The largest payload of a request: the worker holds a whole request in
+ * one buffer, which cannot pass 1 GB.  Buffers that grew past
+ * CHANNEL_KEEP_BUFFER for one large message are given back afterwards.
+ */
+#define CHANNEL_MAX_PAYLOAD		(MaxAllocSize - 64 * 1024)
+#define CHANNEL_KEEP_BUFFER		(1024 * 1024)
 
 typedef struct ChannelRing
 {
@@ -436,6 +445,12 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	RequestHeader hdr;
 	ChannelWait w;
 
+	if (len > CHANNEL_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("request of %u bytes is too large for the state worker", len),
+				 errdetail("A key and value sent to a rocksdb state may take at most %zu bytes.",
+						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
 
 	/*
@@ -641,6 +656,7 @@ typedef struct WorkerSlot
 	int			in_off;			/* start of the next unread message in "in" */
 	StringInfoData out;			/* reply bytes not yet in the ring */
 	int			out_off;
+	uint64		skip;			/* bytes of a refused request still in the ring */
 } WorkerSlot;
 
 static WorkerSlot *wslots = NULL;
@@ -713,18 +729,106 @@ worker_wake_client(ChannelSlot *s)
 		SetLatch(latch);
 }
 
-/* Append a reply to a slot's pending output. */
+/*
+ * Append a reply to a slot's pending output.  A reply that the worker has
+ * no memory for becomes an error reply: the worker raises nothing here.
+ */
 static void
 worker_add_reply(WorkerSlot *ws, uint32 seq, int sqlerrcode, const char *data, uint32 len)
 {
+	static const char too_large[] = "reply too large for the state worker's memory";
 	ReplyHeader hdr;
 
+	if (!membuf_room(&ws->out, sizeof(hdr) + (Size) len))
+	{
+		sqlerrcode = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		data = too_large;
+		len = sizeof(too_large) - 1;
+		enlargeStringInfo(&ws->out, sizeof(hdr) + len);
+	}
 	hdr.len = len;
 	hdr.seq = seq;
 	hdr.sqlerrcode = sqlerrcode;
 	appendBinaryStringInfo(&ws->out, (const char *) &hdr, sizeof(hdr));
 	if (len > 0)
 		appendBinaryStringInfo(&ws->out, data, len);
+}
+
+/*
+ * worker_refuse answers the request at the front of a slot's input with
+ * program_limit_exceeded, without holding it: what of it is taken is
+ * dropped, and the rest is dropped from the ring as it comes.
+ */
+static void
+worker_refuse(WorkerSlot *ws, const RequestHeader *hdr)
+{
+	char		msg[128];
+	Size		held = (Size) (ws->in.len - ws->in_off) - sizeof(RequestHeader);
+
+	snprintf(msg, sizeof(msg), "the state worker has no memory for a request of %u bytes",
+			 hdr->len);
+	worker_add_reply(ws, hdr->seq, ERRCODE_PROGRAM_LIMIT_EXCEEDED, msg, strlen(msg));
+	ws->skip = (uint64) hdr->len - Min(held, (Size) hdr->len);
+	resetStringInfo(&ws->in);
+	ws->in_off = 0;
+}
+
+/*
+ * worker_take moves a slot's request bytes from its ring into its input
+ * buffer: as many as there is memory for, the whole of a request once its
+ * header is in, raising nothing.  A request whose bytes cannot be held is
+ * refused.
+ */
+static void
+worker_take(ChannelSlot *s, WorkerSlot *ws)
+{
+	uint64		avail = ring_used(&s->req);
+	Size		room;
+
+	if (ws->skip > 0 && avail > 0)
+	{
+		uint64		n = Min(avail, ws->skip);
+
+		ring_consume(&s->req, n);
+		ws->skip -= n;
+		avail -= n;
+	}
+	if (avail > 0)
+	{
+		/* Keep only what is not yet run, at the front. */
+		if (ws->in_off > 0)
+		{
+			memmove(ws->in.data, ws->in.data + ws->in_off, ws->in.len - ws->in_off);
+			ws->in.len -= ws->in_off;
+			ws->in_off = 0;
+		}
+		if (ws->in.len >= (int) sizeof(RequestHeader))
+		{
+			RequestHeader hdr;
+			Size		whole;
+
+			memcpy(&hdr, ws->in.data, sizeof(hdr));
+			whole = sizeof(hdr) + (Size) hdr.len;
+			if ((Size) ws->in.len < whole &&
+				(hdr.len > CHANNEL_MAX_PAYLOAD ||
+				 !membuf_room(&ws->in, whole - (Size) ws->in.len)))
+			{
+				worker_refuse(ws, &hdr);
+				worker_take(s, ws);
+				return;
+			}
+		}
+		room = membuf_room(&ws->in, avail) ? avail :
+			(Size) (ws->in.maxlen - ws->in.len - 1);
+		room = Min(room, avail);
+		ring_peek(&s->req, 0, ws->in.data + ws->in.len, room);
+		ring_consume(&s->req, room);
+		ws->in.len += room;
+		ws->in.data[ws->in.len] = '\0';
+	}
+	pg_memory_barrier();	/* tail before client_waiting: no lost wakeup */
+	if (pg_atomic_read_u32(&s->client_waiting))
+		worker_wake_client(s);
 }
 
 /* Move pending replies into the ring; returns whether all fit. */
@@ -747,6 +851,7 @@ worker_flush_replies(ChannelSlot *s, WorkerSlot *ws)
 	pg_atomic_write_u32(&s->worker_blocked, 0);
 	resetStringInfo(&ws->out);
 	ws->out_off = 0;
+	membuf_shrink(&ws->out, CHANNEL_KEEP_BUFFER);
 	return true;
 }
 
@@ -756,6 +861,7 @@ worker_resync(ChannelSlot *s, WorkerSlot *ws, uint32 gen)
 {
 	resetStringInfo(&ws->in);
 	ws->in_off = 0;
+	ws->skip = 0;
 	resetStringInfo(&ws->out);
 	ws->out_off = 0;
 	pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
@@ -846,20 +952,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		if (avail == 0 && ws->in_off >= ws->in.len)
 			continue;
 		if (avail > 0)
-		{
-			if (ws->in_off > 0 && ws->in_off == ws->in.len)
-			{
-				resetStringInfo(&ws->in);
-				ws->in_off = 0;
-			}
-			enlargeStringInfo(&ws->in, avail);
-			ring_peek(&s->req, 0, ws->in.data + ws->in.len, avail);
-			ring_consume(&s->req, avail);
-			ws->in.len += avail;
-			pg_memory_barrier();	/* tail before client_waiting: no lost wakeup */
-			if (pg_atomic_read_u32(&s->client_waiting))
-				worker_wake_client(s);
-		}
+			worker_take(s, ws);
 
 		while (done < budget)
 		{
@@ -887,6 +980,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		{
 			resetStringInfo(&ws->in);
 			ws->in_off = 0;
+			membuf_shrink(&ws->in, CHANNEL_KEEP_BUFFER);
 		}
 		else if (done == budget)
 			more = true;
