@@ -138,31 +138,44 @@ state_worker_on_exit(int code, Datum arg)
 	rocks_close();
 }
 
-/* A checkpoint (a snapshot under checkpoint_dir), written right away. */
+/*
+ * A checkpoint (a snapshot under checkpoint_dir), written right away.  One
+ * that cannot start because another snapshot runs is not needed: that one
+ * is written first.  A final one that fails is reported loudly and noted
+ * for the next start (snapshot/checkpoint.c).
+ */
 static void
-state_worker_checkpoint(const char *why)
+state_worker_checkpoint(bool final)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	volatile int64 id = 0;
+	SnapshotInfo info;
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return;
 	PG_TRY();
 	{
-		(void) snapshot_request(NULL, SNAPSHOT_NATIVE);
+		id = snapshot_request(NULL, SNAPSHOT_NATIVE);
 	}
 	PG_CATCH();
 	{
-		/* One is already running: it will do. */
+		ErrorData  *edata;
+
 		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
+		edata = CopyErrorData();
 		FlushErrorState();
 		LWLockReleaseAll();
-		return;
+		if (final && edata->sqlerrcode != ERRCODE_OBJECT_IN_USE)
+			checkpoint_final_failed(0, edata->message);
+		else
+			ereport(LOG, (errmsg("state_backend checkpoint not started: %s", edata->message)));
+		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	ereport(DEBUG1, (errmsg("state_backend %s checkpoint", why)));
 	while (snapshot_run_pending())
 		;
+	if (final && id != 0 && snapshot_get(id, &info) && info.status != SNAPSHOT_COMPLETED)
+		checkpoint_final_failed(id, info.error[0] ? info.error : snapshot_status_name(info.status));
 }
 
 /*
@@ -268,7 +281,7 @@ state_worker_main(Datum main_arg)
 			TimestampDifferenceExceeds(last_checkpoint, GetCurrentTimestamp(),
 									   state_backend_checkpoint_interval_s * 1000))
 		{
-			state_worker_checkpoint("periodic");
+			state_worker_checkpoint(false);
 			last_checkpoint = GetCurrentTimestamp();
 		}
 	}
@@ -277,7 +290,7 @@ state_worker_main(Datum main_arg)
 	while (snapshot_run_pending())
 		;
 	state_worker_wait_for_sessions();
-	state_worker_checkpoint("final");
+	state_worker_checkpoint(true);
 
 	/* Exit code 1: the postmaster restarts the worker unless the server stops. */
 	proc_exit(1);

@@ -5,8 +5,7 @@
  *		so that it outlives its creator, and mapped once per process.
  *
  * What lives in it is up to its users: the heap table (backend/
- * heap_backend.c), the descriptors of a snapshot's cut and snapshots kept
- * in memory (snapshot/snapshot_control.c).
+ * heap_backend.c) and snapshots kept in memory (snapshot/snapshot_control.c).
  */
 #include "postgres.h"
 

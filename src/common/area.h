@@ -1,8 +1,8 @@
 /*
  * common/area.h
  *		The extension's dynamic shared memory area: heap states live in it,
- *		and so do the snapshot driver's cut descriptors and the snapshots
- *		kept in shared memory.  Bounded by state_backend.memory_limit.
+ *		and so do the snapshots kept in shared memory.  Bounded by
+ *		state_backend.memory_limit.
  */
 #ifndef STATE_BACKEND_AREA_H
 #define STATE_BACKEND_AREA_H

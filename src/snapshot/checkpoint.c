@@ -14,12 +14,75 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "common/file_perm.h"
 #include "storage/fd.h"
 
 #include "backend/keyed_backend.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
 #include "snapshot/checkpoint.h"
+
+/*
+ * Where a failed final checkpoint is noted, in the data directory, until a
+ * later checkpoint completes: the next start must not come up on older
+ * state without saying so.
+ */
+#define FINAL_FAILED_DIR	"pg_state_backend"
+#define FINAL_FAILED_FILE	FINAL_FAILED_DIR "/final_checkpoint_failed"
+
+/*
+ * checkpoint_final_failed reports that the checkpoint taken at shutdown
+ * failed, loudly, and notes it for the next start.
+ */
+void
+checkpoint_final_failed(int64 id, const char *error)
+{
+	int64		newest;
+	char	   *dir = checkpoint_newest(state_backend_checkpoint_dir, &newest);
+	char	   *note;
+	FILE	   *f;
+
+	note = dir ? psprintf("final checkpoint " INT64_FORMAT " failed: %s; the newest complete checkpoint is %s",
+						  id, error, dir) :
+		psprintf("final checkpoint " INT64_FORMAT " failed: %s; there is no complete checkpoint",
+				 id, error);
+	ereport(WARNING,
+			(errmsg("state_backend could not write its final checkpoint: heap states written since the last checkpoint will be lost"),
+			 errdetail("%s.", note),
+			 errhint("Free the checkpoint directory's disk, then restart; or start the server and restore what was lost from your own copy. The next start reports this again.")));
+	(void) pg_mkdir_p(FINAL_FAILED_DIR, pg_dir_create_mode);
+	f = AllocateFile(FINAL_FAILED_FILE, "w");
+	if (f != NULL)
+	{
+		fprintf(f, "%s\n", note);
+		FreeFile(f);
+	}
+}
+
+/*
+ * checkpoint_warn_final_failed is called at start: if the last shutdown's
+ * final checkpoint failed, say so, since the heap states just loaded (from
+ * loaded_dir, or none) miss what was written after it.
+ */
+void
+checkpoint_warn_final_failed(const char *loaded_dir)
+{
+	char		note[1024];
+	FILE	   *f = AllocateFile(FINAL_FAILED_FILE, "r");
+
+	if (f == NULL)
+		return;
+	if (fgets(note, sizeof(note), f) == NULL)
+		note[0] = '\0';
+	FreeFile(f);
+	note[strcspn(note, "\n")] = '\0';
+	ereport(WARNING,
+			(errmsg("state_backend's final checkpoint at the last shutdown failed: heap states were loaded from %s and miss what was written after it",
+					loaded_dir ? loaded_dir : "no checkpoint"),
+			 errdetail("%s.", note),
+			 errhint("This is reported at every start until a checkpoint completes (remove \"%s\" to stop it).",
+					 FINAL_FAILED_FILE)));
+}
 
 /* checkpoint_path returns the directory of checkpoint id (palloc'd). */
 char *
@@ -176,6 +239,11 @@ checkpoint_retain(int64 newest_id)
 	int			n;
 	const KeyedStateBackend *const *all;
 
+	/* A checkpoint completed: a failed final one no longer matters. */
+	if (unlink(FINAL_FAILED_FILE) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove \"%s\": %m", FINAL_FAILED_FILE)));
 	s.newest = newest_id;
 	s.cap = 16;
 	s.ncomplete = 0;

@@ -504,6 +504,7 @@ restore_on_start(uint32 kept_backends)
 	if (!state_backend_restore_on_start)
 		return;
 	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+	checkpoint_warn_final_failed(dir);
 	if (dir == NULL)
 		return;
 

@@ -41,8 +41,7 @@ typedef struct SnapshotControl
 	bool		picked;			/* the worker took it */
 	bool		cancel_requested;
 	bool		is_checkpoint;
-	dsa_pointer descs;			/* StateDesc[ndescs], copied at the cut */
-	int			ndescs;
+	int			ndescs;			/* in cut_descs, copied at the cut */
 	Latch	   *worker_latch;
 	SnapshotInfo history[SNAPSHOT_HISTORY];
 	MemorySnapshot memory[SNAPSHOT_MEMORY_KEPT];
@@ -50,10 +49,23 @@ typedef struct SnapshotControl
 
 static SnapshotControl *ctl = NULL;
 
+/*
+ * The descriptors of the running snapshot's cut, state_backend.max_states
+ * of them, in static shared memory: snapshots must not compete with state
+ * for the area, or a full area could not be saved.
+ */
+static StateDesc *cut_descs = NULL;
+
+static Size
+cut_descs_size(void)
+{
+	return mul_size(sizeof(StateDesc), state_backend_max_states);
+}
+
 Size
 snapshot_control_shmem_size(void)
 {
-	return sizeof(SnapshotControl);
+	return add_size(sizeof(SnapshotControl), cut_descs_size());
 }
 
 void
@@ -67,6 +79,7 @@ snapshot_control_shmem_init(void)
 		memset(ctl, 0, sizeof(SnapshotControl));
 		ctl->next_id = 1;
 	}
+	cut_descs = ShmemInitStruct("state_backend snapshot descriptors", cut_descs_size(), &found);
 }
 
 static LWLock *
@@ -249,15 +262,14 @@ snapshot_control_keep_memory(int64 id, const char *image, Size len)
 int
 snapshot_running_descs(int64 id, StateDesc **descs)
 {
-	dsa_area   *area = state_area();
 	int			n = 0;
 
 	LWLockAcquire(control_lock(), LW_SHARED);
-	if (ctl->running_id == id && DsaPointerIsValid(ctl->descs))
+	if (ctl->running_id == id)
 	{
 		n = ctl->ndescs;
 		*descs = palloc(sizeof(StateDesc) * Max(n, 1));
-		memcpy(*descs, dsa_get_address(area, ctl->descs), sizeof(StateDesc) * n);
+		memcpy(*descs, cut_descs, sizeof(StateDesc) * n);
 	}
 	LWLockRelease(control_lock());
 	return n;
@@ -331,14 +343,13 @@ snapshot_bump_next_id(int64 id)
 }
 
 /*
- * snapshot_control_finish records how snapshot id ended and frees its cut's
- * descriptors: no snapshot runs any more.
+ * snapshot_control_finish records how snapshot id ended: no snapshot runs
+ * any more.
  */
 void
 snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 bytes,
 						int sqlerrcode, const char *error)
 {
-	dsa_area   *area = state_area();
 	SnapshotInfo *info;
 
 	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
@@ -353,9 +364,7 @@ snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 by
 		if (error)
 			strlcpy(info->error, error, sizeof(info->error));
 	}
-	if (DsaPointerIsValid(ctl->descs))
-		dsa_free(area, ctl->descs);
-	ctl->descs = InvalidDsaPointer;
+	ctl->ndescs = 0;
 	ctl->running_id = 0;
 	ctl->picked = false;
 	LWLockRelease(control_lock());
@@ -363,14 +372,15 @@ snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 by
 
 /*
  * snapshot_control_begin starts snapshot id, whose cut "cut" makes (the
- * backends' instants, then at_cut copying descriptors into descs): under
- * the snapshot lock, so that nobody sees it half made.  ndescs_out is where
- * the cut stores how many descriptors it copied.
+ * backends' instants, then at_cut copying descriptors into the array
+ * snapshot_control_cut_descs gives): under the snapshot lock, so that
+ * nobody sees it half made.  ndescs is where the cut stores how many
+ * descriptors it copied.
  */
 void
 snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
-					   bool checkpoint, dsa_pointer descs,
-					   void (*cut) (void *arg), void *arg, const int *ndescs)
+					   bool checkpoint, void (*cut) (void *arg), void *arg,
+					   const int *ndescs)
 {
 	SnapshotInfo *info;
 
@@ -380,7 +390,6 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	ctl->picked = false;
 	ctl->cancel_requested = false;
 	ctl->is_checkpoint = checkpoint;
-	ctl->descs = descs;
 	ctl->ndescs = *ndescs;
 
 	info = history_slot(id);
@@ -400,6 +409,17 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	if (ctl->worker_latch)
 		SetLatch(ctl->worker_latch);
 	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_cut_descs is where the cut of the snapshot being started
+ * copies the descriptors: room for state_backend.max_states of them.  Only
+ * one snapshot runs at a time.
+ */
+StateDesc *
+snapshot_control_cut_descs(void)
+{
+	return cut_descs;
 }
 
 /*
@@ -446,8 +466,7 @@ snapshot_control_pick(SnapshotJob *job)
 	job->is_checkpoint = ctl->is_checkpoint;
 	job->info = *history_slot(job->id);
 	job->descs = palloc(sizeof(StateDesc) * Max(job->ndescs, 1));
-	memcpy(job->descs, dsa_get_address(state_area(), ctl->descs),
-		   sizeof(StateDesc) * job->ndescs);
+	memcpy(job->descs, cut_descs, sizeof(StateDesc) * job->ndescs);
 	LWLockRelease(control_lock());
 	return true;
 }

@@ -68,8 +68,9 @@ extern void snapshot_worker_attach(void);
 extern void snapshot_check_cancel(void);
 extern void snapshot_bump_next_id(int64 id);
 extern int64 snapshot_control_reserve(void);
+extern StateDesc *snapshot_control_cut_descs(void);
 extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
-								   bool checkpoint, dsa_pointer descs,
+								   bool checkpoint,
 								   void (*cut) (void *arg), void *arg,
 								   const int *ndescs);
 extern bool snapshot_control_pick(SnapshotJob *job);

@@ -29,7 +29,6 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
-#include "common/area.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "ipc/channel.h"
@@ -95,36 +94,26 @@ release_backends(int64 id)
 int64
 snapshot_request(const char *path, SnapshotFormat format)
 {
-	dsa_area   *area = state_area();
 	volatile int64 id = 0;
-	dsa_pointer descs;
 	CutContext	cut;
 	int			n;
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
 	bool		checkpoint = (path == NULL && state_backend_checkpoint_dir[0] != '\0');
 
-	descs = dsa_allocate_extended(area, sizeof(StateDesc) * state_backend_max_states,
-								  DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
-	if (!DsaPointerIsValid(descs))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("out of state memory"),
-				 errdetail("A snapshot needs room for the descriptors of every state.")));
 	PG_TRY();
 	{
 		id = snapshot_control_reserve();
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->prepare)
 				all[i]->snapshot->prepare(id);
-		cut.descs = dsa_get_address(area, descs);
+		cut.descs = snapshot_control_cut_descs();
 		cut.n = 0;
 		cut.done = false;
 		cut.id = id;
-		snapshot_control_begin(id, path, format, checkpoint, descs, cut_backends, &cut, &cut.n);
+		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n);
 	}
 	PG_CATCH();
 	{
-		dsa_free(area, descs);
 		if (id != 0)
 			release_backends(id);
 		PG_RE_THROW();
