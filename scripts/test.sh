@@ -16,6 +16,8 @@
 #                                the TAP tests (default 1500)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900)
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
+#   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
+#                                disk-full test (set here when run as root)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -91,9 +93,18 @@ stop_servers() {
 		fi
 	done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
 }
+# A small filesystem for the disk-full tests (test/t/011_disk_full.pl):
+# a 1 MB tmpfs, when this runs as root and may mount one; without it
+# that test is skipped and says why.
+SMALL_FS=$WORK/small_fs
+mkdir -p "$SMALL_FS"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m,mode=0777 state_backend_small "$SMALL_FS" 2>/dev/null; then
+	export STATE_BACKEND_SMALL_FS=$SMALL_FS
+fi
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	stop_servers
+	if [ -n "${STATE_BACKEND_SMALL_FS:-}" ]; then umount "$SMALL_FS" 2>/dev/null || true; fi
 	if [ "${STATE_BACKEND_KEEP:-0}" = 1 ]; then
 		echo "test.sh: kept $WORK"
 	else

@@ -56,6 +56,7 @@ typedef struct StateOut
 struct SnapshotWriter
 {
 	char	   *dir;			/* NULL: in memory */
+	bool		made_dir;		/* dir was made by this writer */
 	int64		id;
 	SnapshotFormat format;
 	int			key_groups;

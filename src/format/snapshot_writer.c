@@ -99,24 +99,6 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 	w->by_id = hash_create("snapshot states", Max(ndescs, 16), &ctl,
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
-	if (w->dir)
-	{
-		struct stat st;
-
-		if (stat(w->dir, &st) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_FILE),
-					 errmsg("snapshot path \"%s\" already exists", w->dir)));
-		make_dir(w->dir);
-		for (int i = 0; i < ndbs; i++)
-		{
-			char		path[MAXPGPATH];
-
-			snprintf(path, sizeof(path), "%s/db-%u", w->dir, dboids[i]);
-			make_dir(path);
-		}
-	}
-
 	for (int i = 0; i < ndescs; i++)
 	{
 		StateOut   *so = &w->states[i];
@@ -130,9 +112,43 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 		so->vfd = -1;
 		ref = hash_search(w->by_id, &descs[i].id, HASH_ENTER, &found);
 		ref->n = i;
-		if (!so->native)
-			open_state_file(w, so);
 	}
+
+	if (w->dir)
+	{
+		struct stat st;
+
+		if (stat(w->dir, &st) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_FILE),
+					 errmsg("snapshot path \"%s\" already exists", w->dir)));
+	}
+
+	/* From the directory on, a failure removes whatever was made. */
+	PG_TRY();
+	{
+		if (w->dir)
+		{
+			make_dir(w->dir);
+			w->made_dir = true;
+			for (int i = 0; i < ndbs; i++)
+			{
+				char		path[MAXPGPATH];
+
+				snprintf(path, sizeof(path), "%s/db-%u", w->dir, dboids[i]);
+				make_dir(path);
+			}
+		}
+		for (int i = 0; i < ndescs; i++)
+			if (!w->states[i].native)
+				open_state_file(w, &w->states[i]);
+	}
+	PG_CATCH();
+	{
+		snapshot_writer_abort(w);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return w;
 }
 
@@ -346,7 +362,8 @@ snapshot_writer_memory_image(SnapshotWriter *w, Size *len)
 
 /*
  * snapshot_writer_abort closes what is open and removes a partial snapshot
- * directory.  It never raises an error: it runs while one is handled.
+ * directory (only one the writer made).  It never raises an error: it runs
+ * while one is handled.
  */
 void
 snapshot_writer_abort(SnapshotWriter *w)
@@ -357,6 +374,7 @@ snapshot_writer_abort(SnapshotWriter *w)
 			FileClose(w->states[i].vfd);
 			w->states[i].vfd = -1;
 		}
-	if (w->dir)
+	if (w->dir && w->made_dir)
 		(void) rmtree(w->dir, true);
+	w->made_dir = false;
 }
