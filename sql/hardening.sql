@@ -244,6 +244,11 @@ SELECT pid = :worker_pid AS same_worker FROM pg_stat_activity
  WHERE backend_type = 'state_backend worker';
 SELECT state.drop_state('hd_huge');
 
+---------------------------------------------------------------- list element types
+-- list_get returns a list as an array of its element type: a type with no
+-- array type of its own (an array type) cannot be a list's element type.
+SELECT hd_error($$SELECT state.create_state('hd_la', 'list', 'int', 'int[]')$$);
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

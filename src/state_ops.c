@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "backend/keyed_backend.h"
@@ -58,6 +59,23 @@ state_ops_check_type(Oid type, const char *what)
 	/* As CREATE TABLE does for a column's type. */
 	if (pg_type_aclcheck(type, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		aclcheck_error_type(ACLCHECK_NO_PRIV, type);
+}
+
+/*
+ * state_ops_check_list_type refuses a list state's element type when
+ * list_get could not return the elements: as an array of the type, which
+ * must have one (arrays and some others have no array type of their own).
+ */
+void
+state_ops_check_list_type(Oid type)
+{
+	if (!OidIsValid(get_array_type(type)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a list state cannot hold values of type %s", format_type_be(type)),
+				 errdetail("list_get returns a list as an array, and type %s has no array type.",
+						   format_type_be(type)),
+				 errhint("Keep arrays in a value state, or wrap them in a composite type.")));
 }
 
 /* Remove a marked state's data, then free its slot. */

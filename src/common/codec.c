@@ -131,6 +131,14 @@ codec_encode(const TypeCodec *codec, Datum value, StringInfo buf)
 	}
 }
 
+static pg_attribute_noreturn() void
+codec_image_damaged(const TypeCodec *codec)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("damaged image of a value of type %s", format_type_be(codec->typid))));
+}
+
 static Datum
 codec_decode_composite(const TypeCodec *codec, const char *image, uint32 len)
 {
@@ -149,15 +157,15 @@ codec_decode_composite(const TypeCodec *codec, const char *image, uint32 len)
 		if (TupleDescAttr(codec->tupdesc, i)->attisdropped)
 			continue;
 		if (p >= end)
-			elog(ERROR, "truncated composite image");
+			codec_image_damaged(codec);
 		if (*p++ != 0)
 			continue;
 		if (end - p < (ptrdiff_t) sizeof(uint32))
-			elog(ERROR, "truncated composite image");
+			codec_image_damaged(codec);
 		memcpy(&alen, p, sizeof(uint32));
 		p += sizeof(uint32);
 		if ((uint32) (end - p) < alen)
-			elog(ERROR, "truncated composite image");
+			codec_image_damaged(codec);
 		values[i] = codec_decode(&codec->atts[i], p, alen);
 		nulls[i] = false;
 		p += alen;

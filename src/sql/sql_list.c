@@ -111,8 +111,9 @@ state_list_get(PG_FUNCTION_ARGS)
 		astate = accumArrayResult(astate, codec_decode(codec, elem, len),
 								  false, codec->typid, CurrentMemoryContext);
 	if (r != RECORD_END)
-		elog(ERROR, "state_backend: the list of state \"%s\" is damaged",
-			 NameStr(call->desc.name));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the list of state \"%s\" is damaged", NameStr(call->desc.name))));
 	arrtype = get_array_type(codec->typid);
 	return state_call_result_datum(call, makeArrayResult(astate, CurrentMemoryContext),
 								   arrtype, ARG_VALUE, restype);

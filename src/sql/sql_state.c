@@ -134,6 +134,8 @@ state_create_state(PG_FUNCTION_ARGS)
 		state_ops_check_type(desc.map_key_type, "a map key");
 	if (desc.kind == STATE_KIND_REDUCING)
 		reducer_check_type(desc.reducer, desc.value_type);
+	if (desc.kind == STATE_KIND_LIST)
+		state_ops_check_list_type(desc.value_type);
 
 	codec_describe_type(desc.key_type, &desc.types[STATE_TYPE_KEY]);
 	codec_describe_type(desc.value_type, &desc.types[STATE_TYPE_VALUE]);
