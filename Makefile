@@ -2,7 +2,8 @@
 #
 #   make && make install          build and install (as root)
 #   make installcheck             pg_regress suite on a throwaway server that
-#                                 preloads the library, then the TAP tests
+#                                 preloads the library, the isolation specs
+#                                 (specs/) on another, then the TAP tests
 #   make installcheck-rocksdb     the same pg_regress suite again, with
 #                                 state_backend.backend = rocksdb as default
 # Run the servers as an unprivileged user; scripts/test.sh does all of it.
@@ -63,6 +64,11 @@ REGRESS_ROCKSDB_OPTS = --temp-instance=tmp_check_rocksdb \
 	--temp-config=$(srcdir)/test/regress-rocksdb.conf \
 	--outputdir=output_rocksdb --dbname=$(CONTRIB_TESTDB)
 
+# Interleavings of sessions (specs/): lock ordering around drop, restore,
+# snapshot and writes.
+ISOLATION = lock_order
+ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
+
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
@@ -81,4 +87,4 @@ include $(PGXS)
 installcheck-rocksdb: submake $(REGRESS_PREP)
 	$(pg_regress_installcheck) $(REGRESS_ROCKSDB_OPTS) $(REGRESS)
 
-EXTRA_CLEAN += tmp_check_rocksdb output_rocksdb
+EXTRA_CLEAN += tmp_check_rocksdb output_rocksdb tmp_check_iso output_iso

@@ -25,7 +25,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown -R postgres: "$WORK"
 	RUN=(runuser -u postgres -- "${RUN[@]}" HOME="$(getent passwd postgres | cut -d: -f6)")
 fi
-cd "$WORK" && "${RUN[@]}" make -s with_llvm=no REGRESS= PROVE_TESTS=test/t/012_fuzz.pl \
+cd "$WORK" && "${RUN[@]}" make -s with_llvm=no REGRESS= ISOLATION= PROVE_TESTS=test/t/012_fuzz.pl \
 	PROVE_FLAGS=-v installcheck
 rc=$?
 [ "$rc" -ne 0 ] && [ -f tmp_check/log/regress_log_012_fuzz ] &&

@@ -2,7 +2,8 @@
 # scripts/test.sh: build and install state_backend, then run the whole suite:
 # the pg_regress tests (sql/, expected/) twice, with the default backend
 # (memory, test/regress.conf) and with state_backend.backend = rocksdb
-# (test/regress-rocksdb.conf, `make installcheck-rocksdb`), the TAP tests
+# (test/regress-rocksdb.conf, `make installcheck-rocksdb`), the isolation
+# specs (specs/, with the first pass), the TAP tests
 # (test/t/) and, when present, the benchmark harness's smoke mode (bench/smoke).
 #
 #   scripts/test.sh          as root, or as a user with sudo
@@ -138,6 +139,10 @@ run_regress() {
 			note "regression.diffs ($label)"
 			head -n 3000 "$SRC/$outdir/regression.diffs"
 		fi
+		if [ "$target" = installcheck ] && [ -s "$SRC/output_iso/regression.diffs" ]; then
+			note "regression.diffs (isolation specs)"
+			head -n 3000 "$SRC/output_iso/regression.diffs"
+		fi
 		if [ -s "$SRC/$outdir/log/postmaster.log" ]; then
 			note "server log ($label, last 40 lines)"
 			tail -n 40 "$SRC/$outdir/log/postmaster.log"
@@ -161,7 +166,7 @@ else
 	note "TAP tests (test/t/*.pl) as $RUNNER"
 	log=$WORK/tap.out
 	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
-		make "${MAKEVARS[@]}" REGRESS= installcheck) 2>&1 | tee "$log"
+		make "${MAKEVARS[@]}" REGRESS= ISOLATION= installcheck) 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 124 ] && echo "TAP tests: timed out after ${TEST_TIMEOUT}s"
 	# prove's summary: "Files=F, Tests=T, ..." and, on failure, one
