@@ -189,6 +189,7 @@ snapshot_memory_image(int64 id, Size *len)
 {
 	dsa_area   *area = state_area();
 	char	   *copy = NULL;
+	bool		failed = false;
 
 	LWLockAcquire(control_lock(), LW_SHARED);
 	for (int i = 0; i < SNAPSHOT_MEMORY_KEPT; i++)
@@ -197,13 +198,22 @@ snapshot_memory_image(int64 id, Size *len)
 
 		if (ms->id == id && DsaPointerIsValid(ms->image))
 		{
-			copy = palloc_extended(ms->len, MCXT_ALLOC_HUGE);
-			memcpy(copy, dsa_get_address(area, ms->image), ms->len);
+			/* No error under the lock: a failed allocation is raised below. */
 			*len = ms->len;
+			copy = palloc_extended(ms->len, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+			if (copy != NULL)
+				memcpy(copy, dsa_get_address(area, ms->image), ms->len);
+			else
+				failed = true;
 			break;
 		}
 	}
 	LWLockRelease(control_lock());
+	if (failed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Failed to copy a snapshot of %zu bytes out of shared memory.", *len)));
 	return copy;
 }
 
@@ -264,11 +274,11 @@ snapshot_running_descs(int64 id, StateDesc **descs)
 {
 	int			n = 0;
 
+	*descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
 	LWLockAcquire(control_lock(), LW_SHARED);
 	if (ctl->running_id == id)
 	{
 		n = ctl->ndescs;
-		*descs = palloc(sizeof(StateDesc) * Max(n, 1));
 		memcpy(*descs, cut_descs, sizeof(StateDesc) * n);
 	}
 	LWLockRelease(control_lock());
@@ -454,19 +464,30 @@ snapshot_control_reserve(void)
 bool
 snapshot_control_pick(SnapshotJob *job)
 {
+	int			n;
+
+	/* Allocate with no lock held: see how many descriptors there are. */
+	LWLockAcquire(control_lock(), LW_SHARED);
+	n = (ctl->running_id == 0 || ctl->picked) ? -1 : ctl->ndescs;
+	LWLockRelease(control_lock());
+	if (n < 0)
+		return false;
+	job->descs = palloc(sizeof(StateDesc) * Max(n, 1));
+
 	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	if (ctl->running_id == 0 || ctl->picked)
+	if (ctl->running_id == 0 || ctl->picked || ctl->ndescs != n)
 	{
+		/* Only the worker picks, so this does not happen; be safe anyway. */
 		LWLockRelease(control_lock());
+		pfree(job->descs);
 		return false;
 	}
 	ctl->picked = true;
 	job->id = ctl->running_id;
-	job->ndescs = ctl->ndescs;
+	job->ndescs = n;
 	job->is_checkpoint = ctl->is_checkpoint;
 	job->info = *history_slot(job->id);
-	job->descs = palloc(sizeof(StateDesc) * Max(job->ndescs, 1));
-	memcpy(job->descs, cut_descs, sizeof(StateDesc) * job->ndescs);
+	memcpy(job->descs, cut_descs, sizeof(StateDesc) * n);
 	LWLockRelease(control_lock());
 	return true;
 }
