@@ -586,7 +586,10 @@ heap_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn,
 	if (!heap_get(st, key, &img))
 		return;
 	while (record_next_pair(img.data, img.len, &off, &pair) == RECORD_OK)
+	{
 		fn(arg, pair.key, pair.keylen, pair.value, pair.vallen);
+		CHECK_FOR_INTERRUPTS();
+	}
 	pfree(img.data);
 }
 

@@ -69,7 +69,10 @@ heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *
 		LWLockRelease(lock);
 
 		while (record_next_pair(buf.data, buf.len, &off, &pair) == RECORD_OK)
+		{
 			fn(arg, pair.key, pair.keylen, pair.value, pair.vallen);
+			CHECK_FOR_INTERRUPTS();
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(buf.data);

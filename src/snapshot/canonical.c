@@ -50,6 +50,7 @@ static void
 convert_datum(TypeCodec *codec, bool to_canonical, const char *img, uint32 len,
 			  StringInfo out)
 {
+	CHECK_FOR_INTERRUPTS();
 	if (to_canonical)
 	{
 		Datum		d = codec_decode(codec, img, len);

@@ -5,6 +5,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 
@@ -108,8 +109,11 @@ state_list_get(PG_FUNCTION_ARGS)
 
 	astate = initArrayResult(codec->typid, CurrentMemoryContext, false);
 	while ((r = record_next_elem(call->buf.data, call->buf.len, &off, &elem, &len)) == RECORD_OK)
+	{
 		astate = accumArrayResult(astate, codec_decode(codec, elem, len),
 								  false, codec->typid, CurrentMemoryContext);
+		CHECK_FOR_INTERRUPTS();
+	}
 	if (r != RECORD_END)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
