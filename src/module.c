@@ -19,9 +19,11 @@
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 #include "backend/heap_table.h"
 #include "backend/keyed_backend.h"
@@ -46,7 +48,7 @@ static object_access_hook_type prev_object_access_hook = NULL;
 
 /* A database whose states go when the dropping transaction commits. */
 static Oid	pending_drop_dbid = InvalidOid;
-static Oid	pending_renamed_role = InvalidOid;
+static List *pending_altered_roles = NIL;	/* in TopTransactionContext */
 
 static void
 state_backend_shmem_request(void)
@@ -77,19 +79,21 @@ state_backend_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Record the current name of a role altered by this transaction. */
+/* Record the names, as committed, of the roles this transaction altered. */
 static void
-note_role_name(void)
+note_role_names(void)
 {
-	Oid			role = pending_renamed_role;
-	const char *name;
+	ListCell   *lc;
 
-	pending_renamed_role = InvalidOid;
-	if (!OidIsValid(role))
-		return;
-	name = GetUserNameFromId(role, true);
-	if (name != NULL)
-		registry_set_owner_name(role, name);
+	foreach(lc, pending_altered_roles)
+	{
+		Oid			role = lfirst_oid(lc);
+		const char *name = GetUserNameFromId(role, true);
+
+		if (name != NULL)
+			registry_set_owner_name(role, name);
+	}
+	pending_altered_roles = NIL;
 }
 
 /*
@@ -119,9 +123,10 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 	/* A role renamed (or otherwise altered): its states' owner name */
 	if (classId == AuthIdRelationId && access == OAT_POST_ALTER)
 	{
-		if (pending_renamed_role != objectId)
-			note_role_name();
-		pending_renamed_role = objectId;
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		pending_altered_roles = list_append_unique_oid(pending_altered_roles, objectId);
+		MemoryContextSwitchTo(old);
 		return;
 	}
 	if (access != OAT_DROP)
@@ -143,7 +148,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			note_role_name();
+			note_role_names();
 			if (OidIsValid(pending_drop_dbid))
 			{
 				Oid			dbid = pending_drop_dbid;
@@ -152,10 +157,17 @@ state_backend_xact_callback(XactEvent event, void *arg)
 				state_ops_drop_database(dbid);
 			}
 			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/*
+			 * A prepared transaction commits later, elsewhere: its renames
+			 * are noted when the role is next altered.
+			 */
+			pending_altered_roles = NIL;
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			pending_drop_dbid = InvalidOid;
-			pending_renamed_role = InvalidOid;
+			pending_altered_roles = NIL;
 			break;
 		default:
 			break;

@@ -139,10 +139,11 @@ state_worker_on_exit(int code, Datum arg)
 }
 
 /*
- * A checkpoint (a snapshot under checkpoint_dir), written right away.  One
- * that cannot start because another snapshot runs is not needed: that one
- * is written first.  A final one that fails is reported loudly and noted
- * for the next start (snapshot/checkpoint.c).
+ * A checkpoint (a snapshot under checkpoint_dir), written right away.  A
+ * periodic one that cannot start because another snapshot runs waits for
+ * the next period; the final one waits for that snapshot to end.  A final
+ * one that fails is reported loudly and noted for the next start
+ * (snapshot/checkpoint.c).
  */
 static void
 state_worker_checkpoint(bool final)
@@ -153,6 +154,10 @@ state_worker_checkpoint(bool final)
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return;
+	/* The final one must be written: let a running snapshot end first. */
+	if (final)
+		while (snapshot_run_pending())
+			;
 	PG_TRY();
 	{
 		id = snapshot_request(NULL, SNAPSHOT_NATIVE);
@@ -165,7 +170,7 @@ state_worker_checkpoint(bool final)
 		edata = CopyErrorData();
 		FlushErrorState();
 		LWLockReleaseAll();
-		if (final && edata->sqlerrcode != ERRCODE_OBJECT_IN_USE)
+		if (final)
 			checkpoint_final_failed(0, edata->message);
 		else
 			ereport(LOG, (errmsg("state_backend checkpoint not started: %s", edata->message)));

@@ -12,14 +12,12 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/relation.h"
 #include "access/tupmacs.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
-#include "utils/rel.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 #include "utils/lsyscache.h"
@@ -406,17 +404,20 @@ codec_type_contains(Oid type, Oid inner)
 		found = codec_type_contains(get_multirange_range(type), inner);
 	else if (typ->typtype == TYPTYPE_COMPOSITE && OidIsValid(typ->typrelid))
 	{
-		Relation	rel = relation_open(typ->typrelid, AccessShareLock);
-		TupleDesc	desc = RelationGetDescr(rel);
-
-		for (int i = 0; i < desc->natts && !found; i++)
+		/* The attributes from the catalog cache: no lock on the relation. */
+		for (AttrNumber a = 1; !found; a++)
 		{
-			Form_pg_attribute att = TupleDescAttr(desc, i);
+			HeapTuple	atup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(typ->typrelid),
+											   Int16GetDatum(a));
+			Form_pg_attribute att;
 
+			if (!HeapTupleIsValid(atup))
+				break;
+			att = (Form_pg_attribute) GETSTRUCT(atup);
 			if (!att->attisdropped)
 				found = codec_type_contains(att->atttypid, inner);
+			ReleaseSysCache(atup);
 		}
-		relation_close(rel, AccessShareLock);
 	}
 	ReleaseSysCache(tup);
 	return found;

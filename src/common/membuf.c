@@ -44,12 +44,16 @@ void
 membuf_shrink(StringInfo buf, Size keep)
 {
 	MemoryContext cxt;
+	char	   *small;
 
 	if (buf->len != 0 || (Size) buf->maxlen <= keep)
 		return;
 	cxt = GetMemoryChunkContext(buf->data);
+	small = MemoryContextAllocExtended(cxt, 1024, MCXT_ALLOC_NO_OOM);
+	if (small == NULL)
+		return;					/* keep the large one */
 	pfree(buf->data);
-	buf->data = MemoryContextAlloc(cxt, 1024);
+	buf->data = small;
 	buf->maxlen = 1024;
 	buf->data[0] = '\0';
 	buf->cursor = 0;

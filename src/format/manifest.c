@@ -13,6 +13,7 @@
 
 #include "access/xlog.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "format/format_internal.h"
@@ -241,6 +242,36 @@ state_types_ok(const StateDesc *d)
 	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
 }
 
+/* A state's name within its database, as a hash key. */
+typedef struct StateNameKey
+{
+	Oid			dbid;
+	NameData	name;
+} StateNameKey;
+
+/* A set of keys of one size (a hash table of keys only). */
+static HTAB *
+manifest_set(const char *what, Size keysize)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = keysize;
+	ctl.entrysize = keysize;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create(what, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* Add a key to a set; false if it was there already. */
+static bool
+manifest_note_unique(HTAB *set, const void *key)
+{
+	bool		found;
+
+	(void) hash_search(set, key, HASH_ENTER, &found);
+	return !found;
+}
+
 /*
  * check_manifest refuses a MANIFEST whose states contradict each other or
  * their kinds: a database listed twice, a state of no listed database, two
@@ -250,6 +281,10 @@ state_types_ok(const StateDesc *d)
 static void
 check_manifest(SrcFile *f, SnapshotManifest *m)
 {
+	HTAB	   *ids = manifest_set("MANIFEST state ids", sizeof(uint32));
+	HTAB	   *names = manifest_set("MANIFEST state names", sizeof(StateNameKey));
+	StateNameKey name;
+
 	for (int d = 0; d < m->ndbs; d++)
 		for (int e = 0; e < d; e++)
 			if (m->db_oids[e] == m->db_oids[d] || strcmp(m->db_names[e], m->db_names[d]) == 0)
@@ -269,15 +304,18 @@ check_manifest(SrcFile *f, SnapshotManifest *m)
 			snapshot_file_corrupt(f, 0, "The MANIFEST has a state of a database it does not list.");
 		if (!state_types_ok(&st->desc))
 			snapshot_file_corrupt(f, 0, "The MANIFEST has a state without the types or reducer its kind needs.");
-		for (int j = 0; j < i; j++)
-		{
-			const StateDesc *o = &m->states[j].desc;
-
-			if (o->id == st->desc.id ||
-				(o->dbid == st->desc.dbid && strcmp(NameStr(o->name), NameStr(st->desc.name)) == 0))
-				snapshot_file_corrupt(f, 0, "The MANIFEST has two states of one id, or of one name in a database.");
-		}
+		if (st->native && m->format != SNAPSHOT_NATIVE)
+			snapshot_file_corrupt(f, 0, "The MANIFEST of a canonical snapshot lists a backend's native files.");
+		if (!manifest_note_unique(ids, &st->desc.id))
+			snapshot_file_corrupt(f, 0, "The MANIFEST has two states of one id.");
+		memset(&name, 0, sizeof(name));
+		name.dbid = st->desc.dbid;
+		name.name = st->desc.name;
+		if (!manifest_note_unique(names, &name))
+			snapshot_file_corrupt(f, 0, "The MANIFEST has two states of one name in a database.");
 	}
+	hash_destroy(ids);
+	hash_destroy(names);
 }
 
 /*

@@ -38,7 +38,7 @@ typedef struct StateOutRef
 static void
 make_dir(const char *path)
 {
-	if (MakePGDirectory(path) != 0 && errno != EEXIST)
+	if (MakePGDirectory(path) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not create snapshot directory \"%s\": %m", path)));

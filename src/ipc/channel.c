@@ -98,6 +98,7 @@ static ChannelSlot *my_slot = NULL;
 static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
+static uint32 sending_call = 0;	/* seq of a round trip being written, or 0 */
 static uint32 last_generation = 0;	/* the worker of the last request */
 
 /* The first error of a posted request taken while sending (see below). */
@@ -354,7 +355,8 @@ channel_resync(void)
  * channel_drain_replies takes the whole replies waiting in the reply ring
  * while the session waits for room to send.  Only errors of posted
  * requests (and stale replies) can be there, since a round trip reads its
- * reply before the next request; if the session did not take them, the
+ * reply before the next request (but for the reply of the call being
+ * written, which is left where it is); if the session did not take them, the
  * worker, blocked on a full reply ring, would stop taking requests and
  * both would wait.  The first error is raised at the next round trip.
  */
@@ -371,6 +373,8 @@ channel_drain_replies(void)
 		ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 		if (used < sizeof(hdr) + hdr.len)
 			return;				/* only whole replies */
+		if (sending_call != 0 && hdr.seq == sending_call)
+			return;				/* the answer of the call being sent, left for it */
 		if (hdr.sqlerrcode != 0 && deferred_code == 0 &&
 			(int32) (hdr.seq - error_floor) > 0)
 		{
@@ -479,8 +483,15 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 		channel_drain_replies();
 		channel_wait(&w);
 	}
+	/*
+	 * The worker may answer a call before it has all of it (a request it
+	 * cannot hold is refused at once): that answer stays in the ring for
+	 * channel_read_reply while the rest is written.
+	 */
+	sending_call = want_reply ? hdr.seq : 0;
 	channel_write((const char *) &hdr, sizeof(hdr), &w);
 	channel_write(payload, len, &w);
+	sending_call = 0;
 	pg_atomic_write_u32(&my_slot->dirty, 0);	/* the whole message is in */
 	*sent_generation = w.generation;
 	return hdr.seq;
@@ -744,7 +755,13 @@ worker_add_reply(WorkerSlot *ws, uint32 seq, int sqlerrcode, const char *data, u
 		sqlerrcode = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		data = too_large;
 		len = sizeof(too_large) - 1;
-		enlargeStringInfo(&ws->out, sizeof(hdr) + len);
+		if (!membuf_room(&ws->out, sizeof(hdr) + len))
+		{
+			/* Not even that: the session's call times out instead. */
+			ereport(LOG,
+					(errmsg("state_backend worker dropped a reply: out of memory")));
+			return;
+		}
 	}
 	hdr.len = len;
 	hdr.seq = seq;

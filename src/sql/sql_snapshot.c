@@ -64,22 +64,23 @@ check_path_privilege(Oid role, const char *what)
 }
 
 /*
- * path_in_checkpoint_dir tells whether a (canonical) path lies in
- * state_backend.checkpoint_dir, where only the server writes.
+ * path_in_checkpoint_dir tells whether a path lies in
+ * state_backend.checkpoint_dir, where only the server writes: both resolved
+ * (symbolic links and "..") to what they name on disk.
  */
 static bool
 path_in_checkpoint_dir(const char *path)
 {
 	char		dir[MAXPGPATH];
+	char		target[MAXPGPATH];
 	size_t		len;
 
 	if (state_backend_checkpoint_dir[0] == '\0' ||
-		!is_absolute_path(state_backend_checkpoint_dir))
+		realpath(state_backend_checkpoint_dir, dir) == NULL ||
+		realpath(path, target) == NULL)
 		return false;
-	strlcpy(dir, state_backend_checkpoint_dir, sizeof(dir));
-	canonicalize_path(dir);
 	len = strlen(dir);
-	return strncmp(path, dir, len) == 0 && (path[len] == '/' || path[len] == '\0');
+	return strncmp(target, dir, len) == 0 && (target[len] == '/' || target[len] == '\0');
 }
 
 static SnapshotFormat
@@ -309,7 +310,6 @@ state_restore(PG_FUNCTION_ARGS)
 
 		check_path_privilege(ROLE_PG_READ_SERVER_FILES, "read");
 		src.dir = path;
-		src.trusted = path_in_checkpoint_dir(path);
 		if (!snapshot_dir_is_complete(path))
 		{
 			int64		id;
@@ -319,6 +319,7 @@ state_restore(PG_FUNCTION_ARGS)
 				src.dir = newest;
 		}
 		src.name = src.dir;
+		src.trusted = path_in_checkpoint_dir(src.dir);
 	}
 	PG_RETURN_INT64(restore_into_database(&src, from_db, backend));
 }

@@ -139,6 +139,18 @@ is(worker_pid($node), $worker, 'the state worker lives on');
 	refused($dir, 'a state without a value type');
 }
 
+# A canonical MANIFEST cannot smuggle in a backend's native files, which
+# are loaded without the receive functions.
+{
+	my $canon = "$tmp/canonical_native";
+	$node->safe_psql('postgres',
+		"SELECT state.wait_snapshot(state.snapshot('$canon', 'canonical'))");
+	write_manifest($canon,
+		map { /^state .*name=mp / ? s/ file=(\S+)\.kg / file=$1.sst.lst /r : $_ }
+		  read_manifest($canon));
+	refused($canon, 'a canonical MANIFEST listing native files');
+}
+
 # Who may restore what.
 my $canonical = "$tmp/canonical";
 $node->safe_psql('postgres',
