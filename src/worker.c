@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "pgstat.h"
@@ -203,6 +204,36 @@ state_worker_wait_for_sessions(void)
 }
 
 /*
+ * On a standby the worker serves nothing until the server is promoted
+ * (sessions get read_only_sql_transaction meanwhile): its states would be
+ * stale.  Returns whether the server was in recovery.
+ */
+static bool
+state_worker_wait_for_promotion(void)
+{
+	bool		waited = false;
+
+	while (RecoveryInProgress())
+	{
+		if (!waited)
+			ereport(LOG,
+					(errmsg("state_backend worker waits for the end of recovery: states are not served on a standby")));
+		waited = true;
+		if (ShutdownRequestPending)
+			proc_exit(1);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 200L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	return waited;
+}
+
+/*
  * state_worker_main is the worker's body: set up and restore, then wait on
  * the latch for snapshot requests, checkpoint times and reloads until
  * asked to stop.
@@ -217,9 +248,19 @@ state_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
+	channel_worker_begin();
+
 	/* No database: shared catalogs only (database names, roles). */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "state_backend worker");
+
+	/*
+	 * A promoted standby's rocksdb directory is a copy of a running
+	 * primary's files: set it aside, so that every state, rocksdb ones
+	 * included, comes from the newest checkpoint.
+	 */
+	if (state_worker_wait_for_promotion())
+		rocks_set_aside();
 
 	(void) state_area();
 	snapshot_worker_attach();

@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+
 #include "storage/lwlock.h"
 
 #include "common/locks.h"
@@ -56,4 +58,24 @@ state_backend_check_loaded(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("state_backend must be loaded via shared_preload_libraries"),
 				 errhint("Add 'state_backend' to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/*
+ * state_backend_check_available raises an error unless states may be used
+ * in this session: the library preloaded, and the server not in recovery.
+ * A standby's states would be stale (heap states from a checkpoint, a
+ * rocksdb directory copied from a running primary), so none is served
+ * until the server is promoted and the state worker has loaded the newest
+ * checkpoint.
+ */
+void
+state_backend_check_available(void)
+{
+	state_backend_check_loaded();
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("states are not available during recovery"),
+				 errdetail("This server is a standby, or is still recovering: its states could be stale."),
+				 errhint("Use the primary. When this server is promoted, its states are loaded from the newest checkpoint.")));
 }

@@ -27,5 +27,6 @@ extern LWLock *state_backend_lock(int n);
 
 extern void state_backend_mark_loaded(void);
 extern void state_backend_check_loaded(void);
+extern void state_backend_check_available(void);
 
 #endif							/* STATE_BACKEND_LOCKS_H */

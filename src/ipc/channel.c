@@ -671,6 +671,7 @@ typedef struct WorkerSlot
 } WorkerSlot;
 
 static WorkerSlot *wslots = NULL;
+static bool worker_process = false;	/* this is the state worker */
 
 static void worker_wake_client(ChannelSlot *s);
 
@@ -714,12 +715,22 @@ channel_worker_heartbeat(void)
 		pg_atomic_fetch_add_u64(&channel->heartbeat, 1);
 }
 
-/* channel_is_worker tells whether this process serves the channel. */
+/*
+ * channel_worker_begin marks this process as the state worker, from its
+ * start: what it would ask the worker (a restore at server start, before it
+ * serves the channel) it does itself.
+ */
+void
+channel_worker_begin(void)
+{
+	worker_process = true;
+}
+
+/* channel_is_worker tells whether this process is the state worker. */
 bool
 channel_is_worker(void)
 {
-	return channel != NULL && wslots != NULL &&
-		pg_atomic_read_u32(&channel->worker_pid) == (uint32) MyProcPid;
+	return worker_process;
 }
 
 void

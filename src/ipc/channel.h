@@ -59,6 +59,7 @@ extern void channel_forget_pending(void);
  */
 typedef bool (*ChannelHandler) (ChannelOp op, const char *payload, uint32 len,
 								StringInfo reply);
+extern void channel_worker_begin(void);
 extern void channel_worker_attach(void);
 extern void channel_worker_detach(void);
 extern void channel_worker_heartbeat(void);

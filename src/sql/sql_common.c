@@ -93,7 +93,7 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	char	   *name = state_call_name_arg(fcinfo);
 	uint64		version;
 
-	state_backend_check_loaded();
+	state_backend_check_available();
 	if (call == NULL)
 	{
 		MemoryContext fn_mcxt = fcinfo->flinfo->fn_mcxt;

@@ -71,16 +71,25 @@ check_path_privilege(Oid role, const char *what)
 static bool
 path_in_checkpoint_dir(const char *path)
 {
-	char		dir[MAXPGPATH];
-	char		target[MAXPGPATH];
-	size_t		len;
+	char	   *dir;
+	char	   *target;
+	bool		inside = false;
 
-	if (state_backend_checkpoint_dir[0] == '\0' ||
-		realpath(state_backend_checkpoint_dir, dir) == NULL ||
-		realpath(path, target) == NULL)
+	if (state_backend_checkpoint_dir[0] == '\0')
 		return false;
-	len = strlen(dir);
-	return strncmp(target, dir, len) == 0 && (target[len] == '/' || target[len] == '\0');
+	/* realpath() with NULL allocates what the path needs (malloc). */
+	dir = realpath(state_backend_checkpoint_dir, NULL);
+	target = realpath(path, NULL);
+	if (dir != NULL && target != NULL)
+	{
+		size_t		len = strlen(dir);
+
+		inside = strncmp(target, dir, len) == 0 &&
+			(target[len] == '/' || target[len] == '\0');
+	}
+	free(dir);
+	free(target);
+	return inside;
 }
 
 static SnapshotFormat
@@ -123,7 +132,7 @@ state_snapshot(PG_FUNCTION_ARGS)
 	char	   *path = NULL;
 	SnapshotFormat format;
 
-	state_backend_check_loaded();
+	state_backend_check_available();
 	format = parse_format(PG_ARGISNULL(1) ? "native" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	if (!PG_ARGISNULL(0))
 	{
@@ -262,7 +271,7 @@ state_cancel_snapshot(PG_FUNCTION_ARGS)
 {
 	int64		id = PG_GETARG_INT64(0);
 
-	state_backend_check_loaded();
+	state_backend_check_available();
 	(void) snapshot_info_or_error(id);
 	PG_RETURN_BOOL(snapshot_cancel(id));
 }
@@ -281,7 +290,7 @@ state_restore(PG_FUNCTION_ARGS)
 	int			backend = -1;
 	char	   *from_db = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 
-	state_backend_check_loaded();
+	state_backend_check_available();
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -82,7 +82,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	char	   *name = state_call_name_arg(fcinfo);
 	StateDesc	desc;
 
-	state_backend_check_loaded();
+	state_backend_check_available();
 	memset(&desc, 0, sizeof(desc));
 
 	if (name[0] == '\0')
@@ -157,6 +157,8 @@ state_drop_state(PG_FUNCTION_ARGS)
 	StateDesc	desc;
 	int			slot;
 
+	state_backend_check_available();
+
 	/* A concurrent drop between lookup and drop counts as "not there". */
 	if (registry_lookup(name, &desc, &slot))
 	{
@@ -181,6 +183,8 @@ state_states(PG_FUNCTION_ARGS)
 	StateDesc  *descs;
 	int		   *slots;
 	int			n;
+
+	state_backend_check_available();
 
 	InitMaterializedSRF(fcinfo, 0);
 	n = registry_list(MyDatabaseId, &descs, &slots);
@@ -320,6 +324,7 @@ set_grant(FunctionCallInfo fcinfo, bool grant)
 	StateDesc	desc;
 	int			slot;
 
+	state_backend_check_available();
 	/* regrole takes any number as a role OID: it must name a role. */
 	if (!OidIsValid(role) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
 		ereport(ERROR,

@@ -29,7 +29,8 @@ our @EXPORT = qw(
 
 our $WORKER_TYPE = 'state_backend worker';
 
-# new_state_node($name, preload => 1, conf => "extra lines", extension => 1)
+# new_state_node($name, preload => 1, conf => "extra lines", extension => 1,
+#                init => { allows_streaming => 1 })
 #
 # A fresh cluster that preloads the library (unless preload => 0), started,
 # with the extension created in database "postgres" (unless extension => 0).
@@ -40,7 +41,7 @@ sub new_state_node
 	my $extension = exists $opts{extension} ? $opts{extension} : $preload;
 
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%{ $opts{init} // {} });
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'state_backend'\n")
 	  if $preload;

@@ -16,6 +16,7 @@ extern bool rocks_open_existing(void);
 extern void rocks_close(void);
 extern void rocks_apply_settings(void);
 extern bool rocks_adopt_states(void);
+extern void rocks_set_aside(void);
 extern void rocks_sync_registry(void);
 
 /* Requests of sessions, served by the worker. */

@@ -211,6 +211,35 @@ rocks_dir_exists(void)
 }
 
 /*
+ * rocks_set_aside moves the instance's directory out of the way, unopened,
+ * to <rocksdb_dir>.set-aside (replacing an older one there): after a
+ * standby's promotion, what the directory holds is the copy pg_basebackup
+ * took of a running primary's files, not a consistent instance, and
+ * rocksdb states are loaded from the newest checkpoint instead.
+ */
+void
+rocks_set_aside(void)
+{
+	char		aside[MAXPGPATH];
+	struct stat st;
+
+	Assert(rocks.db == NULL);
+	if (!rocks_dir_exists())
+		return;
+	snprintf(aside, sizeof(aside), "%s.set-aside", state_backend_rocksdb_dir);
+	if (stat(aside, &st) == 0)
+		(void) rmtree(aside, true);
+	if (rename(state_backend_rocksdb_dir, aside) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename \"%s\" to \"%s\": %m",
+						state_backend_rocksdb_dir, aside)));
+	ereport(LOG,
+			(errmsg("state_backend set the rocksdb directory aside as \"%s\": on a promoted standby it is a copy of the primary's, and rocksdb states are loaded from the newest checkpoint",
+					aside)));
+}
+
+/*
  * rocks_open opens (creating if need be) the instance with every column
  * family it has.
  */
