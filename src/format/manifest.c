@@ -338,12 +338,15 @@ read_checked_text(const SnapshotSource *src, SrcFile *f)
 	text[f->size] = '\0';
 	snapshot_file_close(f);
 
+	if (strlen(text) != (size_t) f->size)
+		snapshot_file_corrupt(f, strlen(text), "The MANIFEST holds a NUL byte.");
 	crcline = f->size > 0 ? text + f->size - 1 : text;
 	if (f->size < 2 || *crcline != '\n')
 		snapshot_file_corrupt(f, f->size, "The MANIFEST does not end with its checksum.");
 	*crcline = '\0';
 	crcline = strrchr(text, '\n');
-	if (crcline == NULL || sscanf(crcline + 1, "crc32c %8X", &crc) != 1)
+	if (crcline == NULL || sscanf(crcline + 1, "crc32c %8X", &crc) != 1 ||
+		strcmp(crcline + 1, psprintf("crc32c %08X", crc)) != 0)
 		snapshot_file_corrupt(f, crcline ? crcline - text + 1 : 0, "The MANIFEST does not end with its checksum.");
 	if (kg_crc(text, crcline + 1 - text) != (pg_crc32c) crc)
 		snapshot_file_corrupt(f, crcline - text + 1, "The MANIFEST checksum does not match its contents.");

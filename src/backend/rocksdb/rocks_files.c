@@ -316,6 +316,9 @@ read_list(const char *path)
 	text.data[text.len - 1] = '\n';
 	if (last == NULL || sscanf(last + 1, "crc32c %X", &want) != 1)
 		list_corrupt(path, "The file has no checksum line.");
+	/* Exactly as written: every byte of the file is checked. */
+	if (strcmp(last + 1, psprintf("crc32c %08X\n", want)) != 0)
+		list_corrupt(path, "Its checksum line is malformed.");
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, text.data, last + 1 - text.data);
 	FIN_CRC32C(crc);
