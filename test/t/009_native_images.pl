@@ -139,6 +139,17 @@ is(worker_pid($node), $worker, 'the state worker lives on');
 	refused($dir, 'a state without a value type');
 }
 
+# Checksum lines are checked byte for byte: the same checksum written
+# another way (here with two spaces) is a change.
+{
+	my $dir = "$tmp/crc_case";
+	copy_dir($base, $dir);
+	my $m = slurp_bytes("$dir/MANIFEST");
+	$m =~ s/^crc32c ([0-9A-F]{8})$/crc32c  $1/m;
+	spew_bytes("$dir/MANIFEST", $m);
+	refused($dir, 'a MANIFEST checksum line written another way');
+}
+
 # A canonical MANIFEST cannot smuggle in a backend's native files, which
 # are loaded without the receive functions.
 {
