@@ -191,8 +191,9 @@ DROP DOMAIN hd_posint, hd_small;
 ---------------------------------------------------------------- types held by states
 -- The attributes of a row type that a state holds, directly or through a
 -- domain, an array or another composite, cannot be added, dropped or
--- changed (as PostgreSQL refuses for a table column's type): the stored
--- images would no longer decode.  An enum may grow: its images are OIDs.
+-- retyped (as PostgreSQL refuses for a table column's type): the stored
+-- images would no longer decode.  Renames, defaults and constraints are
+-- fine, and an enum may grow: its images are OIDs.
 CREATE TYPE hd_pt AS (x int, label text);
 CREATE TYPE hd_outer AS (p hd_pt, n int);
 CREATE DOMAIN hd_ptd AS hd_pt;
@@ -202,7 +203,9 @@ SELECT state.value_set('hd_c', 1, ROW(1, 'one')::hd_pt);
 SELECT hd_error($$ALTER TYPE hd_pt ALTER ATTRIBUTE x TYPE text$$);
 SELECT hd_error($$ALTER TYPE hd_pt DROP ATTRIBUTE label$$);
 SELECT hd_error($$ALTER TYPE hd_pt ADD ATTRIBUTE z int$$);
+ALTER TYPE hd_pt RENAME ATTRIBUTE label TO name;
 SELECT state.value_get('hd_c', 1, NULL::hd_pt);
+ALTER TYPE hd_pt RENAME ATTRIBUTE name TO label;
 SELECT state.drop_state('hd_c');
 SELECT state.create_state('hd_ca', 'value', 'int', 'hd_outer[]');
 SELECT hd_error($$ALTER TYPE hd_pt DROP ATTRIBUTE label$$);
@@ -214,11 +217,16 @@ SELECT state.drop_state('hd_cd');
 SELECT state.create_state('hd_ct', 'list', 'hd_rowt', 'int');
 SELECT hd_error($$ALTER TABLE hd_rowt DROP COLUMN b$$);
 SELECT hd_error($$ALTER TABLE hd_rowt ALTER COLUMN a TYPE bigint$$);
+SELECT hd_error($$ALTER TABLE hd_rowt ADD COLUMN c int$$);
+-- what leaves the stored images as they are goes on
 ALTER TABLE hd_rowt ALTER COLUMN a SET DEFAULT 1;
+ALTER TABLE hd_rowt ALTER COLUMN a SET NOT NULL;
+ALTER TABLE hd_rowt RENAME COLUMN b TO bb;
+ALTER TABLE hd_rowt ALTER COLUMN bb SET STATISTICS 50;
 SELECT state.drop_state('hd_ct');
 -- with no state holding them, they change as usual
 ALTER TYPE hd_pt DROP ATTRIBUTE label;
-ALTER TABLE hd_rowt DROP COLUMN b;
+ALTER TABLE hd_rowt DROP COLUMN bb;
 DROP TABLE hd_rowt;
 DROP TYPE hd_outer, hd_ptd, hd_pt;
 CREATE TYPE hd_mood AS ENUM ('sad', 'ok');

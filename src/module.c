@@ -22,6 +22,7 @@
 #include "nodes/pg_list.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -45,6 +46,10 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static object_access_hook_type prev_object_access_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+/* Statements running that may add, drop or retype columns (nesting depth). */
+static int	column_changes = 0;
 
 /* A database whose states go when the dropping transaction commits. */
 static Oid	pending_drop_dbid = InvalidOid;
@@ -99,7 +104,7 @@ note_role_names(void)
 /*
  * A type that a state holds, or a role that owns a state or has access to
  * one, cannot be dropped, and the attributes of a row type that a state's
- * types contain cannot be added, dropped or changed.  DROP EXTENSION
+ * types contain cannot be added, dropped or retyped.  DROP EXTENSION
  * state_backend drops the database's states, and DROP DATABASE frees them.  The drop is noted here and carried out just before
  * the dropping transaction commits, so a drop that fails or is rolled back
  * leaves the states alone.
@@ -110,9 +115,14 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 {
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
-	/* A column added, dropped or altered: a table's or a composite type's */
+	/*
+	 * A column dropped, or added or altered by a statement that changes
+	 * columns (not a rename, a default or a constraint): a table's or a
+	 * composite type's.
+	 */
 	if (classId == RelationRelationId && subId > 0 &&
-		(access == OAT_DROP || access == OAT_POST_CREATE || access == OAT_POST_ALTER))
+		(access == OAT_DROP ||
+		 (column_changes > 0 && (access == OAT_POST_CREATE || access == OAT_POST_ALTER))))
 	{
 		Oid			rowtype = get_rel_type_id(objectId);
 
@@ -140,6 +150,66 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 	else if (classId == ExtensionRelationId &&
 			 objectId == get_extension_oid("state_backend", true))
 		pending_drop_dbid = MyDatabaseId;
+}
+
+/* Whether a statement may add, drop or change the type of columns. */
+static bool
+changes_columns(const Node *stmt)
+{
+	ListCell   *lc;
+
+	if (IsA(stmt, ViewStmt))
+		return ((const ViewStmt *) stmt)->replace;
+	if (!IsA(stmt, AlterTableStmt))
+		return false;
+	foreach(lc, ((const AlterTableStmt *) stmt)->cmds)
+	{
+		switch (((AlterTableCmd *) lfirst(lc))->subtype)
+		{
+			case AT_AddColumn:
+			case AT_AddColumnToView:
+			case AT_DropColumn:
+			case AT_AlterColumnType:
+			case AT_AddOf:
+			case AT_DropOf:
+				return true;
+			default:
+				break;
+		}
+	}
+	return false;
+}
+
+/*
+ * Statements that change columns are marked while they run, so that the
+ * object-access hook tells them from harmless ALTERs of a column (a
+ * rename, statistics, NOT NULL), which fire the same hook.
+ */
+static void
+state_backend_process_utility(PlannedStmt *pstmt, const char *queryString,
+							  bool readOnlyTree, ProcessUtilityContext context,
+							  ParamListInfo params, QueryEnvironment *queryEnv,
+							  DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		mark = changes_columns(pstmt->utilityStmt);
+
+	if (mark)
+		column_changes++;
+	PG_TRY();
+	{
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+									  params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (mark)
+			column_changes--;
+	}
+	PG_END_TRY();
 }
 
 static void
@@ -190,6 +260,8 @@ _PG_init(void)
 
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = state_backend_object_access;
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = state_backend_process_utility;
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	rocks_client_init();
 
