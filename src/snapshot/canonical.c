@@ -154,11 +154,53 @@ canonical_to_native(StateCodecs *c, bool is_key, const char *img, uint32 len,
 	convert_image(c, is_key, false, img, len, out);
 }
 
+/* A map key's image, for sorting. */
+typedef struct MapKeyRef
+{
+	const char *data;
+	uint32		len;
+} MapKeyRef;
+
+static int
+map_key_cmp(const void *a, const void *b)
+{
+	const MapKeyRef *x = a;
+	const MapKeyRef *y = b;
+
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->data, y->data, x->len);
+}
+
+/* Whether the n pairs of a (well-framed) map image have distinct keys. */
+static bool
+map_keys_unique(const char *img, uint32 len, int64 n)
+{
+	MapKeyRef  *keys;
+	uint32		off = 0;
+	RecordPair	p;
+	bool		unique = true;
+
+	if (n < 2)
+		return true;
+	keys = palloc_extended(sizeof(MapKeyRef) * n, MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < n && record_next_pair(img, len, &off, &p) == RECORD_OK; i++)
+	{
+		keys[i].data = p.key;
+		keys[i].len = p.keylen;
+	}
+	qsort(keys, n, sizeof(MapKeyRef), map_key_cmp);
+	for (int64 i = 1; i < n && unique; i++)
+		unique = map_key_cmp(&keys[i - 1], &keys[i]) != 0;
+	pfree(keys);
+	return unique;
+}
+
 /*
  * state_image_ok tells whether a native key or state image has the shape
  * its state's types and kind give: one datum image for a key, a value or a
- * reduced result; list elements, or map pairs, that fill the image exactly,
- * each datum of its type's shape (codec_image_ok).
+ * reduced result; list elements, or map pairs with distinct map keys, that
+ * fill the image exactly, each datum of its type's shape (codec_image_ok).
  */
 bool
 state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
@@ -183,13 +225,17 @@ state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
 		case STATE_KIND_MAP:
 			{
 				RecordPair	p;
+				int64		n = 0;
 
 				while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
+				{
 					if (!codec_image_ok(&c->map_key, p.key, p.keylen) ||
 						(p.value && !codec_image_ok(&c->value, p.value, p.vallen)))
 						return false;
+					n++;
+				}
 				/* A map with no entries is no state. */
-				return r == RECORD_END && len > 0;
+				return r == RECORD_END && len > 0 && map_keys_unique(img, len, n);
 			}
 		default:
 			return codec_image_ok(&c->value, img, len);

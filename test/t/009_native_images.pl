@@ -3,7 +3,8 @@
 # and refuses a bad one with data_corrupted, leaving every state as it was.
 #
 # - Lengths inside images: a list element's length of 0xFFFFFFFC, a map
-#   pair's key length of 0xFFFFFFF8, 256 MB or 2,000 bytes (past its image).
+#   pair's key length of 0xFFFFFFF8, 256 MB or 2,000 bytes (past its image);
+#   a map key twice in one map.
 # - Fixed-length types: a 3-byte bigint image.
 # - The same bad map image restored into the rocksdb backend: refused in
 #   the session, and the worker lives on.
@@ -119,6 +120,9 @@ refused(
 refused(
 	tampered('mp', sub { my $i = shift; substr($i, 0, 4, pack('L<', 2000)); $i }),
 	'map key length 2000 into rocksdb', ", backend => 'rocksdb'");
+refused(
+	tampered('mp', sub { my ($first) = parse_map($_[0]); $_[0] . map_image($first) }),
+	'a map key twice in one map');
 refused(tampered('big', sub { substr($_[0], 0, 3) }), '3-byte bigint');
 refused(tampered('big', sub { $_[0] . "\0" }), '9-byte bigint');
 is(worker_pid($node), $worker, 'the state worker lives on');
