@@ -76,18 +76,20 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 		value = c->value.data;
 		vallen = c->value.len;
 	}
-	else if (c->check &&
-			 (!state_image_ok(&c->codecs, true, key, keylen) ||
-			  !state_image_ok(&c->codecs, false, value, vallen)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
-						c->source, NameStr(c->target.desc->name)),
-				 errdetail("Its %s image does not have the shape of a %s.",
-						   state_image_ok(&c->codecs, true, key, keylen) ? "value" : "key",
-						   state_image_ok(&c->codecs, true, key, keylen) ?
-						   format_type_be(c->target.desc->value_type) :
-						   format_type_be(c->target.desc->key_type))));
+	else if (c->check)
+	{
+		bool		key_ok = state_image_ok(&c->codecs, true, key, keylen);
+
+		if (!key_ok || !state_image_ok(&c->codecs, false, value, vallen))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
+							c->source, NameStr(c->target.desc->name)),
+					 errdetail("Its %s image does not have the shape of a %s.",
+							   key_ok ? "value" : "key",
+							   format_type_be(key_ok ? c->target.desc->value_type :
+											  c->target.desc->key_type))));
+	}
 	k.data = key;
 	k.len = keylen;
 	k.hash = key_image_hash(key, keylen);
