@@ -23,6 +23,7 @@ OBJS = \
 	src/common/progress.o \
 	src/common/membuf.o \
 	src/ipc/channel.o \
+	src/ipc/channel_worker.o \
 	src/catalog/registry.o \
 	src/format/records.o \
 	src/format/kg_file.o \

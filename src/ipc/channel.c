@@ -1,6 +1,7 @@
 /*
  * ipc/channel.c
- *		Request and reply streams between sessions and the state worker.
+ *		Request and reply streams between sessions and the state worker:
+ *		their shared memory, the byte rings, and the session's side.
  *
  * Every backend owns one slot (by its PGPROC number) of two single-producer
  * single-consumer byte rings in shared memory.  A message is a header
@@ -8,7 +9,9 @@
  * followed by its payload; messages larger than a ring stream through it.
  * The worker drains every slot's requests in turn, hands each to a
  * dispatcher, and writes replies back, keeping what does not fit yet in
- * local memory; nobody ever blocks on one ring while others wait.
+ * local memory; nobody ever blocks on one ring while others wait.  That
+ * side is in ipc/channel_worker.c; the layout both share is in
+ * ipc/channel_internal.h.
  *
  * A session never waits without a timeout (state_backend.request_timeout)
  * and stays cancellable while no message is half-read.  If it gives up in
@@ -17,7 +20,7 @@
  * acknowledges, and both streams restart clean.
  *
  * The requests' meaning is in backend/rocksdb/ (sender, server) and
- * worker.c (dispatcher); this file only moves bytes.
+ * worker.c (dispatcher); these files only move bytes.
  */
 #include "postgres.h"
 
@@ -30,68 +33,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common/membuf.h"
 #include "common/settings.h"
 #include "ipc/channel.h"
+#include "ipc/channel_internal.h"
 
-#define CHANNEL_RING_SIZE		(32 * 1024)
-
-/*
- * The largest payload of a request: the worker holds a whole request in
- * one buffer, which cannot pass 1 GB.  Buffers that grew past
- * CHANNEL_KEEP_BUFFER for one large message are given back afterwards.
- */
-#define CHANNEL_MAX_PAYLOAD		(MaxAllocSize - 64 * 1024)
-#define CHANNEL_KEEP_BUFFER		(1024 * 1024)
-
-typedef struct ChannelRing
-{
-	pg_atomic_uint64 head;		/* bytes ever written */
-	pg_atomic_uint64 tail;		/* bytes ever read */
-	char		data[CHANNEL_RING_SIZE];
-} ChannelRing;
-
-typedef struct ChannelSlot
-{
-	pg_atomic_uint32 client_gen;	/* bumped by the session to resync */
-	pg_atomic_uint32 worker_gen;	/* the generation the worker caught up with */
-	pg_atomic_uint32 client_waiting;	/* the session waits for room to send */
-	pg_atomic_uint32 worker_blocked;	/* the worker has replies pending */
-	pg_atomic_uint32 last_seq;	/* the last sequence number a session used */
-	pg_atomic_uint32 dirty;		/* a message may be half-written or half-read */
-	Latch	   *client_latch;
-	ChannelRing req;
-	ChannelRing rep;
-} ChannelSlot;
-
-typedef struct ChannelShared
-{
-	Latch	   *worker_latch;
-	pg_atomic_uint32 worker_pid;
-	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
-	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */
-	int			nslots;
-	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} ChannelShared;
-
-/* Message headers. */
-typedef struct RequestHeader
-{
-	uint32		len;
-	uint32		seq;
-	uint32		op;				/* ChannelOp, CHANNEL_WANT_REPLY */
-} RequestHeader;
-
-#define CHANNEL_WANT_REPLY		0x100
-
-typedef struct ReplyHeader
-{
-	uint32		len;
-	uint32		seq;
-	int32		sqlerrcode;		/* 0: success, else the payload is the message */
-} ReplyHeader;
-
-static ChannelShared *channel = NULL;
+ChannelShared *channel_shared = NULL;
 
 /* Session state. */
 static ChannelSlot *my_slot = NULL;
@@ -119,17 +65,17 @@ channel_shmem_init(void)
 {
 	bool		found;
 
-	channel = ShmemInitStruct("state_backend channel", channel_shmem_size(), &found);
+	channel_shared = ShmemInitStruct("state_backend channel", channel_shmem_size(), &found);
 	if (found)
 		return;
-	channel->worker_latch = NULL;
-	pg_atomic_init_u32(&channel->worker_pid, 0);
-	pg_atomic_init_u32(&channel->worker_generation, 0);
-	pg_atomic_init_u64(&channel->heartbeat, 0);
-	channel->nslots = MaxBackends;
-	for (int i = 0; i < channel->nslots; i++)
+	channel_shared->worker_latch = NULL;
+	pg_atomic_init_u32(&channel_shared->worker_pid, 0);
+	pg_atomic_init_u32(&channel_shared->worker_generation, 0);
+	pg_atomic_init_u64(&channel_shared->heartbeat, 0);
+	channel_shared->nslots = MaxBackends;
+	for (int i = 0; i < channel_shared->nslots; i++)
 	{
-		ChannelSlot *s = &channel->slots[i];
+		ChannelSlot *s = &channel_shared->slots[i];
 
 		pg_atomic_init_u32(&s->client_gen, 0);
 		pg_atomic_init_u32(&s->worker_gen, 0);
@@ -147,8 +93,8 @@ channel_shmem_init(void)
 
 /* Ring primitives: one producer, one consumer. */
 
-static uint64
-ring_used(ChannelRing *r)
+uint64
+channel_ring_used(ChannelRing *r)
 {
 	uint64		head = pg_atomic_read_u64(&r->head);
 
@@ -156,9 +102,9 @@ ring_used(ChannelRing *r)
 	return head - pg_atomic_read_u64(&r->tail);
 }
 
-/* ring_put copies as much of src as fits; returns how much. */
-static Size
-ring_put(ChannelRing *r, const char *src, Size len)
+/* channel_ring_put copies as much of src as fits; returns how much. */
+Size
+channel_ring_put(ChannelRing *r, const char *src, Size len)
 {
 	uint64		head = pg_atomic_read_u64(&r->head);
 	uint64		tail = pg_atomic_read_u64(&r->tail);
@@ -177,9 +123,9 @@ ring_put(ChannelRing *r, const char *src, Size len)
 	return n;
 }
 
-/* ring_peek copies len bytes at offset skip without consuming them. */
-static void
-ring_peek(ChannelRing *r, Size skip, char *dst, Size len)
+/* channel_ring_peek copies len bytes at offset skip without consuming them. */
+void
+channel_ring_peek(ChannelRing *r, Size skip, char *dst, Size len)
 {
 	uint64		tail = pg_atomic_read_u64(&r->tail);
 	Size		off = (tail + skip) % CHANNEL_RING_SIZE;
@@ -190,8 +136,8 @@ ring_peek(ChannelRing *r, Size skip, char *dst, Size len)
 	memcpy(dst + first, r->data, len - first);
 }
 
-static void
-ring_consume(ChannelRing *r, Size len)
+void
+channel_ring_consume(ChannelRing *r, Size len)
 {
 	pg_memory_barrier();		/* finish reading before the space is reused */
 	pg_atomic_write_u64(&r->tail, pg_atomic_read_u64(&r->tail) + len);
@@ -206,7 +152,7 @@ ring_consume(ChannelRing *r, Size len)
 void
 channel_wake_worker(void)
 {
-	Latch	   *latch = channel ? channel->worker_latch : NULL;
+	Latch	   *latch = channel_shared ? channel_shared->worker_latch : NULL;
 
 	if (latch)
 		SetLatch(latch);
@@ -217,20 +163,20 @@ channel_attach(void)
 {
 	if (my_slot)
 		return;
-	if (channel == NULL)
+	if (channel_shared == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("state_backend must be loaded via \"shared_preload_libraries\"")));
-	if (MyProc == NULL || MyProc->pgprocno >= channel->nslots)
+	if (MyProc == NULL || MyProc->pgprocno >= channel_shared->nslots)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rocksdb states cannot be used from this process")));
-	my_slot = &channel->slots[MyProc->pgprocno];
+	my_slot = &channel_shared->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
-	last_generation = pg_atomic_read_u32(&channel->worker_generation);
+	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
 	next_seq = pg_atomic_read_u32(&my_slot->last_seq);
 	/* What an earlier owner left unread may end mid-reply. */
-	if (ring_used(&my_slot->rep) > 0)
+	if (channel_ring_used(&my_slot->rep) > 0)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
 	error_floor = next_seq;
 	have_pending = false;
@@ -247,7 +193,7 @@ channel_timed_out(void)
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("state worker did not answer within %d ms", state_backend_request_timeout_ms),
 			 errdetail("rocksdb states are served by the state worker, which is %s. The request may still be carried out when it resumes.",
-					   pg_atomic_read_u32(&channel->worker_pid) == 0 ? "not running" : "busy"),
+					   pg_atomic_read_u32(&channel_shared->worker_pid) == 0 ? "not running" : "busy"),
 			 errhint("Check the server log, or raise state_backend.request_timeout.")));
 }
 
@@ -286,7 +232,7 @@ static void
 channel_wait_begin(ChannelWait *w, bool long_running, uint32 generation)
 {
 	w->since = GetCurrentTimestamp();
-	w->beat = pg_atomic_read_u64(&channel->heartbeat);
+	w->beat = pg_atomic_read_u64(&channel_shared->heartbeat);
 	w->long_running = long_running;
 	w->generation = generation;
 }
@@ -303,11 +249,11 @@ channel_wait(ChannelWait *w)
 	int			rc;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (pg_atomic_read_u32(&channel->worker_generation) != w->generation)
+	if (pg_atomic_read_u32(&channel_shared->worker_generation) != w->generation)
 		channel_worker_restarted();
 	if (w->long_running)
 	{
-		uint64		beat = pg_atomic_read_u64(&channel->heartbeat);
+		uint64		beat = pg_atomic_read_u64(&channel_shared->heartbeat);
 
 		if (beat != w->beat)
 		{
@@ -342,7 +288,7 @@ channel_resync(void)
 	uint32		gen = pg_atomic_add_fetch_u32(&my_slot->client_gen, 1);
 	ChannelWait w;
 
-	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
+	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel_shared->worker_generation));
 	channel_wake_worker();
 	while (pg_atomic_read_u32(&my_slot->worker_gen) != gen)
 		channel_wait(&w);
@@ -366,11 +312,11 @@ channel_drain_replies(void)
 	for (;;)
 	{
 		ReplyHeader hdr;
-		uint64		used = ring_used(&my_slot->rep);
+		uint64		used = channel_ring_used(&my_slot->rep);
 
 		if (used < sizeof(hdr))
 			return;
-		ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
+		channel_ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
 		if (used < sizeof(hdr) + hdr.len)
 			return;				/* only whole replies */
 		if (sending_call != 0 && hdr.seq == sending_call)
@@ -380,12 +326,12 @@ channel_drain_replies(void)
 		{
 			char	   *msg = MemoryContextAllocZero(TopMemoryContext, hdr.len + 1);
 
-			ring_peek(&my_slot->rep, sizeof(hdr), msg, hdr.len);
+			channel_ring_peek(&my_slot->rep, sizeof(hdr), msg, hdr.len);
 			deferred_code = hdr.sqlerrcode;
 			deferred_seq = hdr.seq;
 			deferred_message = msg;
 		}
-		ring_consume(&my_slot->rep, sizeof(hdr) + hdr.len);
+		channel_ring_consume(&my_slot->rep, sizeof(hdr) + hdr.len);
 		pg_memory_barrier();
 		if (pg_atomic_read_u32(&my_slot->worker_blocked))
 			channel_wake_worker();
@@ -422,7 +368,7 @@ channel_write(const char *data, Size len, ChannelWait *w)
 {
 	while (len > 0)
 	{
-		Size		n = ring_put(&my_slot->req, data, len);
+		Size		n = channel_ring_put(&my_slot->req, data, len);
 
 		data += n;
 		len -= n;
@@ -432,7 +378,7 @@ channel_write(const char *data, Size len, ChannelWait *w)
 			break;
 		pg_atomic_write_u32(&my_slot->client_waiting, 1);
 		pg_memory_barrier();
-		if (ring_used(&my_slot->req) < CHANNEL_RING_SIZE)
+		if (channel_ring_used(&my_slot->req) < CHANNEL_RING_SIZE)
 			continue;
 		pg_atomic_write_u32(&my_slot->dirty, 1);
 		channel_drain_replies();
@@ -461,23 +407,23 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	 * A worker that started since this session's last request may have
 	 * left a reply half-written: start the reply stream afresh.
 	 */
-	if (pg_atomic_read_u32(&channel->worker_generation) != last_generation)
+	if (pg_atomic_read_u32(&channel_shared->worker_generation) != last_generation)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
 	if (pg_atomic_read_u32(&my_slot->dirty))
 		channel_resync();
-	last_generation = pg_atomic_read_u32(&channel->worker_generation);
-	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel->worker_generation));
+	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
+	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel_shared->worker_generation));
 	hdr.len = len;
 	hdr.seq = ++next_seq;
 	hdr.op = op | (want_reply ? CHANNEL_WANT_REPLY : 0);
 	pg_atomic_write_u32(&my_slot->last_seq, next_seq);
 
 	/* Wait for room for the header, so a message starts whole. */
-	while (CHANNEL_RING_SIZE - ring_used(&my_slot->req) < sizeof(hdr))
+	while (CHANNEL_RING_SIZE - channel_ring_used(&my_slot->req) < sizeof(hdr))
 	{
 		pg_atomic_write_u32(&my_slot->client_waiting, 1);
 		pg_memory_barrier();
-		if (CHANNEL_RING_SIZE - ring_used(&my_slot->req) >= sizeof(hdr))
+		if (CHANNEL_RING_SIZE - channel_ring_used(&my_slot->req) >= sizeof(hdr))
 			break;
 		channel_wake_worker();
 		channel_drain_replies();
@@ -508,22 +454,22 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 	Size		got = 0;
 
 	/* The worker sets our latch after every reply it writes. */
-	while (ring_used(&my_slot->rep) < sizeof(hdr))
+	while (channel_ring_used(&my_slot->rep) < sizeof(hdr))
 		channel_wait(w);
 	pg_atomic_write_u32(&my_slot->dirty, 1);	/* until the whole reply is read */
-	ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
-	ring_consume(&my_slot->rep, sizeof(hdr));
+	channel_ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));
+	channel_ring_consume(&my_slot->rep, sizeof(hdr));
 
 	resetStringInfo(out);
 	enlargeStringInfo(out, hdr.len);
 	while (got < hdr.len)
 	{
-		Size		avail = Min(ring_used(&my_slot->rep), hdr.len - got);
+		Size		avail = Min(channel_ring_used(&my_slot->rep), hdr.len - got);
 
 		if (avail > 0)
 		{
-			ring_peek(&my_slot->rep, 0, out->data + got, avail);
-			ring_consume(&my_slot->rep, avail);
+			channel_ring_peek(&my_slot->rep, 0, out->data + got, avail);
+			channel_ring_consume(&my_slot->rep, avail);
 			got += avail;
 			pg_memory_barrier();
 			if (pg_atomic_read_u32(&my_slot->worker_blocked))
@@ -653,368 +599,4 @@ channel_forget_pending(void)
 {
 	error_floor = next_seq;
 	have_pending = false;
-}
-
-/* ------------------------------------------------------------------------
- * Worker side
- * ------------------------------------------------------------------------
- */
-
-typedef struct WorkerSlot
-{
-	uint32		gen;
-	StringInfoData in;			/* request bytes taken from the ring */
-	int			in_off;			/* start of the next unread message in "in" */
-	StringInfoData out;			/* reply bytes not yet in the ring */
-	int			out_off;
-	uint64		skip;			/* bytes of a refused request still in the ring */
-} WorkerSlot;
-
-static WorkerSlot *wslots = NULL;
-static bool worker_process = false;	/* this is the state worker */
-
-static void worker_wake_client(ChannelSlot *s);
-
-void
-channel_worker_attach(void)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	wslots = palloc0(sizeof(WorkerSlot) * channel->nslots);
-	/*
-	 * A previous worker may have left requests half-taken: start every
-	 * stream afresh.  Sessions notice the new generation and resynchronise
-	 * their reply stream before their next request.
-	 */
-	for (int i = 0; i < channel->nslots; i++)
-	{
-		ChannelSlot *s = &channel->slots[i];
-
-		initStringInfo(&wslots[i].in);
-		initStringInfo(&wslots[i].out);
-		pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
-		wslots[i].gen = pg_atomic_read_u32(&s->client_gen);
-		pg_atomic_write_u32(&s->worker_gen, wslots[i].gen);
-	}
-	MemoryContextSwitchTo(old);
-	pg_atomic_fetch_add_u32(&channel->worker_generation, 1);
-	channel->worker_latch = MyLatch;
-	pg_atomic_write_u32(&channel->worker_pid, MyProcPid);
-	for (int i = 0; i < channel->nslots; i++)
-		worker_wake_client(&channel->slots[i]);
-}
-
-/*
- * channel_worker_heartbeat shows sessions that wait on a long request that
- * the worker is making progress.  Long loops of the worker call it.
- */
-void
-channel_worker_heartbeat(void)
-{
-	if (channel_is_worker())
-		pg_atomic_fetch_add_u64(&channel->heartbeat, 1);
-}
-
-/*
- * channel_worker_begin marks this process as the state worker, from its
- * start: what it would ask the worker (a restore at server start, before it
- * serves the channel) it does itself.
- */
-void
-channel_worker_begin(void)
-{
-	worker_process = true;
-}
-
-/* channel_is_worker tells whether this process is the state worker. */
-bool
-channel_is_worker(void)
-{
-	return worker_process;
-}
-
-void
-channel_worker_detach(void)
-{
-	if (channel == NULL)
-		return;
-	pg_atomic_write_u32(&channel->worker_pid, 0);
-	channel->worker_latch = NULL;
-}
-
-static void
-worker_wake_client(ChannelSlot *s)
-{
-	Latch	   *latch = s->client_latch;
-
-	if (latch)
-		SetLatch(latch);
-}
-
-/*
- * Append a reply to a slot's pending output.  A reply that the worker has
- * no memory for becomes an error reply: the worker raises nothing here.
- */
-static void
-worker_add_reply(WorkerSlot *ws, uint32 seq, int sqlerrcode, const char *data, uint32 len)
-{
-	static const char too_large[] = "reply too large for the state worker's memory";
-	ReplyHeader hdr;
-
-	if (!membuf_room(&ws->out, sizeof(hdr) + (Size) len))
-	{
-		sqlerrcode = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-		data = too_large;
-		len = sizeof(too_large) - 1;
-		if (!membuf_room(&ws->out, sizeof(hdr) + len))
-		{
-			/* Not even that: the session's call times out instead. */
-			ereport(LOG,
-					(errmsg("state_backend worker dropped a reply: out of memory")));
-			return;
-		}
-	}
-	hdr.len = len;
-	hdr.seq = seq;
-	hdr.sqlerrcode = sqlerrcode;
-	appendBinaryStringInfo(&ws->out, (const char *) &hdr, sizeof(hdr));
-	if (len > 0)
-		appendBinaryStringInfo(&ws->out, data, len);
-}
-
-/*
- * worker_refuse answers the request at the front of a slot's input with
- * program_limit_exceeded, without holding it: what of it is taken is
- * dropped, and the rest is dropped from the ring as it comes.
- */
-static void
-worker_refuse(WorkerSlot *ws, const RequestHeader *hdr)
-{
-	char		msg[128];
-	Size		held = (Size) (ws->in.len - ws->in_off) - sizeof(RequestHeader);
-
-	snprintf(msg, sizeof(msg), "the state worker has no memory for a request of %u bytes",
-			 hdr->len);
-	worker_add_reply(ws, hdr->seq, ERRCODE_PROGRAM_LIMIT_EXCEEDED, msg, strlen(msg));
-	ws->skip = (uint64) hdr->len - Min(held, (Size) hdr->len);
-	resetStringInfo(&ws->in);
-	ws->in_off = 0;
-}
-
-/*
- * worker_take moves a slot's request bytes from its ring into its input
- * buffer: as many as there is memory for, the whole of a request once its
- * header is in, raising nothing.  A request whose bytes cannot be held is
- * refused.
- */
-static void
-worker_take(ChannelSlot *s, WorkerSlot *ws)
-{
-	uint64		avail = ring_used(&s->req);
-	Size		room;
-
-	if (ws->skip > 0 && avail > 0)
-	{
-		uint64		n = Min(avail, ws->skip);
-
-		ring_consume(&s->req, n);
-		ws->skip -= n;
-		avail -= n;
-	}
-	if (avail > 0)
-	{
-		/* Keep only what is not yet run, at the front. */
-		if (ws->in_off > 0)
-		{
-			memmove(ws->in.data, ws->in.data + ws->in_off, ws->in.len - ws->in_off);
-			ws->in.len -= ws->in_off;
-			ws->in_off = 0;
-		}
-		if (ws->in.len >= (int) sizeof(RequestHeader))
-		{
-			RequestHeader hdr;
-			Size		whole;
-
-			memcpy(&hdr, ws->in.data, sizeof(hdr));
-			whole = sizeof(hdr) + (Size) hdr.len;
-			if ((Size) ws->in.len < whole &&
-				(hdr.len > CHANNEL_MAX_PAYLOAD ||
-				 !membuf_room(&ws->in, whole - (Size) ws->in.len)))
-			{
-				worker_refuse(ws, &hdr);
-				worker_take(s, ws);
-				return;
-			}
-		}
-		room = membuf_room(&ws->in, avail) ? avail :
-			(Size) (ws->in.maxlen - ws->in.len - 1);
-		room = Min(room, avail);
-		ring_peek(&s->req, 0, ws->in.data + ws->in.len, room);
-		ring_consume(&s->req, room);
-		ws->in.len += room;
-		ws->in.data[ws->in.len] = '\0';
-	}
-	pg_memory_barrier();	/* tail before client_waiting: no lost wakeup */
-	if (pg_atomic_read_u32(&s->client_waiting))
-		worker_wake_client(s);
-}
-
-/* Move pending replies into the ring; returns whether all fit. */
-static bool
-worker_flush_replies(ChannelSlot *s, WorkerSlot *ws)
-{
-	Size		n;
-
-	if (ws->out_off >= ws->out.len)
-		return true;
-	n = ring_put(&s->rep, ws->out.data + ws->out_off, ws->out.len - ws->out_off);
-	ws->out_off += n;
-	if (n > 0)
-		worker_wake_client(s);
-	if (ws->out_off < ws->out.len)
-	{
-		pg_atomic_write_u32(&s->worker_blocked, 1);
-		return false;
-	}
-	pg_atomic_write_u32(&s->worker_blocked, 0);
-	resetStringInfo(&ws->out);
-	ws->out_off = 0;
-	membuf_shrink(&ws->out, CHANNEL_KEEP_BUFFER);
-	return true;
-}
-
-/* The session asked to start over: drop everything held for the slot. */
-static void
-worker_resync(ChannelSlot *s, WorkerSlot *ws, uint32 gen)
-{
-	resetStringInfo(&ws->in);
-	ws->in_off = 0;
-	ws->skip = 0;
-	resetStringInfo(&ws->out);
-	ws->out_off = 0;
-	pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
-	pg_atomic_write_u32(&s->worker_blocked, 0);
-	ws->gen = gen;
-	pg_write_barrier();
-	pg_atomic_write_u32(&s->worker_gen, gen);
-	worker_wake_client(s);
-}
-
-/*
- * Run one request.  The handler's errors become an error reply (for a
- * posted request too, which the session raises later).
- */
-static void
-worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *hdr,
-				   const char *payload, StringInfo reply)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	bool		want_reply = (hdr->op & CHANNEL_WANT_REPLY) != 0;
-	ChannelOp	op = (ChannelOp) (hdr->op & ~CHANNEL_WANT_REPLY);
-
-	resetStringInfo(reply);
-	PG_TRY();
-	{
-		bool		answered = handler(op, payload, hdr->len, reply);
-
-		if (want_reply || answered)
-			worker_add_reply(ws, hdr->seq, 0, reply->data, reply->len);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		StringInfoData msg;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		/* A handler holds no lock across requests; drop any it left. */
-		LWLockReleaseAll();
-		initStringInfo(&msg);
-		appendStringInfoString(&msg, edata->message);
-		if (edata->detail)
-		{
-			appendStringInfoChar(&msg, '\0');
-			appendStringInfoString(&msg, edata->detail);
-		}
-		worker_add_reply(ws, hdr->seq, edata->sqlerrcode ? edata->sqlerrcode :
-						 ERRCODE_INTERNAL_ERROR, msg.data, msg.len);
-		FreeErrorData(edata);
-		pfree(msg.data);
-	}
-	PG_END_TRY();
-}
-
-/*
- * channel_worker_serve takes what every slot has sent and runs up to
- * "budget" requests per slot through the handler, then writes the replies.
- * Returns whether work remains (more requests, or replies that did not fit).
- */
-bool
-channel_worker_serve(ChannelHandler handler, int budget)
-{
-	bool		more = false;
-	StringInfoData reply;
-
-	channel_worker_heartbeat();
-
-	initStringInfo(&reply);
-	for (int i = 0; i < channel->nslots; i++)
-	{
-		ChannelSlot *s = &channel->slots[i];
-		WorkerSlot *ws = &wslots[i];
-		uint32		gen = pg_atomic_read_u32(&s->client_gen);
-		uint64		avail;
-		int			done = 0;
-		RequestHeader last;
-
-		if (gen != ws->gen)
-			worker_resync(s, ws, gen);
-		if (!worker_flush_replies(s, ws))
-		{
-			more = true;
-			continue;			/* the session reads its replies first */
-		}
-
-		avail = ring_used(&s->req);
-		if (avail == 0 && ws->in_off >= ws->in.len)
-			continue;
-		if (avail > 0)
-			worker_take(s, ws);
-
-		while (done < budget)
-		{
-			RequestHeader hdr;
-			int			left = ws->in.len - ws->in_off;
-
-			if (left < (int) sizeof(hdr))
-				break;
-			memcpy(&hdr, ws->in.data + ws->in_off, sizeof(hdr));
-			if (left < (int) (sizeof(hdr) + hdr.len))
-				break;
-			worker_run_request(handler, ws, &hdr,
-							   ws->in.data + ws->in_off + sizeof(hdr), &reply);
-			ws->in_off += sizeof(hdr) + hdr.len;
-			last.seq = hdr.seq;
-			done++;
-		}
-		if (done > 0)
-		{
-			last.op = CHANNEL_OP_FLUSH;
-			last.len = 0;
-			worker_run_request(handler, ws, &last, NULL, &reply);
-		}
-		if (ws->in_off == ws->in.len)
-		{
-			resetStringInfo(&ws->in);
-			ws->in_off = 0;
-			membuf_shrink(&ws->in, CHANNEL_KEEP_BUFFER);
-		}
-		else if (done == budget)
-			more = true;
-		if (!worker_flush_replies(s, ws))
-			more = true;
-	}
-	pfree(reply.data);
-	return more;
 }

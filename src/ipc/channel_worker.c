@@ -1,0 +1,383 @@
+/*
+ * ipc/channel_worker.c
+ *		The state worker's side of the request and reply streams
+ *		(ipc/channel.c has the session's side and the rings).
+ *
+ * The worker drains every slot's requests in turn into local memory, hands
+ * each whole request to a dispatcher (worker.c), and writes the replies
+ * back, keeping what does not fit in the reply ring yet; nobody ever
+ * blocks on one ring while others wait.  A request it has no memory for is
+ * refused with an error reply, and a session that asked to resynchronise
+ * its slot has everything held for it dropped.  Long work of the worker
+ * shows sessions that it makes progress (its heartbeat).
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/memutils.h"
+
+#include "common/membuf.h"
+#include "ipc/channel.h"
+#include "ipc/channel_internal.h"
+
+typedef struct WorkerSlot
+{
+	uint32		gen;
+	StringInfoData in;			/* request bytes taken from the ring */
+	int			in_off;			/* start of the next unread message in "in" */
+	StringInfoData out;			/* reply bytes not yet in the ring */
+	int			out_off;
+	uint64		skip;			/* bytes of a refused request still in the ring */
+} WorkerSlot;
+
+static WorkerSlot *wslots = NULL;
+static bool worker_process = false;	/* this is the state worker */
+
+static void worker_wake_client(ChannelSlot *s);
+
+void
+channel_worker_attach(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	wslots = palloc0(sizeof(WorkerSlot) * channel_shared->nslots);
+	/*
+	 * A previous worker may have left requests half-taken: start every
+	 * stream afresh.  Sessions notice the new generation and resynchronise
+	 * their reply stream before their next request.
+	 */
+	for (int i = 0; i < channel_shared->nslots; i++)
+	{
+		ChannelSlot *s = &channel_shared->slots[i];
+
+		initStringInfo(&wslots[i].in);
+		initStringInfo(&wslots[i].out);
+		pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
+		wslots[i].gen = pg_atomic_read_u32(&s->client_gen);
+		pg_atomic_write_u32(&s->worker_gen, wslots[i].gen);
+	}
+	MemoryContextSwitchTo(old);
+	pg_atomic_fetch_add_u32(&channel_shared->worker_generation, 1);
+	channel_shared->worker_latch = MyLatch;
+	pg_atomic_write_u32(&channel_shared->worker_pid, MyProcPid);
+	for (int i = 0; i < channel_shared->nslots; i++)
+		worker_wake_client(&channel_shared->slots[i]);
+}
+
+/*
+ * channel_worker_heartbeat shows sessions that wait on a long request that
+ * the worker is making progress.  Long loops of the worker call it.
+ */
+void
+channel_worker_heartbeat(void)
+{
+	if (channel_is_worker())
+		pg_atomic_fetch_add_u64(&channel_shared->heartbeat, 1);
+}
+
+/*
+ * channel_worker_begin marks this process as the state worker, from its
+ * start: what it would ask the worker (a restore at server start, before it
+ * serves the channel) it does itself.
+ */
+void
+channel_worker_begin(void)
+{
+	worker_process = true;
+}
+
+/* channel_is_worker tells whether this process is the state worker. */
+bool
+channel_is_worker(void)
+{
+	return worker_process;
+}
+
+void
+channel_worker_detach(void)
+{
+	if (channel_shared == NULL)
+		return;
+	pg_atomic_write_u32(&channel_shared->worker_pid, 0);
+	channel_shared->worker_latch = NULL;
+}
+
+static void
+worker_wake_client(ChannelSlot *s)
+{
+	Latch	   *latch = s->client_latch;
+
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * Append a reply to a slot's pending output.  A reply that the worker has
+ * no memory for becomes an error reply: the worker raises nothing here.
+ */
+static void
+worker_add_reply(WorkerSlot *ws, uint32 seq, int sqlerrcode, const char *data, uint32 len)
+{
+	static const char too_large[] = "reply too large for the state worker's memory";
+	ReplyHeader hdr;
+
+	if (!membuf_room(&ws->out, sizeof(hdr) + (Size) len))
+	{
+		sqlerrcode = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		data = too_large;
+		len = sizeof(too_large) - 1;
+		if (!membuf_room(&ws->out, sizeof(hdr) + len))
+		{
+			/* Not even that: the session's call times out instead. */
+			ereport(LOG,
+					(errmsg("state_backend worker dropped a reply: out of memory")));
+			return;
+		}
+	}
+	hdr.len = len;
+	hdr.seq = seq;
+	hdr.sqlerrcode = sqlerrcode;
+	appendBinaryStringInfo(&ws->out, (const char *) &hdr, sizeof(hdr));
+	if (len > 0)
+		appendBinaryStringInfo(&ws->out, data, len);
+}
+
+/*
+ * worker_refuse answers the request at the front of a slot's input with
+ * program_limit_exceeded, without holding it: what of it is taken is
+ * dropped, and the rest is dropped from the ring as it comes.
+ */
+static void
+worker_refuse(WorkerSlot *ws, const RequestHeader *hdr)
+{
+	char		msg[128];
+	Size		held = (Size) (ws->in.len - ws->in_off) - sizeof(RequestHeader);
+
+	snprintf(msg, sizeof(msg), "the state worker has no memory for a request of %u bytes",
+			 hdr->len);
+	worker_add_reply(ws, hdr->seq, ERRCODE_PROGRAM_LIMIT_EXCEEDED, msg, strlen(msg));
+	ws->skip = (uint64) hdr->len - Min(held, (Size) hdr->len);
+	resetStringInfo(&ws->in);
+	ws->in_off = 0;
+}
+
+/*
+ * worker_take moves a slot's request bytes from its ring into its input
+ * buffer: as many as there is memory for, the whole of a request once its
+ * header is in, raising nothing.  A request whose bytes cannot be held is
+ * refused.
+ */
+static void
+worker_take(ChannelSlot *s, WorkerSlot *ws)
+{
+	uint64		avail = channel_ring_used(&s->req);
+	Size		room;
+
+	if (ws->skip > 0 && avail > 0)
+	{
+		uint64		n = Min(avail, ws->skip);
+
+		channel_ring_consume(&s->req, n);
+		ws->skip -= n;
+		avail -= n;
+	}
+	if (avail > 0)
+	{
+		/* Keep only what is not yet run, at the front. */
+		if (ws->in_off > 0)
+		{
+			memmove(ws->in.data, ws->in.data + ws->in_off, ws->in.len - ws->in_off);
+			ws->in.len -= ws->in_off;
+			ws->in_off = 0;
+		}
+		if (ws->in.len >= (int) sizeof(RequestHeader))
+		{
+			RequestHeader hdr;
+			Size		whole;
+
+			memcpy(&hdr, ws->in.data, sizeof(hdr));
+			whole = sizeof(hdr) + (Size) hdr.len;
+			if ((Size) ws->in.len < whole &&
+				(hdr.len > CHANNEL_MAX_PAYLOAD ||
+				 !membuf_room(&ws->in, whole - (Size) ws->in.len)))
+			{
+				worker_refuse(ws, &hdr);
+				worker_take(s, ws);
+				return;
+			}
+		}
+		room = membuf_room(&ws->in, avail) ? avail :
+			(Size) (ws->in.maxlen - ws->in.len - 1);
+		room = Min(room, avail);
+		channel_ring_peek(&s->req, 0, ws->in.data + ws->in.len, room);
+		channel_ring_consume(&s->req, room);
+		ws->in.len += room;
+		ws->in.data[ws->in.len] = '\0';
+	}
+	pg_memory_barrier();	/* tail before client_waiting: no lost wakeup */
+	if (pg_atomic_read_u32(&s->client_waiting))
+		worker_wake_client(s);
+}
+
+/* Move pending replies into the ring; returns whether all fit. */
+static bool
+worker_flush_replies(ChannelSlot *s, WorkerSlot *ws)
+{
+	Size		n;
+
+	if (ws->out_off >= ws->out.len)
+		return true;
+	n = channel_ring_put(&s->rep, ws->out.data + ws->out_off, ws->out.len - ws->out_off);
+	ws->out_off += n;
+	if (n > 0)
+		worker_wake_client(s);
+	if (ws->out_off < ws->out.len)
+	{
+		pg_atomic_write_u32(&s->worker_blocked, 1);
+		return false;
+	}
+	pg_atomic_write_u32(&s->worker_blocked, 0);
+	resetStringInfo(&ws->out);
+	ws->out_off = 0;
+	membuf_shrink(&ws->out, CHANNEL_KEEP_BUFFER);
+	return true;
+}
+
+/* The session asked to start over: drop everything held for the slot. */
+static void
+worker_resync(ChannelSlot *s, WorkerSlot *ws, uint32 gen)
+{
+	resetStringInfo(&ws->in);
+	ws->in_off = 0;
+	ws->skip = 0;
+	resetStringInfo(&ws->out);
+	ws->out_off = 0;
+	pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
+	pg_atomic_write_u32(&s->worker_blocked, 0);
+	ws->gen = gen;
+	pg_write_barrier();
+	pg_atomic_write_u32(&s->worker_gen, gen);
+	worker_wake_client(s);
+}
+
+/*
+ * Run one request.  The handler's errors become an error reply (for a
+ * posted request too, which the session raises later).
+ */
+static void
+worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *hdr,
+				   const char *payload, StringInfo reply)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		want_reply = (hdr->op & CHANNEL_WANT_REPLY) != 0;
+	ChannelOp	op = (ChannelOp) (hdr->op & ~CHANNEL_WANT_REPLY);
+
+	resetStringInfo(reply);
+	PG_TRY();
+	{
+		bool		answered = handler(op, payload, hdr->len, reply);
+
+		if (want_reply || answered)
+			worker_add_reply(ws, hdr->seq, 0, reply->data, reply->len);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		StringInfoData msg;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* A handler holds no lock across requests; drop any it left. */
+		LWLockReleaseAll();
+		initStringInfo(&msg);
+		appendStringInfoString(&msg, edata->message);
+		if (edata->detail)
+		{
+			appendStringInfoChar(&msg, '\0');
+			appendStringInfoString(&msg, edata->detail);
+		}
+		worker_add_reply(ws, hdr->seq, edata->sqlerrcode ? edata->sqlerrcode :
+						 ERRCODE_INTERNAL_ERROR, msg.data, msg.len);
+		FreeErrorData(edata);
+		pfree(msg.data);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * channel_worker_serve takes what every slot has sent and runs up to
+ * "budget" requests per slot through the handler, then writes the replies.
+ * Returns whether work remains (more requests, or replies that did not fit).
+ */
+bool
+channel_worker_serve(ChannelHandler handler, int budget)
+{
+	bool		more = false;
+	StringInfoData reply;
+
+	channel_worker_heartbeat();
+
+	initStringInfo(&reply);
+	for (int i = 0; i < channel_shared->nslots; i++)
+	{
+		ChannelSlot *s = &channel_shared->slots[i];
+		WorkerSlot *ws = &wslots[i];
+		uint32		gen = pg_atomic_read_u32(&s->client_gen);
+		uint64		avail;
+		int			done = 0;
+		RequestHeader last;
+
+		if (gen != ws->gen)
+			worker_resync(s, ws, gen);
+		if (!worker_flush_replies(s, ws))
+		{
+			more = true;
+			continue;			/* the session reads its replies first */
+		}
+
+		avail = channel_ring_used(&s->req);
+		if (avail == 0 && ws->in_off >= ws->in.len)
+			continue;
+		if (avail > 0)
+			worker_take(s, ws);
+
+		while (done < budget)
+		{
+			RequestHeader hdr;
+			int			left = ws->in.len - ws->in_off;
+
+			if (left < (int) sizeof(hdr))
+				break;
+			memcpy(&hdr, ws->in.data + ws->in_off, sizeof(hdr));
+			if (left < (int) (sizeof(hdr) + hdr.len))
+				break;
+			worker_run_request(handler, ws, &hdr,
+							   ws->in.data + ws->in_off + sizeof(hdr), &reply);
+			ws->in_off += sizeof(hdr) + hdr.len;
+			last.seq = hdr.seq;
+			done++;
+		}
+		if (done > 0)
+		{
+			last.op = CHANNEL_OP_FLUSH;
+			last.len = 0;
+			worker_run_request(handler, ws, &last, NULL, &reply);
+		}
+		if (ws->in_off == ws->in.len)
+		{
+			resetStringInfo(&ws->in);
+			ws->in_off = 0;
+			membuf_shrink(&ws->in, CHANNEL_KEEP_BUFFER);
+		}
+		else if (done == budget)
+			more = true;
+		if (!worker_flush_replies(s, ws))
+			more = true;
+	}
+	pfree(reply.data);
+	return more;
+}
