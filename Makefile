@@ -13,6 +13,7 @@ OBJS = \
 	src/module.o \
 	src/worker.o \
 	src/state_ops.o \
+	src/logged.o \
 	src/common/types.o \
 	src/common/locks.o \
 	src/common/settings.o \
@@ -26,6 +27,7 @@ OBJS = \
 	src/ipc/channel_worker.o \
 	src/catalog/registry.o \
 	src/format/records.o \
+	src/format/state_wal.o \
 	src/format/kg_file.o \
 	src/format/manifest.o \
 	src/format/snapshot_writer.o \

@@ -28,7 +28,8 @@ CREATE FUNCTION state.create_state(
 	backend text DEFAULT NULL,
 	map_key_type regtype DEFAULT 'text',
 	reducer text DEFAULT NULL,
-	ttl interval DEFAULT NULL)
+	ttl interval DEFAULT NULL,
+	logged boolean DEFAULT false)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
@@ -38,7 +39,7 @@ CREATE FUNCTION state._states(
 	OUT name text, OUT kind text, OUT backend text,
 	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
 	OUT reducer text, OUT ttl interval, OUT owner regrole,
-	OUT entries bigint, OUT bytes bigint)
+	OUT entries bigint, OUT bytes bigint, OUT logged boolean)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states AS SELECT * FROM state._states();

@@ -33,7 +33,9 @@
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "format/state_wal.h"
 #include "ipc/channel.h"
+#include "logged.h"
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
 #include "worker.h"
@@ -226,8 +228,11 @@ state_backend_xact_callback(XactEvent event, void *arg)
 				pending_drop_dbid = InvalidOid;
 				state_ops_drop_database(dbid);
 			}
+			logged_at_commit();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			logged_at_commit();
+
 			/*
 			 * A prepared transaction commits later, elsewhere: its renames
 			 * are noted when the role is next altered.
@@ -252,6 +257,7 @@ _PG_init(void)
 
 	state_backend_mark_loaded();
 	state_backend_define_settings(keyed_backend_options, STATE_BACKEND_MEMORY);
+	state_wal_register();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = state_backend_shmem_request;

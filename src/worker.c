@@ -39,6 +39,7 @@
 #include "common/progress.h"
 #include "common/settings.h"
 #include "ipc/channel.h"
+#include "logged.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
@@ -226,6 +227,7 @@ state_worker_wait_for_promotion(void)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		logged_keep_for_standby();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 200L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -243,6 +245,8 @@ state_worker_main(Datum main_arg)
 {
 	TimestampTz last_checkpoint;
 	bool		busy = false;
+	bool		recovering;
+	char	   *loaded = NULL;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -261,6 +265,7 @@ state_worker_main(Datum main_arg)
 	 */
 	if (state_worker_wait_for_promotion())
 		rocks_set_aside();
+	recovering = !registry_is_ready();
 
 	(void) state_area();
 	snapshot_worker_attach();
@@ -273,8 +278,13 @@ state_worker_main(Datum main_arg)
 	 * a worker restarted on its own finds the states live.  rocksdb states
 	 * come back from their own instance first.
 	 */
-	if (!registry_is_ready())
-		restore_on_start(rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0);
+	if (recovering)
+	{
+		uint32		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
+
+		logged_note_adopted();
+		loaded = restore_on_start(kept);
+	}
 	else
 	{
 		(void) rocks_open_existing();
@@ -283,6 +293,14 @@ state_worker_main(Datum main_arg)
 	}
 	channel_worker_attach();
 	progress_set_hooks(state_worker_yield, channel_worker_heartbeat);
+	snapshot_set_checkpoint_hook(logged_checkpoint_done);
+
+	/*
+	 * Logged states: their WAL since the checkpoint, then a checkpoint of
+	 * the result, before any session is served (logged.c).
+	 */
+	if (recovering && logged_recover(loaded))
+		state_worker_checkpoint(false);
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 	last_checkpoint = GetCurrentTimestamp();

@@ -51,6 +51,7 @@
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "format/records.h"
+#include "format/state_wal.h"
 
 #define HEAP_MAX_SLOTS			(1U << 25)
 
@@ -376,6 +377,20 @@ heap_unlink(const HeapOp *op, dsa_pointer *slot, HeapEntry *e)
 	heap_state_release(op->part, e, p);
 }
 
+/*
+ * heap_log writes a logged state's change to WAL under the partition's
+ * lock: a cut, which holds every partition lock, then parts the changes it
+ * holds from those it does not by one WAL position.
+ */
+static inline void
+heap_log(const HeapOp *op, uint8 kind, const char *mkey, uint32 mkeylen,
+		 const char *value, uint32 len, bool isnull)
+{
+	if (op->st->desc->logged)
+		(void) state_wal_log(kind, op->st->desc->id, op->key->data, op->key->len,
+							 mkey, mkeylen, value, len, isnull);
+}
+
 static bool
 heap_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
@@ -401,6 +416,7 @@ heap_put(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
 	heap_prepare_write(&op);
 	heap_store(&op, value, len);
+	heap_log(&op, STATE_WAL_PUT, NULL, 0, value, len, false);
 	LWLockRelease(op.lock);
 }
 
@@ -415,7 +431,10 @@ heap_remove(const StateTarget *st, const StateKey *key)
 	heap_state_reserve_retired(st, op.part, 1);
 	e = heap_find(&op, &slot);
 	if (e != NULL)
+	{
 		heap_unlink(&op, slot, e);
+		heap_log(&op, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+	}
 	LWLockRelease(op.lock);
 	return e != NULL;
 }
@@ -433,6 +452,7 @@ heap_append(const StateTarget *st, const StateKey *key, const char *elems, uint3
 	e = heap_writable(&op, len);
 	memcpy(ENTRY_VAL(e) + e->val_len, elems, len);
 	e->val_len += len;
+	heap_log(&op, STATE_WAL_APPEND, NULL, 0, elems, len, false);
 	LWLockRelease(op.lock);
 }
 
@@ -464,7 +484,10 @@ heap_merge(const StateTarget *st, const StateKey *key, const char *value,
 		same = found ? (e != NULL && e->val_len == (uint32) cur.len &&
 						memcmp(ENTRY_VAL(e), cur.data, cur.len) == 0) : e == NULL;
 		if (same)
+		{
 			heap_store(&op, out->data, out->len);
+			heap_log(&op, STATE_WAL_PUT, NULL, 0, out->data, out->len, false);
+		}
 		LWLockRelease(op.lock);
 		if (same)
 			break;
@@ -540,6 +563,7 @@ heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
 		map_cut(e, off, oldsize);	/* the new pair goes at the end */
 	record_write_pair(ENTRY_VAL(e) + e->val_len, mkey, mkeylen, v, len);
 	e->val_len += recsize;
+	heap_log(&op, STATE_WAL_MAP_PUT, mkey, mkeylen, v, len, isnull);
 	LWLockRelease(op.lock);
 }
 
@@ -569,6 +593,7 @@ heap_map_remove(const StateTarget *st, const StateKey *key, const char *mkey,
 			heap_find(&op, &slot);
 			heap_unlink(&op, slot, e);
 		}
+		heap_log(&op, STATE_WAL_MAP_REMOVE, mkey, mkeylen, NULL, 0, false);
 	}
 	LWLockRelease(op.lock);
 	return off >= 0;
@@ -629,5 +654,6 @@ const KeyedStateBackend heap_keyed_backend = {
 	.size = heap_state_size,
 	.flush = NULL,
 	.sync_catalog = NULL,
+	.applied_lsn = NULL,
 	.snapshot = &heap_snapshot_strategy,
 };

@@ -19,6 +19,7 @@
 #include "catalog/registry.h"
 #include "common/settings.h"
 #include "format/records.h"
+#include "format/state_wal.h"
 
 #define SNAPSHOT_PREFETCH		16	/* slots ahead, while copying out */
 
@@ -151,6 +152,14 @@ heap_state_truncate(const StateTarget *st)
 		LWLockRelease(lock);
 		removed += n;
 	}
+
+	/*
+	 * Logged when done: a cut made meanwhile holds some partitions
+	 * truncated and some not, and comes before this record.
+	 */
+	if (st->desc->logged)
+		(void) state_wal_log(STATE_WAL_TRUNCATE, st->desc->id, NULL, 0, NULL, 0,
+							 NULL, 0, false);
 	return removed;
 }
 

@@ -104,3 +104,15 @@ keyed_backend_memory_snapshots(int backend)
 	return backend >= 0 && backend < STATE_BACKEND_COUNT &&
 		backends[backend].memory_snapshots;
 }
+
+/*
+ * keyed_backend_flush_all waits until every write this session made, in
+ * every backend, is applied; the error of one that failed is raised.
+ */
+void
+keyed_backend_flush_all(void)
+{
+	for (int i = 0; i < lengthof(implementations); i++)
+		if (implementations[i]->flush)
+			implementations[i]->flush();
+}

@@ -14,6 +14,7 @@
 #ifndef STATE_BACKEND_KEYED_BACKEND_H
 #define STATE_BACKEND_KEYED_BACKEND_H
 
+#include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 #include "utils/guc.h"
 
@@ -205,6 +206,14 @@ typedef struct KeyedStateBackend
 	 */
 	void		(*sync_catalog) (void);
 
+	/*
+	 * In the state worker, for a backend whose states keep their data
+	 * across a restart: the end of the last WAL record whose change that
+	 * data holds (format/state_wal.h), so that recovery does not apply it
+	 * twice.  NULL: states come back only from checkpoints.
+	 */
+	XLogRecPtr	(*applied_lsn) (void);
+
 	const SnapshotStrategy *snapshot;
 } KeyedStateBackend;
 
@@ -218,6 +227,7 @@ extern const char *keyed_backend_name(int backend);
 extern int	keyed_backend_parse(const char *name);
 extern bool keyed_backend_lookup(const char *name, int *backend);
 extern bool keyed_backend_memory_snapshots(int backend);
+extern void keyed_backend_flush_all(void);
 extern const struct config_enum_entry keyed_backend_options[];
 
 #endif							/* STATE_BACKEND_KEYED_BACKEND_H */

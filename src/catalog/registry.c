@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
@@ -27,6 +28,7 @@
 #include "common/codec.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "format/state_wal.h"
 
 typedef struct RegistrySlot
 {
@@ -274,6 +276,15 @@ registry_create(StateDesc *desc, bool hidden)
 	registry->slots[free_slot].hidden = hidden;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
+
+	/*
+	 * A logged state's creation is logged at the instant it can be found,
+	 * under the lock a cut copies descriptors under: no change of it comes
+	 * before its creation in WAL, and a cut holds it exactly when the cut's
+	 * WAL position comes after the record.
+	 */
+	if (!hidden && desc->logged)
+		(void) state_wal_log_create(desc, false);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	return free_slot;
@@ -296,6 +307,9 @@ registry_mark_dropping(const StateDesc *desc, int slot)
 		return false;
 	}
 	s->dropping = true;
+	/* From here on, WAL has no change of it (format/state_wal.h). */
+	if (s->desc.logged && !s->hidden)
+		(void) state_wal_log(STATE_WAL_DROP, s->desc.id, NULL, 0, NULL, 0, NULL, 0, false);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	return true;
@@ -342,20 +356,30 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
 	{
 		RegistrySlot *s = &registry->slots[i];
 
-		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping)
+		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping || s->hidden)
 			continue;
-		if (s->hidden)
-		{
-			for (int j = 0; j < nids; j++)
-				if (ids[j] == s->desc.id)
-					s->hidden = false;
-			continue;
-		}
 		if (keep_backends & ((uint32) 1 << s->desc.backend))
 			continue;
 		s->dropping = true;
+		if (s->desc.logged)
+			(void) state_wal_log(STATE_WAL_DROP, s->desc.id, NULL, 0, NULL, 0, NULL, 0, false);
 		(*old)[nold] = s->desc;
 		(*oldslots)[nold++] = i;
+	}
+	/* Then the new ones appear: in WAL too, after the old are gone. */
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping || !s->hidden)
+			continue;
+		for (int j = 0; j < nids; j++)
+			if (ids[j] == s->desc.id)
+			{
+				s->hidden = false;
+				if (s->desc.logged)
+					(void) state_wal_log_create(&s->desc, false);
+			}
 	}
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
@@ -366,14 +390,18 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
  * registry_copy_all copies every state of every database that is neither
  * being dropped nor being restored into out (room for max_states); returns
  * how many.  A snapshot's cut calls it with every partition locked, so it
- * must not fail: it only copies.
+ * must not fail: it only copies.  wal_position (if not NULL) gets the WAL
+ * insert position at that instant: logged states' changes before it are in
+ * the copy's states, those after it are not (format/state_wal.h).
  */
 int
-registry_copy_all(StateDesc *out)
+registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
 {
 	int			n = 0;
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	if (wal_position != NULL)
+		*wal_position = RecoveryInProgress() ? InvalidXLogRecPtr : GetXLogInsertRecPtr();
 	for (int i = 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];
@@ -666,6 +694,30 @@ registry_list(Oid dbid, StateDesc **descs, int **slots)
 		}
 	}
 	return n;
+}
+
+/*
+ * registry_find returns the slot of the visible state with that id (not
+ * hidden, not being dropped) and copies its descriptor, or returns -1.
+ */
+int
+registry_find(uint32 id, StateDesc *desc)
+{
+	int			found = -1;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && found < 0; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == id && id != 0 && !s->dropping && !s->hidden)
+		{
+			*desc = s->desc;
+			found = i;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
 }
 
 /*

@@ -7,6 +7,8 @@
 #ifndef STATE_BACKEND_REGISTRY_H
 #define STATE_BACKEND_REGISTRY_H
 
+#include "access/xlogdefs.h"
+
 #include "common/types.h"
 
 extern Size registry_shmem_size(void);
@@ -23,7 +25,7 @@ extern void registry_free_slot(const StateDesc *desc, int slot);
 extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
 							 StateDesc **old, int **oldslots);
 extern bool registry_exists(Oid dbid, const char *name);
-extern int	registry_copy_all(StateDesc *out);
+extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);
 extern void registry_check_type_unused(Oid type, bool altering);
 extern void registry_check_role_unused(Oid role);
 extern void registry_set_owner_name(Oid role, const char *name);
@@ -34,6 +36,7 @@ extern void registry_check_owner(const StateDesc *desc);
 
 extern bool registry_alive(int slot, uint32 id);
 extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
+extern int	registry_find(uint32 id, StateDesc *desc);
 extern bool registry_adopt(const StateDesc *desc);
 extern void registry_add_usage(int slot, int64 entries, int64 bytes);
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);

@@ -19,7 +19,8 @@
 #define LOCK_REGISTRY			HEAP_PARTITIONS
 #define LOCK_AREA				(HEAP_PARTITIONS + 1)
 #define LOCK_SNAPSHOT			(HEAP_PARTITIONS + 2)
-#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 3)
+#define LOCK_WAL_SLOT			(HEAP_PARTITIONS + 3)	/* taken alone */
+#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 4)
 
 extern void state_locks_request(void);
 extern void state_locks_init(void);

@@ -83,7 +83,11 @@ typedef struct StateDesc
 	NameData	owner_name;
 	int			ngrants;
 	StateGrant	grants[STATE_MAX_GRANTS];
+	bool		logged;			/* changes go to WAL (format/state_wal.h) */
 } StateDesc;
+
+/* The size of a descriptor stored before "logged" was added. */
+#define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)
 
 /* Names, for messages, views and the snapshot MANIFEST (common/types.c). */
 extern const char *state_kind_name(StateKind kind);

@@ -60,6 +60,7 @@ struct SnapshotWriter
 	int64		id;
 	SnapshotFormat format;
 	int			key_groups;
+	XLogRecPtr	wal_position;	/* of the cut; InvalidXLogRecPtr: unknown */
 	int			nstates;
 	StateOut   *states;
 	HTAB	   *by_id;			/* state id to index in states */

@@ -99,6 +99,8 @@ manifest_build(SnapshotWriter *w)
 	appendStringInfo(m, "server_version_num %d\n", PG_VERSION_NUM);
 	appendStringInfo(m, "system_identifier " UINT64_FORMAT "\n", GetSystemIdentifier());
 	appendStringInfo(m, "key_groups %d\n", w->key_groups);
+	if (w->wal_position != InvalidXLogRecPtr)
+		appendStringInfo(m, "wal_position %X/%X\n", LSN_FORMAT_ARGS(w->wal_position));
 	appendStringInfo(m, "created %s\n", timestamptz_to_str(GetCurrentTimestamp()));
 	for (int i = 0; i < w->ndbs; i++)
 	{
@@ -120,6 +122,8 @@ manifest_build(SnapshotWriter *w)
 		appendStringInfo(m, " reducer=%s owner=",
 						 d->reducer == STATE_REDUCER_NONE ? "-" : state_reducer_name(d->reducer));
 		append_encoded(m, NameStr(d->owner_name));
+		if (d->logged)
+			appendStringInfoString(m, " logged=1");
 		appendStringInfo(m, " owner_oid=%u file=%s size=" INT64_FORMAT " entries=" INT64_FORMAT "\n",
 						 d->owner, so->relpath, (int64) so->size, so->entries);
 		for (int g = 0; g < d->ngrants; g++)
@@ -200,6 +204,8 @@ parse_state_line(char *line, SnapshotState *st)
 				return false;
 			namestrcpy(&st->desc.owner_name, buf);
 		}
+		else if (strcmp(tok, "logged") == 0)
+			st->desc.logged = strcmp(v, "1") == 0;
 		else if (strcmp(tok, "owner_oid") == 0)
 			st->desc.owner = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "file") == 0)
@@ -420,6 +426,15 @@ snapshot_read_manifest(const SnapshotSource *src)
 			m->system_identifier = strtou64(rest, NULL, 10);
 		else if (strcmp(word, "key_groups") == 0)
 			m->key_groups = atoi(rest);
+		else if (strcmp(word, "wal_position") == 0)
+		{
+			unsigned int hi;
+			unsigned int lo;
+
+			if (sscanf(rest, "%X/%X", &hi, &lo) != 2)
+				snapshot_file_corrupt(&f, lineoff, "The MANIFEST's wal_position is malformed.");
+			m->wal_position = ((uint64) hi << 32) | lo;
+		}
 		else if (strcmp(word, "database") == 0)
 		{
 			unsigned int oid;

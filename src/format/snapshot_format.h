@@ -8,6 +8,7 @@
 #ifndef STATE_BACKEND_SNAPSHOT_H
 #define STATE_BACKEND_SNAPSHOT_H
 
+#include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 
 #include "common/types.h"
@@ -49,6 +50,7 @@ typedef struct SnapshotManifest
 	uint64		system_identifier;	/* of the cluster that took it; 0 if
 									 * the MANIFEST does not say */
 	int			key_groups;
+	XLogRecPtr	wal_position;	/* WAL position of the cut, if recorded */
 	int			nstates;
 	SnapshotState *states;
 	int			ndbs;
@@ -80,6 +82,7 @@ extern SnapshotWriter *snapshot_writer_begin(const char *dir, int64 id,
 											 const bool *native, int ndescs,
 											 const Oid *dboids, char **dbnames,
 											 int ndbs);
+extern void snapshot_writer_set_wal_position(SnapshotWriter *w, XLogRecPtr lsn);
 extern char *snapshot_writer_native_path(SnapshotWriter *w, uint32 state_id);
 extern void snapshot_writer_set_native(SnapshotWriter *w, uint32 state_id,
 									   int64 list_size, int64 entries,

@@ -197,6 +197,16 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 }
 
 /*
+ * snapshot_writer_set_wal_position records the WAL position of the cut in
+ * the MANIFEST: recovery replays logged states' records from there.
+ */
+void
+snapshot_writer_set_wal_position(SnapshotWriter *w, XLogRecPtr lsn)
+{
+	w->wal_position = lsn;
+}
+
+/*
  * snapshot_writer_native_path returns (palloc'd) the full path of the list
  * file of a state whose backend writes its own files.
  */

@@ -83,6 +83,7 @@ channel_shmem_init(void)
 		pg_atomic_init_u32(&s->worker_blocked, 0);
 		pg_atomic_init_u32(&s->last_seq, 0);
 		pg_atomic_init_u32(&s->dirty, 0);
+		pg_atomic_init_u64(&s->wal_lsn, 0);
 		s->client_latch = NULL;
 		pg_atomic_init_u64(&s->req.head, 0);
 		pg_atomic_init_u64(&s->req.tail, 0);
@@ -575,6 +576,17 @@ channel_call_int64(ChannelOp op, const char *payload, uint32 len, bool long_runn
 	memcpy(&n, reply.data, sizeof(n));
 	pfree(reply.data);
 	return n;
+}
+
+/*
+ * channel_session_lsn is the end of the WAL records the worker wrote for
+ * this session's requests (logged states' changes), as of its last reply.
+ */
+XLogRecPtr
+channel_session_lsn(void)
+{
+	channel_attach();
+	return (XLogRecPtr) pg_atomic_read_u64(&my_slot->wal_lsn);
 }
 
 /* channel_sync waits until every request posted so far is done. */

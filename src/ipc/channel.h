@@ -12,6 +12,7 @@
 #ifndef STATE_BACKEND_CHANNEL_H
 #define STATE_BACKEND_CHANNEL_H
 
+#include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 
 /* Request kinds. */
@@ -49,6 +50,7 @@ extern int64 channel_call_int64(ChannelOp op, const char *payload, uint32 len,
 extern void channel_sync(void);
 extern void channel_wake_worker(void);
 extern void channel_forget_pending(void);
+extern XLogRecPtr channel_session_lsn(void);
 
 /* Worker side. */
 /*
@@ -65,5 +67,6 @@ extern void channel_worker_detach(void);
 extern void channel_worker_heartbeat(void);
 extern bool channel_is_worker(void);
 extern bool channel_worker_serve(ChannelHandler handler, int budget);
+extern void channel_worker_note_lsn(XLogRecPtr lsn);
 
 #endif							/* STATE_BACKEND_CHANNEL_H */

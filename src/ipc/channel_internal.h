@@ -42,6 +42,7 @@ typedef struct ChannelSlot
 	pg_atomic_uint32 worker_blocked;	/* the worker has replies pending */
 	pg_atomic_uint32 last_seq;	/* the last sequence number a session used */
 	pg_atomic_uint32 dirty;		/* a message may be half-written or half-read */
+	pg_atomic_uint64 wal_lsn;	/* end of WAL the worker wrote for its requests */
 	Latch	   *client_latch;
 	ChannelRing req;
 	ChannelRing rep;

@@ -36,6 +36,9 @@ typedef struct WorkerSlot
 static WorkerSlot *wslots = NULL;
 static bool worker_process = false;	/* this is the state worker */
 
+/* The slot whose requests the worker runs now, if any. */
+static ChannelSlot *serving = NULL;
+
 static void worker_wake_client(ChannelSlot *s);
 
 void
@@ -309,6 +312,17 @@ worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *
 }
 
 /*
+ * channel_worker_note_lsn tells the session whose requests are being run
+ * that WAL up to lsn holds their changes: it waits for that at commit.
+ */
+void
+channel_worker_note_lsn(XLogRecPtr lsn)
+{
+	if (serving != NULL && lsn > pg_atomic_read_u64(&serving->wal_lsn))
+		pg_atomic_write_u64(&serving->wal_lsn, lsn);
+}
+
+/*
  * channel_worker_serve takes what every slot has sent and runs up to
  * "budget" requests per slot through the handler, then writes the replies.
  * Returns whether work remains (more requests, or replies that did not fit).
@@ -344,6 +358,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			continue;
 		if (avail > 0)
 			worker_take(s, ws);
+		serving = s;
 
 		while (done < budget)
 		{
@@ -367,6 +382,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			last.len = 0;
 			worker_run_request(handler, ws, &last, NULL, &reply);
 		}
+		serving = NULL;
 		if (ws->in_off == ws->in.len)
 		{
 			resetStringInfo(&ws->in);

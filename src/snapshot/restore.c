@@ -35,6 +35,7 @@
 #include "common/codec.h"
 #include "common/key_group.h"
 #include "common/settings.h"
+#include "format/state_wal.h"
 #include "snapshot/canonical.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/restore.h"
@@ -371,16 +372,47 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	return c.n;
 }
 
-/* Wait for every backend's writes of this session (errors raised). */
+/* log_entry: one restored entry of a logged state goes to WAL. */
 static void
-flush_backends(void)
+log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
 {
-	int			n;
-	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+	const StateDesc *d = arg;
 
-	for (int i = 0; i < n; i++)
-		if (all[i]->flush)
-			all[i]->flush();
+	(void) state_wal_log(STATE_WAL_PUT, d->id, key, keylen, NULL, 0, value, valuelen, false);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * log_restored writes the logged states a restore loaded to WAL, as
+ * hidden states and their entries, before they are published: the restore
+ * is durable when it returns, as COPY into a table is.  No snapshot is cut
+ * meanwhile (snapshot_control_hold_cuts), so a checkpoint holds all of
+ * these records' effect or none.
+ */
+static void
+log_restored(const Section *sec)
+{
+	for (int i = 0; i < sec->n; i++)
+	{
+		StateTarget target;
+
+		if (!sec->descs[i].logged)
+			continue;
+		target.desc = &sec->descs[i];
+		target.slot = sec->slots[i];
+		(void) state_wal_log_create(&sec->descs[i], true);
+		keyed_backend_for(sec->descs[i].backend)->iterate(&target, -1, log_entry,
+														  &sec->descs[i]);
+	}
+}
+
+static bool
+section_has_logged(const Section *sec)
+{
+	for (int i = 0; i < sec->n; i++)
+		if (sec->descs[i].logged)
+			return true;
+	return false;
 }
 
 /*
@@ -394,6 +426,7 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 {
 	Section		sec;
 	volatile int created = 0;
+	volatile bool holding = false;
 	int64		total = 0;
 	bool		any_native = false;
 
@@ -415,26 +448,48 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 			if (sec.native[i])
 				any_native = true;	/* below, all at once */
 			else
-				total += load_state(src, m, sec.states[i], &sec.descs[i], sec.slots[i],
-									!trust_oids);
+			{
+				/* Loading is not logged: a logged state's records begin at its publication. */
+				StateDesc	load = sec.descs[i];
+
+				load.logged = false;
+				total += load_state(src, m, sec.states[i], &load, sec.slots[i], !trust_oids);
+			}
 		}
 		if (any_native)
 			total += restore_native_files(src->dir, sec.states, sec.descs, sec.slots,
 										  sec.native, sec.n);
 		/* Writes may have been posted: they must all be in. */
 		if (!trust_oids)
-			flush_backends();
+			keyed_backend_flush_all();
+		if (!trust_oids && section_has_logged(&sec))
+		{
+			snapshot_control_hold_cuts(true);
+			holding = true;
+			log_restored(&sec);
+		}
 	}
 	PG_CATCH();
 	{
+		if (holding)
+			snapshot_control_hold_cuts(false);
 		for (int i = 0; i < created; i++)
 			state_ops_discard(&sec.descs[i], sec.slots[i]);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
-	state_ops_publish(target_dbid, sec.descs, sec.n, trust_oids ? kept_backends : 0,
-					  !trust_oids);
+	PG_TRY();
+	{
+		state_ops_publish(target_dbid, sec.descs, sec.n, trust_oids ? kept_backends : 0,
+						  !trust_oids);
+	}
+	PG_FINALLY();
+	{
+		if (holding)
+			snapshot_control_hold_cuts(false);
+	}
+	PG_END_TRY();
 	return total;
 }
 
@@ -491,9 +546,9 @@ restore_into_database(const SnapshotSource *src, const char *from_database,
  * checkpoint, in the state worker at server start, but for the states of
  * kept_backends (bits of backend ids), which kept their working data.  A
  * section that cannot be loaded is reported and skipped: the server must
- * come up.
+ * come up.  Returns the checkpoint's directory, or NULL when none was read.
  */
-void
+char *
 restore_on_start(uint32 kept_backends)
 {
 	char	   *dir;
@@ -503,14 +558,14 @@ restore_on_start(uint32 kept_backends)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (state_backend_checkpoint_dir[0] == '\0')
-		return;
+		return NULL;
 	snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	if (!state_backend_restore_on_start)
-		return;
+		return NULL;
 	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
 	checkpoint_warn_final_failed(dir);
 	if (dir == NULL)
-		return;
+		return NULL;
 
 	memset(&src, 0, sizeof(src));
 	src.dir = dir;
@@ -526,7 +581,7 @@ restore_on_start(uint32 kept_backends)
 		FlushErrorState();
 		ereport(WARNING,
 				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
-		return;
+		return NULL;
 	}
 	PG_END_TRY();
 
@@ -562,4 +617,5 @@ restore_on_start(uint32 kept_backends)
 		}
 		PG_END_TRY();
 	}
+	return dir;
 }

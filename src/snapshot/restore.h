@@ -9,6 +9,6 @@
 
 extern int64 restore_into_database(const SnapshotSource *src, const char *from_database,
 								   int backend_override);
-extern void restore_on_start(uint32 kept_backends);
+extern char *restore_on_start(uint32 kept_backends);
 
 #endif							/* STATE_BACKEND_RESTORE_H */

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -41,6 +42,7 @@ typedef struct SnapshotControl
 	bool		picked;			/* the worker took it */
 	bool		cancel_requested;
 	bool		is_checkpoint;
+	int			cut_holds;		/* restores logging their states: no cut */
 	int			ndescs;			/* in cut_descs, copied at the cut */
 	Latch	   *worker_latch;
 	SnapshotInfo history[SNAPSHOT_HISTORY];
@@ -381,20 +383,62 @@ snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 by
 }
 
 /*
+ * snapshot_control_hold_cuts keeps snapshots from being cut (hold true)
+ * while a restore writes the states it loaded to WAL, and lets them go on
+ * (hold false).  A cut holds either all of such a restore's records or
+ * none: they are logged for states no cut sees until they are published.
+ */
+static int	my_cut_holds = 0;
+
+/* A session that exits while it holds cuts lets them go. */
+static void
+release_cut_holds(int code, Datum arg)
+{
+	while (my_cut_holds > 0)
+		snapshot_control_hold_cuts(false);
+}
+
+void
+snapshot_control_hold_cuts(bool hold)
+{
+	static bool registered = false;
+
+	if (hold && !registered)
+	{
+		before_shmem_exit(release_cut_holds, (Datum) 0);
+		registered = true;
+	}
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	ctl->cut_holds += hold ? 1 : -1;
+	Assert(ctl->cut_holds >= 0);
+	LWLockRelease(control_lock());
+	my_cut_holds += hold ? 1 : -1;
+}
+
+/*
  * snapshot_control_begin starts snapshot id, whose cut "cut" makes (the
  * backends' instants, then at_cut copying descriptors into the array
  * snapshot_control_cut_descs gives): under the snapshot lock, so that
  * nobody sees it half made.  ndescs is where the cut stores how many
- * descriptors it copied.
+ * descriptors it copied, wal_position the WAL position of its instant.
  */
 void
 snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 					   bool checkpoint, void (*cut) (void *arg), void *arg,
-					   const int *ndescs)
+					   const int *ndescs, const XLogRecPtr *wal_position)
 {
 	SnapshotInfo *info;
 
 	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	if (ctl->cut_holds > 0)
+	{
+		LWLockRelease(control_lock());
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("a restore of logged states is writing them to WAL"),
+				 errdetail("A snapshot's cut waits until that restore is done."),
+				 errhint("Try again when the restore has returned.")));
+	}
 	cut(arg);
 	ctl->running_id = id;
 	ctl->picked = false;
@@ -416,6 +460,7 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	info->status = SNAPSHOT_RUNNING;
 	info->started_at = GetCurrentTimestamp();
 	info->states = *ndescs;
+	info->wal_position = *wal_position;
 	if (ctl->worker_latch)
 		SetLatch(ctl->worker_latch);
 	LWLockRelease(control_lock());

@@ -7,6 +7,7 @@
 #ifndef STATE_BACKEND_SNAPSHOT_CONTROL_H
 #define STATE_BACKEND_SNAPSHOT_CONTROL_H
 
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 
 #include "utils/dsa.h"
@@ -34,6 +35,7 @@ typedef struct SnapshotInfo
 	int64		entries;
 	int64		bytes;
 	bool		incremental;
+	XLogRecPtr	wal_position;	/* WAL insert position at the cut */
 	int			sqlerrcode;
 	char		error[512];
 } SnapshotInfo;
@@ -69,10 +71,11 @@ extern void snapshot_check_cancel(void);
 extern void snapshot_bump_next_id(int64 id);
 extern int64 snapshot_control_reserve(void);
 extern StateDesc *snapshot_control_cut_descs(void);
+extern void snapshot_control_hold_cuts(bool hold);
 extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 								   bool checkpoint,
 								   void (*cut) (void *arg), void *arg,
-								   const int *ndescs);
+								   const int *ndescs, const XLogRecPtr *wal_position);
 extern bool snapshot_control_pick(SnapshotJob *job);
 extern void snapshot_control_progress(int64 id, int64 entries, int64 bytes);
 extern void snapshot_control_set_incremental(int64 id);

@@ -37,12 +37,21 @@
 #include "snapshot/snapshot_control.h"
 #include "snapshot/snapshot_driver.h"
 
+static CheckpointDoneHook checkpoint_done_hook = NULL;
+
+void
+snapshot_set_checkpoint_hook(CheckpointDoneHook hook)
+{
+	checkpoint_done_hook = hook;
+}
+
 typedef struct CutContext
 {
 	StateDesc  *descs;
 	int			n;
 	bool		done;
 	int64		id;
+	XLogRecPtr	wal_position;
 } CutContext;
 
 /* at_cut of the strategies: the descriptors as of the cut's instant. */
@@ -51,7 +60,7 @@ copy_descs_at_cut(void *arg)
 {
 	CutContext *c = arg;
 
-	c->n = registry_copy_all(c->descs);
+	c->n = registry_copy_all(c->descs, &c->wal_position);
 	c->done = true;
 }
 
@@ -110,7 +119,9 @@ snapshot_request(const char *path, SnapshotFormat format)
 		cut.n = 0;
 		cut.done = false;
 		cut.id = id;
-		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n);
+		cut.wal_position = InvalidXLogRecPtr;
+		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n,
+							   &cut.wal_position);
 	}
 	PG_CATCH();
 	{
@@ -336,6 +347,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 	w = snapshot_writer_begin(p.in_memory ? NULL : job->info.path, job->id, job->info.format,
 							  job->descs, p.backends, p.native, job->ndescs,
 							  dboids, dbnames, ndbs);
+	snapshot_writer_set_wal_position(w, job->info.wal_position);
 	*wp = w;
 	write_key_groups(&p, w);
 	snapshot_writer_close_files(w);
@@ -358,7 +370,11 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
 	release_backends(job->id);
 	if (job->is_checkpoint)
+	{
 		checkpoint_retain(job->id);
+		if (checkpoint_done_hook)
+			checkpoint_done_hook(job->info.wal_position);
+	}
 	ereport(DEBUG1,
 			(errmsg("state snapshot " INT64_FORMAT " completed: " INT64_FORMAT " entries, " INT64_FORMAT " bytes",
 					job->id, entries, bytes)));

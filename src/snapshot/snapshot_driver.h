@@ -14,4 +14,11 @@ extern int64 snapshot_request_cut(const char *path, SnapshotFormat format);
 extern bool snapshot_handle_request(const char *payload, uint32 len, StringInfo reply);
 extern bool snapshot_run_pending(void);
 
+/*
+ * Called in the worker when a checkpoint completes, with the WAL position
+ * of its cut (the worker installs logged.c's; NULL: nothing).
+ */
+typedef void (*CheckpointDoneHook) (XLogRecPtr wal_position);
+extern void snapshot_set_checkpoint_hook(CheckpointDoneHook hook);
+
 #endif							/* STATE_BACKEND_SNAPSHOT_DRIVER_H */

@@ -114,7 +114,7 @@ static void
 check_memory_snapshot_allowed(void)
 {
 	StateDesc  *descs = palloc(sizeof(StateDesc) * state_backend_max_states);
-	int			n = registry_copy_all(descs);
+	int			n = registry_copy_all(descs, NULL);
 
 	for (int i = 0; i < n; i++)
 		if (!keyed_backend_memory_snapshots(descs[i].backend))

@@ -21,6 +21,7 @@
 #include "catalog/registry.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "logged.h"
 #include "sql/sql_common.h"
 #include "state_ops.h"
 
@@ -74,7 +75,7 @@ regtype_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 
 /*
  * create_state(name, kind, key_type, value_type, backend, map_key_type,
- *				reducer, ttl)
+ *				reducer, ttl, logged)
  */
 Datum
 state_create_state(PG_FUNCTION_ARGS)
@@ -144,6 +145,9 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
 	desc.dbid = MyDatabaseId;
+	desc.logged = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
+	if (desc.logged)
+		logged_check_create();
 	(void) state_ops_create(&desc);
 	PG_RETURN_VOID();
 }
@@ -192,8 +196,8 @@ state_states(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[12];
+		bool		nulls[12];
 		int64		entries;
 		int64		bytes;
 
@@ -213,6 +217,7 @@ state_states(PG_FUNCTION_ARGS)
 		values[8] = ObjectIdGetDatum(d->owner);
 		values[9] = Int64GetDatum(entries);
 		values[10] = Int64GetDatum(bytes);
+		values[11] = BoolGetDatum(d->logged);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -21,9 +21,59 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "format/records.h"
+#include "format/state_wal.h"
 #include "ipc/channel.h"
 
 static ExecutorEnd_hook_type prev_executor_end = NULL;
+
+/*
+ * Requests go to the state worker through the channel, but in the worker
+ * itself (which replays logged states' WAL before it serves anyone), where
+ * they are run at once.
+ */
+static void
+rc_send_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply, bool long_running)
+{
+	if (!channel_is_worker())
+	{
+		channel_call(op, payload, len, reply, long_running);
+		return;
+	}
+	resetStringInfo(reply);
+	(void) rocks_handle_request(op, payload, len, reply);
+}
+
+static void
+rc_send_post(ChannelOp op, const char *payload, uint32 len)
+{
+	StringInfoData reply;
+
+	if (!channel_is_worker())
+	{
+		channel_post(op, payload, len);
+		return;
+	}
+	initStringInfo(&reply);
+	(void) rocks_handle_request(op, payload, len, &reply);
+	pfree(reply.data);
+}
+
+static int64
+rc_send_call_int64(ChannelOp op, const char *payload, uint32 len, bool long_running)
+{
+	StringInfoData reply;
+	int64		n;
+
+	if (!channel_is_worker())
+		return channel_call_int64(op, payload, len, long_running);
+	initStringInfo(&reply);
+	(void) rocks_handle_request(op, payload, len, &reply);
+	if (reply.len != sizeof(n))
+		elog(ERROR, "state_backend: malformed reply of a rocksdb request");
+	memcpy(&n, reply.data, sizeof(n));
+	pfree(reply.data);
+	return n;
+}
 
 /* Start a request: header and key. */
 static void
@@ -35,6 +85,9 @@ request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
 	h.state_id = st->desc->id;
 	h.slot = st->slot;
 	h.kind = (uint8) st->desc->kind;
+	h.logged = st->desc->logged ? 1 : 0;
+	if (st->desc->logged)
+		state_wal_note_remote();
 	h.key_group = key ? key->key_group : 0;
 	h.keylen = key ? key->len : 0;
 	initStringInfo(buf);
@@ -54,7 +107,7 @@ rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, in
 	bool		found;
 
 	initStringInfo(&reply);
-	channel_call(op, req->data, req->len, &reply, false);
+	rc_send_call(op, req->data, req->len, &reply, false);
 	found = reply.data[0] != 0;
 	resetStringInfo(out);
 	if (found)
@@ -86,7 +139,7 @@ rc_post(ChannelOp op, const StateTarget *st, const StateKey *key,
 
 	request_begin(&req, st, key);
 	appendBinaryStringInfo(&req, data, len);
-	channel_post(op, req.data, req.len);
+	rc_send_post(op, req.data, req.len);
 	pfree(req.data);
 }
 
@@ -104,7 +157,7 @@ rc_call_bool(ChannelOp op, StringInfo req)
 	bool		b;
 
 	initStringInfo(&reply);
-	channel_call(op, req->data, req->len, &reply, false);
+	rc_send_call(op, req->data, req->len, &reply, false);
 	b = reply.data[0] != 0;
 	pfree(reply.data);
 	pfree(req->data);
@@ -115,7 +168,7 @@ rc_call_bool(ChannelOp op, StringInfo req)
 static int64
 rc_call_int64(ChannelOp op, StringInfo req, bool long_running)
 {
-	int64		n = channel_call_int64(op, req->data, req->len, long_running);
+	int64		n = rc_send_call_int64(op, req->data, req->len, long_running);
 
 	pfree(req->data);
 	return n;
@@ -156,7 +209,7 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 		request_begin(&req, st, key);
 		appendBinaryStringInfo(&req, (const char *) fold, sizeof(StateFold));
 		appendBinaryStringInfo(&req, value, len);
-		channel_call(CHANNEL_OP_FOLD, req.data, req.len, out, false);
+		rc_send_call(CHANNEL_OP_FOLD, req.data, req.len, out, false);
 		pfree(req.data);
 		return;
 	}
@@ -178,7 +231,7 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 		appendBinaryStringInfo(&req, cur.data, curlen);
 		appendBinaryStringInfo(&req, out->data, out->len);
 		initStringInfo(&reply);
-		channel_call(CHANNEL_OP_CAS, req.data, req.len, &reply, false);
+		rc_send_call(CHANNEL_OP_CAS, req.data, req.len, &reply, false);
 		pfree(req.data);
 		if (reply.data[0] != 0)
 		{
@@ -223,7 +276,7 @@ rc_map_put(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	appendBinaryStringInfo(&req, (const char *) &mkeylen, sizeof(uint32));
 	appendBinaryStringInfo(&req, mkey, mkeylen);
 	rocks_map_value(&req, isnull ? NULL : value, len);
-	channel_post(CHANNEL_OP_MAP_PUT, req.data, req.len);
+	rc_send_post(CHANNEL_OP_MAP_PUT, req.data, req.len);
 	pfree(req.data);
 }
 
@@ -265,7 +318,7 @@ rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_k
 		appendStringInfoChar(&req, map_of_key ? 1 : 0);
 		appendBinaryStringInfo(&req, (const char *) &clen, sizeof(uint32));
 		appendBinaryStringInfo(&req, cursor.data, cursor.len);
-		channel_call(CHANNEL_OP_SCAN, req.data, req.len, &reply, false);
+		rc_send_call(CHANNEL_OP_SCAN, req.data, req.len, &reply, false);
 		pfree(req.data);
 
 		/* [more?][cursor length][cursor] then pairs */
@@ -326,7 +379,7 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 
 	request_begin(&req, st, NULL);
 	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_SIZE, req.data, req.len, &reply, true);
+	rc_send_call(CHANNEL_OP_SIZE, req.data, req.len, &reply, true);
 	memcpy(entries, reply.data, sizeof(int64));
 	memcpy(bytes, reply.data + sizeof(int64), sizeof(int64));
 	pfree(req.data);
@@ -345,7 +398,7 @@ rc_create(const StateTarget *st)
 
 	request_begin(&req, st, NULL);
 	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
+	rc_send_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
 	pfree(req.data);
 	pfree(reply.data);
 }
@@ -372,7 +425,7 @@ rocks_client_sync_registry(void)
 	initStringInfo(&reply);
 	PG_TRY();
 	{
-		channel_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
+		rc_send_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
 	}
 	PG_CATCH();
 	{
@@ -415,7 +468,16 @@ rc_drop(const StateTarget *st, bool confirm)
 static void
 rc_flush(void)
 {
-	channel_sync();
+	StringInfoData reply;
+
+	if (!channel_is_worker())
+	{
+		channel_sync();
+		return;
+	}
+	initStringInfo(&reply);
+	(void) rocks_handle_request(CHANNEL_OP_FLUSH, NULL, 0, &reply);
+	pfree(reply.data);
 }
 
 const KeyedStateBackend rocks_keyed_backend = {
@@ -437,6 +499,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.drop = rc_drop,
 	.flush = rc_flush,
 	.sync_catalog = rocks_client_sync_registry,
+	.applied_lsn = rocks_applied_lsn,
 	.snapshot = &rocks_snapshot_strategy,
 };
 

@@ -24,6 +24,8 @@
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "format/state_wal.h"
+#include "ipc/channel.h"
 
 RocksInstance rocks = {0};
 
@@ -41,6 +43,12 @@ static HTAB *families = NULL;
 static uint64 synced_version = 0;
 
 #define DESC_KEY_PREFIX		"desc:"
+
+/*
+ * The end of the last WAL record whose change the instance holds, written
+ * in the same batch as the change: recovery skips what is already here.
+ */
+#define APPLIED_LSN_KEY		"applied_lsn"
 
 /*
  * rocks_check turns a RocksDB error into an ERROR with its message.  The C
@@ -419,6 +427,9 @@ family_drop(RocksFamily *f)
 	char	   *err = NULL;
 	uint32		id = f->id;
 
+	/* Writes gathered for it are made first: a batch naming a dropped family fails. */
+	rocks_commit();
+
 	desc_key(id, key, sizeof(key));
 	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key), &err);
 	rocks_check(err, "remove a state descriptor");
@@ -532,9 +543,11 @@ rocks_adopt_states(void)
 
 		if (klen < strlen(DESC_KEY_PREFIX) || memcmp(k, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX)) != 0)
 			break;
-		if (vlen != sizeof(StateDesc))
+		/* A descriptor of 1.0 has no "logged" flag: unlogged. */
+		if (vlen != sizeof(StateDesc) && vlen != STATE_DESC_SIZE_1_0)
 			continue;
-		memcpy(&desc, v, sizeof(StateDesc));
+		memset(&desc, 0, sizeof(StateDesc));
+		memcpy(&desc, v, vlen);
 		id = desc.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
@@ -573,12 +586,45 @@ void
 rocks_commit(void)
 {
 	char	   *err = NULL;
+	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
 
-	if (rocksdb_writebatch_count(rocks.batch) == 0)
+	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
 		return;
+	if (lsn != InvalidXLogRecPtr)
+	{
+		uint64		v = (uint64) lsn;
+
+		rocksdb_writebatch_put_cf(rocks.batch, rocks.deflt, APPLIED_LSN_KEY,
+								  strlen(APPLIED_LSN_KEY), (const char *) &v, sizeof(v));
+	}
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);
+	rocks.batch_lsn = InvalidXLogRecPtr;
 	rocks_check(err, "write");
+	/* The session whose writes these were waits for their WAL at commit. */
+	if (lsn != InvalidXLogRecPtr && state_wal_replaying() == InvalidXLogRecPtr)
+		channel_worker_note_lsn(lsn);
+}
+
+/*
+ * rocks_applied_lsn is the end of the last WAL record whose change the
+ * instance holds (InvalidXLogRecPtr: none, or no instance).
+ */
+XLogRecPtr
+rocks_applied_lsn(void)
+{
+	size_t		vlen;
+	char	   *v;
+	uint64		lsn = 0;
+
+	if (rocks.db == NULL)
+		return InvalidXLogRecPtr;
+	v = rocks_get(rocks.deflt, APPLIED_LSN_KEY, strlen(APPLIED_LSN_KEY), &vlen);
+	if (v != NULL && vlen == sizeof(lsn))
+		memcpy(&lsn, v, sizeof(lsn));
+	if (v != NULL)
+		rocksdb_free(v);
+	return (XLogRecPtr) lsn;
 }
 
 /* Read one RocksDB value; NULL when absent.  Free with rocksdb_free. */

@@ -24,7 +24,7 @@ typedef struct RocksRequest
 	uint32		state_id;
 	int32		slot;			/* registry slot */
 	uint8		kind;			/* StateKind */
-	uint8		pad;
+	uint8		logged;			/* the state's writes go to WAL */
 	uint16		key_group;
 	uint32		keylen;
 } RocksRequest;
@@ -40,6 +40,7 @@ typedef struct RocksInstance
 	rocksdb_flushoptions_t *flushopts;
 	rocksdb_column_family_handle_t *deflt;
 	rocksdb_writebatch_t *batch;	/* posted writes of one session's round */
+	XLogRecPtr	batch_lsn;		/* end of the WAL records of its logged writes */
 } RocksInstance;
 
 extern RocksInstance rocks;
@@ -53,6 +54,7 @@ extern void rocks_open(void);
 extern bool rocks_is_open(void);
 extern void rocks_flush_all(void);
 extern void rocks_commit(void);
+extern XLogRecPtr rocks_applied_lsn(void);
 extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);
 extern char *rocks_get(rocksdb_column_family_handle_t *cf, const char *key, size_t keylen,
 					   size_t *vallen);

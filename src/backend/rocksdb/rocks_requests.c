@@ -19,6 +19,7 @@
 #include "common/codec.h"
 #include "common/fold.h"
 #include "format/records.h"
+#include "format/state_wal.h"
 
 typedef struct Request
 {
@@ -44,6 +45,25 @@ request_parse(const char *payload, uint32 len, Request *r)
 	r->cf = rocks_family(r->h.state_id, r->h.slot);
 	initStringInfo(&r->rkey);
 	rocks_key(&r->rkey, r->h.key_group, r->key, r->h.keylen);
+}
+
+/*
+ * A logged state's write goes to WAL as it joins the batch: the worker is
+ * the only writer and makes every cut between requests, so a cut's WAL
+ * position parts the writes it holds from those it does not.
+ */
+static void
+request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
+			const char *value, uint32 len, bool isnull)
+{
+	XLogRecPtr	end;
+
+	if (!r->h.logged)
+		return;
+	end = state_wal_log(kind, r->h.state_id, r->key, r->h.keylen, mkey, mkeylen,
+						value, len, isnull);
+	if (end > rocks.batch_lsn)
+		rocks.batch_lsn = end;
 }
 
 
@@ -228,6 +248,7 @@ handle_cas(Request *r, StringInfo reply)
 	if (same)
 	{
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, image, imagelen);
+		request_log(r, STATE_WAL_PUT, NULL, 0, image, imagelen, false);
 		rocks_commit();
 		reply_bool(reply, true);
 	}
@@ -291,6 +312,7 @@ handle_fold(Request *r, StringInfo reply)
 		PG_END_TRY();
 	}
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
+	request_log(r, STATE_WAL_PUT, NULL, 0, reply->data, reply->len, false);
 	rocks_commit();
 }
 
@@ -337,6 +359,16 @@ handle_map_put(Request *r)
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len,
 							  r->rest + sizeof(uint32) + mklen,
 							  r->restlen - sizeof(uint32) - mklen);
+	if (r->h.logged)
+	{
+		const char *value;
+		uint32		vlen;
+
+		rocks_map_value_read(r->rest + sizeof(uint32) + mklen,
+							 r->restlen - sizeof(uint32) - mklen, &value, &vlen);
+		request_log(r, STATE_WAL_MAP_PUT, r->rest + sizeof(uint32), mklen,
+					value, vlen, value == NULL);
+	}
 	pfree(k.data);
 }
 
@@ -355,6 +387,7 @@ handle_map_remove(Request *r, StringInfo reply)
 	{
 		rocksdb_free(v);
 		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
+		request_log(r, STATE_WAL_MAP_REMOVE, r->rest, r->restlen, NULL, 0, false);
 		rocks_commit();
 	}
 	reply_bool(reply, v != NULL);
@@ -542,6 +575,12 @@ handle_truncate(Request *r, StringInfo reply)
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
 	rocks_check(err, "delete a range");
+	if (r->h.logged)
+	{
+		/* Logged after it is done: applying it again is harmless. */
+		request_log(r, STATE_WAL_TRUNCATE, NULL, 0, NULL, 0, false);
+		rocks_commit();
+	}
 	reply_int64(reply, n);
 }
 
@@ -594,10 +633,12 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			else
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
+			request_log(&r, STATE_WAL_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case CHANNEL_OP_APPEND:
 			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										r.rest, r.restlen);
+			request_log(&r, STATE_WAL_APPEND, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case CHANNEL_OP_MAP_PUT:
 			handle_map_put(&r);
@@ -620,6 +661,7 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 				if (existed)
 				{
 					key_delete(&r);
+					request_log(&r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
 					rocks_commit();
 				}
 				reply_bool(reply, existed);

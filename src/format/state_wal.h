@@ -1,0 +1,87 @@
+/*
+ * format/state_wal.h
+ *		The WAL records of logged states: their one layout, the writer that
+ *		inserts them into PostgreSQL's WAL, the reader that decodes them, and
+ *		the resource manager that names them (pg_walinspect, pg_waldump).
+ *
+ * A logged state's change is written to WAL where it is made, at the
+ * instant it is made: by the session under the heap partition's lock, by
+ * the state worker as it applies a rocksdb write.  Records carry the
+ * state's id and byte images only; what they mean is applied again by
+ * logged.c when the worker recovers.  PostgreSQL's own redo ignores them.
+ */
+#ifndef STATE_BACKEND_STATE_WAL_H
+#define STATE_BACKEND_STATE_WAL_H
+
+#include "access/xlogdefs.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
+
+#include "common/types.h"
+
+/*
+ * The resource manager id: PostgreSQL 15's RM_EXPERIMENTAL_ID, the one set
+ * aside for extensions not yet registered on the wiki's list.
+ */
+#define STATE_WAL_RMGR_ID		128
+
+/* Record kinds: the high bits of a record's info byte. */
+#define STATE_WAL_CREATE		0x00	/* a state appeared: its descriptor */
+#define STATE_WAL_DROP			0x10	/* a state was dropped */
+#define STATE_WAL_PUT			0x20	/* a key's whole value image */
+#define STATE_WAL_APPEND		0x30	/* list elements appended to a key */
+#define STATE_WAL_REMOVE		0x40	/* a key's state removed */
+#define STATE_WAL_MAP_PUT		0x50	/* one map entry set */
+#define STATE_WAL_MAP_REMOVE	0x60	/* one map entry removed */
+#define STATE_WAL_TRUNCATE		0x70	/* every key of a state removed */
+#define STATE_WAL_CREATE_HIDDEN	0x80	/* a state being restored, not yet seen */
+
+/* One record, decoded.  Pointers are into the record's data. */
+typedef struct StateWalRecord
+{
+	uint8		kind;			/* STATE_WAL_* */
+	uint32		state_id;
+	const char *key;
+	uint32		keylen;
+	const char *map_key;
+	uint32		map_keylen;
+	const char *value;			/* NULL for a NULL map value */
+	uint32		valuelen;
+	StateDesc	desc;			/* STATE_WAL_CREATE(_HIDDEN) only */
+} StateWalRecord;
+
+/* Writing: returns the end of the record inserted. */
+extern XLogRecPtr state_wal_log(uint8 kind, uint32 state_id,
+								const char *key, uint32 keylen,
+								const char *map_key, uint32 map_keylen,
+								const char *value, uint32 valuelen, bool isnull);
+extern XLogRecPtr state_wal_log_create(const StateDesc *desc, bool hidden);
+
+/*
+ * The end of the last record this process inserted since it was last
+ * taken (InvalidXLogRecPtr: none), for the wait at commit.
+ */
+extern XLogRecPtr state_wal_take_last(void);
+
+/*
+ * A session sent a logged state's change for the worker to make and log:
+ * at commit it waits for the worker's records too (ipc/channel.h).
+ */
+extern void state_wal_note_remote(void);
+extern bool state_wal_take_remote(void);
+
+/*
+ * While the worker replays records, no change is logged again; the end of
+ * the record being applied is what a backend that keeps its states across
+ * restarts records as applied.
+ */
+extern void state_wal_set_replaying(XLogRecPtr record_end);
+extern XLogRecPtr state_wal_replaying(void);
+
+/* Reading: false when the record is not one of ours or is malformed. */
+extern bool state_wal_decode(XLogReaderState *reader, StateWalRecord *rec);
+
+/* module.c: register the resource manager (in _PG_init). */
+extern void state_wal_register(void);
+
+#endif							/* STATE_BACKEND_STATE_WAL_H */

@@ -1,0 +1,658 @@
+/*
+ * logged.c
+ *		Logged states and PostgreSQL's WAL: what a session checks when it
+ *		creates one and waits for when it commits, the replication slot that
+ *		keeps the WAL recovery needs, and recovery itself.
+ *
+ * Changes are logged where they are made (format/state_wal.h).  A cut's
+ * WAL position parts the changes a checkpoint holds from those it does not
+ * (catalog/registry.c, registry_copy_all), and the MANIFEST records it.
+ * After a crash or a promotion the state worker loads the newest checkpoint
+ * (snapshot/restore.c), then logged_recover replays the logged states'
+ * records from that position to the end of WAL, before sessions are
+ * served, and the worker takes a checkpoint at once: the states' ids are
+ * new ones, and WAL written from now on names them.  States whose backend
+ * kept their data across the restart (rocksdb) skip the records their data
+ * already holds.
+ *
+ * The slot "state_backend" keeps WAL from the newest checkpoint's position:
+ * made when the first logged state is created (or, on a standby, by the
+ * worker), moved forward when a checkpoint completes.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogreader.h"
+#include "access/xlogrecovery.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "replication/slot.h"
+#include "replication/syncrep.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "backend/keyed_backend.h"
+#include "catalog/registry.h"
+#include "common/key_group.h"
+#include "common/locks.h"
+#include "common/settings.h"
+#include "format/snapshot_format.h"
+#include "format/state_wal.h"
+#include "ipc/channel.h"
+#include "logged.h"
+#include "snapshot/checkpoint.h"
+#include "state_ops.h"
+
+#define LOGGED_SLOT_NAME	"state_backend"
+
+/*
+ * slot_keep makes the slot keep WAL from lsn on.  With create, a missing
+ * slot is made (from lsn, or from the current position when lsn is
+ * invalid); a slot that exists only moves, and only for a valid lsn.
+ * Sessions making it and the worker moving it take LOCK_WAL_SLOT, so they
+ * never meet on the slot.
+ */
+static void
+slot_keep(XLogRecPtr lsn, bool create)
+{
+	LWLock	   *lock = state_backend_lock(LOCK_WAL_SLOT);
+	bool		exists;
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	exists = SearchNamedReplicationSlot(LOGGED_SLOT_NAME, true) != NULL;
+	if ((!exists && !create) || (exists && lsn == InvalidXLogRecPtr))
+	{
+		LWLockRelease(lock);
+		return;
+	}
+	if (exists)
+		ReplicationSlotAcquire(LOGGED_SLOT_NAME, true);
+	else
+	{
+		CheckSlotRequirements();
+		ReplicationSlotCreate(LOGGED_SLOT_NAME, false, RS_PERSISTENT, false);
+		if (lsn == InvalidXLogRecPtr)
+			lsn = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetXLogInsertRecPtr();
+	}
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	MyReplicationSlot->data.restart_lsn = lsn;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+	ReplicationSlotMarkDirty();
+	ReplicationSlotSave();
+	ReplicationSlotRelease();
+	ReplicationSlotsComputeRequiredLSN();
+	LWLockRelease(lock);
+}
+
+/* The position the slot keeps WAL from; InvalidXLogRecPtr: no slot. */
+static XLogRecPtr
+slot_position(void)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	ReplicationSlot *s;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	s = SearchNamedReplicationSlot(LOGGED_SLOT_NAME, false);
+	if (s != NULL)
+	{
+		SpinLockAcquire(&s->mutex);
+		lsn = s->data.restart_lsn;
+		SpinLockRelease(&s->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	return lsn;
+}
+
+/* The worker moves the slot; a failure is reported, and tried next time. */
+static void
+slot_keep_in_worker(XLogRecPtr lsn, bool create)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		slot_keep(lsn, create);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		if (LWLockHeldByMe(state_backend_lock(LOCK_WAL_SLOT)))
+			LWLockRelease(state_backend_lock(LOCK_WAL_SLOT));
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(LOG,
+				(errmsg("state_backend could not move replication slot \"%s\"", LOGGED_SLOT_NAME)));
+	}
+	PG_END_TRY();
+}
+
+/*
+ * logged_check_create refuses a logged state where its WAL could not be
+ * kept (object_not_in_prerequisite_state), and makes the slot that keeps it
+ * if there is none yet: before the state's first record.
+ */
+void
+logged_check_create(void)
+{
+	if (state_backend_checkpoint_dir[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a logged state needs state_backend.checkpoint_dir"),
+				 errdetail("After a crash a logged state comes back from its newest checkpoint and the WAL written since; checkpoints bound the WAL kept."),
+				 errhint("Set state_backend.checkpoint_dir and reload the configuration, or create the state with logged => false.")));
+	if (wal_level < WAL_LEVEL_REPLICA || max_replication_slots <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a logged state needs wal_level \"replica\" or \"logical\" and max_replication_slots above 0"),
+				 errdetail("A replication slot keeps the WAL that recovery of logged states reads.")));
+	slot_keep(InvalidXLogRecPtr, true);
+}
+
+/*
+ * logged_at_commit makes this session's logged changes as durable as
+ * synchronous_commit asks, as PostgreSQL does for a commit record: flushed,
+ * and confirmed by synchronous standbys.  PostgreSQL does not wait for a
+ * transaction that has no xid, which is what most state calls run in.
+ */
+void
+logged_at_commit(void)
+{
+	XLogRecPtr	lsn = state_wal_take_last();
+
+	if (state_wal_take_remote())
+	{
+		keyed_backend_flush_all();
+		lsn = Max(lsn, channel_session_lsn());
+	}
+	if (lsn == InvalidXLogRecPtr)
+		return;
+	if (synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
+	{
+		XLogFlush(lsn);
+		SyncRepWaitForLSN(lsn, true);
+	}
+	else
+		XLogSetAsyncXactLSN(lsn);
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+/* In the worker: log the error being handled, and go on. */
+static void
+report_error(MemoryContext cxt)
+{
+	MemoryContextSwitchTo(cxt);
+	EmitErrorReport();
+	FlushErrorState();
+	LWLockReleaseAll();
+}
+
+/* A logged state records name, by the id they carry. */
+typedef struct ReplayTarget
+{
+	uint32		wal_id;			/* hash key */
+	StateDesc	desc;
+	int			slot;
+	XLogRecPtr	applied;		/* records ending here or before are in */
+	bool		hidden;			/* being restored: not published yet */
+} ReplayTarget;
+
+static StateDesc *adopted = NULL;
+static int	nadopted = 0;
+
+/*
+ * logged_note_adopted notes the states whose backend kept their data
+ * across the restart, before the checkpoint is loaded: they keep their ids.
+ */
+void
+logged_note_adopted(void)
+{
+	adopted = MemoryContextAlloc(TopMemoryContext,
+								 sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	nadopted = registry_copy_all(adopted, NULL);
+}
+
+static void
+map_add(HTAB *map, uint32 wal_id, const StateDesc *desc, int slot, XLogRecPtr applied)
+{
+	bool		found;
+	ReplayTarget *t = hash_search(map, &wal_id, HASH_ENTER, &found);
+
+	t->desc = *desc;
+	t->slot = slot;
+	t->applied = applied;
+	t->hidden = false;
+}
+
+/* Was the state with this id kept by its backend across the restart? */
+static bool
+is_adopted(uint32 id)
+{
+	for (int i = 0; i < nadopted; i++)
+		if (adopted[i].id == id)
+			return true;
+	return false;
+}
+
+/*
+ * map_checkpoint maps the logged states of the checkpoint at dir to the
+ * states it was loaded into (by database and name: not those their backend
+ * kept, which may be newer states of the same name), and returns its cut's
+ * WAL position (InvalidXLogRecPtr when unknown).
+ */
+static XLogRecPtr
+map_checkpoint(HTAB *map, const char *dir, const StateDesc *live, int nlive)
+{
+	SnapshotSource src;
+	SnapshotManifest *m;
+
+	memset(&src, 0, sizeof(src));
+	src.dir = dir;
+	src.name = dir;
+	src.trusted = true;
+	m = snapshot_read_manifest(&src);
+	for (int i = 0; i < m->nstates; i++)
+	{
+		const StateDesc *d = &m->states[i].desc;
+
+		if (!d->logged || hash_search(map, &d->id, HASH_FIND, NULL) != NULL)
+			continue;
+		for (int j = 0; j < nlive; j++)
+		{
+			StateDesc	cur;
+			int			slot;
+
+			if (live[j].dbid != d->dbid || strcmp(NameStr(live[j].name), NameStr(d->name)) != 0 ||
+				is_adopted(live[j].id))
+				continue;
+			slot = registry_find(live[j].id, &cur);
+			if (slot >= 0 && cur.logged)
+				map_add(map, d->id, &cur, slot, InvalidXLogRecPtr);
+			break;
+		}
+	}
+	return m->wal_position;
+}
+
+/*
+ * make_room_for_name: a state is about to appear under a name another
+ * state has.  One its backend kept across the restart is a later state of
+ * that name (WAL drops the earlier one further on): returns false, and
+ * the state appears hidden meanwhile.  Any other was replaced (by a
+ * restore: an unlogged state, whose drop is not logged): it goes.
+ */
+static bool
+make_room_for_name(Oid dbid, const char *name)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			n = registry_copy_all(descs, NULL);
+	bool		room = true;
+
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc	cur;
+		int			slot;
+
+		if (descs[i].dbid != dbid || strcmp(NameStr(descs[i].name), name) != 0)
+			continue;
+		if (is_adopted(descs[i].id))
+		{
+			room = false;
+			continue;
+		}
+		slot = registry_find(descs[i].id, &cur);
+		if (slot >= 0)
+			(void) state_ops_drop(&cur, slot);
+	}
+	pfree(descs);
+	return room;
+}
+
+/*
+ * A CREATE record: make the state, or publish the one a restore logged as
+ * hidden.  A CREATE_HIDDEN record: make a hidden state that the restore's
+ * entries go to.
+ */
+static void
+replay_create(HTAB *map, const StateWalRecord *rec)
+{
+	StateDesc	d = rec->desc;
+	bool		hidden = rec->kind == STATE_WAL_CREATE_HIDDEN;
+	ReplayTarget *t = hash_search(map, &rec->state_id, HASH_FIND, NULL);
+	const KeyedStateBackend *b;
+	StateTarget target;
+	int			slot;
+
+	if (d.backend < 0 || d.backend >= STATE_BACKEND_COUNT || d.kind > STATE_KIND_LAST)
+		elog(ERROR, "state_backend: malformed descriptor in WAL");
+	d.name.data[NAMEDATALEN - 1] = '\0';
+	if (t != NULL)
+	{
+		if (t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name)))
+		{
+			state_ops_publish(t->desc.dbid, &t->desc, 1, ~(uint32) 0, true);
+			t->hidden = false;
+		}
+		return;
+	}
+	if (!hidden)
+		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
+	b = keyed_backend_for(d.backend);
+	slot = registry_create(&d, true);
+	target.desc = &d;
+	target.slot = slot;
+	PG_TRY();
+	{
+		if (b->create)
+			b->create(&target);
+	}
+	PG_CATCH();
+	{
+		state_ops_discard(&d, slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* Published alone: every other state of the database stays. */
+	if (!hidden)
+		state_ops_publish(d.dbid, &d, 1, ~(uint32) 0, true);
+	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr);
+	((ReplayTarget *) hash_search(map, &rec->state_id, HASH_FIND, NULL))->hidden = hidden;
+}
+
+/* Hidden states whose restore never published them are dropped. */
+static void
+discard_hidden(HTAB *map)
+{
+	HASH_SEQ_STATUS seq;
+	ReplayTarget *t;
+
+	hash_seq_init(&seq, map);
+	while ((t = hash_seq_search(&seq)) != NULL)
+		if (t->hidden)
+			state_ops_discard(&t->desc, t->slot);
+}
+
+/* Apply one change record to the state it names. */
+static void
+replay_change(ReplayTarget *t, const StateWalRecord *rec)
+{
+	const KeyedStateBackend *b = keyed_backend_for(t->desc.backend);
+	StateTarget st;
+	StateKey	key;
+
+	st.desc = &t->desc;
+	st.slot = t->slot;
+	key.data = rec->key;
+	key.len = rec->keylen;
+	key.hash = key_image_hash(rec->key, rec->keylen);
+	key.key_group = (uint16) key_group_for_hash(key.hash, state_backend_max_parallelism);
+	switch (rec->kind)
+	{
+		case STATE_WAL_PUT:
+			b->put(&st, &key, rec->value, rec->valuelen);
+			break;
+		case STATE_WAL_APPEND:
+			b->append(&st, &key, rec->value, rec->valuelen);
+			break;
+		case STATE_WAL_REMOVE:
+			(void) b->remove(&st, &key);
+			break;
+		case STATE_WAL_MAP_PUT:
+			b->map_put(&st, &key, rec->map_key, rec->map_keylen,
+					   rec->value ? rec->value : "", rec->valuelen, rec->value == NULL);
+			break;
+		case STATE_WAL_MAP_REMOVE:
+			(void) b->map_remove(&st, &key, rec->map_key, rec->map_keylen);
+			break;
+		case STATE_WAL_TRUNCATE:
+			(void) b->truncate(&st);
+			break;
+	}
+}
+
+/* Apply one record; false when it changed nothing. */
+static bool
+replay_record(HTAB *map, XLogReaderState *reader)
+{
+	StateWalRecord rec;
+	ReplayTarget *t;
+
+	if (!state_wal_decode(reader, &rec))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed state_backend WAL record")));
+	if (rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN)
+	{
+		replay_create(map, &rec);
+		return true;
+	}
+	t = hash_search(map, &rec.state_id, HASH_FIND, NULL);
+	if (t == NULL)
+		return false;
+	if (rec.kind == STATE_WAL_DROP)
+	{
+		StateDesc	d = t->desc;
+		int			slot = t->slot;
+
+		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
+		(void) state_ops_drop(&d, slot);
+		return true;
+	}
+	if (reader->EndRecPtr <= t->applied)
+		return false;
+	replay_change(t, &rec);
+	return true;
+}
+
+/*
+ * replay reads local WAL from start to its end and applies the logged
+ * states' records; returns how many changed something.  A record that
+ * cannot be applied is reported and skipped.
+ */
+static int64
+replay(HTAB *map, XLogRecPtr start)
+{
+	ReadLocalXLogPageNoWaitPrivate *priv = palloc0(sizeof(ReadLocalXLogPageNoWaitPrivate));
+	XLogReaderState *reader;
+	XLogRecPtr	end = GetFlushRecPtr(NULL);
+	XLogRecPtr	done = start;
+	int64		applied = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	reader = XLogReaderAllocate(wal_segment_size, NULL,
+								XL_ROUTINE(.page_read = &read_local_xlog_page_no_wait,
+										   .segment_open = &wal_segment_open,
+										   .segment_close = &wal_segment_close),
+								priv);
+	if (reader == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while reading WAL")));
+	if (XLogFindNextRecord(reader, start) == InvalidXLogRecPtr)
+	{
+		ereport(WARNING,
+				(errmsg("state_backend found no WAL at %X/%X: logged states come back as of their newest checkpoint",
+						LSN_FORMAT_ARGS(start))));
+		XLogReaderFree(reader);
+		return 0;
+	}
+	for (;;)
+	{
+		char	   *errormsg = NULL;
+		XLogRecord *record;
+
+		CHECK_FOR_INTERRUPTS();
+		record = XLogReadRecord(reader, &errormsg);
+		if (record == NULL || reader->ReadRecPtr >= end)
+			break;
+		if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
+			continue;
+
+		/*
+		 * Logged nothing meanwhile; a backend that keeps its data stamps
+		 * each write with the end of the last record wholly applied.
+		 */
+		state_wal_set_replaying(done);
+		PG_TRY();
+		{
+			if (replay_record(map, reader))
+				applied++;
+		}
+		PG_CATCH();
+		{
+			report_error(cxt);
+			ereport(WARNING,
+					(errmsg("state_backend could not replay the WAL record at %X/%X; it is skipped",
+							LSN_FORMAT_ARGS(reader->ReadRecPtr))));
+		}
+		PG_END_TRY();
+		done = reader->EndRecPtr;
+	}
+	state_wal_set_replaying(done);
+	PG_TRY();
+	{
+		keyed_backend_flush_all();
+		discard_hidden(map);
+	}
+	PG_CATCH();
+	{
+		report_error(cxt);
+		ereport(WARNING,
+				(errmsg("state_backend could not finish replaying WAL of logged states")));
+	}
+	PG_END_TRY();
+	state_wal_set_replaying(InvalidXLogRecPtr);
+	XLogReaderFree(reader);
+	return applied;
+}
+
+/*
+ * logged_recover replays logged states' WAL after the worker loaded the
+ * checkpoint at dir (NULL: none) into fresh shared memory.  Returns whether
+ * logged states now exist: then the worker takes a checkpoint before it
+ * serves sessions.
+ */
+bool
+logged_recover(const char *dir)
+{
+	HASHCTL		ctl;
+	HTAB	   *map;
+	StateDesc  *live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			nlive = registry_copy_all(live, NULL);
+	volatile XLogRecPtr start = InvalidXLogRecPtr;
+	bool		any = false;
+	TimestampTz began = GetCurrentTimestamp();
+	volatile int64 applied = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(ReplayTarget);
+	ctl.hcxt = CurrentMemoryContext;
+	map = hash_create("state_backend replay", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	for (int i = 0; i < nadopted; i++)
+	{
+		const KeyedStateBackend *b = keyed_backend_for(adopted[i].backend);
+		StateDesc	cur;
+		int			slot = registry_find(adopted[i].id, &cur);
+
+		if (slot >= 0 && cur.logged)
+			map_add(map, cur.id, &cur, slot, b->applied_lsn ? b->applied_lsn() : InvalidXLogRecPtr);
+	}
+	/* The server must come up: a failure is reported, and states served as they are. */
+	PG_TRY();
+	{
+		if (dir != NULL)
+			start = map_checkpoint(map, dir, live, nlive);
+		if (start == InvalidXLogRecPtr)
+			start = slot_position();
+		if (start != InvalidXLogRecPtr && state_backend_restore_on_start)
+		{
+			ereport(LOG,
+					(errmsg("state_backend replays the WAL of logged states from %X/%X",
+							LSN_FORMAT_ARGS(start))));
+			applied = replay(map, start);
+			ereport(LOG,
+					(errmsg("state_backend replayed " INT64_FORMAT " WAL records of logged states from %X/%X in %ld ms",
+							applied, LSN_FORMAT_ARGS(start),
+							(long) ((GetCurrentTimestamp() - began) / 1000))));
+		}
+	}
+	PG_CATCH();
+	{
+		report_error(cxt);
+		state_wal_set_replaying(InvalidXLogRecPtr);
+		ereport(WARNING,
+				(errmsg("state_backend could not replay the WAL of logged states: they are served as the checkpoint left them")));
+	}
+	PG_END_TRY();
+
+	nlive = registry_copy_all(live, NULL);
+	for (int i = 0; i < nlive && !any; i++)
+		any = live[i].logged;
+	pfree(live);
+	hash_destroy(map);
+	return any;
+}
+
+/* logged_checkpoint_done: WAL before a completed checkpoint's cut can go. */
+void
+logged_checkpoint_done(XLogRecPtr wal_position)
+{
+	if (wal_position != InvalidXLogRecPtr)
+		slot_keep_in_worker(wal_position, false);
+}
+
+/*
+ * logged_keep_for_standby, in the worker of a standby: keep the WAL from
+ * the newest checkpoint's position (the checkpoint directory is shared with
+ * the primary), which promotion replays from.
+ */
+void
+logged_keep_for_standby(void)
+{
+	static XLogRecPtr kept = InvalidXLogRecPtr;
+	static TimestampTz last_look = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	char	   *dir;
+	int64		id;
+
+	if (state_backend_checkpoint_dir[0] == '\0' || wal_level < WAL_LEVEL_REPLICA ||
+		max_replication_slots <= 0)
+		return;
+	/* A look at the checkpoint directory every second is enough. */
+	if (!TimestampDifferenceExceeds(last_look, GetCurrentTimestamp(), 1000))
+		return;
+	last_look = GetCurrentTimestamp();
+	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+	if (dir != NULL)
+	{
+		SnapshotSource src;
+
+		memset(&src, 0, sizeof(src));
+		src.dir = dir;
+		src.name = dir;
+		src.trusted = true;
+		PG_TRY();
+		{
+			lsn = snapshot_read_manifest(&src)->wal_position;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+		}
+		PG_END_TRY();
+	}
+	if (kept != InvalidXLogRecPtr && (lsn == kept || lsn == InvalidXLogRecPtr))
+		return;
+	slot_keep_in_worker(lsn, true);
+	kept = lsn != InvalidXLogRecPtr ? lsn : slot_position();
+}
