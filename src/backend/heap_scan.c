@@ -173,7 +173,13 @@ heap_state_size(const StateTarget *st, int64 *entries, int64 *bytes)
 void
 heap_state_drop(const StateTarget *st, bool confirm)
 {
-	(void) heap_state_truncate(st);
+	StateDesc	d = *st->desc;
+	StateTarget t = *st;
+
+	/* The drop is logged already (catalog/registry.c): its entries go unlogged. */
+	d.logged = false;
+	t.desc = &d;
+	(void) heap_state_truncate(&t);
 }
 
 /*

@@ -1,0 +1,65 @@
+--
+-- logged: states whose changes go to WAL.  Each change is one record of the
+-- resource manager state_backend, readable with pg_walinspect; a logged state
+-- needs a checkpoint directory.  Runs with the default backend of the pass
+-- (memory, then rocksdb).
+--
+CREATE EXTENSION pg_walinspect;
+
+-- without state_backend.checkpoint_dir: object_not_in_prerequisite_state
+SELECT expect_error($$SELECT state.create_state('lg_v', 'value', 'int', 'int', logged => true)$$);
+SELECT count(*) AS states FROM state.states WHERE name LIKE 'lg_%';
+
+-- with one
+SELECT set_config('lg.dir', current_setting('data_directory') || '/lg_checkpoints', false) IS NOT NULL AS ok;
+\set ECHO none
+SELECT format('ALTER SYSTEM SET state_backend.checkpoint_dir = %L', current_setting('lg.dir')) \gexec
+\set ECHO all
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.3);
+SELECT current_setting('state_backend.checkpoint_dir') = current_setting('lg.dir') AS dir_set;
+
+SELECT pg_current_wal_insert_lsn() AS lg_start \gset
+SELECT state.create_state('lg_v', 'value', 'int', 'int', logged => true);
+SELECT state.create_state('lg_l', 'list', 'int', 'int', logged => true);
+SELECT state.create_state('lg_m', 'map', 'int', 'text', map_key_type => 'text', logged => true);
+SELECT state.create_state('lg_r', 'reducing', 'int', 'bigint', reducer => 'sum', logged => true);
+SELECT state.create_state('lg_u', 'value', 'int', 'int');
+SELECT name, kind, logged FROM state.states WHERE name LIKE 'lg_%' ORDER BY name;
+SELECT slot_name, slot_type FROM pg_replication_slots WHERE slot_name = 'state_backend';
+
+SELECT state.value_set('lg_v', k, k * 10) FROM generate_series(1, 3) k;
+SELECT state.list_add('lg_l', 1, 7), state.list_add('lg_l', 1, 8);
+SELECT state.map_put('lg_m', 1, 'a', 'x'), state.map_put('lg_m', 1, 'b', NULL);
+SELECT state.map_remove('lg_m', 1, 'a');
+SELECT state.map_remove('lg_m', 1, 'not there');
+SELECT state.reduce('lg_r', 1, 5::bigint), state.reduce('lg_r', 1, 6::bigint);
+SELECT state.clear('lg_v', 3);
+SELECT state.clear('lg_v', 99);
+SELECT state.value_set('lg_u', 1, 1);
+SELECT state.truncate('lg_v');
+SELECT state.drop_state('lg_l');
+
+-- one record per change that changed something; none for lg_u
+SELECT record_type, count(*)
+  FROM pg_get_wal_records_info(:'lg_start', pg_current_wal_flush_lsn())
+ WHERE resource_manager = 'state_backend'
+ GROUP BY record_type ORDER BY record_type;
+SELECT regexp_replace(description, '(state|database) \d+', '\1 N', 'g') AS description
+  FROM pg_get_wal_records_info(:'lg_start', pg_current_wal_flush_lsn())
+ WHERE resource_manager = 'state_backend' AND record_type IN ('CREATE', 'MAP_PUT')
+ ORDER BY start_lsn;
+
+-- what the states hold
+SELECT state.value_get('lg_v', 1, -1) AS v1,
+       (SELECT string_agg(map_key || '=' || coalesce(value, 'null'), ',')
+          FROM state.map_entries('lg_m', 1, NULL::text, NULL::text)) AS m1,
+       state.value_get('lg_r', 1, 0::bigint) AS r1;
+
+SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'lg_%' ORDER BY name;
+ALTER SYSTEM RESET state_backend.checkpoint_dir;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.3);
+SELECT pg_drop_replication_slot('state_backend');
+SHOW state_backend.checkpoint_dir;
+DROP EXTENSION pg_walinspect;
