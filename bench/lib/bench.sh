@@ -72,7 +72,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot"
+ALL_CASES="statement bulk rocksdb snapshot logged"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -199,7 +199,7 @@ log_checkpoints = off"
 # The rocksdb group's checkpoints go under checkpoint_dir (SST files shared
 # between them under <dir>/shared); RocksDB's memory settings are the
 # defaults, written out for the record; rocksdb_sync stays off (default).
-if has_case rocksdb; then
+if has_case rocksdb || has_case logged; then
 	SERVER_CONF="$SERVER_CONF
 state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
@@ -682,6 +682,14 @@ if [ "$SNAPSHOTS" = 1 ]; then
 	. "$LIB/snapshot.sh"
 fi
 
+# ------------------------------------------------------------ logged states
+# bench/lib/logged.sh: logged states against unlogged ones and a logged
+# table; bulk WAL; replay after a crash (last: it crashes the server).
+if has_case logged; then
+	# shellcheck source-path=SCRIPTDIR source=logged.sh
+	. "$LIB/logged.sh"
+fi
+
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 raw failed "$FAILED"
 
@@ -698,6 +706,7 @@ file="$base.md"
 n=2
 while [ -e "$file" ]; do file="$base-$n.md"; n=$((n + 1)); done
 perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
+perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
 else

@@ -3,8 +3,10 @@
  *		Logged states' WAL records: one writer, one reader, and the resource
  *		manager PostgreSQL calls to name and describe them.
  *
- * A record's data is a fixed header, then the key image, the map key image
- * and the value image, each as long as the header says.  A CREATE record's
+ * A record's data is the state's id and the key image's length (uint32
+ * each), for a map entry's record the map key image's length (uint32) and
+ * whether the value is NULL (one byte), then the key image, the map key
+ * image and the value image, which runs to the end.  A CREATE record's
  * value is the state's descriptor.  Readers trust no length.
  *
  * PostgreSQL's redo (crash recovery, a standby's startup process) calls
@@ -21,16 +23,15 @@
 
 #include "format/state_wal.h"
 
-typedef struct StateWalHeader
-{
-	uint32		state_id;
-	uint32		keylen;
-	uint32		map_keylen;
-	uint32		valuelen;
-	uint8		isnull;
-} StateWalHeader;
+/* Bytes before the images: id and key length; map records add two fields. */
+#define STATE_WAL_HEADER_SIZE		(2 * sizeof(uint32))
+#define STATE_WAL_MAP_HEADER_SIZE	(STATE_WAL_HEADER_SIZE + sizeof(uint32) + 1)
 
-#define STATE_WAL_HEADER_SIZE	(offsetof(StateWalHeader, isnull) + sizeof(uint8))
+static inline bool
+is_map_kind(uint8 kind)
+{
+	return kind == STATE_WAL_MAP_PUT || kind == STATE_WAL_MAP_REMOVE;
+}
 
 static XLogRecPtr last_lsn = InvalidXLogRecPtr;
 static XLogRecPtr replaying_end = InvalidXLogRecPtr;
@@ -41,25 +42,32 @@ state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
 			  const char *map_key, uint32 map_keylen,
 			  const char *value, uint32 valuelen, bool isnull)
 {
-	StateWalHeader h;
+	char		h[STATE_WAL_MAP_HEADER_SIZE];
+	uint32		klen = key ? keylen : 0;
+	uint32		mklen = map_key ? map_keylen : 0;
+	uint32		vlen = (value && !isnull) ? valuelen : 0;
 	XLogRecPtr	end;
 
 	if (replaying_end != InvalidXLogRecPtr)
 		return InvalidXLogRecPtr;
-	h.state_id = state_id;
-	h.keylen = key ? keylen : 0;
-	h.map_keylen = map_key ? map_keylen : 0;
-	h.valuelen = (value && !isnull) ? valuelen : 0;
-	h.isnull = isnull ? 1 : 0;
+	memcpy(h, &state_id, sizeof(uint32));
+	memcpy(h + sizeof(uint32), &klen, sizeof(uint32));
+	if (is_map_kind(kind))
+	{
+		memcpy(h + STATE_WAL_HEADER_SIZE, &mklen, sizeof(uint32));
+		h[STATE_WAL_MAP_HEADER_SIZE - 1] = isnull ? 1 : 0;
+	}
+	else
+		mklen = 0;
 
 	XLogBeginInsert();
-	XLogRegisterData((char *) &h, STATE_WAL_HEADER_SIZE);
-	if (h.keylen > 0)
-		XLogRegisterData(unconstify(char *, key), h.keylen);
-	if (h.map_keylen > 0)
-		XLogRegisterData(unconstify(char *, map_key), h.map_keylen);
-	if (h.valuelen > 0)
-		XLogRegisterData(unconstify(char *, value), h.valuelen);
+	XLogRegisterData(h, is_map_kind(kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE);
+	if (klen > 0)
+		XLogRegisterData(unconstify(char *, key), klen);
+	if (mklen > 0)
+		XLogRegisterData(unconstify(char *, map_key), mklen);
+	if (vlen > 0)
+		XLogRegisterData(unconstify(char *, value), vlen);
 	end = XLogInsert(STATE_WAL_RMGR_ID, kind);
 	if (end > last_lsn)
 		last_lsn = end;
@@ -115,33 +123,43 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 {
 	const char *data = XLogRecGetData(reader);
 	uint32		len = XLogRecGetDataLen(reader);
-	StateWalHeader h;
-	uint64		need;
+	uint32		hlen;
+	uint32		mklen = 0;
+	bool		isnull = false;
+	uint64		used;
 
 	memset(rec, 0, sizeof(*rec));
-	if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID || len < STATE_WAL_HEADER_SIZE)
-		return false;
-	memset(&h, 0, sizeof(h));
-	memcpy(&h, data, STATE_WAL_HEADER_SIZE);
-	need = (uint64) STATE_WAL_HEADER_SIZE + h.keylen + h.map_keylen + h.valuelen;
-	if (need != len)
+	if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
 		return false;
 	rec->kind = XLogRecGetInfo(reader) & XLR_RMGR_INFO_MASK;
 	if (rec->kind > STATE_WAL_CREATE_HIDDEN)
 		return false;
-	rec->state_id = h.state_id;
-	rec->key = data + STATE_WAL_HEADER_SIZE;
-	rec->keylen = h.keylen;
-	rec->map_key = rec->key + h.keylen;
-	rec->map_keylen = h.map_keylen;
-	rec->value = h.isnull ? NULL : rec->map_key + h.map_keylen;
-	rec->valuelen = h.valuelen;
+	hlen = is_map_kind(rec->kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE;
+	if (len < hlen)
+		return false;
+	memcpy(&rec->state_id, data, sizeof(uint32));
+	memcpy(&rec->keylen, data + sizeof(uint32), sizeof(uint32));
+	if (is_map_kind(rec->kind))
+	{
+		memcpy(&mklen, data + STATE_WAL_HEADER_SIZE, sizeof(uint32));
+		isnull = data[STATE_WAL_MAP_HEADER_SIZE - 1] != 0;
+	}
+	used = (uint64) hlen + rec->keylen + mklen;
+	if (used > len)
+		return false;
+	rec->key = data + hlen;
+	rec->map_key = rec->key + rec->keylen;
+	rec->map_keylen = mklen;
+	rec->valuelen = len - (uint32) used;
+	rec->value = isnull ? NULL : rec->map_key + mklen;
+	if (isnull && rec->valuelen != 0)
+		return false;
 	if (rec->kind == STATE_WAL_CREATE || rec->kind == STATE_WAL_CREATE_HIDDEN)
 	{
-		if (h.valuelen != sizeof(StateDesc) || h.isnull)
+		if (rec->valuelen != sizeof(StateDesc))
 			return false;
 		memcpy(&rec->desc, rec->value, sizeof(StateDesc));
-		if (rec->desc.id != h.state_id)
+		if (rec->desc.id != rec->state_id)
 			return false;
 	}
 	return true;
