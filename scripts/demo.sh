@@ -107,11 +107,18 @@ as_pg "$PGBIN/psql" -X -q -e -v ON_ERROR_STOP=1 -P footer=off \
 	-h "$DIR" -p "$PORT" -d postgres -f - <<'SQL'
 \set ECHO none
 SET client_min_messages = warning;
+-- a demo server made by an earlier build of this release gets the current SQL
+SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'create_state'
+                 AND pronamespace = 'state'::regnamespace
+                 AND NOT ('logged' = ANY (proargnames))) AS stale \gset
+\if :stale
+DROP EXTENSION state_backend;
+\endif
 CREATE EXTENSION IF NOT EXISTS state_backend;
 -- start from a clean slate, so that the demo can run again
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
-     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen']) AS n;
+     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen', 'balance']) AS n;
 END $$;
 RESET client_min_messages;
 \set ECHO queries
@@ -169,8 +176,17 @@ SELECT state.map_contains('seen', 7, 'https://example.org/42') AS seen_before,
        state.map_size('seen', 7) AS urls;
 
 \echo
+\echo '== a logged state: its changes go to WAL, so a crash loses nothing acknowledged'
+SELECT state.create_state('balance', 'reducing', key_type => 'int', value_type => 'numeric',
+                          reducer => 'sum', logged => true);
+SELECT state.reduce('balance', 42, 19.99) AS first, state.reduce('balance', 42, 5.01) AS total;
+\echo '-- the replication slot that keeps the WAL recovery replays from the newest checkpoint'
+SELECT slot_name, slot_type, restart_lsn IS NOT NULL AS keeps_wal
+  FROM pg_replication_slots WHERE slot_name = 'state_backend';
+
+\echo
 \echo '== every state of this database'
-SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes
+SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes, logged
   FROM state.states ORDER BY name;
 
 \echo
