@@ -69,7 +69,19 @@ slot_keep(XLogRecPtr lsn, bool create)
 		return;
 	}
 	if (exists)
+	{
 		ReplicationSlotAcquire(LOGGED_SLOT_NAME, true);
+		if (SlotIsLogical(MyReplicationSlot))
+		{
+			ReplicationSlotRelease();
+			LWLockRelease(lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("replication slot \"%s\" is a logical slot", LOGGED_SLOT_NAME),
+					 errdetail("Logged states keep their WAL with a physical slot of that name."),
+					 errhint("Drop or rename the logical slot.")));
+		}
+	}
 	else
 	{
 		CheckSlotRequirements();
@@ -103,6 +115,10 @@ slot_position(void)
 		SpinLockRelease(&s->mutex);
 	}
 	LWLockRelease(ReplicationSlotControlLock);
+	if (s != NULL && lsn == InvalidXLogRecPtr)
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" keeps no WAL", LOGGED_SLOT_NAME),
+				 errdetail("PostgreSQL removed its WAL (max_slot_wal_keep_size): logged states come back as of their newest checkpoint only.")));
 	return lsn;
 }
 
@@ -162,13 +178,14 @@ logged_check_create(void)
 void
 logged_at_commit(void)
 {
-	XLogRecPtr	lsn = state_wal_take_last();
+	XLogRecPtr	lsn;
 
-	if (state_wal_take_remote())
-	{
+	/* The worker's writes first: if one failed, nothing is forgotten. */
+	if (state_wal_remote_pending())
 		keyed_backend_flush_all();
+	lsn = state_wal_take_last();
+	if (state_wal_take_remote())
 		lsn = Max(lsn, channel_session_lsn());
-	}
 	if (lsn == InvalidXLogRecPtr)
 		return;
 	if (synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
@@ -241,12 +258,11 @@ is_adopted(uint32 id)
 
 /*
  * map_checkpoint maps the logged states of the checkpoint at dir to the
- * states it was loaded into (by database and name: not those their backend
- * kept, which may be newer states of the same name), and returns its cut's
+ * states it was loaded into, which kept their ids, and returns its cut's
  * WAL position (InvalidXLogRecPtr when unknown).
  */
 static XLogRecPtr
-map_checkpoint(HTAB *map, const char *dir, const StateDesc *live, int nlive)
+map_checkpoint(HTAB *map, const char *dir)
 {
 	SnapshotSource src;
 	SnapshotManifest *m;
@@ -259,22 +275,14 @@ map_checkpoint(HTAB *map, const char *dir, const StateDesc *live, int nlive)
 	for (int i = 0; i < m->nstates; i++)
 	{
 		const StateDesc *d = &m->states[i].desc;
+		StateDesc	cur;
+		int			slot;
 
 		if (!d->logged || hash_search(map, &d->id, HASH_FIND, NULL) != NULL)
 			continue;
-		for (int j = 0; j < nlive; j++)
-		{
-			StateDesc	cur;
-			int			slot;
-
-			if (live[j].dbid != d->dbid || strcmp(NameStr(live[j].name), NameStr(d->name)) != 0 ||
-				is_adopted(live[j].id))
-				continue;
-			slot = registry_find(live[j].id, &cur);
-			if (slot >= 0 && cur.logged)
-				map_add(map, d->id, &cur, slot, InvalidXLogRecPtr);
-			break;
-		}
+		slot = registry_find(d->id, &cur);
+		if (slot >= 0 && cur.logged && cur.dbid == d->dbid)
+			map_add(map, d->id, &cur, slot, InvalidXLogRecPtr);
 	}
 	return m->wal_position;
 }
@@ -318,7 +326,7 @@ make_room_for_name(Oid dbid, const char *name)
  * hidden.  A CREATE_HIDDEN record: make a hidden state that the restore's
  * entries go to.
  */
-static void
+static bool
 replay_create(HTAB *map, const StateWalRecord *rec)
 {
 	StateDesc	d = rec->desc;
@@ -328,22 +336,23 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	StateTarget target;
 	int			slot;
 
-	if (d.backend < 0 || d.backend >= STATE_BACKEND_COUNT || d.kind > STATE_KIND_LAST)
-		elog(ERROR, "state_backend: malformed descriptor in WAL");
-	d.name.data[NAMEDATALEN - 1] = '\0';
 	if (t != NULL)
 	{
-		if (t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name)))
-		{
-			state_ops_publish(t->desc.dbid, &t->desc, 1, ~(uint32) 0, true);
-			t->hidden = false;
-		}
-		return;
+		if (!(t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name))))
+			return false;
+		state_ops_publish(t->desc.dbid, &t->desc, 1, ~(uint32) 0, true);
+		t->hidden = false;
+		return true;
 	}
+	if (d.backend < 0 || d.backend >= STATE_BACKEND_COUNT)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed state_backend WAL record")));
 	if (!hidden)
 		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
 	b = keyed_backend_for(d.backend);
-	slot = registry_create(&d, true);
+	/* It keeps its id: WAL and checkpoints name it so. */
+	slot = registry_create_as(&d);
 	target.desc = &d;
 	target.slot = slot;
 	PG_TRY();
@@ -362,6 +371,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 		state_ops_publish(d.dbid, &d, 1, ~(uint32) 0, true);
 	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr);
 	((ReplayTarget *) hash_search(map, &rec->state_id, HASH_FIND, NULL))->hidden = hidden;
+	return true;
 }
 
 /* Hidden states whose restore never published them are dropped. */
@@ -427,10 +437,7 @@ replay_record(HTAB *map, XLogReaderState *reader)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("malformed state_backend WAL record")));
 	if (rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN)
-	{
-		replay_create(map, &rec);
-		return true;
-	}
+		return replay_create(map, &rec);
 	t = hash_search(map, &rec.state_id, HASH_FIND, NULL);
 	if (t == NULL)
 		return false;
@@ -449,10 +456,25 @@ replay_record(HTAB *map, XLogReaderState *reader)
 	return true;
 }
 
+/* Report why reading WAL stopped, unless it reached the end. */
+static void
+report_read_stop(XLogReaderState *reader, const char *errormsg, bool end_of_wal)
+{
+	if (errormsg != NULL && !end_of_wal)
+		ereport(WARNING,
+				(errmsg("state_backend stopped replaying WAL at %X/%X: %s",
+						LSN_FORMAT_ARGS(reader->EndRecPtr), errormsg),
+				 errdetail("Logged states hold the changes before that point only.")));
+}
+
+/* Records applied between commits of posted writes (rocksdb's batch). */
+#define REPLAY_FLUSH_EVERY	10000
+
 /*
  * replay reads local WAL from start to its end and applies the logged
  * states' records; returns how many changed something.  A record that
- * cannot be applied is reported and skipped.
+ * cannot be applied is reported and skipped.  Each record's memory is
+ * freed once it is applied.
  */
 static int64
 replay(HTAB *map, XLogRecPtr start)
@@ -462,7 +484,10 @@ replay(HTAB *map, XLogRecPtr start)
 	XLogRecPtr	end = GetFlushRecPtr(NULL);
 	XLogRecPtr	done = start;
 	int64		applied = 0;
+	int64		since_flush = 0;
 	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext rec_cxt = AllocSetContextCreate(cxt, "state_backend replayed record",
+												  ALLOCSET_DEFAULT_SIZES);
 
 	reader = XLogReaderAllocate(wal_segment_size, NULL,
 								XL_ROUTINE(.page_read = &read_local_xlog_page_no_wait,
@@ -481,38 +506,59 @@ replay(HTAB *map, XLogRecPtr start)
 		XLogReaderFree(reader);
 		return 0;
 	}
-	for (;;)
+	PG_TRY();
 	{
-		char	   *errormsg = NULL;
-		XLogRecord *record;
-
-		CHECK_FOR_INTERRUPTS();
-		record = XLogReadRecord(reader, &errormsg);
-		if (record == NULL || reader->ReadRecPtr >= end)
-			break;
-		if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
-			continue;
-
-		/*
-		 * Logged nothing meanwhile; a backend that keeps its data stamps
-		 * each write with the end of the last record wholly applied.
-		 */
-		state_wal_set_replaying(done);
-		PG_TRY();
+		for (;;)
 		{
-			if (replay_record(map, reader))
-				applied++;
+			char	   *errormsg = NULL;
+			XLogRecord *record;
+
+			CHECK_FOR_INTERRUPTS();
+			record = XLogReadRecord(reader, &errormsg);
+			if (record == NULL)
+				report_read_stop(reader, errormsg, priv->end_of_wal);
+			if (record == NULL || reader->ReadRecPtr >= end)
+				break;
+			if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
+				continue;
+
+			/*
+			 * Logged nothing meanwhile; a backend that keeps its data stamps
+			 * each write with the end of the last record wholly applied.
+			 */
+			state_wal_set_replaying(done);
+			MemoryContextSwitchTo(rec_cxt);
+			PG_TRY();
+			{
+				if (replay_record(map, reader))
+					applied++;
+				if (++since_flush >= REPLAY_FLUSH_EVERY)
+				{
+					keyed_backend_flush_all();
+					since_flush = 0;
+				}
+			}
+			PG_CATCH();
+			{
+				report_error(rec_cxt);
+				ereport(WARNING,
+						(errmsg("state_backend could not replay the WAL record at %X/%X; it is skipped",
+								LSN_FORMAT_ARGS(reader->ReadRecPtr))));
+			}
+			PG_END_TRY();
+			MemoryContextSwitchTo(cxt);
+			MemoryContextReset(rec_cxt);
+			done = reader->EndRecPtr;
 		}
-		PG_CATCH();
-		{
-			report_error(cxt);
-			ereport(WARNING,
-					(errmsg("state_backend could not replay the WAL record at %X/%X; it is skipped",
-							LSN_FORMAT_ARGS(reader->ReadRecPtr))));
-		}
-		PG_END_TRY();
-		done = reader->EndRecPtr;
 	}
+	PG_CATCH();
+	{
+		report_error(cxt);
+		ereport(WARNING,
+				(errmsg("state_backend stopped replaying WAL at %X/%X",
+						LSN_FORMAT_ARGS(reader->EndRecPtr))));
+	}
+	PG_END_TRY();
 	state_wal_set_replaying(done);
 	PG_TRY();
 	{
@@ -528,34 +574,17 @@ replay(HTAB *map, XLogRecPtr start)
 	PG_END_TRY();
 	state_wal_set_replaying(InvalidXLogRecPtr);
 	XLogReaderFree(reader);
+	MemoryContextDelete(rec_cxt);
 	return applied;
 }
 
 /*
- * logged_recover replays logged states' WAL after the worker loaded the
- * checkpoint at dir (NULL: none) into fresh shared memory.  Returns whether
- * logged states now exist: then the worker takes a checkpoint before it
- * serves sessions.
+ * map_kept maps the states whose backend kept their data across the
+ * restart, with the WAL position their data holds changes up to.
  */
-bool
-logged_recover(const char *dir)
+static void
+map_kept(HTAB *map)
 {
-	HASHCTL		ctl;
-	HTAB	   *map;
-	StateDesc  *live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
-	int			nlive = registry_copy_all(live, NULL);
-	volatile XLogRecPtr start = InvalidXLogRecPtr;
-	bool		any = false;
-	TimestampTz began = GetCurrentTimestamp();
-	volatile int64 applied = 0;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(uint32);
-	ctl.entrysize = sizeof(ReplayTarget);
-	ctl.hcxt = CurrentMemoryContext;
-	map = hash_create("state_backend replay", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
 	for (int i = 0; i < nadopted; i++)
 	{
 		const KeyedStateBackend *b = keyed_backend_for(adopted[i].backend);
@@ -565,11 +594,40 @@ logged_recover(const char *dir)
 		if (slot >= 0 && cur.logged)
 			map_add(map, cur.id, &cur, slot, b->applied_lsn ? b->applied_lsn() : InvalidXLogRecPtr);
 	}
+}
+
+/*
+ * logged_recover replays logged states' WAL after the worker loaded the
+ * checkpoint at dir (NULL: none) into fresh shared memory.  States keep
+ * their ids across restarts, so WAL names them whatever happened since.
+ * Returns whether logged states now exist: then the worker takes a
+ * checkpoint, so that the next recovery has less to replay.
+ */
+bool
+logged_recover(const char *dir)
+{
+	HASHCTL		ctl;
+	HTAB	   *map;
+	volatile XLogRecPtr start = InvalidXLogRecPtr;
+	bool		any = false;
+	TimestampTz began = GetCurrentTimestamp();
+	volatile int64 applied = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	StateDesc  *live;
+	int			nlive;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(ReplayTarget);
+	ctl.hcxt = CurrentMemoryContext;
+	map = hash_create("state_backend replay", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
 	/* The server must come up: a failure is reported, and states served as they are. */
 	PG_TRY();
 	{
+		map_kept(map);
 		if (dir != NULL)
-			start = map_checkpoint(map, dir, live, nlive);
+			start = map_checkpoint(map, dir);
 		if (start == InvalidXLogRecPtr)
 			start = slot_position();
 		if (start != InvalidXLogRecPtr && state_backend_restore_on_start)
@@ -593,6 +651,7 @@ logged_recover(const char *dir)
 	}
 	PG_END_TRY();
 
+	live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
 	nlive = registry_copy_all(live, NULL);
 	for (int i = 0; i < nlive && !any; i++)
 		any = live[i].logged;

@@ -38,6 +38,7 @@
 #include "common/area.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
 #include "snapshot/checkpoint.h"
@@ -283,7 +284,9 @@ state_worker_main(Datum main_arg)
 		uint32		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
 
 		logged_note_adopted();
+		state_wal_suppress(true);
 		loaded = restore_on_start(kept);
+		state_wal_suppress(false);
 	}
 	else
 	{

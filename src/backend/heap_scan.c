@@ -128,6 +128,15 @@ heap_state_truncate(const StateTarget *st)
 			e = slot_entry(slots[b]);
 			if (e->state_id != st->desc->id)
 				continue;
+
+			/*
+			 * A logged state's keys go one by one, each under its
+			 * partition's lock as every change is: a write that lands in a
+			 * partition already emptied comes after its removal in WAL too.
+			 */
+			if (st->desc->logged)
+				(void) state_wal_log(STATE_WAL_REMOVE, st->desc->id, ENTRY_KEY(e), e->key_len,
+									 NULL, 0, NULL, 0, false);
 			bytes += ENTRY_SIZE(e->key_len, e->val_cap);
 			heap_state_release(part, e, slot_ptr(slots[b]));
 			slots[b] = InvalidDsaPointer;
@@ -152,14 +161,6 @@ heap_state_truncate(const StateTarget *st)
 		LWLockRelease(lock);
 		removed += n;
 	}
-
-	/*
-	 * Logged when done: a cut made meanwhile holds some partitions
-	 * truncated and some not, and comes before this record.
-	 */
-	if (st->desc->logged)
-		(void) state_wal_log(STATE_WAL_TRUNCATE, st->desc->id, NULL, 0, NULL, 0,
-							 NULL, 0, false);
 	return removed;
 }
 

@@ -136,6 +136,8 @@ registry_version(void)
 	return pg_atomic_read_u64(&registry->version);
 }
 
+static int	registry_insert(StateDesc *desc, bool hidden, bool keep_id);
+
 static void
 registry_bump_version(void)
 {
@@ -235,6 +237,25 @@ registry_resolve(const char *name, StateDesc *desc, int *slot)
 int
 registry_create(StateDesc *desc, bool hidden)
 {
+	return registry_insert(desc, hidden, false);
+}
+
+/*
+ * registry_create_as adds a hidden state that keeps the id desc has: the
+ * state worker, bringing back at start the states of a checkpoint and of
+ * WAL, which name them by id.  Ids given later come after it.
+ */
+int
+registry_create_as(const StateDesc *desc)
+{
+	StateDesc	d = *desc;
+
+	return registry_insert(&d, true, true);
+}
+
+static int
+registry_insert(StateDesc *desc, bool hidden, bool keep_id)
+{
 	int			free_slot = -1;
 
 	state_backend_check_loaded();
@@ -251,11 +272,15 @@ registry_create(StateDesc *desc, bool hidden)
 	}
 	for (int i = 0; i < registry->nslots; i++)
 	{
-		if (registry->slots[i].desc.id == 0)
+		if (keep_id && registry->slots[i].desc.id == desc->id)
 		{
-			free_slot = i;
-			break;
+			LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("state id %u is in use", desc->id)));
 		}
+		if (registry->slots[i].desc.id == 0 && free_slot < 0)
+			free_slot = i;
 	}
 	if (free_slot < 0)
 	{
@@ -268,7 +293,10 @@ registry_create(StateDesc *desc, bool hidden)
 				 errhint("Drop unused states, or raise state_backend.max_states and restart the server.")));
 	}
 
-	desc->id = registry->next_id++;
+	if (!keep_id)
+		desc->id = registry->next_id++;
+	else if (registry->next_id <= desc->id)
+		registry->next_id = desc->id + 1;
 	if (registry->next_id == 0)
 		registry->next_id = 1;
 	registry->slots[free_slot].desc = *desc;

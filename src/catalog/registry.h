@@ -20,6 +20,7 @@ extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern int	registry_create(StateDesc *desc, bool hidden);
+extern int	registry_create_as(const StateDesc *desc);
 extern bool registry_mark_dropping(const StateDesc *desc, int slot);
 extern void registry_free_slot(const StateDesc *desc, int slot);
 extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,

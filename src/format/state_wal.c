@@ -36,6 +36,7 @@ is_map_kind(uint8 kind)
 static XLogRecPtr last_lsn = InvalidXLogRecPtr;
 static XLogRecPtr replaying_end = InvalidXLogRecPtr;
 static bool remote_pending = false;
+static bool suppressed = false;
 
 XLogRecPtr
 state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
@@ -48,7 +49,7 @@ state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
 	uint32		vlen = (value && !isnull) ? valuelen : 0;
 	XLogRecPtr	end;
 
-	if (replaying_end != InvalidXLogRecPtr)
+	if (replaying_end != InvalidXLogRecPtr || suppressed)
 		return InvalidXLogRecPtr;
 	memcpy(h, &state_id, sizeof(uint32));
 	memcpy(h + sizeof(uint32), &klen, sizeof(uint32));
@@ -98,6 +99,12 @@ state_wal_note_remote(void)
 }
 
 bool
+state_wal_remote_pending(void)
+{
+	return remote_pending;
+}
+
+bool
 state_wal_take_remote(void)
 {
 	bool		pending = remote_pending;
@@ -112,10 +119,37 @@ state_wal_set_replaying(XLogRecPtr record_end)
 	replaying_end = record_end;
 }
 
+void
+state_wal_suppress(bool suppress)
+{
+	suppressed = suppress;
+}
+
 XLogRecPtr
 state_wal_replaying(void)
 {
 	return replaying_end;
+}
+
+static bool
+name_ok(const NameData *n)
+{
+	return memchr(NameStr(*n), '\0', NAMEDATALEN) != NULL;
+}
+
+/* A descriptor from WAL holds together as far as this layer can tell. */
+static bool
+desc_ok(const StateDesc *d)
+{
+	if ((int) d->kind < 0 || d->kind > STATE_KIND_LAST ||
+		(int) d->reducer < STATE_REDUCER_NONE || d->reducer > STATE_REDUCER_MAX ||
+		d->ngrants < 0 || d->ngrants > STATE_MAX_GRANTS || d->id == 0 ||
+		!name_ok(&d->name) || !name_ok(&d->owner_name) || NameStr(d->name)[0] == '\0')
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (!name_ok(&d->types[i].nspname) || !name_ok(&d->types[i].typname))
+			return false;
+	return true;
 }
 
 bool
@@ -159,7 +193,7 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		if (rec->valuelen != sizeof(StateDesc))
 			return false;
 		memcpy(&rec->desc, rec->value, sizeof(StateDesc));
-		if (rec->desc.id != rec->state_id)
+		if (!desc_ok(&rec->desc) || rec->desc.id != rec->state_id)
 			return false;
 	}
 	return true;

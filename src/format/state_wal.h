@@ -68,6 +68,7 @@ extern XLogRecPtr state_wal_take_last(void);
  * at commit it waits for the worker's records too (ipc/channel.h).
  */
 extern void state_wal_note_remote(void);
+extern bool state_wal_remote_pending(void);
 extern bool state_wal_take_remote(void);
 
 /*
@@ -77,6 +78,9 @@ extern bool state_wal_take_remote(void);
  */
 extern void state_wal_set_replaying(XLogRecPtr record_end);
 extern XLogRecPtr state_wal_replaying(void);
+
+/* The worker loading a checkpoint at start logs nothing either. */
+extern void state_wal_suppress(bool suppress);
 
 /* Reading: false when the record is not one of ours or is malformed. */
 extern bool state_wal_decode(XLogReaderState *reader, StateWalRecord *rec);

@@ -443,7 +443,9 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 	{
 		for (int i = 0; i < sec.n; i++)
 		{
-			sec.slots[i] = registry_create(&sec.descs[i], true);
+			/* At start, states keep their ids: WAL names them so. */
+			sec.slots[i] = trust_oids ? registry_create_as(&sec.descs[i]) :
+				registry_create(&sec.descs[i], true);
 			created = i + 1;
 			if (sec.native[i])
 				any_native = true;	/* below, all at once */

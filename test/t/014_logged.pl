@@ -169,6 +169,43 @@ ok(defined crash_and_start(), 'restore: restarted after -m immediate');
 is($node->safe_psql('postgres', $probe), $after_restore,
 	'restore: the restored states and the write after the restore survive the crash');
 
+# A clean restart, and a crash whose rocksdb directory is gone: states come
+# from the checkpoint and WAL, and loading the checkpoint logs nothing that
+# replay would mistake for new states.
+make_states();
+workload(100);
+my $before_restart = $node->safe_psql('postgres', $probe);
+$node->restart;
+ok(defined wait_for_worker($node), 'clean restart');
+is($node->safe_psql('postgres', $probe), $before_restart, 'a clean restart keeps logged states');
+workload(100);
+my $before_loss = $node->safe_psql('postgres', $probe);
+$node->stop('immediate');
+rename($node->data_dir . '/pg_state_backend/rocksdb', $node->data_dir . '/pg_state_backend/rocksdb.lost')
+  or die "rename: $!";
+$node->start;
+ok(defined wait_for_worker($node), 'started without the rocksdb directory');
+is($node->safe_psql('postgres', $probe), $before_loss,
+	'the rocksdb state comes back from the checkpoint and WAL');
+
+# A checkpoint that cannot be written after recovery: the next crash
+# replays WAL of both runs, which name the same states by the same ids.
+make_states();
+workload(100);
+chmod(0555, $chkroot) or die "chmod: $!";
+ok(defined crash_and_start(), 'restarted with an unwritable checkpoint directory');
+workload(100);
+$node->safe_psql('postgres',
+	q{SELECT state.create_state('lx', 'value', 'int', 'int', logged => true);
+	  SELECT state.value_set('lx', k, k) FROM generate_series(1, 10) k});
+my $two_runs = $node->safe_psql('postgres', $probe);
+like($two_runs, qr/^800 800 \d+ 0$/, 'writes of both runs made');
+ok(defined crash_and_start(), 'crashed again before any checkpoint');
+chmod(0755, $chkroot) or die "chmod: $!";
+is($node->safe_psql('postgres', $probe), $two_runs, 'both runs\' writes are there');
+is($node->safe_psql('postgres', q{SELECT sum(state.value_get('lx', k, 0)) FROM generate_series(1, 10) k}),
+	'55', 'and a state created in the second run');
+
 # Kill -9 of the worker while it replays: the second replay gives the same.
 make_states();
 $node->safe_psql('postgres',
