@@ -27,6 +27,8 @@
 #include "access/xlogrecovery.h"
 #include "access/xlogutils.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
 #include "replication/slot.h"
 #include "replication/syncrep.h"
 #include "storage/lwlock.h"
@@ -514,6 +516,18 @@ replay(HTAB *map, XLogRecPtr start)
 			XLogRecord *record;
 
 			CHECK_FOR_INTERRUPTS();
+
+			/*
+			 * Asked to stop: go without a word more.  The states are half
+			 * replayed, so no checkpoint may be taken of them; the next
+			 * start replays it all again.
+			 */
+			if (ShutdownRequestPending)
+			{
+				ereport(LOG,
+						(errmsg("state_backend stops replaying WAL: the server shuts down")));
+				proc_exit(1);
+			}
 			record = XLogReadRecord(reader, &errormsg);
 			if (record == NULL)
 				report_read_stop(reader, errormsg, priv->end_of_wal);
