@@ -205,6 +205,11 @@ state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
 state_backend.rocksdb_write_buffer_size = '64MB'"
 fi
+# BENCH_SERVER_CONF: more lines for postgresql.conf (a setting to compare).
+if [ -n "${BENCH_SERVER_CONF:-}" ]; then
+	SERVER_CONF="$SERVER_CONF
+$BENCH_SERVER_CONF"
+fi
 as_pg tee -a "$DATA/postgresql.conf" >/dev/null <<<"
 # bench
 $SERVER_CONF"

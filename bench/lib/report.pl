@@ -865,7 +865,9 @@ if (@lat_body)
 	md "";
 	md "$meta{lat_clients} clients writing `value_set` on random keys of the state of $meta{lat_keys} entries"
 	  . " (script: `$lat_script`), for $meta{lat_seconds} s after a warm-up of $w s: once with no snapshot running, once"
-	  . " while another session (one `psql`) takes native snapshots of the whole state back to back, from the end of the"
+	  . " while another session (one `psql`) takes native snapshots of the whole state back to back"
+	  . (defined $meta{lat_snapshot_cpu_percent} ? " (`state_backend.snapshot_cpu_percent = $meta{lat_snapshot_cpu_percent}`; the timed snapshots above ran at 100)" : '')
+	  . ", from the end of the"
 	  . " warm-up until pgbench ends, each into a fresh directory that it removes right after. Latencies come from"
 	  . " pgbench's per-transaction log (`-l`): every transaction that ended in the $meta{lat_seconds} s after the warm-up"
 	  . " (a new server process first faults in the shared memory it touches), nearest-rank percentiles, in microseconds.";

@@ -23,6 +23,21 @@
 # (value_set on random keys): once alone, once while another session takes
 # snapshots back to back.  Records "snap", "snap_size", "snap_dd",
 # "snap_cmd" and "lat" lines for bench/lib/report.pl.
+#
+# The timed snapshots run at full speed (state_backend.snapshot_cpu_percent
+# = 100, by ALTER SYSTEM); the writers' latency is measured with the
+# server's setting (the default, unless BENCH_SERVER_CONF sets it).
+
+# snap_pacing VALUE|RESET: the worker's snapshot pacing, applied at once.
+snap_pacing() {
+	local set="SET state_backend.snapshot_cpu_percent = $1"
+	[ "$1" = RESET ] && set="RESET state_backend.snapshot_cpu_percent"
+	sql bench >/dev/null <<EOF
+ALTER SYSTEM $set;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+EOF
+}
 
 SNAP_DIR=$WORK/snap
 LAT_DIR=$WORK/lat
@@ -318,7 +333,10 @@ for n in $SNAP_SIZES; do
 		note "snapshot case of $n entries skipped: it $why"
 		continue
 	fi
+	snap_pacing 100
 	if snap_case "$n" && [ "$first" = 1 ]; then
+		snap_pacing RESET
+		meta lat_snapshot_cpu_percent "$(sql1 "SHOW state_backend.snapshot_cpu_percent")"
 		log "writers' latency: $LAT_CLIENTS clients of value_set over $n keys, ${LAT_SECS}s after a warm-up of ${LAT_WARMUP}s, without and with snapshots"
 		meta lat_keys "$n"
 		lat_run idle 0 "$n"
@@ -331,4 +349,5 @@ DROP TABLE IF EXISTS snap_t, snap_t_in;
 EOF
 	rm -rf "${SNAP_DIR:?}"/*
 done
+snap_pacing RESET
 meta snap_seconds "$(($(date +%s) - t_snap))"

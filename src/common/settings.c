@@ -19,6 +19,7 @@ int			state_backend_max_states = 1024;
 char	   *state_backend_checkpoint_dir = NULL;
 int			state_backend_checkpoint_interval_s = 0;
 int			state_backend_checkpoints_retained = 1;
+int			state_backend_snapshot_cpu_percent = 50;
 bool		state_backend_restore_on_start = true;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
@@ -55,6 +56,66 @@ check_checkpoint_dir(char **newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Settings of snapshots and checkpoints: where checkpoints go, how often,
+ * how many are kept, whether they are loaded at start, and how much of a
+ * core the state worker may spend writing one.
+ */
+static void
+define_snapshot_settings(void)
+{
+	DefineCustomStringVariable("state_backend.checkpoint_dir",
+							   "Directory where state.snapshot() with no path writes chk-<id>.",
+							   "An absolute path or a file:// URL. Empty: snapshots of memory states with no path stay in shared memory.",
+							   &state_backend_checkpoint_dir,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   check_checkpoint_dir, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoint_interval",
+							"The state worker takes a checkpoint this often (0: never).",
+							NULL,
+							&state_backend_checkpoint_interval_s,
+							0,
+							0,
+							INT_MAX / 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.checkpoints_retained",
+							"Completed checkpoints kept under the checkpoint directory.",
+							NULL,
+							&state_backend_checkpoints_retained,
+							1,
+							1,
+							1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.restore_on_start",
+							 "Load heap states from the newest completed checkpoint at server start.",
+							 NULL,
+							 &state_backend_restore_on_start,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.snapshot_cpu_percent",
+							"Share of one core the state worker spends writing a snapshot's key groups.",
+							"Below 100 the worker rests between key groups, serving sessions, so that writers keep their latency while snapshots run; the final checkpoint at shutdown is not paced.",
+							&state_backend_snapshot_cpu_percent,
+							50,
+							1,
+							100,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 }
 
 /*
@@ -109,45 +170,7 @@ state_backend_define_settings(const struct config_enum_entry *backend_options,
 							0,
 							NULL, NULL, NULL);
 
-	DefineCustomStringVariable("state_backend.checkpoint_dir",
-							   "Directory where state.snapshot() with no path writes chk-<id>.",
-							   "An absolute path or a file:// URL. Empty: snapshots of memory states with no path stay in shared memory.",
-							   &state_backend_checkpoint_dir,
-							   "",
-							   PGC_SIGHUP,
-							   0,
-							   check_checkpoint_dir, NULL, NULL);
-
-	DefineCustomIntVariable("state_backend.checkpoint_interval",
-							"The state worker takes a checkpoint this often (0: never).",
-							NULL,
-							&state_backend_checkpoint_interval_s,
-							0,
-							0,
-							INT_MAX / 1000,
-							PGC_SIGHUP,
-							GUC_UNIT_S,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("state_backend.checkpoints_retained",
-							"Completed checkpoints kept under the checkpoint directory.",
-							NULL,
-							&state_backend_checkpoints_retained,
-							1,
-							1,
-							1000,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("state_backend.restore_on_start",
-							 "Load heap states from the newest completed checkpoint at server start.",
-							 NULL,
-							 &state_backend_restore_on_start,
-							 true,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
+	define_snapshot_settings();
 
 	DefineCustomIntVariable("state_backend.max_state_size",
 							"Largest state a snapshot kept in shared memory may hold.",

@@ -23,9 +23,13 @@
 #include "commands/dbcommands.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 #include "storage/fd.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
@@ -262,6 +266,44 @@ states_of(const WritePlan *p, const KeyedStateBackend *b, bool native, bool *out
 }
 
 /* Every key group's entries, from every backend, into the writer. */
+/* The longest rest after one key group, in microseconds. */
+#define PACE_MAX_REST_US	(100 * 1000L)
+
+/*
+ * pace_key_group rests after a key group whose writing began at "started",
+ * so that writing a snapshot takes about state_backend.snapshot_cpu_percent
+ * of a core and the sessions' writers keep the rest of this machine's
+ * cores.  Rests shorter than a millisecond add up in *owed until they are
+ * worth a sleep.  It serves sessions meanwhile (progress_yield, which also
+ * checks for a cancel).  The final checkpoint at shutdown goes at full
+ * speed.
+ */
+static void
+pace_key_group(TimestampTz started, int64 *owed)
+{
+	int			pct = state_backend_snapshot_cpu_percent;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz until;
+
+	if (pct >= 100 || ShutdownRequestPending)
+		return;
+	*owed += (now - started) * (100 - pct) / pct;
+	if (*owed < 1000)
+		return;
+	until = now + Min(*owed, PACE_MAX_REST_US);
+	*owed = 0;
+	while (now < until && !ShutdownRequestPending)
+	{
+		progress_yield();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Max((until - now) / 1000, 1), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		now = GetCurrentTimestamp();
+	}
+	/* A request whose wake-up the rest took is served now. */
+	progress_yield();
+}
+
 static void
 write_key_groups(WritePlan *p, SnapshotWriter *w)
 {
@@ -271,6 +313,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 	StringInfoData records;
 	int64		entries;
 	int64		bytes;
+	int64		owed = 0;
 
 	/* Each backend collects its own states that are written as key groups. */
 	for (int i = 0; i < n; i++)
@@ -281,7 +324,10 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 	initStringInfo(&records);
 	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
 	{
+		TimestampTz started;
+
 		progress_yield();
+		started = GetCurrentTimestamp();
 		resetStringInfo(&records);
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->collect)
@@ -290,6 +336,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 		snapshot_writer_add(w, kg, records.data, records.len);
 		snapshot_writer_progress(w, &entries, &bytes);
 		snapshot_control_progress(p->job->id, entries, bytes);
+		pace_key_group(started, &owed);
 	}
 	pfree(records.data);
 }

@@ -10,6 +10,9 @@
 #   checkpoint, not a newer incomplete directory.
 # - After a restart, checkpoint ids continue beyond every chk-<id> on disk.
 # - Lowering checkpoints_retained by a reload takes effect.
+# - With snapshot_cpu_percent low, a snapshot rests between key groups: it
+#   stays running while sessions' rocksdb calls are answered, and a cancel
+#   ends it.
 
 use strict;
 use warnings;
@@ -177,6 +180,33 @@ for my $try (1 .. 20)
 	usleep(200_000);
 }
 ok($one, 'after checkpoints_retained is lowered to 1 by a reload, one checkpoint remains');
+
+############################################################ paced snapshots
+
+$node->safe_psql(
+	'postgres', q{
+SELECT state.create_state('paced', 'value', 'integer', 'text');
+SELECT count(state.value_set('paced', i, repeat('y', 200))) FROM generate_series(1, 200000) i;
+SELECT state.create_state('rq', 'value', 'integer', 'text', backend => 'rocksdb');
+SELECT state.value_set('rq', 1, 'answered');
+ALTER SYSTEM SET state_backend.snapshot_cpu_percent = 1;
+SELECT pg_reload_conf();
+});
+usleep(500_000);
+my $paced = $node->safe_psql('postgres', 'SELECT state.snapshot()');
+usleep(300_000);
+is($node->safe_psql('postgres', qq{SELECT status FROM state.snapshots WHERE id = $paced}),
+	'running', 'a paced snapshot is still running');
+is($node->safe_psql('postgres', q{SELECT state.value_get('rq', 1, ''::text)}),
+	'answered', 'the worker answers rocksdb calls while it rests');
+is($node->safe_psql('postgres', qq{SELECT state.cancel_snapshot($paced)}), 't',
+	'a paced snapshot can be cancelled');
+is(wait_snapshot_status($node, $paced), 'cancelled', 'and it ends cancelled');
+$node->safe_psql('postgres',
+	q{ALTER SYSTEM RESET state_backend.snapshot_cpu_percent; SELECT pg_reload_conf()});
+usleep(300_000);
+is(wait_snapshot_status($node, $node->safe_psql('postgres', 'SELECT state.snapshot()')),
+	'completed', 'the next snapshot completes');
 
 is_deeply([ log_crashes($node, $log_offset) ], [], 'no process crashed');
 $node->stop('fast');
