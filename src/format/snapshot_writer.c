@@ -175,6 +175,8 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 	uint32		state_id;
 	RecordPair	pair;
 	RecordRead	r;
+	uint32		last_id = 0;	/* entries of one state come in runs */
+	StateOut   *last = NULL;
 
 	for (int i = 0; i < w->nstates; i++)
 	{
@@ -184,10 +186,13 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 	}
 	while ((r = record_next_entry(records, (uint32) len, &off, &state_id, &pair)) == RECORD_OK)
 	{
-		StateOut   *so = state_out(w, state_id);
-
-		if (so != NULL)
-			kg_add_record(w, so, &pair);
+		if (state_id != last_id || last_id == 0)
+		{
+			last = state_out(w, state_id);
+			last_id = state_id;
+		}
+		if (last != NULL)
+			kg_add_record(w, last, &pair);
 	}
 	if (r != RECORD_END)
 		elog(ERROR, "state_backend: a collected entry of key group %d is truncated", key_group);
