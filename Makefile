@@ -48,6 +48,7 @@ OBJS = \
 	src/snapshot/checkpoint.o \
 	src/snapshot/restore.o \
 	src/sql/sql_common.o \
+	src/sql/sql_call_cache.o \
 	src/sql/sql_state.o \
 	src/sql/sql_value.o \
 	src/sql/sql_list.o \

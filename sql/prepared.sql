@@ -153,7 +153,65 @@ END
 $$;
 EXECUTE vget_text('loop');
 
+---------------------------------------------------------------- set-ups kept across executions
+-- A plan's executions reuse the state's set-up, yet a change of privileges,
+-- of a domain's constraints or of a cast takes effect at the next call.
+SET plan_cache_mode = force_generic_plan;
+CREATE ROLE regress_pp_reader;
+GRANT USAGE ON SCHEMA state TO regress_pp_reader;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA state TO regress_pp_reader;
+SET ROLE regress_pp_reader;
+PREPARE pr_get AS SELECT state.value_get('pp_big', $1, 0::bigint);
+SELECT expect_error($$EXECUTE pr_get('1')$$);
+RESET ROLE;
+SELECT state.grant_access('pp_big', 'regress_pp_reader', 'read');
+SET ROLE regress_pp_reader;
+EXECUTE pr_get('1');
+EXECUTE pr_get('1');
+RESET ROLE;
+SELECT state.revoke_access('pp_big', 'regress_pp_reader', 'read');
+SET ROLE regress_pp_reader;
+SELECT expect_error($$EXECUTE pr_get('1')$$);
+RESET ROLE;
+DEALLOCATE pr_get;
+
+CREATE DOMAIN pp_small AS int;
+SELECT state.create_state('pp_dom', 'value', 'int', 'pp_small');
+PREPARE dom_set AS SELECT state.value_set('pp_dom', $1::int, $2::int);
+EXECUTE dom_set(1, 500);
+EXECUTE dom_set(2, 500);
+ALTER DOMAIN pp_small ADD CONSTRAINT pp_small_max CHECK (VALUE < 100);
+SELECT expect_error($$EXECUTE dom_set(3, 500)$$);
+EXECUTE dom_set(3, 50);
+SELECT state.value_get('pp_dom', 3, 0::pp_small) AS kept;
+
+-- an int given to a state of a type of ours goes through its cast; a new
+-- cast is used at the next call
+CREATE TYPE pp_tag AS (t text);
+CREATE FUNCTION pp_tag_of(int) RETURNS pp_tag LANGUAGE sql IMMUTABLE AS $$ SELECT ROW('v1:' || $1)::pp_tag $$;
+CREATE FUNCTION pp_tag_of2(int) RETURNS pp_tag LANGUAGE sql IMMUTABLE AS $$ SELECT ROW('v2:' || $1)::pp_tag $$;
+CREATE CAST (int AS pp_tag) WITH FUNCTION pp_tag_of(int) AS IMPLICIT;
+SELECT state.create_state('pp_tagged', 'value', 'int', 'pp_tag');
+PREPARE tag_set AS SELECT state.value_set('pp_tagged', 1, $1::int);
+EXECUTE tag_set(7);
+SELECT (state.value_get('pp_tagged', 1, NULL::pp_tag)).t AS first;
+DROP CAST (int AS pp_tag);
+CREATE CAST (int AS pp_tag) WITH FUNCTION pp_tag_of2(int) AS IMPLICIT;
+EXECUTE tag_set(8);
+SELECT (state.value_get('pp_tagged', 1, NULL::pp_tag)).t AS after_replace;
+RESET plan_cache_mode;
+
 DEALLOCATE ALL;
+SELECT state.drop_state('pp_dom');
+SELECT state.drop_state('pp_tagged');
+DROP CAST (int AS pp_tag);
+DROP FUNCTION pp_tag_of(int);
+DROP FUNCTION pp_tag_of2(int);
+DROP TYPE pp_tag;
+DROP DOMAIN pp_small;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA state FROM regress_pp_reader;
+REVOKE USAGE ON SCHEMA state FROM regress_pp_reader;
+DROP ROLE regress_pp_reader;
 SELECT state.drop_state('pp_big');
 SELECT state.drop_state('pp_uuid');
 SELECT state.drop_state('pp_text');

@@ -59,6 +59,8 @@ state_call_name_arg(FunctionCallInfo fcinfo)
 static void
 state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 {
+	/* Until it is complete, the next call sets it up again. */
+	call->version = 0;
 	MemoryContextReset(call->mcxt);
 	memset(call->codecs, 0, sizeof(call->codecs));
 	memset(call->coerce_in, 0, sizeof(call->coerce_in));
@@ -84,31 +86,17 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 /*
  * state_call_begin resolves the state named by argument 0 and checks that
  * it is of the given kind (ANY_KIND: any) and that the caller has "privs"
- * on it.  The returned call is owned by the call site (fn_extra).
+ * on it.  The returned call belongs to the call site (state_call_site).
  */
 StateCall *
 state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 {
-	StateCall  *call = (StateCall *) fcinfo->flinfo->fn_extra;
 	char	   *name = state_call_name_arg(fcinfo);
+	StateCall  *call;
 	uint64		version;
 
 	state_backend_check_available();
-	if (call == NULL)
-	{
-		MemoryContext fn_mcxt = fcinfo->flinfo->fn_mcxt;
-		MemoryContext old = MemoryContextSwitchTo(fn_mcxt);
-
-		call = palloc0(sizeof(StateCall));
-		call->mcxt = AllocSetContextCreate(fn_mcxt, "state_backend call",
-										   ALLOCSET_SMALL_SIZES);
-		initStringInfo(&call->keybuf);
-		initStringInfo(&call->buf);
-		initStringInfo(&call->buf2);
-		MemoryContextSwitchTo(old);
-		fcinfo->flinfo->fn_extra = call;
-	}
-
+	call = state_call_site(fcinfo);
 	version = registry_version();
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
 	{

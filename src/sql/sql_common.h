@@ -4,8 +4,9 @@
  *		by its first argument, check kind and privileges, and turn its typed
  *		arguments into images and images back into typed results.
  *
- * A StateCall is cached in the call site's fn_extra and revalidated against
- * the registry version on every call.
+ * A StateCall is kept in the call site's fn_extra, and across executions of
+ * a plan by sql_call_cache.c; it is revalidated against the registry
+ * version on every call.
  */
 #ifndef STATE_BACKEND_SQL_COMMON_H
 #define STATE_BACKEND_SQL_COMMON_H
@@ -44,7 +45,9 @@ typedef struct StateCall
 	StateDesc	desc;
 	StateTarget target;
 	const KeyedStateBackend *backend;
+	MemoryContext own;			/* holds the call itself and its buffers */
 	MemoryContext mcxt;			/* codecs and coercions; reset on change */
+	uint64		gen;			/* catalog generation it was made in */
 
 	TypeCodec	codecs[ARG_ROLE_COUNT];
 	Coercion	coerce_in[ARG_ROLE_COUNT];
@@ -64,6 +67,9 @@ typedef struct StateCall
 } StateCall;
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
+
+/* sql_call_cache.c */
+extern StateCall *state_call_site(FunctionCallInfo fcinfo);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
 							  StateArgRole role, StringInfo out);
