@@ -11,12 +11,19 @@
  * one expression at the same time (a recursive call) never share one; the
  * second makes its own.  A set-up is revalidated on every call anyway
  * (registry version, state name, argument types: sql_common.c), and changes
- * of types, functions and casts, which its codecs and coercions come from,
- * empty the cache.  Its size is bounded: expressions of one-shot plans
- * come and go.
+ * of types, functions, casts, operators, operator classes and schemas,
+ * which its codecs, coercions and reducers come from, empty the cache.  A
+ * set-up is reused only by the same role with the same search_path (a
+ * reducer's operator is looked up by name), never after the transaction
+ * that used it failed (it may be half built), and not when its buffers grew
+ * large.  Its size is bounded: expressions of one-shot plans come and go.
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
 #include "utils/catcache.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -27,6 +34,9 @@
 
 /* Set-ups kept at most; more are freed when given back. */
 #define CALL_CACHE_MAX		256
+
+/* A set-up whose buffers grew past this is not kept. */
+#define CALL_CACHE_MAX_BUFFER	(64 * 1024)
 
 typedef struct CallCacheEntry
 {
@@ -52,6 +62,22 @@ call_free(StateCall *call)
 	MemoryContextDelete(call->own);
 }
 
+/* Who may reuse a set-up: the role and search_path it was made under. */
+static uint32
+call_context_key(void)
+{
+	const char *path = namespace_search_path ? namespace_search_path : "";
+
+	return hash_bytes((const unsigned char *) path, strlen(path)) ^ (uint32) GetUserId();
+}
+
+/* The cache's own memory: an entry it cannot get is not an error. */
+static void *
+call_cache_alloc(Size size)
+{
+	return MemoryContextAllocExtended(call_cache_cxt, size, MCXT_ALLOC_NO_OOM);
+}
+
 /* A catalog change: set-ups made before it are not reused. */
 static void
 call_cache_invalidate(Datum arg, int cacheid, uint32 hashvalue)
@@ -70,11 +96,16 @@ call_cache_init(void)
 	ctl.keysize = sizeof(void *);
 	ctl.entrysize = sizeof(CallCacheEntry);
 	ctl.hcxt = call_cache_cxt;
-	call_cache = hash_create("state_backend call set-ups", 64, &ctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.alloc = call_cache_alloc;
 	CacheRegisterSyscacheCallback(TYPEOID, call_cache_invalidate, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, call_cache_invalidate, (Datum) 0);
 	CacheRegisterSyscacheCallback(CASTSOURCETARGET, call_cache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(OPEROID, call_cache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(CLAOID, call_cache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(AMPROCNUM, call_cache_invalidate, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, call_cache_invalidate, (Datum) 0);
+	call_cache = hash_create("state_backend call set-ups", 64, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT | HASH_ALLOC);
 }
 
 /* A new, empty set-up in a context of its own. */
@@ -102,12 +133,20 @@ static void
 call_give_back(void *arg)
 {
 	CallReturn *ret = arg;
+	StateCall  *call = ret->call;
 	CallCacheEntry *e;
 	bool		found;
 
-	if (ret->call->gen != call_cache_gen || ret->site == NULL)
+	/*
+	 * Not kept: made before a catalog change, used by a transaction that
+	 * is failing (it may be half built), or holding large buffers.
+	 */
+	if (call->gen != call_cache_gen || ret->site == NULL || !IsTransactionState() ||
+		call->keybuf.maxlen > CALL_CACHE_MAX_BUFFER ||
+		call->buf.maxlen > CALL_CACHE_MAX_BUFFER ||
+		call->buf2.maxlen > CALL_CACHE_MAX_BUFFER)
 	{
-		call_free(ret->call);
+		call_free(call);
 		return;
 	}
 	e = hash_search(call_cache, &ret->site, HASH_FIND, NULL);
@@ -115,21 +154,26 @@ call_give_back(void *arg)
 	{
 		HASH_SEQ_STATUS seq;
 		CallCacheEntry *victim;
+		StateCall  *evicted;
+		const void *site;
 
 		/* Any one goes: one-shot plans' expressions are never asked again. */
 		hash_seq_init(&seq, call_cache);
 		victim = hash_seq_search(&seq);
 		hash_seq_term(&seq);
-		if (victim->call)
-			call_free(victim->call);
-		hash_search(call_cache, &victim->site, HASH_REMOVE, NULL);
+		evicted = victim->call;
+		site = victim->site;
+		/* Out of the table before it is freed: freeing may give others back. */
+		hash_search(call_cache, &site, HASH_REMOVE, NULL);
+		if (evicted)
+			call_free(evicted);
 	}
 	/* No error here: this may run while a transaction aborts. */
 	e = hash_search(call_cache, &ret->site, HASH_ENTER_NULL, &found);
 	if (e == NULL || (found && e->call != NULL))
-		call_free(ret->call);	/* no room, or another use came back first */
+		call_free(call);		/* no room, or another use came back first */
 	else
-		e->call = ret->call;
+		e->call = call;
 }
 
 /*
@@ -144,11 +188,14 @@ state_call_site(FunctionCallInfo fcinfo)
 	const void *site = flinfo->fn_expr;
 	StateCall  *call = NULL;
 	CallReturn *ret;
+	uint32		context_key;
 
 	if (flinfo->fn_extra != NULL)
 		return (StateCall *) flinfo->fn_extra;
 	if (call_cache == NULL)
 		call_cache_init();
+	ret = MemoryContextAlloc(flinfo->fn_mcxt, sizeof(CallReturn));
+	context_key = call_context_key();
 	if (site != NULL)
 	{
 		CallCacheEntry *e = hash_search(call_cache, &site, HASH_FIND, NULL);
@@ -157,7 +204,8 @@ state_call_site(FunctionCallInfo fcinfo)
 		{
 			call = e->call;
 			hash_search(call_cache, &site, HASH_REMOVE, NULL);
-			if (call != NULL && call->gen != call_cache_gen)
+			if (call != NULL &&
+				(call->gen != call_cache_gen || call->context_key != context_key))
 			{
 				call_free(call);
 				call = NULL;
@@ -165,9 +213,11 @@ state_call_site(FunctionCallInfo fcinfo)
 		}
 	}
 	if (call == NULL)
+	{
 		call = call_new();
+		call->context_key = context_key;
+	}
 
-	ret = MemoryContextAlloc(flinfo->fn_mcxt, sizeof(CallReturn));
 	ret->site = site;
 	ret->call = call;
 	ret->cb.func = call_give_back;

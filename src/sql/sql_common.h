@@ -48,6 +48,7 @@ typedef struct StateCall
 	MemoryContext own;			/* holds the call itself and its buffers */
 	MemoryContext mcxt;			/* codecs and coercions; reset on change */
 	uint64		gen;			/* catalog generation it was made in */
+	uint32		context_key;	/* role and search_path it was made under */
 
 	TypeCodec	codecs[ARG_ROLE_COUNT];
 	Coercion	coerce_in[ARG_ROLE_COUNT];
