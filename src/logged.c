@@ -237,7 +237,8 @@ logged_note_adopted(void)
 }
 
 static void
-map_add(HTAB *map, uint32 wal_id, const StateDesc *desc, int slot, XLogRecPtr applied)
+map_add(HTAB *map, uint32 wal_id, const StateDesc *desc, int slot, XLogRecPtr applied,
+		bool hidden)
 {
 	bool		found;
 	ReplayTarget *t = hash_search(map, &wal_id, HASH_ENTER, &found);
@@ -245,7 +246,7 @@ map_add(HTAB *map, uint32 wal_id, const StateDesc *desc, int slot, XLogRecPtr ap
 	t->desc = *desc;
 	t->slot = slot;
 	t->applied = applied;
-	t->hidden = false;
+	t->hidden = hidden;
 }
 
 /* Was the state with this id kept by its backend across the restart? */
@@ -284,7 +285,7 @@ map_checkpoint(HTAB *map, const char *dir)
 			continue;
 		slot = registry_find(d->id, &cur);
 		if (slot >= 0 && cur.logged && cur.dbid == d->dbid)
-			map_add(map, d->id, &cur, slot, InvalidXLogRecPtr);
+			map_add(map, d->id, &cur, slot, InvalidXLogRecPtr, false);
 	}
 	return m->wal_position;
 }
@@ -371,8 +372,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	/* Published alone: every other state of the database stays. */
 	if (!hidden)
 		state_ops_publish(d.dbid, &d, 1, ~(uint32) 0, true);
-	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr);
-	((ReplayTarget *) hash_search(map, &rec->state_id, HASH_FIND, NULL))->hidden = hidden;
+	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr, hidden);
 	return true;
 }
 
@@ -606,7 +606,8 @@ map_kept(HTAB *map)
 		int			slot = registry_find(adopted[i].id, &cur);
 
 		if (slot >= 0 && cur.logged)
-			map_add(map, cur.id, &cur, slot, b->applied_lsn ? b->applied_lsn() : InvalidXLogRecPtr);
+			map_add(map, cur.id, &cur, slot,
+					b->applied_lsn ? b->applied_lsn() : InvalidXLogRecPtr, false);
 	}
 }
 

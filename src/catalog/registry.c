@@ -138,6 +138,13 @@ registry_version(void)
 
 static int	registry_insert(StateDesc *desc, bool hidden, bool keep_id);
 
+/* A logged state's drop goes to WAL when it stops being found. */
+static void
+log_drop(const StateDesc *desc)
+{
+	(void) state_wal_log(STATE_WAL_DROP, desc->id, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
 static void
 registry_bump_version(void)
 {
@@ -337,7 +344,7 @@ registry_mark_dropping(const StateDesc *desc, int slot)
 	s->dropping = true;
 	/* From here on, WAL has no change of it (format/state_wal.h). */
 	if (s->desc.logged && !s->hidden)
-		(void) state_wal_log(STATE_WAL_DROP, s->desc.id, NULL, 0, NULL, 0, NULL, 0, false);
+		log_drop(&s->desc);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	return true;
@@ -390,7 +397,7 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
 			continue;
 		s->dropping = true;
 		if (s->desc.logged)
-			(void) state_wal_log(STATE_WAL_DROP, s->desc.id, NULL, 0, NULL, 0, NULL, 0, false);
+			log_drop(&s->desc);
 		(*old)[nold] = s->desc;
 		(*oldslots)[nold++] = i;
 	}

@@ -43,19 +43,24 @@ rc_send_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply, bo
 	(void) rocks_handle_request(op, payload, len, reply);
 }
 
+/* In the worker: run a request whose reply is not wanted. */
 static void
-rc_send_post(ChannelOp op, const char *payload, uint32 len)
+rc_run_here(ChannelOp op, const char *payload, uint32 len)
 {
 	StringInfoData reply;
 
-	if (!channel_is_worker())
-	{
-		channel_post(op, payload, len);
-		return;
-	}
 	initStringInfo(&reply);
 	(void) rocks_handle_request(op, payload, len, &reply);
 	pfree(reply.data);
+}
+
+static void
+rc_send_post(ChannelOp op, const char *payload, uint32 len)
+{
+	if (channel_is_worker())
+		rc_run_here(op, payload, len);
+	else
+		channel_post(op, payload, len);
 }
 
 static int64
@@ -64,12 +69,10 @@ rc_send_call_int64(ChannelOp op, const char *payload, uint32 len, bool long_runn
 	StringInfoData reply;
 	int64		n;
 
-	if (!channel_is_worker())
-		return channel_call_int64(op, payload, len, long_running);
 	initStringInfo(&reply);
-	(void) rocks_handle_request(op, payload, len, &reply);
+	rc_send_call(op, payload, len, &reply, long_running);
 	if (reply.len != sizeof(n))
-		elog(ERROR, "state_backend: malformed reply of a rocksdb request");
+		elog(ERROR, "state_backend: malformed reply from the state worker");
 	memcpy(&n, reply.data, sizeof(n));
 	pfree(reply.data);
 	return n;
@@ -468,16 +471,10 @@ rc_drop(const StateTarget *st, bool confirm)
 static void
 rc_flush(void)
 {
-	StringInfoData reply;
-
-	if (!channel_is_worker())
-	{
+	if (channel_is_worker())
+		rc_run_here(CHANNEL_OP_FLUSH, NULL, 0);
+	else
 		channel_sync();
-		return;
-	}
-	initStringInfo(&reply);
-	(void) rocks_handle_request(CHANNEL_OP_FLUSH, NULL, 0, &reply);
-	pfree(reply.data);
 }
 
 const KeyedStateBackend rocks_keyed_backend = {
