@@ -36,11 +36,13 @@ OBJS = \
 	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
+	src/backend/ttl_state.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_requests.o \
 	src/backend/rocksdb/rocks_client.o \
 	src/backend/rocksdb/rocks_files.o \
+	src/backend/rocksdb/rocks_ttl.o \
 	src/backend/rocksdb/rocks_snapshot.o \
 	src/snapshot/snapshot_control.o \
 	src/snapshot/snapshot_driver.o \
@@ -60,7 +62,7 @@ EXTENSION = state_backend
 DATA = state_backend--1.0.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

@@ -29,7 +29,9 @@ CREATE FUNCTION state.create_state(
 	map_key_type regtype DEFAULT 'text',
 	reducer text DEFAULT NULL,
 	ttl interval DEFAULT NULL,
-	logged boolean DEFAULT false)
+	logged boolean DEFAULT false,
+	ttl_update text DEFAULT 'on_create_and_write',
+	ttl_visibility text DEFAULT 'never_return_expired')
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
@@ -39,7 +41,8 @@ CREATE FUNCTION state._states(
 	OUT name text, OUT kind text, OUT backend text,
 	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
 	OUT reducer text, OUT ttl interval, OUT owner regrole,
-	OUT entries bigint, OUT bytes bigint, OUT logged boolean)
+	OUT entries bigint, OUT bytes bigint, OUT logged boolean,
+	OUT ttl_update text, OUT ttl_visibility text)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states AS SELECT * FROM state._states();
@@ -49,6 +52,9 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'state_clear' LANGUAGE C CALLED ON NULL IN
 
 CREATE FUNCTION state.truncate(name text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'state_truncate' LANGUAGE C STRICT;
+
+CREATE FUNCTION state.compact(name text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_compact' LANGUAGE C STRICT;
 
 CREATE FUNCTION state.keys(name text, "default" anyelement)
 RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON NULL INPUT;

@@ -189,8 +189,8 @@ SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'jsonb'
 SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'text', reducer => 'sum')$$);
 SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'json', reducer => 'min')$$);
 SELECT * FROM e($$SELECT state.create_state('e_new', 'reducing', 'text', 'point', reducer => 'max')$$);
--- not supported yet: 0A000
-SELECT * FROM e($$SELECT state.create_state('e_new', 'value', ttl => '1 hour')$$);
+-- a ttl that is not positive: 22023
+SELECT * FROM e($$SELECT state.create_state('e_new', 'value', ttl => '-1 hour')$$);
 -- a NULL name or kind is refused without harm
 SELECT left(error, 2) AS class, after FROM e($$SELECT state.create_state(NULL, 'value')$$);
 SELECT left(error, 2) AS class, after FROM e($$SELECT state.create_state('e_new', NULL)$$);

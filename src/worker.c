@@ -34,6 +34,7 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/rocksdb/rocks.h"
+#include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
 #include "common/progress.h"
@@ -76,6 +77,11 @@ state_worker_register(void)
 #define STATE_WORKER_SERVE_BUDGET	64
 
 static MemoryContext serve_cxt = NULL;
+static MemoryContext sweep_cxt = NULL;
+
+/* Ticks of the background TTL cleanup, while a state needs it, and else. */
+#define STATE_WORKER_SWEEP_MS		100
+#define STATE_WORKER_IDLE_SWEEP_MS	1000
 
 /*
  * state_worker_dispatch runs one request of a session: snapshots are the
@@ -122,6 +128,42 @@ state_worker_serve(int max_rounds)
 		MemoryContextReset(serve_cxt);
 	}
 	MemoryContextSwitchTo(old);
+	return more;
+}
+
+/*
+ * state_worker_sweep runs a tick of the background TTL cleanup
+ * (backend/ttl_state.c); returns whether a state needs more.  A state
+ * dropped meanwhile is no error; others are reported and the next tick
+ * tries again.
+ */
+static bool
+state_worker_sweep(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(sweep_cxt);
+	bool		more = true;
+
+	PG_TRY();
+	{
+		more = ttl_state_sweep();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(sweep_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		LWLockReleaseAll();
+		if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
+		{
+			edata->elevel = LOG;
+			ThrowErrorData(edata);
+		}
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(sweep_cxt);
 	return more;
 }
 
@@ -245,6 +287,8 @@ void
 state_worker_main(Datum main_arg)
 {
 	TimestampTz last_checkpoint;
+	TimestampTz last_sweep = 0;
+	bool		sweeping = true;
 	bool		busy = false;
 	bool		recovering;
 	char	   *loaded = NULL;
@@ -271,6 +315,8 @@ state_worker_main(Datum main_arg)
 	(void) state_area();
 	snapshot_worker_attach();
 	serve_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend requests",
+									  ALLOCSET_DEFAULT_SIZES);
+	sweep_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend TTL cleanup",
 									  ALLOCSET_DEFAULT_SIZES);
 	before_shmem_exit(state_worker_on_exit, (Datum) 0);
 
@@ -324,6 +370,13 @@ state_worker_main(Datum main_arg)
 			timeout = secs * 1000L + usecs / 1000 + 1;
 			events |= WL_TIMEOUT;
 		}
+		if (state_backend_ttl_cleanup_key_groups > 0)
+		{
+			long		tick = sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS;
+
+			timeout = timeout < 0 ? tick : Min(timeout, tick);
+			events |= WL_TIMEOUT;
+		}
 		if (busy)
 		{
 			/* Sessions sent more than one round could take: no sleep. */
@@ -344,6 +397,13 @@ state_worker_main(Datum main_arg)
 		busy = state_worker_serve(4);
 		while (snapshot_run_pending())
 			;
+		if (state_backend_ttl_cleanup_key_groups > 0 &&
+			TimestampDifferenceExceeds(last_sweep, GetCurrentTimestamp(),
+									   sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS))
+		{
+			sweeping = state_worker_sweep();
+			last_sweep = GetCurrentTimestamp();
+		}
 		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0' &&
 			TimestampDifferenceExceeds(last_checkpoint, GetCurrentTimestamp(),
 									   state_backend_checkpoint_interval_s * 1000))

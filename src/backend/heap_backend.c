@@ -544,26 +544,54 @@ heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 	return found;
 }
 
+/* Store a map entry of the op's key (caller has called heap_prepare_write). */
 static void
-heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
-			 uint32 mkeylen, const char *value, uint32 len, bool isnull)
+heap_map_store(const HeapOp *op, const char *mkey, uint32 mkeylen,
+			   const char *value, uint32 len, bool isnull)
 {
 	const char *v = isnull ? NULL : value;
 	Size		recsize = record_pair_size(mkeylen, v, len);
-	HeapOp		op;
-	HeapEntry  *e;
-	int64		off;
+	HeapEntry  *e = heap_writable(op, recsize);
 	uint32		oldsize;
+	int64		off = map_find(e, mkey, mkeylen, &oldsize);
 
-	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
-	heap_prepare_write(&op);
-	e = heap_writable(&op, recsize);
-	off = map_find(e, mkey, mkeylen, &oldsize);
 	if (off >= 0)
 		map_cut(e, off, oldsize);	/* the new pair goes at the end */
 	record_write_pair(ENTRY_VAL(e) + e->val_len, mkey, mkeylen, v, len);
 	e->val_len += recsize;
-	heap_log(&op, STATE_WAL_MAP_PUT, mkey, mkeylen, v, len, isnull);
+	heap_log(op, STATE_WAL_MAP_PUT, mkey, mkeylen, v, len, isnull);
+}
+
+/*
+ * Remove the map entry at off (size bytes) of the op's key's entry e, and
+ * the key when no entry is left (caller has called heap_prepare_write).
+ */
+static void
+heap_map_unset(const HeapOp *op, HeapEntry *e, int64 off, uint32 size,
+			   const char *mkey, uint32 mkeylen)
+{
+	e = heap_writable(op, 0);
+	map_cut(e, off, size);
+	/* A map with no entries is no state, as in Flink. */
+	if (e->val_len == 0)
+	{
+		dsa_pointer *slot;
+
+		heap_find(op, &slot);
+		heap_unlink(op, slot, e);
+	}
+	heap_log(op, STATE_WAL_MAP_REMOVE, mkey, mkeylen, NULL, 0, false);
+}
+
+static void
+heap_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
+			 uint32 mkeylen, const char *value, uint32 len, bool isnull)
+{
+	HeapOp		op;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	heap_map_store(&op, mkey, mkeylen, value, len, isnull);
 	LWLockRelease(op.lock);
 }
 
@@ -582,21 +610,67 @@ heap_map_remove(const StateTarget *st, const StateKey *key, const char *mkey,
 	if (e != NULL)
 		off = map_find(e, mkey, mkeylen, &size);
 	if (off >= 0)
-	{
-		dsa_pointer *slot;
-
-		e = heap_writable(&op, 0);
-		map_cut(e, off, size);
-		/* A map with no entries is no state, as in Flink. */
-		if (e->val_len == 0)
-		{
-			heap_find(&op, &slot);
-			heap_unlink(&op, slot, e);
-		}
-		heap_log(&op, STATE_WAL_MAP_REMOVE, mkey, mkeylen, NULL, 0, false);
-	}
+		heap_map_unset(&op, e, off, size, mkey, mkeylen);
 	LWLockRelease(op.lock);
 	return off >= 0;
+}
+
+/* heap_map_replace: replace for one map entry; the op's partition is locked. */
+static bool
+heap_map_replace(const HeapOp *op, const char *mkey, uint32 mkeylen,
+				 const char *expect, uint32 expectlen, const char *value, uint32 len)
+{
+	HeapEntry  *e = heap_find(op, NULL);
+	uint32		size;
+	int64		off = e ? map_find(e, mkey, mkeylen, &size) : -1;
+	uint32		at = (uint32) off;
+	RecordPair	pair;
+
+	if (off < 0 || expect == NULL ||
+		record_next_pair(ENTRY_VAL(e), e->val_len, &at, &pair) != RECORD_OK ||
+		pair.value == NULL || pair.vallen != expectlen ||
+		memcmp(pair.value, expect, expectlen) != 0)
+		return false;
+	if (value)
+		heap_map_store(op, mkey, mkeylen, value, len, false);
+	else
+		heap_map_unset(op, e, off, size, mkey, mkeylen);
+	return true;
+}
+
+static bool
+heap_replace(const StateTarget *st, const StateKey *key, const char *mkey,
+			 uint32 mkeylen, const char *expect, uint32 expectlen,
+			 const char *value, uint32 len)
+{
+	HeapOp		op;
+	dsa_pointer *slot;
+	HeapEntry  *e;
+	bool		same;
+
+	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
+	heap_prepare_write(&op);
+	if (mkey)
+	{
+		same = heap_map_replace(&op, mkey, mkeylen, expect, expectlen, value, len);
+		LWLockRelease(op.lock);
+		return same;
+	}
+	e = heap_find(&op, &slot);
+	same = expect ? (e != NULL && e->val_len == expectlen &&
+					 memcmp(ENTRY_VAL(e), expect, expectlen) == 0) : e == NULL;
+	if (same && value)
+	{
+		heap_store(&op, value, len);
+		heap_log(&op, STATE_WAL_PUT, NULL, 0, value, len, false);
+	}
+	else if (same && e != NULL)
+	{
+		heap_unlink(&op, slot, e);
+		heap_log(&op, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+	}
+	LWLockRelease(op.lock);
+	return same;
 }
 
 static void
@@ -640,6 +714,7 @@ const KeyedStateBackend heap_keyed_backend = {
 	.get = heap_get,
 	.put = heap_put,
 	.remove = heap_remove,
+	.replace = heap_replace,
 	.append = heap_append,
 	.merge = heap_merge,
 	.map_get = heap_map_get,
@@ -649,6 +724,7 @@ const KeyedStateBackend heap_keyed_backend = {
 	.length = heap_length,
 	.iterate = heap_state_iterate,
 	.truncate = heap_state_truncate,
+	.compact = NULL,
 	.create = NULL,
 	.drop = heap_state_drop,
 	.size = heap_state_size,

@@ -4,7 +4,8 @@
  *		KeyedStateBackend implementation behind each.
  *
  * The implementations themselves are in heap_backend.c (memory and
- * filesystem, which differ only in where snapshots go) and rocksdb/.
+ * filesystem, which differ only in where snapshots go) and rocksdb/; the
+ * TTL layer over either is ttl_state.c.
  */
 #include "postgres.h"
 
@@ -49,6 +50,18 @@ keyed_backend_for(int backend)
 	if (backend < 0 || backend >= STATE_BACKEND_COUNT)
 		elog(ERROR, "state_backend: unknown backend %d", backend);
 	return backends[backend].impl;
+}
+
+/*
+ * keyed_backend_of returns what a state's operations go through: its
+ * backend, or for a state with a TTL the TTL layer over it (ttl_state.c).
+ * Images pass below it with their deadlines: what restores, replays and
+ * snapshots move is the backend's own (keyed_backend_for).
+ */
+const KeyedStateBackend *
+keyed_backend_of(const StateDesc *desc)
+{
+	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_for(desc->backend);
 }
 
 /* keyed_backend_all returns every implementation once; *n gets how many. */

@@ -145,6 +145,17 @@ typedef struct KeyedStateBackend
 						const char *value, uint32 len);
 	bool		(*remove) (const StateTarget *st, const StateKey *key);
 
+	/*
+	 * Compare and set: if the key's whole image (mkey NULL), or the value
+	 * of its map entry mkey, is still "expect", store "value" instead, or
+	 * remove the key or the map entry when value is NULL.  expect NULL: the
+	 * key has no state (never with a map key).  Returns whether it did.
+	 */
+	bool		(*replace) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							const char *expect, uint32 expectlen,
+							const char *value, uint32 len);
+
 	/* ListState: append list elements (in list image form). */
 	void		(*append) (const StateTarget *st, const StateKey *key,
 						   const char *elems, uint32 len);
@@ -179,6 +190,14 @@ typedef struct KeyedStateBackend
 
 	/* Remove every key of the state; returns how many there were. */
 	int64		(*truncate) (const StateTarget *st);
+
+	/*
+	 * Reclaim the storage of a state's expired values the backend's own way
+	 * (rocksdb: a compaction, whose filter drops them), and wait for it.
+	 * NULL: the TTL layer (ttl_state.c) sweeps the state key by key, on
+	 * request and in the background.
+	 */
+	void		(*compact) (const StateTarget *st);
 
 	/* A new state: set up its storage (NULL when there is nothing to do). */
 	void		(*create) (const StateTarget *st);
@@ -219,9 +238,11 @@ typedef struct KeyedStateBackend
 
 extern const KeyedStateBackend heap_keyed_backend;
 extern const KeyedStateBackend rocks_keyed_backend;
+extern const KeyedStateBackend ttl_keyed_backend;
 
 /* backend/keyed_backend.c: the backends by id and name. */
 extern const KeyedStateBackend *keyed_backend_for(int backend);
+extern const KeyedStateBackend *keyed_backend_of(const StateDesc *desc);
 extern const KeyedStateBackend *const *keyed_backend_all(int *n);
 extern const char *keyed_backend_name(int backend);
 extern int	keyed_backend_parse(const char *name);

@@ -20,6 +20,7 @@ char	   *state_backend_checkpoint_dir = NULL;
 int			state_backend_checkpoint_interval_s = 0;
 int			state_backend_checkpoints_retained = 1;
 int			state_backend_snapshot_cpu_percent = 50;
+int			state_backend_ttl_cleanup_key_groups = 8;
 bool		state_backend_restore_on_start = true;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
@@ -113,6 +114,17 @@ define_snapshot_settings(void)
 							50,
 							1,
 							100,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.ttl_cleanup_key_groups",
+							"Key groups of each heap state with a TTL that the background cleanup walks per tick.",
+							"The state worker ticks every 100 ms while such a state exists, removing what expired in the next key groups; 0 turns the background cleanup off (reads and snapshots still drop expired values).",
+							&state_backend_ttl_cleanup_key_groups,
+							8,
+							0,
+							32768,
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);

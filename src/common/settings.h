@@ -17,6 +17,7 @@ extern char *state_backend_checkpoint_dir;
 extern int	state_backend_checkpoint_interval_s;
 extern int	state_backend_checkpoints_retained;
 extern int	state_backend_snapshot_cpu_percent;
+extern int	state_backend_ttl_cleanup_key_groups;
 extern bool state_backend_restore_on_start;
 extern int	state_backend_max_state_size_kb;
 extern int	state_backend_request_timeout_ms;

@@ -61,3 +61,59 @@ state_reducer_parse(const char *name)
 			return (StateReducer) r;
 	return STATE_REDUCER_NONE;
 }
+
+static const char *const ttl_update_names[] = {
+	[STATE_TTL_ON_CREATE_AND_WRITE] = "on_create_and_write",
+	[STATE_TTL_ON_READ_AND_WRITE] = "on_read_and_write",
+};
+
+static const char *const ttl_visibility_names[] = {
+	[STATE_TTL_NEVER_RETURN_EXPIRED] = "never_return_expired",
+	[STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP] = "return_expired_if_not_cleaned_up",
+};
+
+/* The index of name in names[n], or -1. */
+static int
+name_index(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+state_ttl_update_name(StateTtlUpdate u)
+{
+	if ((int) u < 0 || (int) u >= (int) lengthof(ttl_update_names))
+		return "unknown";
+	return ttl_update_names[u];
+}
+
+bool
+state_ttl_update_parse(const char *name, StateTtlUpdate *u)
+{
+	int			i = name_index(ttl_update_names, lengthof(ttl_update_names), name);
+
+	if (i >= 0)
+		*u = (StateTtlUpdate) i;
+	return i >= 0;
+}
+
+const char *
+state_ttl_visibility_name(StateTtlVisibility v)
+{
+	if ((int) v < 0 || (int) v >= (int) lengthof(ttl_visibility_names))
+		return "unknown";
+	return ttl_visibility_names[v];
+}
+
+bool
+state_ttl_visibility_parse(const char *name, StateTtlVisibility *v)
+{
+	int			i = name_index(ttl_visibility_names, lengthof(ttl_visibility_names), name);
+
+	if (i >= 0)
+		*v = (StateTtlVisibility) i;
+	return i >= 0;
+}

@@ -30,6 +30,22 @@ typedef enum StateReducer
 	STATE_REDUCER_MAX
 } StateReducer;
 
+/*
+ * State TTL (Flink's StateTtlConfig): what renews a value's time to live,
+ * and whether a read may return a value that expired but is still stored.
+ */
+typedef enum StateTtlUpdate
+{
+	STATE_TTL_ON_CREATE_AND_WRITE,
+	STATE_TTL_ON_READ_AND_WRITE
+} StateTtlUpdate;
+
+typedef enum StateTtlVisibility
+{
+	STATE_TTL_NEVER_RETURN_EXPIRED,
+	STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP
+} StateTtlVisibility;
+
 /* Privileges a state's owner can grant to other roles. */
 #define STATE_PRIV_READ		0x01
 #define STATE_PRIV_WRITE	0x02
@@ -84,15 +100,42 @@ typedef struct StateDesc
 	int			ngrants;
 	StateGrant	grants[STATE_MAX_GRANTS];
 	bool		logged;			/* changes go to WAL (format/state_wal.h) */
+	StateTtlUpdate ttl_update;
+	StateTtlVisibility ttl_visibility;
+	int64		ttl;			/* time to live in microseconds; 0: none */
 } StateDesc;
 
-/* The size of a descriptor stored before "logged" was added. */
+/* The sizes of descriptors stored before "logged", then "ttl", were added. */
 #define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)
+#define STATE_DESC_SIZE_LOGGED	offsetof(StateDesc, ttl_update)
+
+/* Does a descriptor's stored size name a layout this version reads? */
+static inline bool
+state_desc_size_ok(Size size)
+{
+	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_LOGGED ||
+		size == STATE_DESC_SIZE_1_0;
+}
+
+/* Are a stored descriptor's TTL settings ones this version knows? */
+static inline bool
+state_desc_ttl_ok(const StateDesc *d)
+{
+	return d->ttl >= 0 &&
+		(d->ttl_update == STATE_TTL_ON_CREATE_AND_WRITE ||
+		 d->ttl_update == STATE_TTL_ON_READ_AND_WRITE) &&
+		(d->ttl_visibility == STATE_TTL_NEVER_RETURN_EXPIRED ||
+		 d->ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP);
+}
 
 /* Names, for messages, views and the snapshot MANIFEST (common/types.c). */
 extern const char *state_kind_name(StateKind kind);
 extern bool state_kind_parse(const char *name, StateKind *kind);
 extern const char *state_reducer_name(StateReducer reducer);
 extern StateReducer state_reducer_parse(const char *name);
+extern const char *state_ttl_update_name(StateTtlUpdate u);
+extern bool state_ttl_update_parse(const char *name, StateTtlUpdate *u);
+extern const char *state_ttl_visibility_name(StateTtlVisibility v);
+extern bool state_ttl_visibility_parse(const char *name, StateTtlVisibility *v);
 
 #endif							/* STATE_BACKEND_TYPES_H */

@@ -124,6 +124,10 @@ manifest_build(SnapshotWriter *w)
 		append_encoded(m, NameStr(d->owner_name));
 		if (d->logged)
 			appendStringInfoString(m, " logged=1");
+		if (d->ttl > 0)
+			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
+							 d->ttl, state_ttl_update_name(d->ttl_update),
+							 state_ttl_visibility_name(d->ttl_visibility));
 		appendStringInfo(m, " owner_oid=%u file=%s size=" INT64_FORMAT " entries=" INT64_FORMAT "\n",
 						 d->owner, so->relpath, (int64) so->size, so->entries);
 		for (int g = 0; g < d->ngrants; g++)
@@ -206,6 +210,18 @@ parse_state_line(char *line, SnapshotState *st)
 		}
 		else if (strcmp(tok, "logged") == 0)
 			st->desc.logged = strcmp(v, "1") == 0;
+		else if (strcmp(tok, "ttl") == 0)
+		{
+			char	   *end;
+
+			errno = 0;
+			st->desc.ttl = strtoll(v, &end, 10);
+			ok &= errno == 0 && *end == '\0' && st->desc.ttl > 0;
+		}
+		else if (strcmp(tok, "ttl_update") == 0)
+			ok &= state_ttl_update_parse(v, &st->desc.ttl_update);
+		else if (strcmp(tok, "ttl_visibility") == 0)
+			ok &= state_ttl_visibility_parse(v, &st->desc.ttl_visibility);
 		else if (strcmp(tok, "owner_oid") == 0)
 			st->desc.owner = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "file") == 0)

@@ -12,12 +12,26 @@
  *	entry		[state id] then a pair: what a backend's snapshot collect
  *				hands to the snapshot writer
  *
+ * A state with a TTL stores a deadline with each value it keeps:
+ *
+ *	ttl value	[deadline, int64][value image]: the image of a value or
+ *				reducing state, and each element of a list image
+ *	ttl map value [deadline][flag byte, 1: NULL][value image]: each pair
+ *				value of a map image (never a NULL pair value)
+ *
+ * A deadline is a TimestampTz: the value expires once the clock reaches
+ * it.  The TTL readers and the compaction of images in place call nothing
+ * of PostgreSQL's, so RocksDB's threads may run them.
+ *
  * RocksDB's own key layout is in backend/rocksdb/rocks_keys.c; the
  * snapshot files' framing (headers, blocks, index) in format/format_internal.h.
  */
 #ifndef STATE_BACKEND_RECORDS_H
 #define STATE_BACKEND_RECORDS_H
 
+#include <sys/time.h>
+
+#include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 
 /* A pair's value length that stands for NULL (a map entry's NULL value). */
@@ -162,5 +176,65 @@ record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
 	*off = at;
 	return RECORD_OK;
 }
+
+/* TTL values. */
+
+#define RECORD_TTL_HDR		sizeof(int64)
+#define RECORD_TTL_MAP_HDR	(sizeof(int64) + 1)
+
+/*
+ * record_ttl_now is the clock as a TimestampTz, read without PostgreSQL's
+ * help (RocksDB's threads read it too).
+ */
+static inline int64
+record_ttl_now(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return ((int64) tv.tv_sec -
+			(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY) *
+		USECS_PER_SEC + tv.tv_usec;
+}
+
+/* record_ttl_deadline is now + ttl, saturating at the end of time. */
+static inline int64
+record_ttl_deadline(int64 now, int64 ttl)
+{
+	return now > PG_INT64_MAX - ttl ? PG_INT64_MAX : now + ttl;
+}
+
+/* record_ttl_read reads a TTL value's deadline; false when it is too short. */
+static inline bool
+record_ttl_read(const char *img, uint32 len, int64 *deadline)
+{
+	if (len < RECORD_TTL_HDR)
+		return false;
+	memcpy(deadline, img, sizeof(int64));
+	return true;
+}
+
+/* record_ttl_put appends a deadline: the caller appends the value next. */
+static inline void
+record_ttl_put(StringInfo out, int64 deadline)
+{
+	appendBinaryStringInfo(out, (const char *) &deadline, sizeof(int64));
+}
+
+/* Is a TTL value (or map value) expired at now?  Too short: no. */
+static inline bool
+record_ttl_expired(const char *img, uint32 len, int64 now)
+{
+	int64		deadline;
+
+	return record_ttl_read(img, len, &deadline) && deadline <= now;
+}
+
+extern uint32 record_ttl_compact(int kind, char *img, uint32 len, int64 now);
+extern bool record_ttl_live(int kind, const char *img, uint32 len, int64 now);
+extern int64 record_ttl_min_deadline(int kind, const char *img, uint32 len);
+extern int64 record_ttl_compact_entries(const char *in, uint32 len, StringInfo out,
+										int (*ttl_kind) (uint32 state_id, void *arg),
+										void *arg, int64 now);
 
 #endif							/* STATE_BACKEND_RECORDS_H */

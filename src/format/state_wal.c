@@ -190,10 +190,12 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		return false;
 	if (rec->kind == STATE_WAL_CREATE || rec->kind == STATE_WAL_CREATE_HIDDEN)
 	{
-		if (rec->valuelen != sizeof(StateDesc))
+		if (!state_desc_size_ok(rec->valuelen))
 			return false;
-		memcpy(&rec->desc, rec->value, sizeof(StateDesc));
-		if (!desc_ok(&rec->desc) || rec->desc.id != rec->state_id)
+		memset(&rec->desc, 0, sizeof(StateDesc));
+		memcpy(&rec->desc, rec->value, rec->valuelen);
+		if (!desc_ok(&rec->desc) || !state_desc_ttl_ok(&rec->desc) ||
+			rec->desc.id != rec->state_id)
 			return false;
 	}
 	return true;

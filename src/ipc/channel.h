@@ -35,7 +35,8 @@ typedef enum ChannelOp
 	CHANNEL_OP_TRUNCATE,
 	CHANNEL_OP_SIZE,
 	CHANNEL_OP_SNAPSHOT,
-	CHANNEL_OP_RESTORE_NATIVE
+	CHANNEL_OP_RESTORE_NATIVE,
+	CHANNEL_OP_COMPACT
 } ChannelOp;
 
 extern Size channel_shmem_size(void);

@@ -12,13 +12,15 @@
  * back with the types' receive functions.
  *
  * List and map images keep their structure (format/records.h); only the
- * datums inside change form.
+ * datums inside change form.  The deadlines of a state with a TTL stay:
+ * in canonical form they are big-endian.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/pg_bswap.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -39,6 +41,7 @@ canonical_codecs_init(StateCodecs *c, const StateDesc *desc, MemoryContext mcxt)
 {
 	memset(c, 0, sizeof(StateCodecs));
 	c->kind = desc->kind;
+	c->ttl = desc->ttl > 0;
 	codec_init(&c->key, desc->key_type, mcxt);
 	codec_init(&c->value, desc->value_type, mcxt);
 	if (OidIsValid(desc->map_key_type))
@@ -63,6 +66,42 @@ convert_datum(TypeCodec *codec, bool to_canonical, const char *img, uint32 len,
 }
 
 static void
+ttl_damaged(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("a value of a state with a TTL has no deadline")));
+}
+
+/*
+ * convert_value converts a value, a list element or a map entry's value:
+ * of a state with a TTL, the deadline (and a map value's NULL flag) first,
+ * then the datum, unless the map value is NULL.
+ */
+static void
+convert_value(StateCodecs *c, bool to_canonical, bool map_value, const char *img,
+			  uint32 len, StringInfo out)
+{
+	uint32		hdr = map_value ? RECORD_TTL_MAP_HDR : RECORD_TTL_HDR;
+	uint64		deadline;
+
+	if (!c->ttl)
+	{
+		convert_datum(&c->value, to_canonical, img, len, out);
+		return;
+	}
+	if (len < hdr)
+		ttl_damaged();
+	memcpy(&deadline, img, sizeof(uint64));
+	deadline = to_canonical ? pg_hton64(deadline) : pg_ntoh64(deadline);
+	appendBinaryStringInfo(out, (const char *) &deadline, sizeof(uint64));
+	if (map_value)
+		appendStringInfoChar(out, img[RECORD_TTL_HDR]);
+	if (!map_value || img[RECORD_TTL_HDR] == 0)
+		convert_datum(&c->value, to_canonical, img + hdr, len - hdr, out);
+}
+
+static void
 convert_list(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
 			 StringInfo out)
 {
@@ -75,7 +114,7 @@ convert_list(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
 	{
 		int			begin = record_elem_begin(out);
 
-		convert_datum(&c->value, to_canonical, elem, n, out);
+		convert_value(c, to_canonical, false, elem, n, out);
 		record_elem_end(out, begin);
 	}
 	if (r != RECORD_END)
@@ -102,7 +141,7 @@ convert_map(StateCodecs *c, bool to_canonical, const char *img, uint32 len,
 		{
 			uint32		keylen = out->len - keystart;
 
-			convert_datum(&c->value, to_canonical, p.value, p.vallen, out);
+			convert_value(c, to_canonical, true, p.value, p.vallen, out);
 			record_pair_end(out, begin, keylen, false);
 		}
 		else
@@ -127,7 +166,7 @@ convert_image(StateCodecs *c, bool is_key, bool to_canonical, const char *img,
 	{
 		case STATE_KIND_VALUE:
 		case STATE_KIND_REDUCING:
-			convert_datum(&c->value, to_canonical, img, len, out);
+			convert_value(c, to_canonical, false, img, len, out);
 			break;
 		case STATE_KIND_LIST:
 			convert_list(c, to_canonical, img, len, out);
@@ -196,6 +235,21 @@ map_keys_unique(const char *img, uint32 len, int64 n)
 	return unique;
 }
 
+/* value_image_ok: a value, element or map value (not NULL) of its shape. */
+static bool
+value_image_ok(const StateCodecs *c, bool map_value, const char *img, uint32 len)
+{
+	uint32		hdr = map_value ? RECORD_TTL_MAP_HDR : RECORD_TTL_HDR;
+
+	if (!c->ttl)
+		return codec_image_ok(&c->value, img, len);
+	if (len < hdr)
+		return false;
+	if (map_value && img[RECORD_TTL_HDR] != 0)
+		return img[RECORD_TTL_HDR] == 1 && len == hdr;
+	return codec_image_ok(&c->value, img + hdr, len - hdr);
+}
+
 /*
  * state_image_ok tells whether a native key or state image has the shape
  * its state's types and kind give: one datum image for a key, a value or a
@@ -218,7 +272,7 @@ state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
 				uint32		n;
 
 				while ((r = record_next_elem(img, len, &off, &elem, &n)) == RECORD_OK)
-					if (!codec_image_ok(&c->value, elem, n))
+					if (!value_image_ok(c, false, elem, n))
 						return false;
 				return r == RECORD_END;
 			}
@@ -230,7 +284,8 @@ state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
 				while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
 				{
 					if (!codec_image_ok(&c->map_key, p.key, p.keylen) ||
-						(p.value && !codec_image_ok(&c->value, p.value, p.vallen)))
+						(p.value && !value_image_ok(c, true, p.value, p.vallen)) ||
+						(c->ttl && p.value == NULL))
 						return false;
 					n++;
 				}
@@ -238,7 +293,7 @@ state_image_ok(const StateCodecs *c, bool is_key, const char *img, uint32 len)
 				return r == RECORD_END && len > 0 && map_keys_unique(img, len, n);
 			}
 		default:
-			return codec_image_ok(&c->value, img, len);
+			return value_image_ok(c, false, img, len);
 	}
 }
 

@@ -12,6 +12,7 @@
 typedef struct StateCodecs
 {
 	StateKind	kind;
+	bool		ttl;			/* values carry deadlines (format/records.h) */
 	TypeCodec	key;
 	TypeCodec	value;
 	TypeCodec	map_key;

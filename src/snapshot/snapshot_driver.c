@@ -35,6 +35,7 @@
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "format/records.h"
 #include "ipc/channel.h"
 #include "snapshot/canonical.h"
 #include "snapshot/checkpoint.h"
@@ -212,6 +213,22 @@ collect_databases(const StateDesc *descs, int n, Oid **oids, char ***names, int 
 }
 
 /* What writing one snapshot needs to know of each state. */
+/* A state with a TTL: its id and kind. */
+typedef struct TtlKind
+{
+	uint32		id;
+	int			kind;
+} TtlKind;
+
+static int
+ttl_kind_cmp(const void *a, const void *b)
+{
+	uint32		x = ((const TtlKind *) a)->id;
+	uint32		y = ((const TtlKind *) b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
 typedef struct WritePlan
 {
 	SnapshotJob *job;
@@ -219,6 +236,9 @@ typedef struct WritePlan
 	const char **backends;		/* per state: its backend's name */
 	bool	   *native;			/* per state: in its backend's own files */
 	bool		any_native;
+	TtlKind    *ttl;			/* states with a TTL in key-group files, by id */
+	int			nttl;
+	int64		ttl_now;		/* what expired by then is left out */
 } WritePlan;
 
 /*
@@ -245,6 +265,29 @@ plan_write(SnapshotJob *job, WritePlan *p)
 			job->info.format == SNAPSHOT_NATIVE && !p->in_memory;
 		p->any_native |= p->native[i];
 	}
+
+	/* A full snapshot leaves out what expired (as Flink's does). */
+	p->ttl = palloc(sizeof(TtlKind) * n);
+	p->nttl = 0;
+	p->ttl_now = record_ttl_now();
+	for (int i = 0; i < job->ndescs; i++)
+		if (job->descs[i].ttl > 0 && !p->native[i])
+		{
+			p->ttl[p->nttl].id = job->descs[i].id;
+			p->ttl[p->nttl++].kind = job->descs[i].kind;
+		}
+	qsort(p->ttl, p->nttl, sizeof(TtlKind), ttl_kind_cmp);
+}
+
+/* record_ttl_compact_entries' ttl_kind: the kind of a TTL state, or -1. */
+static int
+plan_ttl_kind(uint32 id, void *arg)
+{
+	const WritePlan *p = arg;
+	TtlKind		key = {id, 0};
+	TtlKind    *found = bsearch(&key, p->ttl, p->nttl, sizeof(TtlKind), ttl_kind_cmp);
+
+	return found ? found->kind : -1;
 }
 
 /*
@@ -311,6 +354,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
 	bool	  **collect = palloc(sizeof(bool *) * n);
 	StringInfoData records;
+	StringInfoData live;
 	int64		entries;
 	int64		bytes;
 	int64		owed = 0;
@@ -322,6 +366,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 		(void) states_of(p, all[i], false, collect[i]);
 	}
 	initStringInfo(&records);
+	initStringInfo(&live);
 	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
 	{
 		TimestampTz started;
@@ -333,12 +378,21 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 			if (all[i]->snapshot->collect)
 				all[i]->snapshot->collect(p->job->id, p->job->descs, collect[i],
 										  p->job->ndescs, kg, &records);
-		snapshot_writer_add(w, kg, records.data, records.len);
+		if (p->nttl > 0)
+		{
+			resetStringInfo(&live);
+			(void) record_ttl_compact_entries(records.data, records.len, &live,
+											  plan_ttl_kind, p, p->ttl_now);
+			snapshot_writer_add(w, kg, live.data, live.len);
+		}
+		else
+			snapshot_writer_add(w, kg, records.data, records.len);
 		snapshot_writer_progress(w, &entries, &bytes);
 		snapshot_control_progress(p->job->id, entries, bytes);
 		pace_key_group(started, &owed);
 	}
 	pfree(records.data);
+	pfree(live.data);
 }
 
 /* Every backend with native files writes them. */

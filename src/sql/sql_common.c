@@ -73,7 +73,7 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	call->desc = *desc;
 	call->target.desc = &call->desc;
 	call->target.slot = slot;
-	call->backend = keyed_backend_for(desc->backend);
+	call->backend = keyed_backend_of(desc);
 	codec_init(&call->codecs[ARG_KEY], desc->key_type, call->mcxt);
 	codec_init(&call->codecs[ARG_VALUE], desc->value_type, call->mcxt);
 	if (OidIsValid(desc->map_key_type))

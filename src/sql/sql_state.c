@@ -10,12 +10,14 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
@@ -30,6 +32,7 @@ PG_FUNCTION_INFO_V1(state_drop_state);
 PG_FUNCTION_INFO_V1(state_states);
 PG_FUNCTION_INFO_V1(state_clear);
 PG_FUNCTION_INFO_V1(state_truncate);
+PG_FUNCTION_INFO_V1(state_compact);
 PG_FUNCTION_INFO_V1(state_keys);
 PG_FUNCTION_INFO_V1(state_key_group);
 PG_FUNCTION_INFO_V1(state_grant_access);
@@ -73,9 +76,60 @@ regtype_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return PG_GETARG_OID(argno);
 }
 
+/* ttl_interval shows a TTL in microseconds as an interval, days justified. */
+static Datum
+ttl_interval(int64 ttl)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = ttl;
+	return DirectFunctionCall1(interval_justify_hours, IntervalPGetDatum(iv));
+}
+
+/*
+ * parse_ttl reads create_state's ttl, ttl_update and ttl_visibility
+ * (arguments 7, 9 and 10) into desc.  A month counts 30 days, as in
+ * interval arithmetic.
+ */
+static void
+parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	Interval   *iv;
+	int64		ttl;
+	char	   *update = PG_ARGISNULL(9) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(9));
+	char	   *visibility = PG_ARGISNULL(10) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(10));
+
+	if (update && !state_ttl_update_parse(update, &desc->ttl_update))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown ttl_update \"%s\"", update),
+				 errhint("Use on_create_and_write or on_read_and_write.")));
+	if (visibility && !state_ttl_visibility_parse(visibility, &desc->ttl_visibility))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown ttl_visibility \"%s\"", visibility),
+				 errhint("Use never_return_expired or return_expired_if_not_cleaned_up.")));
+	if (PG_ARGISNULL(7))
+		return;
+	iv = PG_GETARG_INTERVAL_P(7);
+	if (pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY, &ttl) ||
+		pg_add_s64_overflow(ttl, iv->time, &ttl))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl is out of range")));
+	if (ttl <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be positive"),
+				 errdetail("The ttl given is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(iv))))));
+	desc->ttl = ttl;
+}
+
 /*
  * create_state(name, kind, key_type, value_type, backend, map_key_type,
- *				reducer, ttl, logged)
+ *				reducer, ttl, logged, ttl_update, ttl_visibility)
  */
 Datum
 state_create_state(PG_FUNCTION_ARGS)
@@ -124,11 +178,7 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("a reducing state needs a reducer"),
 				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
 
-	if (!PG_ARGISNULL(7))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("state TTL is not supported yet"),
-				 errhint("Create the state without ttl.")));
+	parse_ttl(fcinfo, &desc);
 	state_ops_check_type(desc.key_type, "a state key");
 	state_ops_check_type(desc.value_type, "a state value");
 	if (desc.kind == STATE_KIND_MAP)
@@ -196,13 +246,13 @@ state_states(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[14];
+		bool		nulls[14];
 		int64		entries;
 		int64		bytes;
 
 		memset(nulls, 0, sizeof(nulls));
-		keyed_backend_for(d->backend)->size(&target, &entries, &bytes);
+		keyed_backend_of(d)->size(&target, &entries, &bytes);
 		values[0] = CStringGetTextDatum(NameStr(d->name));
 		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
 		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
@@ -213,11 +263,16 @@ state_states(PG_FUNCTION_ARGS)
 		nulls[6] = d->reducer == STATE_REDUCER_NONE;
 		if (!nulls[6])
 			values[6] = CStringGetTextDatum(state_reducer_name(d->reducer));
-		nulls[7] = true;		/* ttl: not supported yet */
+		nulls[7] = d->ttl == 0;
+		if (d->ttl > 0)
+			values[7] = ttl_interval(d->ttl);
 		values[8] = ObjectIdGetDatum(d->owner);
 		values[9] = Int64GetDatum(entries);
 		values[10] = Int64GetDatum(bytes);
 		values[11] = BoolGetDatum(d->logged);
+		nulls[12] = nulls[13] = d->ttl == 0;
+		values[12] = CStringGetTextDatum(state_ttl_update_name(d->ttl_update));
+		values[13] = CStringGetTextDatum(state_ttl_visibility_name(d->ttl_visibility));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -240,6 +295,21 @@ state_truncate(PG_FUNCTION_ARGS)
 	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_WRITE);
 
 	PG_RETURN_INT64(call->backend->truncate(&call->target));
+}
+
+/*
+ * compact(name): give back the storage of what expired now rather than
+ * later: a heap state with a TTL is swept key by key, a rocksdb state's
+ * data compacted (its TTL compaction filter drops expired values).
+ */
+Datum
+state_compact(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_WRITE);
+
+	if (call->backend->compact)
+		call->backend->compact(&call->target);
+	PG_RETURN_VOID();
 }
 
 typedef struct KeysContext

@@ -193,6 +193,50 @@ rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 
 }
 
 /*
+ * rc_cas has the worker store "value" (or remove, value NULL) in place of
+ * the key's image, or of its map entry mkey, if that is still "expect"
+ * (NULL: no state); the reply is the CAS reply (rocks_requests.c).
+ */
+static void
+rc_cas(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+	   const char *expect, uint32 expectlen, const char *value, uint32 len,
+	   StringInfo reply)
+{
+	StringInfoData req;
+	uint8		flags = (expect ? ROCKS_CAS_EXPECTED : 0) | (value ? 0 : ROCKS_CAS_REMOVE) |
+		(mkey ? ROCKS_CAS_MAP_ENTRY : 0);
+
+	if (expect == NULL)
+		expectlen = 0;
+	if (mkey == NULL)
+		mkeylen = 0;
+	request_begin(&req, st, key);
+	appendStringInfoChar(&req, (char) flags);
+	appendBinaryStringInfo(&req, (const char *) &mkeylen, sizeof(uint32));
+	appendBinaryStringInfo(&req, mkey ? mkey : "", mkeylen);
+	appendBinaryStringInfo(&req, (const char *) &expectlen, sizeof(uint32));
+	appendBinaryStringInfo(&req, expect ? expect : "", expectlen);
+	if (value)
+		appendBinaryStringInfo(&req, value, len);
+	rc_send_call(CHANNEL_OP_CAS, req.data, req.len, reply, false);
+	pfree(req.data);
+}
+
+static bool
+rc_replace(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+		   const char *expect, uint32 expectlen, const char *value, uint32 len)
+{
+	StringInfoData reply;
+	bool		done;
+
+	initStringInfo(&reply);
+	rc_cas(st, key, mkey, mkeylen, expect, expectlen, value, len, &reply);
+	done = reply.data[0] != 0;
+	pfree(reply.data);
+	return done;
+}
+
+/*
  * rc_merge folds a value into a key's state: read the current image, fold
  * here (the reducer is PostgreSQL code, which the worker must not need),
  * and store the result only if the key has not changed meanwhile.
@@ -221,21 +265,13 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 
 	for (;;)
 	{
-		StringInfoData req;
 		StringInfoData reply;
-		uint32		curlen = found ? (uint32) cur.len : 0;
 
 		resetStringInfo(out);
-		fn(found ? cur.data : NULL, curlen, value, len, out, arg);
-
-		request_begin(&req, st, key);
-		appendStringInfoChar(&req, found ? 1 : 0);
-		appendBinaryStringInfo(&req, (const char *) &curlen, sizeof(uint32));
-		appendBinaryStringInfo(&req, cur.data, curlen);
-		appendBinaryStringInfo(&req, out->data, out->len);
+		fn(found ? cur.data : NULL, found ? (uint32) cur.len : 0, value, len, out, arg);
 		initStringInfo(&reply);
-		rc_send_call(CHANNEL_OP_CAS, req.data, req.len, &reply, false);
-		pfree(req.data);
+		rc_cas(st, key, NULL, 0, found ? cur.data : NULL, (uint32) cur.len,
+			   out->data, out->len, &reply);
 		if (reply.data[0] != 0)
 		{
 			pfree(reply.data);
@@ -389,6 +425,27 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 	pfree(reply.data);
 }
 
+/* A round trip about a state as a whole, whose reply says nothing more. */
+static void
+rc_call_state(ChannelOp op, const StateTarget *st)
+{
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	rc_send_call(op, req.data, req.len, &reply, true);
+	pfree(req.data);
+	pfree(reply.data);
+}
+
+/* rc_compact has the worker compact the state's data, and waits. */
+static void
+rc_compact(const StateTarget *st)
+{
+	rc_call_state(CHANNEL_OP_COMPACT, st);
+}
+
 /*
  * rc_create has the worker create a new state's column family and store
  * its descriptor, so the state survives a crash from now on.
@@ -396,14 +453,7 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 static void
 rc_create(const StateTarget *st)
 {
-	StringInfoData req;
-	StringInfoData reply;
-
-	request_begin(&req, st, NULL);
-	initStringInfo(&reply);
-	rc_send_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
-	pfree(req.data);
-	pfree(reply.data);
+	rc_call_state(CHANNEL_OP_OPEN, st);
 }
 
 /*
@@ -484,6 +534,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.remove = rc_remove,
 	.append = rc_append,
 	.merge = rc_merge,
+	.replace = rc_replace,
 	.map_get = rc_map_get,
 	.map_put = rc_map_put,
 	.map_remove = rc_map_remove,
@@ -492,6 +543,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.iterate = rc_iterate,
 	.truncate = rc_truncate,
 	.size = rc_size,
+	.compact = rc_compact,
 	.create = rc_create,
 	.drop = rc_drop,
 	.flush = rc_flush,

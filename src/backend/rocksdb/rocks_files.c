@@ -225,7 +225,7 @@ rocks_files_write_list(CopiedFiles *cp, const StateDesc *desc,
 	char	   *path = snapshot_writer_native_path(w, desc->id);
 	struct stat st;
 
-	snprintf(family, sizeof(family), "s%u", desc->id);
+	rocks_family_name(family, sizeof(family), desc);
 	initStringInfo(&lst);
 	appendStringInfo(&lst, "state_backend sst list\nfiles rocksdb/%s\nfamily %s\n",
 					 FILES_NAME, family);

@@ -174,6 +174,8 @@ rocks_make_options(void)
 	rocksdb_options_set_keep_log_file_num(rocks.options, 2);
 	rocksdb_options_set_info_log_level(rocks.options, 2);	/* warnings */
 
+	rocks_ttl_make_options();
+
 	rocks.wopts = rocksdb_writeoptions_create();
 	rocks.ropts = rocksdb_readoptions_create();
 	rocks.flushopts = rocksdb_flushoptions_create();
@@ -292,7 +294,7 @@ rocks_open(void)
 	cfopts = palloc(sizeof(rocksdb_options_t *) * nnames);
 	handles = palloc0(sizeof(rocksdb_column_family_handle_t *) * nnames);
 	for (size_t i = 0; i < nnames; i++)
-		cfopts[i] = rocks.options;
+		cfopts[i] = rocks_family_options(names[i]);
 
 	rocks_block_signals(&saved);
 	rocks.db = rocksdb_open_column_families(rocks.options, state_backend_rocksdb_dir,
@@ -320,7 +322,7 @@ rocks_open(void)
 			rocks.deflt = handles[i];
 			continue;
 		}
-		if (sscanf(names[i], "s%u", &id) != 1)
+		if (!rocks_family_id(names[i], &id))
 			continue;
 		f = hash_search(families, &id, HASH_ENTER, &found);
 		f->handle = handles[i];
@@ -461,9 +463,9 @@ rocks_family(uint32 id, int slot)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("state was dropped while this statement used it")));
-	snprintf(name, sizeof(name), "s%u", id);
+	rocks_family_name(name, sizeof(name), &desc);
 	f = hash_search(families, &id, HASH_ENTER, &found);
-	f->handle = rocksdb_create_column_family(rocks.db, rocks.options, name, &err);
+	f->handle = rocksdb_create_column_family(rocks.db, rocks_family_options(name), name, &err);
 	if (err)
 		hash_search(families, &id, HASH_REMOVE, NULL);
 	rocks_check(err, "create a column family");
@@ -543,11 +545,13 @@ rocks_adopt_states(void)
 
 		if (klen < strlen(DESC_KEY_PREFIX) || memcmp(k, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX)) != 0)
 			break;
-		/* A descriptor of 1.0 has no "logged" flag: unlogged. */
-		if (vlen != sizeof(StateDesc) && vlen != STATE_DESC_SIZE_1_0)
+		/* Older descriptors lack "logged" and TTL: unlogged, no TTL. */
+		if (!state_desc_size_ok(vlen))
 			continue;
 		memset(&desc, 0, sizeof(StateDesc));
 		memcpy(&desc, v, vlen);
+		if (!state_desc_ttl_ok(&desc))
+			continue;
 		id = desc.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)

@@ -29,6 +29,11 @@ typedef struct RocksRequest
 	uint32		keylen;
 } RocksRequest;
 
+/* Flags of a CAS request (rocks_requests.c: handle_cas). */
+#define ROCKS_CAS_EXPECTED	0x01	/* the key holds an image to compare */
+#define ROCKS_CAS_REMOVE	0x02	/* remove the key instead of storing */
+#define ROCKS_CAS_MAP_ENTRY	0x04	/* the image is that of one map entry */
+
 /* The state worker's instance. */
 typedef struct RocksInstance
 {
@@ -47,6 +52,12 @@ extern RocksInstance rocks;
 
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 							 const char *v, size_t vlen);
+
+/* rocks_ttl.c */
+extern void rocks_ttl_make_options(void);
+extern void rocks_family_name(char *buf, size_t size, const StateDesc *desc);
+extern bool rocks_family_id(const char *name, uint32 *id);
+extern rocksdb_options_t *rocks_family_options(const char *name);
 
 /* rocks_instance.c */
 extern void rocks_check(char *err, const char *what);

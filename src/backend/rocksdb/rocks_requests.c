@@ -215,52 +215,119 @@ key_delete(Request *r)
 		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len);
 }
 
+/* A CAS request, read: see handle_cas. */
+typedef struct CasRequest
+{
+	uint8		flags;
+	const char *mkey;
+	uint32		mkeylen;
+	const char *expected;
+	uint32		explen;
+	const char *image;
+	uint32		imagelen;
+} CasRequest;
+
+static void
+cas_parse(const Request *r, CasRequest *c)
+{
+	const char *p = r->rest;
+	uint32		left = r->restlen;
+
+	if (left < 1 + sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
+	c->flags = (uint8) p[0];
+	memcpy(&c->mkeylen, p + 1, sizeof(uint32));
+	p += 1 + sizeof(uint32);
+	left -= 1 + sizeof(uint32);
+	if (left < c->mkeylen || left - c->mkeylen < sizeof(uint32))
+		elog(ERROR, "state_backend: short request");
+	c->mkey = p;
+	p += c->mkeylen;
+	left -= c->mkeylen;
+	memcpy(&c->explen, p, sizeof(uint32));
+	p += sizeof(uint32);
+	left -= sizeof(uint32);
+	if (left < c->explen)
+		elog(ERROR, "state_backend: short request");
+	c->expected = p;
+	c->image = p + c->explen;
+	c->imagelen = left - c->explen;
+}
+
 /*
- * CAS: [has expected][expected length][expected][new image].  The new
- * image is stored only if the key's image is still the expected one;
- * reply [stored] and, if not, [found][current image].
+ * CAS: [flags][map key length][map key][expected length][expected][new
+ * image].  With ROCKS_CAS_EXPECTED the key (with ROCKS_CAS_MAP_ENTRY: its
+ * map entry, whose value is then never NULL) must hold the expected image,
+ * without it the key must have no state; then the new image is stored, or
+ * the key removed (ROCKS_CAS_REMOVE).  Reply [done] and, if not,
+ * [found][current image].
  */
 static void
 handle_cas(Request *r, StringInfo reply)
 {
-	const char *p = r->rest;
-	bool		has_expected = p[0] != 0;
-	uint32		explen;
-	const char *expected;
-	const char *image;
-	uint32		imagelen;
+	CasRequest	c;
+	StringInfoData k;
 	size_t		curlen;
 	char	   *cur;
+	const char *curval;
+	uint32		curvallen;
+	bool		entry;
 	bool		same;
 
-	if (r->restlen < 1 + sizeof(uint32))
-		elog(ERROR, "state_backend: short request");
-	memcpy(&explen, p + 1, sizeof(uint32));
-	if (r->restlen < 1 + sizeof(uint32) + explen)
-		elog(ERROR, "state_backend: short request");
-	expected = p + 1 + sizeof(uint32);
-	image = expected + explen;
-	imagelen = r->restlen - 1 - sizeof(uint32) - explen;
-
-	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
-	same = has_expected ? (cur != NULL && curlen == explen && memcmp(cur, expected, explen) == 0)
-		: cur == NULL;
-	if (same)
-	{
-		rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, image, imagelen);
-		request_log(r, STATE_WAL_PUT, NULL, 0, image, imagelen, false);
-		rocks_commit();
-		reply_bool(reply, true);
-	}
+	cas_parse(r, &c);
+	entry = (c.flags & ROCKS_CAS_MAP_ENTRY) != 0;
+	initStringInfo(&k);
+	if (entry)
+		rocks_map_key(&k, &r->rkey, c.mkey, c.mkeylen);
 	else
+		appendBinaryStringInfo(&k, r->rkey.data, r->rkey.len);
+	cur = rocks_get(r->cf, k.data, k.len, &curlen);
+	curval = cur;
+	curvallen = (uint32) curlen;
+	if (cur && entry)
+		rocks_map_value_read(cur, curlen, &curval, &curvallen);
+	same = (c.flags & ROCKS_CAS_EXPECTED) ?
+		(curval != NULL && curvallen == c.explen && memcmp(curval, c.expected, c.explen) == 0) :
+		cur == NULL && !entry;
+	if (same && (c.flags & ROCKS_CAS_REMOVE))
 	{
-		reply_bool(reply, false);
+		if (cur)
+		{
+			rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
+			if (entry)
+				request_log(r, STATE_WAL_MAP_REMOVE, c.mkey, c.mkeylen, NULL, 0, false);
+			else
+				request_log(r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+			rocks_commit();
+		}
+	}
+	else if (same && entry)
+	{
+		StringInfoData v;
+
+		initStringInfo(&v);
+		rocks_map_value(&v, c.image, c.imagelen);
+		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, v.data, v.len);
+		request_log(r, STATE_WAL_MAP_PUT, c.mkey, c.mkeylen, c.image, c.imagelen, false);
+		rocks_commit();
+		pfree(v.data);
+	}
+	else if (same)
+	{
+		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, c.image, c.imagelen);
+		request_log(r, STATE_WAL_PUT, NULL, 0, c.image, c.imagelen, false);
+		rocks_commit();
+	}
+	reply_bool(reply, same);
+	if (!same)
+	{
 		reply_bool(reply, cur != NULL);
 		if (cur)
 			appendBinaryStringInfo(reply, cur, curlen);
 	}
 	if (cur)
 		rocksdb_free(cur);
+	pfree(k.data);
 }
 
 /*
@@ -597,6 +664,19 @@ handle_size(Request *r, StringInfo reply)
 }
 
 /*
+ * COMPACT: compact the state's column family from end to end, so that the
+ * TTL compaction filter (rocks_ttl.c) drops what expired and the files
+ * shrink.  RocksDB's own threads do the work; the worker waits for them.
+ */
+static void
+handle_compact(Request *r, StringInfo reply)
+{
+	rocks_commit();
+	rocksdb_compact_range_cf(rocks.db, r->cf, NULL, 0, NULL, 0);
+	reply_bool(reply, true);
+}
+
+/*
  * rocks_handle_request runs one state request from a session.  Writes
  * that answer nothing are gathered in a batch, committed before the next
  * read and at the end of the session's requests of a round
@@ -690,6 +770,9 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			break;
 		case CHANNEL_OP_SIZE:
 			handle_size(&r, reply);
+			break;
+		case CHANNEL_OP_COMPACT:
+			handle_compact(&r, reply);
 			break;
 		default:
 			elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);

@@ -111,11 +111,10 @@ close_read_only(Staging *s)
 static rocksdb_column_family_handle_t *
 family_of(Staging *s, uint32 id)
 {
-	char		name[32];
+	uint32		fid;
 
-	snprintf(name, sizeof(name), "s%u", id);
 	for (int i = 0; i < s->nfamilies; i++)
-		if (strcmp(s->names[i], name) == 0)
+		if (rocks_family_id(s->names[i], &fid) && fid == id)
 			return s->handles[i];
 	return NULL;
 }
