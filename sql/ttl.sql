@@ -17,6 +17,7 @@ SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl => '1 mont
 SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl => '2 seconds', ttl_update => 'on_write')$$);
 SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl => '2 seconds', ttl_visibility => 'sometimes')$$);
 SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl => '2000000000 days')$$);
+SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl_update => 'on_read_and_write')$$);
 SELECT count(*) AS bad_states FROM state.states WHERE name = 't_bad';
 
 -- every kind takes a TTL; the view shows it

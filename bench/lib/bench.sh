@@ -72,7 +72,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot logged"
+ALL_CASES="statement bulk rocksdb snapshot ttl logged"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -219,6 +219,22 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$WORK/server.log" -w -t 120 start >/dev/nul
 PSQL=("$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK" -p "$PORT" -U postgres)
 # sql DB: run SQL from stdin in database DB, print the rows unaligned.
 sql() { as_pg timeout -k 10 3600 "${PSQL[@]}" -d "$1"; }
+
+# stmt_tps OUT KEYS CLIENTS STMT [PGOPTIONS]: pgbench (-M PROTOCOL, -T
+# WARMUP_N + SECS, progress every second) of one statement on random keys
+# :k of 1..KEYS; prints the mean tps of the seconds after the warm-up, or
+# nothing when pgbench failed.  pgbench's output goes to OUT.
+stmt_tps() {
+	local out=$1 keys=$2 clients=$3 stmt=$4 opts=${5:-} f rc=0 tps
+	f="${out%.txt}.pgbench"
+	printf '\\set k random(1, %d)\n%s\n' "$keys" "$stmt" >"$f"
+	as_pg env PGOPTIONS="$opts" timeout -k 10 $((WARMUP_N + SECS + 300)) \
+		"$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
+		-T $((WARMUP_N + SECS)) -P 1 -c "$clients" -j "$THREADS_MAX" -f "$f" bench >"$out" 2>&1 || rc=$?
+	tps=$(awk -v from="$WARMUP_N" '/^progress: / { t = $2 + 0; if (t > from) { n++; s += $4 } } END { if (n) printf "%.1f", s / n }' "$out")
+	[ -z "$tps" ] && tps=$(awk '/^tps = / { print $3; exit }' "$out")
+	[ "$rc" -eq 0 ] && printf '%s' "$tps"
+}
 sql1() { sql bench <<<"$1"; }
 
 sql postgres <<<"CREATE DATABASE bench" >/dev/null
@@ -687,6 +703,14 @@ if [ "$SNAPSHOTS" = 1 ]; then
 	. "$LIB/snapshot.sh"
 fi
 
+# ------------------------------------------------------------ state TTL
+# bench/lib/ttl.sh: TTL states against states without, bytes per entry,
+# the background cleanup's rate and its effect on writers.
+if has_case ttl; then
+	# shellcheck source-path=SCRIPTDIR source=ttl.sh
+	. "$LIB/ttl.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -711,6 +735,7 @@ file="$base.md"
 n=2
 while [ -e "$file" ]; do file="$base-$n.md"; n=$((n + 1)); done
 perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
+perl "$LIB/report_ttl.pl" "$RAW" "$file" || die "report_ttl.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"

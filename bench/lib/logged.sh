@@ -44,18 +44,11 @@ EOF
 else
 	# lg_case NAME SYNC SQL: pgbench of one statement on random keys.
 	lg_case() {
-		local name=$1 sync=$2 stmt=$3 f out rc tps
-		f="$WORK/scripts/lg-$name.pgbench"
-		printf '\\set k random(1, %d)\n%s\n' "$LG_KEYS" "$stmt" >"$f"
+		local name=$1 sync=$2 stmt=$3 out tps
 		out="$WORK/out/lg-$name-$sync.txt"
-		rc=0
-		as_pg env PGOPTIONS="-c synchronous_commit=$sync" timeout -k 10 $((WARMUP_N + SECS + 300)) \
-			"$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
-			-T $((WARMUP_N + SECS)) -P 1 -c "$LG_CLIENTS" -j "$THREADS_MAX" -f "$f" bench >"$out" 2>&1 || rc=$?
-		tps=$(awk -v from="$WARMUP_N" '/^progress: / { t = $2 + 0; if (t > from) { n++; s += $4 } } END { if (n) printf "%.1f", s / n }' "$out")
-		[ -z "$tps" ] && tps=$(awk '/^tps = / { print $3; exit }' "$out")
-		if [ "$rc" -ne 0 ] || [ -z "$tps" ]; then
-			lg_fail "$name (synchronous_commit $sync), pgbench exit $rc"
+		tps=$(stmt_tps "$out" "$LG_KEYS" "$LG_CLIENTS" "$stmt" "-c synchronous_commit=$sync")
+		if [ -z "$tps" ]; then
+			lg_fail "$name (synchronous_commit $sync)"
 			tail -n 5 "$out" >&2
 			return 0
 		fi

@@ -63,6 +63,7 @@ typedef struct HeapOp
 	uint32		hash;
 	HeapPartition *part;
 	LWLock	   *lock;
+	bool		best_effort;	/* no memory: fail quietly (heap_replace) */
 } HeapOp;
 
 
@@ -96,6 +97,7 @@ heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
 	heap_state_attach();
 	op->st = st;
 	op->key = key;
+	op->best_effort = false;
 	op->hash = heap_entry_hash(st->desc->id, key);
 	op->part = &heap_state_shared->parts[heap_partition_index(key->key_group, op->hash)];
 	op->lock = state_backend_lock((int) (op->part - heap_state_shared->parts));
@@ -208,7 +210,8 @@ slots_remove(HeapPartition *part, dsa_pointer *slot)
 
 /*
  * heap_alloc allocates an entry for the op's key with room for "cap" value
- * bytes, stamped with the current epoch, or raises program_limit_exceeded.
+ * bytes, stamped with the current epoch, or raises program_limit_exceeded
+ * (a best-effort op gets InvalidDsaPointer when the area is full).
  * Nothing is linked yet, so an error leaves the table as it was.
  */
 static dsa_pointer
@@ -238,6 +241,8 @@ heap_alloc(const HeapOp *op, Size cap)
 				 errdetail("A key's state may hold at most 1 GB.")));
 	}
 	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(p) && op->best_effort)
+		return InvalidDsaPointer;
 	if (!DsaPointerIsValid(p))
 		heap_state_out_of_memory(st, op->part);
 	e = dsa_get_address(heap_state_area, p);
@@ -303,7 +308,8 @@ heap_prepare_write(const HeapOp *op)
  * place with room for "extra" more value bytes: the entry itself when it
  * has the room and no snapshot needs it as it is, otherwise a copy that
  * replaces it (capacity doubled when growing).  A key without state gets an
- * empty entry.  Caller has called heap_prepare_write.
+ * empty entry.  NULL only for a best-effort op with no memory.  Caller has
+ * called heap_prepare_write.
  */
 static HeapEntry *
 heap_writable(const HeapOp *op, Size extra)
@@ -328,6 +334,8 @@ heap_writable(const HeapOp *op, Size extra)
 	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
 		cap = need;
 	newp = heap_alloc(op, cap);
+	if (!DsaPointerIsValid(newp))
+		return NULL;			/* best effort, and no memory */
 	ne = dsa_get_address(heap_state_area, newp);
 	if (e != NULL)
 	{
@@ -340,29 +348,35 @@ heap_writable(const HeapOp *op, Size extra)
 /*
  * heap_store sets the op's key's whole value image: in place when the entry
  * has room without wasting much of it and no snapshot needs it as it is,
- * otherwise in a new entry.  Caller has called heap_prepare_write.
+ * otherwise in a new entry.  False only for a best-effort op with no
+ * memory.  Caller has called heap_prepare_write.
  */
-static void
+static bool
 heap_store(const HeapOp *op, const char *value, uint32 len)
 {
 	dsa_pointer *slot;
 	HeapEntry  *e = heap_find(op, &slot);
-	dsa_pointer newp;
+	bool		fits = e != NULL && e->val_cap >= len && !heap_entry_shared(op->part, e);
+	dsa_pointer newp = InvalidDsaPointer;
 	HeapEntry  *ne;
 
-	if (e != NULL && e->val_cap >= len && e->val_cap <= 2 * (Size) len + 64 &&
-		!heap_entry_shared(op->part, e))
+	if (!fits || e->val_cap > 2 * (Size) len + 64)
+		newp = heap_alloc(op, len);
+	if (!DsaPointerIsValid(newp) && !fits)
+		return false;			/* best effort, and no memory */
+	if (!DsaPointerIsValid(newp))
 	{
+		/* In place; a best-effort op keeps a too big entry rather than fail. */
 		memcpy(ENTRY_VAL(e), value, len);
 		e->val_len = len;
 		e->epoch = heap_state_shared->epoch;
-		return;
+		return true;
 	}
-	newp = heap_alloc(op, len);
 	ne = dsa_get_address(heap_state_area, newp);
 	memcpy(ENTRY_VAL(ne), value, len);
 	ne->val_len = len;
 	heap_place(op, slot, newp, e);
+	return true;
 }
 
 /* heap_unlink removes the key's entry found at slot. */
@@ -544,8 +558,11 @@ heap_map_get(const StateTarget *st, const StateKey *key, const char *mkey,
 	return found;
 }
 
-/* Store a map entry of the op's key (caller has called heap_prepare_write). */
-static void
+/*
+ * Store a map entry of the op's key (caller has called heap_prepare_write);
+ * false only for a best-effort op with no memory.
+ */
+static bool
 heap_map_store(const HeapOp *op, const char *mkey, uint32 mkeylen,
 			   const char *value, uint32 len, bool isnull)
 {
@@ -553,24 +570,31 @@ heap_map_store(const HeapOp *op, const char *mkey, uint32 mkeylen,
 	Size		recsize = record_pair_size(mkeylen, v, len);
 	HeapEntry  *e = heap_writable(op, recsize);
 	uint32		oldsize;
-	int64		off = map_find(e, mkey, mkeylen, &oldsize);
+	int64		off;
 
+	if (e == NULL)
+		return false;			/* best effort, and no memory */
+	off = map_find(e, mkey, mkeylen, &oldsize);
 	if (off >= 0)
 		map_cut(e, off, oldsize);	/* the new pair goes at the end */
 	record_write_pair(ENTRY_VAL(e) + e->val_len, mkey, mkeylen, v, len);
 	e->val_len += recsize;
 	heap_log(op, STATE_WAL_MAP_PUT, mkey, mkeylen, v, len, isnull);
+	return true;
 }
 
 /*
  * Remove the map entry at off (size bytes) of the op's key's entry e, and
- * the key when no entry is left (caller has called heap_prepare_write).
+ * the key when no entry is left (caller has called heap_prepare_write);
+ * false only for a best-effort op with no memory.
  */
-static void
+static bool
 heap_map_unset(const HeapOp *op, HeapEntry *e, int64 off, uint32 size,
 			   const char *mkey, uint32 mkeylen)
 {
 	e = heap_writable(op, 0);
+	if (e == NULL)
+		return false;			/* best effort, and no memory */
 	map_cut(e, off, size);
 	/* A map with no entries is no state, as in Flink. */
 	if (e->val_len == 0)
@@ -581,6 +605,7 @@ heap_map_unset(const HeapOp *op, HeapEntry *e, int64 off, uint32 size,
 		heap_unlink(op, slot, e);
 	}
 	heap_log(op, STATE_WAL_MAP_REMOVE, mkey, mkeylen, NULL, 0, false);
+	return true;
 }
 
 static void
@@ -632,10 +657,8 @@ heap_map_replace(const HeapOp *op, const char *mkey, uint32 mkeylen,
 		memcmp(pair.value, expect, expectlen) != 0)
 		return false;
 	if (value)
-		heap_map_store(op, mkey, mkeylen, value, len, false);
-	else
-		heap_map_unset(op, e, off, size, mkey, mkeylen);
-	return true;
+		return heap_map_store(op, mkey, mkeylen, value, len, false);
+	return heap_map_unset(op, e, off, size, mkey, mkeylen);
 }
 
 static bool
@@ -649,7 +672,14 @@ heap_replace(const StateTarget *st, const StateKey *key, const char *mkey,
 	bool		same;
 
 	heap_op_begin(&op, st, key, LW_EXCLUSIVE);
-	heap_prepare_write(&op);
+	op.best_effort = true;
+	heap_check_alive(&op);
+	heap_make_room(op.part);
+	if (!heap_state_try_reserve_retired(op.part, 1))
+	{
+		LWLockRelease(op.lock);
+		return false;
+	}
 	if (mkey)
 	{
 		same = heap_map_replace(&op, mkey, mkeylen, expect, expectlen, value, len);
@@ -659,11 +689,10 @@ heap_replace(const StateTarget *st, const StateKey *key, const char *mkey,
 	e = heap_find(&op, &slot);
 	same = expect ? (e != NULL && e->val_len == expectlen &&
 					 memcmp(ENTRY_VAL(e), expect, expectlen) == 0) : e == NULL;
-	if (same && value)
-	{
-		heap_store(&op, value, len);
+	if (same && value && !heap_store(&op, value, len))
+		same = false;
+	else if (same && value)
 		heap_log(&op, STATE_WAL_PUT, NULL, 0, value, len, false);
-	}
 	else if (same && e != NULL)
 	{
 		heap_unlink(&op, slot, e);
@@ -725,6 +754,7 @@ const KeyedStateBackend heap_keyed_backend = {
 	.iterate = heap_state_iterate,
 	.truncate = heap_state_truncate,
 	.compact = NULL,
+	.expire = heap_state_expire,
 	.create = NULL,
 	.drop = heap_state_drop,
 	.size = heap_state_size,

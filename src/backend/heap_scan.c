@@ -38,11 +38,19 @@ void
 heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 {
 	StringInfoData buf;
+	int			parts[HEAP_PARTITIONS];
+	int			nparts = HEAP_PARTITIONS;
 
 	heap_state_attach();
 	initStringInfo(&buf);
-	for (int i = 0; i < HEAP_PARTITIONS; i++)
+	if (key_group >= 0)
+		nparts = heap_state_key_group_partitions(key_group, parts);
+	else
+		for (int i = 0; i < HEAP_PARTITIONS; i++)
+			parts[i] = i;
+	for (int p = 0; p < nparts; p++)
 	{
+		int			i = parts[p];
 		HeapPartition *part = &heap_state_shared->parts[i];
 		LWLock	   *lock = state_backend_lock(i);
 		dsa_pointer *slots;
@@ -77,6 +85,33 @@ heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(buf.data);
+}
+
+/*
+ * removed_from ends a walk of a partition that cleared the slots of n of a
+ * state's entries (bytes of them): the entries left are re-seated, from
+ * "start", a slot that was empty before anything was cleared (so every
+ * cluster is visited from its beginning), and the counts follow.
+ */
+static void
+removed_from(const StateTarget *st, HeapPartition *part, uint32 start, int64 n, int64 bytes)
+{
+	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
+
+	if (n == 0)
+		return;
+	for (uint32 k = 1; k <= part->nslots; k++)
+	{
+		uint32		b = (start + k) & (part->nslots - 1);
+		dsa_pointer s = slots[b];
+
+		if (s == InvalidDsaPointer)
+			continue;
+		slots[b] = InvalidDsaPointer;
+		heap_state_slots_insert(slots, part->nslots, s);
+	}
+	part->nentries -= n;
+	registry_add_usage(st->slot, -n, -bytes);
 }
 
 /*
@@ -142,24 +177,95 @@ heap_state_truncate(const StateTarget *st)
 			slots[b] = InvalidDsaPointer;
 			n++;
 		}
-		if (n > 0)
-		{
-			/* Re-seat the survivors. */
-			for (uint32 k = 1; k <= part->nslots; k++)
-			{
-				uint32		b = (start + k) & (part->nslots - 1);
-				dsa_pointer s = slots[b];
-
-				if (s == InvalidDsaPointer)
-					continue;
-				slots[b] = InvalidDsaPointer;
-				heap_state_slots_insert(slots, part->nslots, s);
-			}
-			part->nentries -= n;
-			registry_add_usage(st->slot, -n, -bytes);
-		}
+		removed_from(st, part, start, n, bytes);
 		LWLockRelease(lock);
 		removed += n;
+	}
+	return removed;
+}
+
+/*
+ * expire_partition removes, in place, what expired at now in partition i
+ * of a TTL state's key group: keys left with nothing go (their slots are
+ * cleared, then the survivors re-seated, as truncate does), lists and maps
+ * shrink.  The partition is locked and no snapshot needs it.  *min_deadline
+ * gets the earliest deadline left; returns how many keys went.
+ */
+static int64
+expire_partition(const StateTarget *st, int i, int key_group, int64 now, int64 *min_deadline)
+{
+	HeapPartition *part = &heap_state_shared->parts[i];
+	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
+	int			kind = st->desc->kind;
+	int64		n = 0;
+	int64		bytes = 0;
+	uint32		start;
+
+	for (start = 0; slots[start] != InvalidDsaPointer; start++)
+		;
+	for (uint32 b = 0; b < part->nslots; b++)
+	{
+		HeapEntry  *e;
+		uint32		keep;
+
+		if (slots[b] == InvalidDsaPointer)
+			continue;
+		e = slot_entry(slots[b]);
+		if (e->state_id != st->desc->id || heap_state_entry_key_group(e, i) != key_group)
+			continue;
+		keep = record_ttl_compact(kind, ENTRY_VAL(e), e->val_len, now);
+		if (keep > 0)
+		{
+			if (keep < e->val_len)
+			{
+				e->val_len = keep;
+				e->epoch = heap_state_shared->epoch;
+			}
+			*min_deadline = Min(*min_deadline, record_ttl_min_deadline(kind, ENTRY_VAL(e), keep));
+			continue;
+		}
+		bytes += ENTRY_SIZE(e->key_len, e->val_cap);
+		heap_state_release(part, e, slot_ptr(slots[b]));
+		slots[b] = InvalidDsaPointer;
+		n++;
+	}
+	removed_from(st, part, start, n, bytes);
+	return n;
+}
+
+/*
+ * heap_state_expire removes, in place, what expired at now in one key
+ * group of a TTL state; *min_deadline gets the earliest deadline left
+ * (PG_INT64_MAX: none).  Returns how many keys went, or -1 when it cannot
+ * work in place: a logged state's changes go to WAL key by key, and a
+ * running snapshot needs entries as they are.  The TTL layer then goes key
+ * by key.
+ */
+int64
+heap_state_expire(const StateTarget *st, int key_group, int64 now, int64 *min_deadline)
+{
+	int			parts[HEAP_PARTITIONS];
+	int			nparts;
+	int64		removed = 0;
+
+	if (st->desc->logged)
+		return -1;
+	heap_state_attach();
+	*min_deadline = PG_INT64_MAX;
+	nparts = heap_state_key_group_partitions(key_group, parts);
+	for (int p = 0; p < nparts; p++)
+	{
+		LWLock	   *lock = state_backend_lock(parts[p]);
+		bool		busy;
+
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		busy = heap_state_shared->parts[parts[p]].snap_epoch != 0;
+		if (!busy && registry_alive(st->slot, st->desc->id))
+			removed += expire_partition(st, parts[p], key_group, now, min_deadline);
+		LWLockRelease(lock);
+		if (busy)
+			return -1;
+		CHECK_FOR_INTERRUPTS();
 	}
 	return removed;
 }

@@ -180,17 +180,25 @@ heap_state_copy_room(const HeapPartition *part, StringInfo buf, Size n)
 void
 heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
 {
+	if (!heap_state_try_reserve_retired(part, n))
+		heap_state_out_of_memory(st, part);
+}
+
+/* heap_state_try_reserve_retired: the same, false when there is no memory. */
+bool
+heap_state_try_reserve_retired(HeapPartition *part, uint32 n)
+{
 	uint32		need = part->nretired + n;
 	uint32		cap;
 	dsa_pointer newp;
 
 	if (part->snap_epoch == 0 || need <= part->retired_cap)
-		return;
+		return true;
 	cap = Max(need, Max(part->retired_cap * 2, 64));
 	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
 	if (!DsaPointerIsValid(newp))
-		heap_state_out_of_memory(st, part);
+		return false;
 	if (part->nretired > 0)
 		memcpy(dsa_get_address(heap_state_area, newp),
 			   dsa_get_address(heap_state_area, part->retired),
@@ -199,6 +207,7 @@ heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n)
 		dsa_free(heap_state_area, part->retired);
 	part->retired = newp;
 	part->retired_cap = cap;
+	return true;
 }
 
 /* heap_state_release frees an entry, or retires it if a snapshot needs it. */

@@ -199,6 +199,16 @@ typedef struct KeyedStateBackend
 	 */
 	void		(*compact) (const StateTarget *st);
 
+	/*
+	 * For the TTL layer's sweep: remove, in place, what expired at now in one
+	 * key group of a TTL state; *min_deadline gets the earliest deadline left
+	 * (PG_INT64_MAX: none).  Returns how many keys went, or -1 when it cannot
+	 * now; NULL when it never can.  Then the sweep goes key by key (iterate,
+	 * replace).
+	 */
+	int64		(*expire) (const StateTarget *st, int key_group, int64 now,
+						   int64 *min_deadline);
+
 	/* A new state: set up its storage (NULL when there is nothing to do). */
 	void		(*create) (const StateTarget *st);
 

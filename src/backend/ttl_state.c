@@ -36,7 +36,13 @@
 #include "common/settings.h"
 #include "format/records.h"
 
-/* The image a read fetched, kept between calls (get does not call out). */
+/* The time a tick of the background cleanup may take (a tick is 100 ms). */
+#define TTL_SWEEP_TICK_BUDGET_US	(25 * 1000)
+
+/*
+ * A buffer kept between calls, for the images of operations that call
+ * nothing that could come back here: get, put, append, map_put.
+ */
 static StringInfoData scratch;
 
 static const KeyedStateBackend *
@@ -266,18 +272,16 @@ static void
 ttl_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
 {
 	int64		deadline = record_ttl_deadline(record_ttl_now(), st->desc->ttl);
-	StringInfoData img;
+	StringInfo	img = scratch_buffer();
 
-	initStringInfo(&img);
 	if (st->desc->kind == STATE_KIND_LIST)
-		wrap_elems(st, value, len, deadline, &img);
+		wrap_elems(st, value, len, deadline, img);
 	else
 	{
-		record_ttl_put(&img, deadline);
-		appendBinaryStringInfo(&img, value, len);
+		record_ttl_put(img, deadline);
+		appendBinaryStringInfo(img, value, len);
 	}
-	inner(st)->put(st, key, img.data, img.len);
-	pfree(img.data);
+	inner(st)->put(st, key, img->data, img->len);
 }
 
 static bool
@@ -289,12 +293,10 @@ ttl_remove(const StateTarget *st, const StateKey *key)
 static void
 ttl_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
 {
-	StringInfoData img;
+	StringInfo	img = scratch_buffer();
 
-	initStringInfo(&img);
-	wrap_elems(st, elems, len, record_ttl_deadline(record_ttl_now(), st->desc->ttl), &img);
-	inner(st)->append(st, key, img.data, img.len);
-	pfree(img.data);
+	wrap_elems(st, elems, len, record_ttl_deadline(record_ttl_now(), st->desc->ttl), img);
+	inner(st)->append(st, key, img->data, img->len);
 }
 
 /* The fold of a reducing state with a TTL, around the state's own. */
@@ -345,6 +347,20 @@ ttl_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 
 	out->data[out->len] = '\0';
 }
 
+/* Store a map entry's TTL value v with a new deadline, unless it changed. */
+static void
+renew_map_entry(const StateTarget *st, const StateKey *key, const char *mkey,
+				uint32 mkeylen, const char *v, uint32 len, int64 now)
+{
+	StringInfoData next;
+
+	initStringInfo(&next);
+	record_ttl_put(&next, record_ttl_deadline(now, st->desc->ttl));
+	appendBinaryStringInfo(&next, v + RECORD_TTL_HDR, len - RECORD_TTL_HDR);
+	(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, next.data, next.len);
+	pfree(next.data);
+}
+
 /*
  * map_entry_read: after reading a map entry's TTL value, clean it up when
  * it expired, renew it when reads renew; returns whether it shows.
@@ -362,15 +378,7 @@ map_entry_read(const StateTarget *st, const StateKey *key, const char *mkey,
 	if (deadline <= now)
 		(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, NULL, 0);
 	else if (renews_on_read(st))
-	{
-		StringInfoData next;
-
-		initStringInfo(&next);
-		record_ttl_put(&next, record_ttl_deadline(now, st->desc->ttl));
-		appendBinaryStringInfo(&next, v + RECORD_TTL_HDR, len - RECORD_TTL_HDR);
-		(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, next.data, next.len);
-		pfree(next.data);
-	}
+		renew_map_entry(st, key, mkey, mkeylen, v, len, now);
 	if (deadline <= now && hides_expired(st))
 		return false;
 	*isnull = value == NULL;
@@ -401,15 +409,13 @@ static void
 ttl_map_put(const StateTarget *st, const StateKey *key, const char *mkey,
 			uint32 mkeylen, const char *value, uint32 len, bool isnull)
 {
-	StringInfoData v;
+	StringInfo	v = scratch_buffer();
 
-	initStringInfo(&v);
-	record_ttl_put(&v, record_ttl_deadline(record_ttl_now(), st->desc->ttl));
-	appendStringInfoChar(&v, isnull ? 1 : 0);
+	record_ttl_put(v, record_ttl_deadline(record_ttl_now(), st->desc->ttl));
+	appendStringInfoChar(v, isnull ? 1 : 0);
 	if (!isnull)
-		appendBinaryStringInfo(&v, value, len);
-	inner(st)->map_put(st, key, mkey, mkeylen, v.data, v.len, false);
-	pfree(v.data);
+		appendBinaryStringInfo(v, value, len);
+	inner(st)->map_put(st, key, mkey, mkeylen, v->data, v->len, false);
 }
 
 static bool
@@ -446,8 +452,12 @@ entry_shown(void *arg, const char *mkey, uint32 mkeylen, const char *v, uint32 l
 	if (deadline <= t->now && hides_expired(t->st))
 		return;
 	t->count++;
-	if (t->fn)
-		t->fn(t->arg, mkey, mkeylen, value, vlen);
+	if (t->fn == NULL)
+		return;
+	/* Entries read renew, as a map_get does. */
+	if (deadline > t->now && renews_on_read(t->st))
+		renew_map_entry(t->st, t->key, mkey, mkeylen, v, len, t->now);
+	t->fn(t->arg, mkey, mkeylen, value, vlen);
 }
 
 static void
@@ -578,21 +588,27 @@ sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len
 		RecordPair	pair;
 
 		while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
-			if (pair.value && record_ttl_expired(pair.value, pair.vallen, s->now) &&
-				inner(s->st)->replace(s->st, &k, pair.key, pair.keylen,
-									  pair.value, pair.vallen, NULL, 0))
-				s->removed++;
+			if (pair.value && record_ttl_expired(pair.value, pair.vallen, s->now))
+			{
+				if (inner(s->st)->replace(s->st, &k, pair.key, pair.keylen,
+										  pair.value, pair.vallen, NULL, 0))
+					s->removed++;
+				else
+					s->min_deadline = s->now;	/* changed meanwhile: again */
+			}
 		return;
 	}
 	if (inner(s->st)->replace(s->st, &k, NULL, 0, img, len,
 							  left ? s->next.data : NULL, left ? s->next.len : 0))
 		s->removed += s->st->desc->kind == STATE_KIND_LIST ?
 			record_count_elems(img, len) - record_count_elems(s->next.data, s->next.len) : 1;
+	else
+		s->min_deadline = s->now;	/* changed meanwhile: again next pass */
 }
 
 /*
  * ttl_state_sweep_key_group removes what expired in one key group of a TTL
- * state; returns how many values it removed.  *next_expiry (if not NULL)
+ * state; returns how many values (in place: keys) it removed.  *next_expiry (if not NULL)
  * gets the earliest time anything in the key group may expire: the
  * earliest deadline left, or, for what is written from now on, now + ttl.
  */
@@ -601,9 +617,17 @@ ttl_state_sweep_key_group(const StateTarget *st, int key_group, int64 *next_expi
 {
 	TtlSweep	s = {st, key_group, record_ttl_now(), 0, 0, PG_INT64_MAX};
 
-	initStringInfo(&s.next);
-	inner(st)->iterate(st, key_group, sweep_key, &s);
-	pfree(s.next.data);
+	/* In place when the backend can, else key by key. */
+	if (inner(st)->expire)
+		s.removed = inner(st)->expire(st, key_group, s.now, &s.min_deadline);
+	if (inner(st)->expire == NULL || s.removed < 0)
+	{
+		s.removed = 0;
+		s.min_deadline = PG_INT64_MAX;
+		initStringInfo(&s.next);
+		inner(st)->iterate(st, key_group, sweep_key, &s);
+		pfree(s.next.data);
+	}
 	if (next_expiry)
 		*next_expiry = Min(s.min_deadline, record_ttl_deadline(s.now, st->desc->ttl));
 	return s.removed;
@@ -688,8 +712,10 @@ sweep_forget(uint64 pass)
  * ttl_state_sweep is one tick of the background cleanup, run by the state
  * worker: the next state_backend.ttl_cleanup_key_groups key groups of every
  * TTL state whose backend has no compact operation of its own, skipping
- * those where nothing can have expired yet.  Returns whether there is such
- * a state, so the worker knows to tick again.
+ * those where nothing can have expired yet, and stopping early once the
+ * tick has taken TTL_SWEEP_TICK_BUDGET_US, so that the cleanup takes at
+ * most about a quarter of a core.  Returns whether there is such a state,
+ * so the worker knows to tick again.
  */
 bool
 ttl_state_sweep(void)
@@ -700,32 +726,40 @@ ttl_state_sweep(void)
 	int			groups = Min(state_backend_ttl_cleanup_key_groups, nkg);
 	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
 	int			n = registry_copy_all(descs, NULL);
-	bool		any = false;
+	StateTarget *targets = palloc(sizeof(StateTarget) * Max(n, 1));
+	SweepTrack **tracks = palloc(sizeof(SweepTrack *) * Max(n, 1));
+	StateDesc  *live = palloc(sizeof(StateDesc) * Max(n, 1));
+	int			nt = 0;
+	int64		started = record_ttl_now();
 
 	pass++;
 	for (int i = 0; i < n; i++)
 	{
-		StateDesc	d;
-		StateTarget st = {&d, 0};
-		SweepTrack *t;
-
 		if (descs[i].ttl == 0 || keyed_backend_for(descs[i].backend)->compact != NULL)
 			continue;
-		any = true;
-		t = sweep_track(descs[i].id, pass);
-		st.slot = registry_find(descs[i].id, &d);
-		for (int g = 0; g < groups && st.slot >= 0; g++)
-		{
-			int			kg = (next_key_group + g) % nkg;
-
-			if (record_ttl_now() >= t->next_expiry[kg])
-				(void) ttl_state_sweep_key_group(&st, kg, &t->next_expiry[kg]);
-		}
+		tracks[nt] = sweep_track(descs[i].id, pass);
+		targets[nt].desc = &live[nt];
+		targets[nt].slot = registry_find(descs[i].id, &live[nt]);
+		if (targets[nt].slot >= 0)
+			nt++;
 	}
 	sweep_forget(pass);
-	next_key_group = (next_key_group + groups) % nkg;
+
+	/* Key group by key group, within the tick's time. */
+	for (int g = 0; g < groups && nt > 0; g++)
+	{
+		int			kg = next_key_group;
+
+		/* Moved on first: a key group that fails is not tried every tick. */
+		next_key_group = (next_key_group + 1) % nkg;
+		for (int i = 0; i < nt; i++)
+			if (record_ttl_now() >= tracks[i]->next_expiry[kg])
+				(void) ttl_state_sweep_key_group(&targets[i], kg, &tracks[i]->next_expiry[kg]);
+		if (record_ttl_now() - started >= TTL_SWEEP_TICK_BUDGET_US)
+			break;
+	}
 	pfree(descs);
-	return any;
+	return nt > 0;
 }
 
 /*

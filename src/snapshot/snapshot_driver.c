@@ -238,7 +238,7 @@ typedef struct WritePlan
 	bool		any_native;
 	TtlKind    *ttl;			/* states with a TTL in key-group files, by id */
 	int			nttl;
-	int64		ttl_now;		/* what expired by then is left out */
+	int64		ttl_now;		/* what expired by the cut is left out */
 } WritePlan;
 
 /*
@@ -269,7 +269,7 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	/* A full snapshot leaves out what expired (as Flink's does). */
 	p->ttl = palloc(sizeof(TtlKind) * n);
 	p->nttl = 0;
-	p->ttl_now = record_ttl_now();
+	p->ttl_now = job->info.started_at;	/* taken at the cut */
 	for (int i = 0; i < job->ndescs; i++)
 		if (job->descs[i].ttl > 0 && !p->native[i])
 		{

@@ -96,8 +96,11 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 {
 	Interval   *iv;
 	int64		ttl;
-	char	   *update = PG_ARGISNULL(9) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(9));
-	char	   *visibility = PG_ARGISNULL(10) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(10));
+	/* The install script of an older build declares fewer arguments. */
+	char	   *update = PG_NARGS() <= 9 || PG_ARGISNULL(9) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(9));
+	char	   *visibility = PG_NARGS() <= 10 || PG_ARGISNULL(10) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(10));
 
 	if (update && !state_ttl_update_parse(update, &desc->ttl_update))
 		ereport(ERROR,
@@ -110,7 +113,15 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 				 errmsg("unknown ttl_visibility \"%s\"", visibility),
 				 errhint("Use never_return_expired or return_expired_if_not_cleaned_up.")));
 	if (PG_ARGISNULL(7))
+	{
+		if (desc->ttl_update != STATE_TTL_ON_CREATE_AND_WRITE ||
+			desc->ttl_visibility != STATE_TTL_NEVER_RETURN_EXPIRED)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ttl_update and ttl_visibility apply only to states with a ttl"),
+					 errhint("Pass ttl => an interval, or leave them at their defaults.")));
 		return;
+	}
 	iv = PG_GETARG_INTERVAL_P(7);
 	if (pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY, &ttl) ||
 		pg_add_s64_overflow(ttl, iv->time, &ttl))

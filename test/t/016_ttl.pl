@@ -103,6 +103,23 @@ is( run_sql(q{SELECT (SELECT entries FROM state.states WHERE name = 'rv'),
 	'0|1|fresh|5',
 	'rocksdb: what is left is what was written after the rest expired');
 
+# A compaction runs beside other sessions' calls, and a drop of its state
+# meanwhile waits for it, crashing nothing.
+run_sql(q{
+SELECT state.create_state('big', 'value', 'int', 'text', backend => 'rocksdb', ttl => '1 hour');
+SELECT count(state.value_set('big', i, repeat('b', 200))) FROM generate_series(1, 200000) i;
+});
+my $bg = $node->background_psql('postgres');
+$bg->query_until(qr/go/, q{\echo go
+SELECT state.compact('big');
+});
+is(run_sql(q{SELECT state.value_get('rv', -5, 'none')}), 'none',
+	'rocksdb calls go on while a compaction runs');
+run_sql(q{SELECT state.drop_state('big')});
+$bg->quit;
+is(run_sql(q{SELECT count(*) FROM state.states WHERE name = 'big'}), '0',
+	'a state dropped during its compaction is gone');
+
 # ---------------------------------------------------------------- snapshots
 # No background cleanup here: the snapshot alone must leave expired out.
 run_sql(q{ALTER SYSTEM SET state_backend.ttl_cleanup_key_groups = 0; SELECT pg_reload_conf()});

@@ -18,6 +18,8 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "format/records.h"
@@ -425,25 +427,47 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 	pfree(reply.data);
 }
 
-/* A round trip about a state as a whole, whose reply says nothing more. */
-static void
-rc_call_state(ChannelOp op, const StateTarget *st)
+/* One COMPACT request (rocks_requests.c): the status it replies. */
+static int
+rc_compact_status(const StateTarget *st, bool start)
 {
 	StringInfoData req;
 	StringInfoData reply;
+	int			status;
 
 	request_begin(&req, st, NULL);
+	appendStringInfoChar(&req, start ? 1 : 0);
 	initStringInfo(&reply);
-	rc_send_call(op, req.data, req.len, &reply, true);
+	rc_send_call(CHANNEL_OP_COMPACT, req.data, req.len, &reply, false);
+	status = reply.len > 0 ? reply.data[0] : ROCKS_COMPACT_DONE;
 	pfree(req.data);
 	pfree(reply.data);
+	return status;
 }
 
-/* rc_compact has the worker compact the state's data, and waits. */
+/*
+ * rc_compact has the worker compact the state's data and waits, as long as
+ * it takes, polling; it can be cancelled, and the compaction then goes on
+ * by itself.
+ */
 static void
 rc_compact(const StateTarget *st)
 {
-	rc_call_state(CHANNEL_OP_COMPACT, st);
+	bool		start = true;
+
+	for (;;)
+	{
+		int			status = rc_compact_status(st, start);
+
+		if (status == ROCKS_COMPACT_DONE && !start)
+			break;
+		if (status == ROCKS_COMPACT_RUNNING)
+			start = false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
@@ -453,7 +477,14 @@ rc_compact(const StateTarget *st)
 static void
 rc_create(const StateTarget *st)
 {
-	rc_call_state(CHANNEL_OP_OPEN, st);
+	StringInfoData req;
+	StringInfoData reply;
+
+	request_begin(&req, st, NULL);
+	initStringInfo(&reply);
+	rc_send_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
+	pfree(req.data);
+	pfree(reply.data);
 }
 
 /*

@@ -37,6 +37,7 @@ typedef struct RocksFamily
 	bool		persisted;		/* its descriptor is in the default family */
 	bool		unadopted;		/* stored, but not in the registry: left alone */
 	StateDesc	desc;			/* as persisted */
+	char		name[32];		/* rocks_ttl.c: rocks_family_name */
 } RocksFamily;
 
 static HTAB *families = NULL;
@@ -195,7 +196,7 @@ rocks_apply_settings(void)
  * threads RocksDB starts meanwhile inherit the mask, so signals meant for
  * the worker never land on them.
  */
-static void
+void
 rocks_block_signals(sigset_t *saved)
 {
 	sigset_t	all;
@@ -204,7 +205,7 @@ rocks_block_signals(sigset_t *saved)
 	pthread_sigmask(SIG_SETMASK, &all, saved);
 }
 
-static void
+void
 rocks_restore_signals(const sigset_t *saved)
 {
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
@@ -328,6 +329,7 @@ rocks_open(void)
 		f->handle = handles[i];
 		f->persisted = false;
 		f->unadopted = false;
+		strlcpy(f->name, names[i], sizeof(f->name));
 	}
 	if (names && nnames > 0 && rocks.deflt != handles[0] && strcmp(names[0], "default") != 0)
 		elog(LOG, "state_backend: rocksdb instance without a default column family");
@@ -388,6 +390,7 @@ rocks_close(void)
 
 	if (!rocks.db)
 		return;
+	rocks_compact_forget(0);
 	rocksdb_cancel_all_background_work(rocks.db, 1);
 	/* Every column family handle goes before the instance. */
 	hash_seq_init(&seq, families);
@@ -436,6 +439,7 @@ family_drop(RocksFamily *f)
 	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key), &err);
 	rocks_check(err, "remove a state descriptor");
 	rocksdb_drop_column_family(rocks.db, f->handle, &err);
+	rocks_compact_forget(id);
 	rocks_check(err, "drop a column family");
 	rocksdb_column_family_handle_destroy(f->handle);
 	hash_search(families, &id, HASH_REMOVE, NULL);
@@ -471,6 +475,7 @@ rocks_family(uint32 id, int slot)
 	rocks_check(err, "create a column family");
 	f->persisted = false;
 	f->unadopted = false;
+	strlcpy(f->name, name, sizeof(f->name));
 	if (!hidden)
 		family_persist(f, &desc);
 	return f->handle;
@@ -542,6 +547,7 @@ rocks_adopt_states(void)
 		const char *v = rocksdb_iter_value(it, &vlen);
 		StateDesc	desc;
 		uint32		id;
+		char		expected[32];
 
 		if (klen < strlen(DESC_KEY_PREFIX) || memcmp(k, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX)) != 0)
 			break;
@@ -550,14 +556,23 @@ rocks_adopt_states(void)
 			continue;
 		memset(&desc, 0, sizeof(StateDesc));
 		memcpy(&desc, v, vlen);
-		if (!state_desc_ttl_ok(&desc))
-			continue;
 		id = desc.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
 			continue;
 		f->persisted = true;
 		f->desc = desc;
+		rocks_family_name(expected, sizeof(expected), &desc);
+		if (!state_desc_ttl_ok(&desc) || strcmp(f->name, expected) != 0)
+		{
+			/* Read in the wrong layout, its values would be lost: keep them. */
+			f->unadopted = true;
+			ereport(WARNING,
+					(errmsg("the stored descriptor of rocksdb state %u does not match its column family \"%s\"",
+							id, f->name),
+					 errdetail("Its data stays on disk, unused.")));
+			continue;
+		}
 		/* A state that does not fit (max_states) keeps its data on disk. */
 		f->unadopted = !registry_adopt(&desc);
 		if (f->unadopted)

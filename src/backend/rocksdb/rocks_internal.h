@@ -53,6 +53,13 @@ extern RocksInstance rocks;
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 							 const char *v, size_t vlen);
 
+/* rocks_compact.c */
+#define ROCKS_COMPACT_DONE		0
+#define ROCKS_COMPACT_RUNNING	1
+#define ROCKS_COMPACT_BUSY		2
+extern int	rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start);
+extern void rocks_compact_forget(uint32 id);
+
 /* rocks_ttl.c */
 extern void rocks_ttl_make_options(void);
 extern void rocks_family_name(char *buf, size_t size, const StateDesc *desc);
@@ -60,6 +67,8 @@ extern bool rocks_family_id(const char *name, uint32 *id);
 extern rocksdb_options_t *rocks_family_options(const char *name);
 
 /* rocks_instance.c */
+extern void rocks_block_signals(sigset_t *saved);
+extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_check(char *err, const char *what);
 extern void rocks_open(void);
 extern bool rocks_is_open(void);

@@ -664,16 +664,17 @@ handle_size(Request *r, StringInfo reply)
 }
 
 /*
- * COMPACT: compact the state's column family from end to end, so that the
- * TTL compaction filter (rocks_ttl.c) drops what expired and the files
- * shrink.  RocksDB's own threads do the work; the worker waits for them.
+ * COMPACT: [start]: start a compaction of the state's column family from
+ * end to end (start 1), or look at it (start 0); reply the status
+ * (rocks_compact.c).  RocksDB's threads do the work while the worker goes
+ * on serving.
  */
 static void
 handle_compact(Request *r, StringInfo reply)
 {
-	rocks_commit();
-	rocksdb_compact_range_cf(rocks.db, r->cf, NULL, 0, NULL, 0);
-	reply_bool(reply, true);
+	if (r->restlen < 1)
+		elog(ERROR, "state_backend: short request");
+	appendStringInfoChar(reply, (char) rocks_compact_request(r->h.state_id, r->cf, r->rest[0] != 0));
 }
 
 /*

@@ -33,6 +33,7 @@
 
 #include "backend/rocksdb/rocks_files.h"
 #include "backend/rocksdb/rocks_internal.h"
+#include "catalog/registry.h"
 #include "ipc/channel.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -108,15 +109,44 @@ close_read_only(Staging *s)
 	s->db = NULL;
 }
 
+/* The family of state id in a checkpoint, or NULL; *name gets its name. */
 static rocksdb_column_family_handle_t *
-family_of(Staging *s, uint32 id)
+family_of(Staging *s, uint32 id, const char **name)
 {
 	uint32		fid;
 
 	for (int i = 0; i < s->nfamilies; i++)
 		if (rocks_family_id(s->names[i], &fid) && fid == id)
+		{
+			if (name)
+				*name = s->names[i];
 			return s->handles[i];
+		}
 	return NULL;
+}
+
+/*
+ * check_family_name: the family a snapshot holds for a state must be named
+ * as the MANIFEST describes the state (with a TTL or without), or its
+ * values would be read in the wrong layout.
+ */
+static void
+check_family_name(const char *name, uint32 from_id, uint32 to_id, int to_slot)
+{
+	StateDesc	d;
+	bool		hidden;
+	char		expected[32];
+
+	if (!registry_get(to_slot, to_id, &d, &hidden))
+		return;					/* dropped meanwhile: rocks_family said so */
+	d.id = from_id;
+	rocks_family_name(expected, sizeof(expected), &d);
+	if (strcmp(name, expected) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot's RocksDB files hold state %u as column family \"%s\", not \"%s\"",
+						from_id, name, expected),
+				 errdetail("The MANIFEST and the RocksDB files disagree on the state's TTL.")));
 }
 
 static void rocks_snapshot_release(int64 id);
@@ -243,7 +273,7 @@ rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
 
 		if (!collect[i])
 			continue;
-		cf = family_of(&staging, descs[i].id);
+		cf = family_of(&staging, descs[i].id, NULL);
 		if (cf == NULL)
 			continue;			/* never written to: empty */
 		c.out = out;
@@ -316,7 +346,7 @@ rocks_snapshot_write_native(int64 id, const char *dir, const char *shared_dir,
 
 		if (!mine[i])
 			continue;
-		h = family_of(&staging, descs[i].id);
+		h = family_of(&staging, descs[i].id, NULL);
 		if (h)
 			entries = rocks_count_keys(staging.db, staging.ropts, h,
 									   descs[i].kind == STATE_KIND_MAP);
@@ -404,13 +434,15 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 		open_read_only(scratch, &s);
 		for (int i = 0; i < nitems; i++)
 		{
-			rocksdb_column_family_handle_t *from = family_of(&s, items[i].from_id);
+			const char *from_name = NULL;
+			rocksdb_column_family_handle_t *from = family_of(&s, items[i].from_id, &from_name);
 			CopyFamily	c;
 			char	   *err = NULL;
 
 			c.to = rocks_family(items[i].to_id, items[i].to_slot);
 			if (from == NULL)
 				continue;
+			check_family_name(from_name, items[i].from_id, items[i].to_id, items[i].to_slot);
 			c.batch = rocksdb_writebatch_create();
 			c.pending = 0;
 			rocks_scan(s.db, s.ropts, from, "", 0, NULL, 0, copy_entry, &c);
