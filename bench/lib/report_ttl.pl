@@ -37,7 +37,7 @@ say_ '### State TTL';
 say_ '';
 say_ "Per statement: pgbench -M prepared, $meta{tt_clients} clients, random keys of $meta{tt_keys}"
   . ' preloaded text keys, memory states with bigint values: one with a TTL of an hour, one'
-  . ' without. Same run, same server.';
+  . ' without; each figure the mean of two runs, in the order A B B A. Same run, same server.';
 say_ '';
 say_ '| case | TTL state tps | state without TTL tps | ratio | target | met |';
 say_ '| --- | --- | --- | --- | --- | --- |';
