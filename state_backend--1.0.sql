@@ -42,7 +42,7 @@ CREATE FUNCTION state._states(
 	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
 	OUT reducer text, OUT ttl interval, OUT owner regrole,
 	OUT entries bigint, OUT bytes bigint, OUT logged boolean,
-	OUT ttl_update text, OUT ttl_visibility text)
+	OUT ttl_update text, OUT ttl_visibility text, OUT key_groups int4range)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states AS SELECT * FROM state._states();
@@ -63,6 +63,12 @@ RETURNS SETOF text AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON NULL 
 
 CREATE FUNCTION state.key_group(name text, key anycompatible)
 RETURNS integer AS 'MODULE_PATHNAME', 'state_key_group' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.key_group_range(parallelism integer, part integer)
+RETURNS int4range AS 'MODULE_PATHNAME', 'state_key_group_range' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.part_for(name text, key anycompatible, parallelism integer)
+RETURNS integer AS 'MODULE_PATHNAME', 'state_part_for' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.grant_access(name text, role regrole, privilege text)
 RETURNS void AS 'MODULE_PATHNAME', 'state_grant_access' LANGUAGE C STRICT;
@@ -157,6 +163,55 @@ CREATE FUNCTION state.map_size(name text, key anycompatible)
 RETURNS bigint AS 'MODULE_PATHNAME', 'state_map_size' LANGUAGE C CALLED ON NULL INPUT;
 CREATE FUNCTION state.map_is_empty(name text, key anycompatible)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_map_is_empty' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- operator state
+
+CREATE FUNCTION state.operator_add(name text, value anyelement)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_add' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.operator_add(name text, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_add' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.operator_add_all(name text, "values" anyarray)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_add_all' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.operator_add_all(name text, "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_add_all' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.operator_update(name text, "values" anyarray)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_update' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.operator_update(name text, "values" text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_operator_update' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.operator_get(name text, "default" anyarray)
+RETURNS anyarray AS 'MODULE_PATHNAME', 'state_operator_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.operator_get(name text, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_operator_get' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.broadcast_put(name text, map_key "any", value "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_broadcast_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_put(name text, map_key text, value "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_broadcast_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_put(name text, map_key "any", value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_broadcast_put' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_put(name text, map_key text, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_broadcast_put' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.broadcast_get(name text, map_key "any", "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_broadcast_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_get(name text, map_key text, "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_broadcast_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_get(name text, map_key "any", "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_broadcast_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_get(name text, map_key text, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_broadcast_get' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.broadcast_remove(name text, map_key "any")
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_broadcast_remove' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.broadcast_remove(name text, map_key text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_broadcast_remove' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.broadcast_entries(name text, key_default anyelement, value_default anycompatible)
+RETURNS TABLE(map_key anyelement, value anycompatible)
+AS 'MODULE_PATHNAME', 'state_broadcast_entries' LANGUAGE C CALLED ON NULL INPUT;
 
 ---------------------------------------------------------------- ReducingState
 

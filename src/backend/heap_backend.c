@@ -731,7 +731,7 @@ heap_length(const StateTarget *st, const StateKey *key)
 	heap_op_begin(&op, st, key, LW_SHARED);
 	e = heap_find(&op, NULL);
 	if (e != NULL)
-		n = st->desc->kind == STATE_KIND_MAP ?
+		n = state_kind_layout(st->desc->kind) == STATE_KIND_MAP ?
 			record_count_pairs(ENTRY_VAL(e), e->val_len) :
 			record_count_elems(ENTRY_VAL(e), e->val_len);
 	LWLockRelease(op.lock);

@@ -16,12 +16,13 @@ typedef struct BackendInfo
 	const char *name;
 	const KeyedStateBackend *impl;
 	bool		memory_snapshots;	/* snapshots may be kept in shared memory */
+	bool		shared_memory;	/* its states live in shared memory */
 } BackendInfo;
 
 static const BackendInfo backends[STATE_BACKEND_COUNT] = {
-	[STATE_BACKEND_MEMORY] = {"memory", &heap_keyed_backend, true},
-	[STATE_BACKEND_FILESYSTEM] = {"filesystem", &heap_keyed_backend, false},
-	[STATE_BACKEND_ROCKSDB] = {"rocksdb", &rocks_keyed_backend, true},
+	[STATE_BACKEND_MEMORY] = {"memory", &heap_keyed_backend, true, true},
+	[STATE_BACKEND_FILESYSTEM] = {"filesystem", &heap_keyed_backend, false, true},
+	[STATE_BACKEND_ROCKSDB] = {"rocksdb", &rocks_keyed_backend, true, false},
 };
 
 /*
@@ -116,6 +117,19 @@ keyed_backend_memory_snapshots(int backend)
 {
 	return backend >= 0 && backend < STATE_BACKEND_COUNT &&
 		backends[backend].memory_snapshots;
+}
+
+/*
+ * keyed_backend_operator_backend is where an operator state asked for in
+ * a backend lives: operator state is always in shared memory, as Flink's
+ * DefaultOperatorStateBackend is a heap backend whatever the keyed one is.
+ */
+int
+keyed_backend_operator_backend(int backend)
+{
+	if (backend >= 0 && backend < STATE_BACKEND_COUNT && backends[backend].shared_memory)
+		return backend;
+	return STATE_BACKEND_MEMORY;
 }
 
 /*

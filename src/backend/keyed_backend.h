@@ -258,6 +258,7 @@ extern const char *keyed_backend_name(int backend);
 extern int	keyed_backend_parse(const char *name);
 extern bool keyed_backend_lookup(const char *name, int *backend);
 extern bool keyed_backend_memory_snapshots(int backend);
+extern int	keyed_backend_operator_backend(int backend);
 extern void keyed_backend_flush_all(void);
 extern const struct config_enum_entry keyed_backend_options[];
 

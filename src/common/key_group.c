@@ -35,3 +35,26 @@ key_group_for_hash(uint32 hash, int max_parallelism)
 {
 	return (int) (murmurhash32(hash) % (uint32) max_parallelism);
 }
+
+/*
+ * key_group_range_of_part gives the key groups [*first, *last] of part
+ * "part" (0-based) of "parallelism" parts, as Flink's
+ * KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex does; the
+ * caller has checked 0 <= part < parallelism <= max_parallelism.
+ */
+void
+key_group_range_of_part(int max_parallelism, int parallelism, int part, int *first, int *last)
+{
+	*first = (int) (((int64) part * max_parallelism + parallelism - 1) / parallelism);
+	*last = (int) ((((int64) part + 1) * max_parallelism - 1) / parallelism);
+}
+
+/*
+ * key_group_part is the part of "parallelism" parts that owns a key group
+ * (Flink's computeOperatorIndexForKeyGroup).
+ */
+int
+key_group_part(int max_parallelism, int parallelism, int key_group)
+{
+	return (int) ((int64) key_group * parallelism / max_parallelism);
+}

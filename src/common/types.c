@@ -13,6 +13,9 @@ static const char *const kind_names[] = {
 	[STATE_KIND_LIST] = "list",
 	[STATE_KIND_MAP] = "map",
 	[STATE_KIND_REDUCING] = "reducing",
+	[STATE_KIND_OPERATOR_LIST] = "operator_list",
+	[STATE_KIND_UNION_LIST] = "union_list",
+	[STATE_KIND_BROADCAST] = "broadcast",
 };
 
 static const char *const reducer_names[] = {

@@ -17,10 +17,35 @@ typedef enum StateKind
 	STATE_KIND_VALUE,
 	STATE_KIND_LIST,
 	STATE_KIND_MAP,
-	STATE_KIND_REDUCING
+	STATE_KIND_REDUCING,
+	/* Operator state (Flink's OperatorStateBackend): no keys, heap only. */
+	STATE_KIND_OPERATOR_LIST,	/* split evenly when a snapshot is split */
+	STATE_KIND_UNION_LIST,		/* every part gets all of it */
+	STATE_KIND_BROADCAST		/* a map; every part gets all of it */
 } StateKind;
 
-#define STATE_KIND_LAST		STATE_KIND_REDUCING
+#define STATE_KIND_LAST		STATE_KIND_BROADCAST
+
+/* Is it operator state, which has no keys? */
+static inline bool
+state_kind_is_operator(StateKind kind)
+{
+	return kind >= STATE_KIND_OPERATOR_LIST;
+}
+
+/*
+ * The kind whose image layout a kind's state has: operator lists are kept
+ * as a list under one key, broadcast state as a map (format/records.h).
+ */
+static inline StateKind
+state_kind_layout(StateKind kind)
+{
+	if (kind == STATE_KIND_OPERATOR_LIST || kind == STATE_KIND_UNION_LIST)
+		return STATE_KIND_LIST;
+	if (kind == STATE_KIND_BROADCAST)
+		return STATE_KIND_MAP;
+	return kind;
+}
 
 typedef enum StateReducer
 {
@@ -103,18 +128,45 @@ typedef struct StateDesc
 	StateTtlUpdate ttl_update;
 	StateTtlVisibility ttl_visibility;
 	int64		ttl;			/* time to live in microseconds; 0: none */
+
+	/*
+	 * The key groups this server holds of the state, after a restore of one
+	 * part of several (snapshot/rescale.c): range_parts is the number of
+	 * parts, [range_first, range_last] the key groups.  0: every one.
+	 */
+	int32		range_parts;
+	int32		range_first;
+	int32		range_last;
 } StateDesc;
 
-/* The sizes of descriptors stored before "logged", then "ttl", were added. */
+/* The sizes of descriptors stored before "logged", "ttl", "range_*" came. */
 #define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)
 #define STATE_DESC_SIZE_LOGGED	offsetof(StateDesc, ttl_update)
+#define STATE_DESC_SIZE_TTL		offsetof(StateDesc, range_parts)
 
 /* Does a descriptor's stored size name a layout this version reads? */
 static inline bool
 state_desc_size_ok(Size size)
 {
-	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_LOGGED ||
-		size == STATE_DESC_SIZE_1_0;
+	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_TTL ||
+		size == STATE_DESC_SIZE_LOGGED || size == STATE_DESC_SIZE_1_0;
+}
+
+/* Does a stored descriptor hold a key-group range of max_parallelism? */
+static inline bool
+state_desc_range_ok(const StateDesc *d, int max_parallelism)
+{
+	return d->range_parts == 0 ||
+		(d->range_parts >= 1 && d->range_parts <= max_parallelism &&
+		 d->range_first >= 0 && d->range_first <= d->range_last &&
+		 d->range_last < max_parallelism);
+}
+
+/* Does the state hold key group kg on this server? */
+static inline bool
+state_desc_holds(const StateDesc *d, int kg)
+{
+	return d->range_parts == 0 || (kg >= d->range_first && kg <= d->range_last);
 }
 
 /* Are a stored descriptor's TTL settings ones this version knows? */

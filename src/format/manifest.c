@@ -124,6 +124,9 @@ manifest_build(SnapshotWriter *w)
 		append_encoded(m, NameStr(d->owner_name));
 		if (d->logged)
 			appendStringInfoString(m, " logged=1");
+		if (d->range_parts > 0)
+			appendStringInfo(m, " key_group_range=%d-%d/%d",
+							 d->range_first, d->range_last, d->range_parts);
 		if (d->ttl > 0)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
@@ -218,6 +221,13 @@ parse_state_line(char *line, SnapshotState *st)
 			st->desc.ttl = strtoll(v, &end, 10);
 			ok &= errno == 0 && *end == '\0' && st->desc.ttl > 0;
 		}
+		else if (strcmp(tok, "key_group_range") == 0)
+		{
+			char		tail;
+
+			ok &= sscanf(v, "%d-%d/%d%c", &st->desc.range_first, &st->desc.range_last,
+						 &st->desc.range_parts, &tail) == 3 && st->desc.range_parts > 0;
+		}
 		else if (strcmp(tok, "ttl_update") == 0)
 			ok &= state_ttl_update_parse(v, &st->desc.ttl_update);
 		else if (strcmp(tok, "ttl_visibility") == 0)
@@ -250,7 +260,7 @@ state_types_ok(const StateDesc *d)
 	for (int i = 0; i < 3; i++)
 	{
 		const StateType *t = &d->types[i];
-		bool		wanted = i != STATE_TYPE_MAP_KEY || d->kind == STATE_KIND_MAP;
+		bool		wanted = i != STATE_TYPE_MAP_KEY || state_kind_layout(d->kind) == STATE_KIND_MAP;
 
 		if (wanted && !OidIsValid(t->oid))
 			return false;
@@ -261,6 +271,9 @@ state_types_ok(const StateDesc *d)
 			!(t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8))
 			return false;
 	}
+	/* Operator states are heap states with no TTL and no key-group range. */
+	if (state_kind_is_operator(d->kind) && (d->ttl > 0 || d->range_parts > 0))
+		return false;
 	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
 }
 
@@ -326,6 +339,8 @@ check_manifest(SrcFile *f, SnapshotManifest *m)
 			snapshot_file_corrupt(f, 0, "The MANIFEST has a state of a database it does not list.");
 		if (!state_types_ok(&st->desc))
 			snapshot_file_corrupt(f, 0, "The MANIFEST has a state without the types or reducer its kind needs.");
+		if (!state_desc_range_ok(&st->desc, m->key_groups))
+			snapshot_file_corrupt(f, 0, "The MANIFEST has a state whose key-group range is not within its key groups.");
 		if (st->native && m->format != SNAPSHOT_NATIVE)
 			snapshot_file_corrupt(f, 0, "The MANIFEST of a canonical snapshot lists a backend's native files.");
 		if (!manifest_note_unique(ids, &st->desc.id))

@@ -21,6 +21,7 @@
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 
+#include "common/settings.h"
 #include "format/state_wal.h"
 
 /* Bytes before the images: id and key length; map records add two fields. */
@@ -195,6 +196,7 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		memset(&rec->desc, 0, sizeof(StateDesc));
 		memcpy(&rec->desc, rec->value, rec->valuelen);
 		if (!desc_ok(&rec->desc) || !state_desc_ttl_ok(&rec->desc) ||
+			!state_desc_range_ok(&rec->desc, state_backend_max_parallelism) ||
 			rec->desc.id != rec->state_id)
 			return false;
 	}

@@ -40,7 +40,7 @@ void
 canonical_codecs_init(StateCodecs *c, const StateDesc *desc, MemoryContext mcxt)
 {
 	memset(c, 0, sizeof(StateCodecs));
-	c->kind = desc->kind;
+	c->kind = state_kind_layout(desc->kind);
 	c->ttl = desc->ttl > 0;
 	codec_init(&c->key, desc->key_type, mcxt);
 	codec_init(&c->value, desc->value_type, mcxt);
@@ -162,19 +162,13 @@ convert_image(StateCodecs *c, bool is_key, bool to_canonical, const char *img,
 		convert_datum(&c->key, to_canonical, img, len, out);
 		return;
 	}
-	switch (c->kind)
-	{
-		case STATE_KIND_VALUE:
-		case STATE_KIND_REDUCING:
-			convert_value(c, to_canonical, false, img, len, out);
-			break;
-		case STATE_KIND_LIST:
-			convert_list(c, to_canonical, img, len, out);
-			break;
-		case STATE_KIND_MAP:
-			convert_map(c, to_canonical, img, len, out);
-			break;
-	}
+	/* c->kind is a layout (canonical_codecs_init): value, list or map. */
+	if (c->kind == STATE_KIND_LIST)
+		convert_list(c, to_canonical, img, len, out);
+	else if (c->kind == STATE_KIND_MAP)
+		convert_map(c, to_canonical, img, len, out);
+	else
+		convert_value(c, to_canonical, false, img, len, out);
 }
 
 /* canonical_from_native appends the canonical form of a native image. */

@@ -144,7 +144,7 @@ resolve_types(StateDesc *d, bool native)
 	d->key_type = d->types[STATE_TYPE_KEY].oid;
 	d->value_type = d->types[STATE_TYPE_VALUE].oid;
 	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
-	if (d->kind == STATE_KIND_LIST)
+	if (state_kind_layout(d->kind) == STATE_KIND_LIST)
 		state_ops_check_list_type(d->value_type);
 }
 

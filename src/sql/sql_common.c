@@ -52,6 +52,13 @@ state_call_name_arg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
+/* "a" or "an", before a kind's name. */
+static const char *
+kind_article(const char *kind)
+{
+	return strchr("aeiou", kind[0]) ? "an" : "a";
+}
+
 /*
  * state_call_setup fills a call for a newly resolved state: its codecs live
  * in the call's own context, which is reset whenever the state changes.
@@ -85,7 +92,8 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 
 /*
  * state_call_begin resolves the state named by argument 0 and checks that
- * it is of the given kind (ANY_KIND: any) and that the caller has "privs"
+ * it is of the given kind (or kinds: ANY_KIND, KEYED_KIND, OPERATOR_LISTS)
+ * and that the caller has "privs"
  * on it.  The returned call belongs to the call site (state_call_site).
  */
 StateCall *
@@ -113,7 +121,16 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 		call->version = version;
 	}
 
-	if (kind != ANY_KIND && call->desc.kind != (StateKind) kind)
+	if (kind == KEYED_KIND && state_kind_is_operator(call->desc.kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("state \"%s\" is %s %s state, which has no keys",
+						NameStr(call->desc.name), kind_article(state_kind_name(call->desc.kind)),
+						state_kind_name(call->desc.kind))));
+	else if (kind == OPERATOR_LISTS && call->desc.kind != STATE_KIND_OPERATOR_LIST &&
+			 call->desc.kind != STATE_KIND_UNION_LIST)
+		state_call_reject_kind(call, STATE_KIND_OPERATOR_LIST);
+	else if (kind >= 0 && call->desc.kind != (StateKind) kind)
 		state_call_reject_kind(call, (StateKind) kind);
 	registry_check_access(&call->desc, privs);
 	return call;
@@ -123,11 +140,14 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 void
 state_call_reject_kind(StateCall *call, StateKind wanted)
 {
+	const char *have = state_kind_name(call->desc.kind);
+	const char *want = state_kind_name(wanted);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-			 errmsg("state \"%s\" is a %s state, not a %s state",
-					NameStr(call->desc.name), state_kind_name(call->desc.kind),
-					state_kind_name(wanted))));
+			 errmsg("state \"%s\" is %s %s state, not %s %s state",
+					NameStr(call->desc.name), kind_article(have), have,
+					kind_article(want), want)));
 }
 
 /* state_call_argtype returns the type an argument was bound with. */
@@ -286,10 +306,32 @@ state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
 
 /*
  * state_call_key reads the key argument into call->key: its image, hash
- * and key group.
+ * and key group, which this server must hold (after a restore of one part
+ * of several, invalid_parameter_value names the part that holds it).
  */
 void
 state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	state_call_key_image(call, fcinfo, argno);
+	if (unlikely(!state_desc_holds(&call->desc, call->key.key_group)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key of state \"%s\" is in key group %d, which part %d of %d holds",
+						NameStr(call->desc.name), call->key.key_group,
+						key_group_part(state_backend_max_parallelism, call->desc.range_parts,
+									   call->key.key_group),
+						call->desc.range_parts),
+				 errdetail("This server holds key groups %d to %d of the state.",
+						   call->desc.range_first, call->desc.range_last),
+				 errhint("Send the call to the server that holds that part (state.part_for).")));
+}
+
+/*
+ * state_call_key_image reads the key argument into call->key, whether or
+ * not this server holds its key group (state.key_group, state.part_for).
+ */
+void
+state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
 	resetStringInfo(&call->keybuf);
 	state_call_encode(call, fcinfo, argno, ARG_KEY, &call->keybuf);

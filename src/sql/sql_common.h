@@ -72,6 +72,7 @@ extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 priv
 /* sql_call_cache.c */
 extern StateCall *state_call_site(FunctionCallInfo fcinfo);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern void state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
 							  StateArgRole role, StringInfo out);
 extern void state_call_encode_datum(StateCall *call, Datum value, Oid type,
@@ -91,7 +92,24 @@ extern void state_call_list_image(StateCall *call, ArrayType *arr, Oid arrtype,
 								  StringInfo out);
 extern char *state_call_name_arg(FunctionCallInfo fcinfo);
 
-#define ANY_KIND	(-1)
+/* sql_list.c, sql_map.c: the bodies operator states share */
+extern Datum sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_list_add_all(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_list_update(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
+
+/* sql_rescale.c */
+extern Datum key_group_range_datum(int first, int last);
+extern void state_check_parts(bool parallelism_null, int parallelism, bool part_null, int part);
+
+/* Kinds state_call_begin accepts besides one StateKind. */
+#define ANY_KIND		(-1)		/* every kind */
+#define KEYED_KIND		(-2)		/* every kind with keys */
+#define OPERATOR_LISTS	(-3)		/* operator_list and union_list */
 
 /* sql_reducing.c */
 extern void reducer_check_type(StateReducer reducer, Oid type);

@@ -18,25 +18,36 @@ PG_FUNCTION_INFO_V1(state_list_update);
 PG_FUNCTION_INFO_V1(state_list_get);
 PG_FUNCTION_INFO_V1(state_list_length);
 
-/* list_add(name, key, value) */
+/*
+ * sql_list_add appends argument argno to the list of call->key (ListState
+ * and operator list states share it, with their arguments where they are).
+ */
 Datum
-state_list_add(PG_FUNCTION_ARGS)
+sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
 	int			begin;
 
-	state_call_key(call, fcinfo, 1);
-	if (PG_ARGISNULL(2))
+	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("list of state \"%s\" cannot hold null values",
 						NameStr(call->desc.name))));
 	resetStringInfo(&call->buf);
 	begin = record_elem_begin(&call->buf);
-	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
+	state_call_encode(call, fcinfo, argno, ARG_VALUE, &call->buf);
 	record_elem_end(&call->buf, begin);
 	call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
 	PG_RETURN_VOID();
+}
+
+/* list_add(name, key, value) */
+Datum
+state_list_add(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	return sql_list_add(call, fcinfo, 2);
 }
 
 /* The list image of the array argument argno, in call->buf. */
@@ -50,6 +61,21 @@ list_arg_image(StateCall *call, FunctionCallInfo fcinfo, int argno)
 	state_call_list_image(call, arr, elemtype, &call->buf);
 }
 
+/* sql_list_add_all appends every element of array argument argno, in order. */
+Datum
+sql_list_add_all(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("values for state \"%s\" must not be null",
+						NameStr(call->desc.name))));
+	list_arg_image(call, fcinfo, argno);
+	if (call->buf.len > 0)
+		call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
+	PG_RETURN_VOID();
+}
+
 /* list_add_all(name, key, values): appends every element, in order. */
 Datum
 state_list_add_all(PG_FUNCTION_ARGS)
@@ -57,14 +83,19 @@ state_list_add_all(PG_FUNCTION_ARGS)
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
 
 	state_call_key(call, fcinfo, 1);
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("values for state \"%s\" must not be null",
-						NameStr(call->desc.name))));
-	list_arg_image(call, fcinfo, 2);
-	if (call->buf.len > 0)
-		call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
+	return sql_list_add_all(call, fcinfo, 2);
+}
+
+/* sql_list_update replaces the list with array argument argno; NULL or {} clears it. */
+Datum
+sql_list_update(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	if (!PG_ARGISNULL(argno))
+		list_arg_image(call, fcinfo, argno);
+	if (PG_ARGISNULL(argno) || call->buf.len == 0)
+		call->backend->remove(&call->target, &call->key);
+	else
+		call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
 	PG_RETURN_VOID();
 }
 
@@ -75,20 +106,13 @@ state_list_update(PG_FUNCTION_ARGS)
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
 
 	state_call_key(call, fcinfo, 1);
-	if (!PG_ARGISNULL(2))
-		list_arg_image(call, fcinfo, 2);
-	if (PG_ARGISNULL(2) || call->buf.len == 0)
-		call->backend->remove(&call->target, &call->key);
-	else
-		call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
-	PG_RETURN_VOID();
+	return sql_list_update(call, fcinfo, 2);
 }
 
-/* list_get(name, key, default): the list as an array, or default. */
+/* sql_list_get: the list as an array, or argument argno (the default). */
 Datum
-state_list_get(PG_FUNCTION_ARGS)
+sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
 	TypeCodec  *codec = &call->codecs[ARG_VALUE];
 	Oid			restype = get_fn_expr_rettype(fcinfo->flinfo);
 	Oid			arrtype;
@@ -98,13 +122,12 @@ state_list_get(PG_FUNCTION_ARGS)
 	uint32		len;
 	RecordRead	r;
 
-	state_call_key(call, fcinfo, 1);
 	resetStringInfo(&call->buf);
 	if (!call->backend->get(&call->target, &call->key, &call->buf))
 	{
-		if (PG_ARGISNULL(2))
+		if (PG_ARGISNULL(argno))
 			PG_RETURN_NULL();
-		return PG_GETARG_DATUM(2);
+		return PG_GETARG_DATUM(argno);
 	}
 
 	astate = initArrayResult(codec->typid, CurrentMemoryContext, false);
@@ -121,6 +144,16 @@ state_list_get(PG_FUNCTION_ARGS)
 	arrtype = get_array_type(codec->typid);
 	return state_call_result_datum(call, makeArrayResult(astate, CurrentMemoryContext),
 								   arrtype, ARG_VALUE, restype);
+}
+
+/* list_get(name, key, default): the list as an array, or default. */
+Datum
+state_list_get(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
+
+	state_call_key(call, fcinfo, 1);
+	return sql_list_get(call, fcinfo, 2);
 }
 
 /* list_length(name, key) */

@@ -28,21 +28,29 @@ map_key_arg(StateCall *call, FunctionCallInfo fcinfo, int argno)
 	state_call_encode(call, fcinfo, argno, ARG_MAP_KEY, &call->buf);
 }
 
+/* sql_map_put stores map key argno -> value argno + 1 (NULL stays NULL). */
+Datum
+sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	bool		isnull = PG_ARGISNULL(argno + 1);
+
+	map_key_arg(call, fcinfo, argno);
+	resetStringInfo(&call->buf2);
+	if (!isnull)
+		state_call_encode(call, fcinfo, argno + 1, ARG_VALUE, &call->buf2);
+	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
+						   call->buf2.data, call->buf2.len, isnull);
+	PG_RETURN_VOID();
+}
+
 /* map_put(name, key, map_key, value): a NULL value is stored as NULL. */
 Datum
 state_map_put(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
-	bool		isnull = PG_ARGISNULL(3);
 
 	state_call_key(call, fcinfo, 1);
-	map_key_arg(call, fcinfo, 2);
-	resetStringInfo(&call->buf2);
-	if (!isnull)
-		state_call_encode(call, fcinfo, 3, ARG_VALUE, &call->buf2);
-	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
-						   call->buf2.data, call->buf2.len, isnull);
-	PG_RETURN_VOID();
+	return sql_map_put(call, fcinfo, 2);
 }
 
 /* map_put_all(name, key, map_keys, values): pairs of equal-length arrays. */
@@ -112,15 +120,13 @@ state_map_put_all(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* map_get(name, key, map_key, default) */
+/* sql_map_get: the value of map key argno, or argument argno + 1. */
 Datum
-state_map_get(PG_FUNCTION_ARGS)
+sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
 	bool		isnull = false;
 
-	state_call_key(call, fcinfo, 1);
-	map_key_arg(call, fcinfo, 2);
+	map_key_arg(call, fcinfo, argno);
 	resetStringInfo(&call->buf2);
 	if (call->backend->map_get(&call->target, &call->key, call->buf.data, call->buf.len,
 							   &call->buf2, &isnull))
@@ -130,9 +136,28 @@ state_map_get(PG_FUNCTION_ARGS)
 		return state_call_result(call, call->buf2.data, call->buf2.len,
 								 get_fn_expr_rettype(fcinfo->flinfo));
 	}
-	if (PG_ARGISNULL(3))
+	if (PG_ARGISNULL(argno + 1))
 		PG_RETURN_NULL();
-	return PG_GETARG_DATUM(3);
+	return PG_GETARG_DATUM(argno + 1);
+}
+
+/* map_get(name, key, map_key, default) */
+Datum
+state_map_get(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
+
+	state_call_key(call, fcinfo, 1);
+	return sql_map_get(call, fcinfo, 2);
+}
+
+/* sql_map_remove removes map key argno: true if it was there. */
+Datum
+sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	map_key_arg(call, fcinfo, argno);
+	PG_RETURN_BOOL(call->backend->map_remove(&call->target, &call->key,
+											 call->buf.data, call->buf.len));
 }
 
 /* map_remove(name, key, map_key): true if the map key was there. */
@@ -142,9 +167,7 @@ state_map_remove(PG_FUNCTION_ARGS)
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
 
 	state_call_key(call, fcinfo, 1);
-	map_key_arg(call, fcinfo, 2);
-	PG_RETURN_BOOL(call->backend->map_remove(&call->target, &call->key,
-											 call->buf.data, call->buf.len));
+	return sql_map_remove(call, fcinfo, 2);
 }
 
 /* map_contains(name, key, map_key) */
@@ -188,15 +211,13 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 	tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
 }
 
-/* map_entries(name, key, key_default, value_default): (map_key, value) rows. */
+/* sql_map_entries returns the (map_key, value) rows of call->key's map. */
 Datum
-state_map_entries(PG_FUNCTION_ARGS)
+sql_map_entries(StateCall *call, FunctionCallInfo fcinfo)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
 	EntriesContext ctx;
 	TupleDesc	tupdesc;
 
-	state_call_key(call, fcinfo, 1);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ctx.call = call;
 	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -205,6 +226,16 @@ state_map_entries(PG_FUNCTION_ARGS)
 	ctx.value_restype = TupleDescAttr(tupdesc, 1)->atttypid;
 	call->backend->map_iterate(&call->target, &call->key, entries_collect, &ctx);
 	return (Datum) 0;
+}
+
+/* map_entries(name, key, key_default, value_default): (map_key, value) rows. */
+Datum
+state_map_entries(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
+
+	state_call_key(call, fcinfo, 1);
+	return sql_map_entries(call, fcinfo);
 }
 
 /* map_size(name, key): number of entries. */

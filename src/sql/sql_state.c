@@ -48,7 +48,7 @@ parse_kind(const char *kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown state kind \"%s\"", kind),
-				 errhint("Valid kinds are value, list, map and reducing.")));
+				 errhint("Valid kinds are value, list, map, reducing, operator_list, union_list and broadcast.")));
 	return k;
 }
 
@@ -167,11 +167,15 @@ state_create_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("state kind must not be null")));
 	desc.kind = parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	desc.key_type = regtype_arg(fcinfo, 2, "key_type");
+	/* Operator state has no key: one fixed key of type int4 holds it. */
+	desc.key_type = state_kind_is_operator(desc.kind) ? INT4OID :
+		regtype_arg(fcinfo, 2, "key_type");
 	desc.value_type = regtype_arg(fcinfo, 3, "value_type");
 	desc.backend = PG_ARGISNULL(4) ? state_backend_default_backend :
 		keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(4)));
-	if (desc.kind == STATE_KIND_MAP)
+	if (state_kind_is_operator(desc.kind))
+		desc.backend = keyed_backend_operator_backend(desc.backend);
+	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
 		desc.map_key_type = regtype_arg(fcinfo, 5, "map_key_type");
 
 	if (!PG_ARGISNULL(6))
@@ -190,18 +194,23 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
 
 	parse_ttl(fcinfo, &desc);
+	if (desc.ttl > 0 && state_kind_is_operator(desc.kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s states have no TTL", state_kind_name(desc.kind)),
+				 errhint("TTL applies to value, list, map and reducing states.")));
 	state_ops_check_type(desc.key_type, "a state key");
 	state_ops_check_type(desc.value_type, "a state value");
-	if (desc.kind == STATE_KIND_MAP)
+	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
 		state_ops_check_type(desc.map_key_type, "a map key");
 	if (desc.kind == STATE_KIND_REDUCING)
 		reducer_check_type(desc.reducer, desc.value_type);
-	if (desc.kind == STATE_KIND_LIST)
+	if (state_kind_layout(desc.kind) == STATE_KIND_LIST)
 		state_ops_check_list_type(desc.value_type);
 
 	codec_describe_type(desc.key_type, &desc.types[STATE_TYPE_KEY]);
 	codec_describe_type(desc.value_type, &desc.types[STATE_TYPE_VALUE]);
-	if (desc.kind == STATE_KIND_MAP)
+	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
 		codec_describe_type(desc.map_key_type, &desc.types[STATE_TYPE_MAP_KEY]);
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
@@ -257,8 +266,8 @@ state_states(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[14];
-		bool		nulls[14];
+		Datum		values[15];
+		bool		nulls[15];
 		int64		entries;
 		int64		bytes;
 
@@ -284,6 +293,9 @@ state_states(PG_FUNCTION_ARGS)
 		nulls[12] = nulls[13] = d->ttl == 0;
 		values[12] = CStringGetTextDatum(state_ttl_update_name(d->ttl_update));
 		values[13] = CStringGetTextDatum(state_ttl_visibility_name(d->ttl_visibility));
+		values[14] = d->range_parts > 0 ?
+			key_group_range_datum(d->range_first, d->range_last) :
+			key_group_range_datum(0, state_backend_max_parallelism - 1);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -293,7 +305,7 @@ state_states(PG_FUNCTION_ARGS)
 Datum
 state_clear(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_WRITE);
+	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_WRITE);
 
 	state_call_key(call, fcinfo, 1);
 	PG_RETURN_BOOL(call->backend->remove(&call->target, &call->key));
@@ -365,7 +377,7 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 Datum
 state_keys(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_READ);
 	KeysContext ctx;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -381,9 +393,9 @@ state_keys(PG_FUNCTION_ARGS)
 Datum
 state_key_group(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_READ);
 
-	state_call_key(call, fcinfo, 1);
+	state_call_key_image(call, fcinfo, 1);
 	PG_RETURN_INT32(call->key.key_group);
 }
 

@@ -563,7 +563,8 @@ rocks_adopt_states(void)
 		f->persisted = true;
 		f->desc = desc;
 		rocks_family_name(expected, sizeof(expected), &desc);
-		if (!state_desc_ttl_ok(&desc) || strcmp(f->name, expected) != 0)
+		if (!state_desc_ttl_ok(&desc) || strcmp(f->name, expected) != 0 ||
+			!state_desc_range_ok(&desc, state_backend_max_parallelism))
 		{
 			/* Read in the wrong layout, its values would be lost: keep them. */
 			f->unadopted = true;
