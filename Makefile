@@ -50,6 +50,7 @@ OBJS = \
 	src/snapshot/canonical.o \
 	src/snapshot/checkpoint.o \
 	src/snapshot/restore.o \
+	src/snapshot/rescale.o \
 	src/sql/sql_common.o \
 	src/sql/sql_call_cache.o \
 	src/sql/sql_state.o \
@@ -65,7 +66,7 @@ EXTENSION = state_backend
 DATA = state_backend--1.0.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

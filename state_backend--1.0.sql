@@ -240,8 +240,12 @@ RETURNS text AS 'MODULE_PATHNAME', 'state_wait_snapshot' LANGUAGE C CALLED ON NU
 CREATE FUNCTION state.cancel_snapshot(id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_cancel_snapshot' LANGUAGE C STRICT;
 
-CREATE FUNCTION state.restore(path text, backend text DEFAULT NULL, from_database text DEFAULT NULL)
+CREATE FUNCTION state.restore(path text, backend text DEFAULT NULL, from_database text DEFAULT NULL,
+	parallelism integer DEFAULT NULL, part integer DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'state_restore' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.restore(paths text[], backend text DEFAULT NULL, from_database text DEFAULT NULL,
+	parallelism integer DEFAULT NULL, part integer DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_restore_merge' LANGUAGE C CALLED ON NULL INPUT;
 
 ---------------------------------------------------------------- privileges
 
@@ -252,7 +256,8 @@ REVOKE ALL ON FUNCTION state._require_preload() FROM PUBLIC;
 -- Snapshots touch every database's state and the server's files, as
 -- CHECKPOINT does: not for PUBLIC.  GRANT EXECUTE opens them to a role.
 REVOKE ALL ON FUNCTION state.snapshot(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION state.restore(text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.restore(text, text, text, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.restore(text[], text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.cancel_snapshot(bigint) FROM PUBLIC;
 GRANT USAGE ON SCHEMA state TO PUBLIC;
 GRANT SELECT ON state.states TO PUBLIC;

@@ -708,7 +708,7 @@ SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_m
 CREATE ROLE regress_sb_snap_plain;
 CREATE ROLE regress_sb_snap_exec;
 CREATE ROLE regress_sb_snap_files;
-GRANT EXECUTE ON FUNCTION state.snapshot(text, text), state.restore(text, text, text),
+GRANT EXECUTE ON FUNCTION state.snapshot(text, text), state.restore(text, text, text, integer, integer),
       state.cancel_snapshot(bigint) TO regress_sb_snap_exec, regress_sb_snap_files;
 GRANT pg_write_server_files, pg_read_server_files TO regress_sb_snap_files;
 SELECT state.drop_state('big');
@@ -775,7 +775,7 @@ DROP FUNCTION snap_diff(), snap_remember(), snap_descs(), snap_summary(), snap_s
               snap_error(text), snap_path(text), snap_role(regrole);
 DROP TABLE snap_conf;
 DROP TYPE snap_pair;
-REVOKE EXECUTE ON FUNCTION state.snapshot(text, text), state.restore(text, text, text),
+REVOKE EXECUTE ON FUNCTION state.snapshot(text, text), state.restore(text, text, text, integer, integer),
        state.cancel_snapshot(bigint) FROM regress_sb_snap_exec, regress_sb_snap_files;
 REVOKE pg_write_server_files, pg_read_server_files FROM regress_sb_snap_files;
 DROP ROLE regress_sb_snap_owner, regress_sb_snap_reader, regress_sb_snap_plain,

@@ -75,6 +75,8 @@ typedef struct NativeRestoreItem
 	uint32		to_id;			/* the hidden state it goes to */
 	int			to_slot;		/* its registry slot */
 	StateKind	kind;
+	int32		kg_first;		/* only keys of these key groups */
+	int32		kg_last;
 } NativeRestoreItem;
 
 /*

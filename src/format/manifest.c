@@ -86,6 +86,34 @@ append_type(StringInfo buf, const char *label, const StateType *t)
 	appendStringInfo(buf, "/%u/%d/%d", t->oid, t->typlen, t->typbyval ? 1 : 0);
 }
 
+/* parse_int reads a non-negative int up to *end; false on anything else. */
+static bool
+parse_int(const char *v, char **end, int32 *out)
+{
+	long		n;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	n = strtol(v, end, 10);
+	if (errno != 0 || n < 0 || n > PG_INT32_MAX)
+		return false;
+	*out = (int32) n;
+	return true;
+}
+
+/* parse_range reads "first-last/parts" into a descriptor's range. */
+static bool
+parse_range(const char *v, StateDesc *d)
+{
+	char	   *end;
+
+	return parse_int(v, &end, &d->range_first) && *end == '-' &&
+		parse_int(end + 1, &end, &d->range_last) && *end == '/' &&
+		parse_int(end + 1, &end, &d->range_parts) && *end == '\0' &&
+		d->range_parts > 0;
+}
+
 /* manifest_build writes the MANIFEST's text of a snapshot being finished. */
 void
 manifest_build(SnapshotWriter *w)
@@ -222,12 +250,7 @@ parse_state_line(char *line, SnapshotState *st)
 			ok &= errno == 0 && *end == '\0' && st->desc.ttl > 0;
 		}
 		else if (strcmp(tok, "key_group_range") == 0)
-		{
-			char		tail;
-
-			ok &= sscanf(v, "%d-%d/%d%c", &st->desc.range_first, &st->desc.range_last,
-						 &st->desc.range_parts, &tail) == 3 && st->desc.range_parts > 0;
-		}
+			ok &= parse_range(v, &st->desc);
 		else if (strcmp(tok, "ttl_update") == 0)
 			ok &= state_ttl_update_parse(v, &st->desc.ttl_update);
 		else if (strcmp(tok, "ttl_visibility") == 0)

@@ -38,6 +38,7 @@
 #include "format/state_wal.h"
 #include "snapshot/canonical.h"
 #include "snapshot/checkpoint.h"
+#include "snapshot/rescale.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
@@ -54,6 +55,9 @@ typedef struct LoadContext
 	StringInfoData key;
 	StringInfoData value;
 	MemoryContext tmp;
+	int			kg_first;		/* -1: every key group (rescale.h) */
+	int			kg_last;
+	bool		append;			/* add to an earlier snapshot's list */
 } LoadContext;
 
 static void
@@ -95,7 +99,12 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 	k.len = keylen;
 	k.hash = key_image_hash(key, keylen);
 	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
-	c->backend->put(&c->target, &k, value, vallen);
+	if (c->kg_first >= 0 && (k.key_group < c->kg_first || k.key_group > c->kg_last))
+		return;					/* another part's */
+	if (c->append)
+		c->backend->append(&c->target, &k, value, vallen);
+	else
+		c->backend->put(&c->target, &k, value, vallen);
 	c->n++;
 }
 
@@ -187,15 +196,27 @@ resolve_roles(StateDesc *d, bool same_cluster)
 	d->ngrants = n;
 }
 
+/* The states of one section of a snapshot being restored. */
+typedef struct Section
+{
+	int			n;
+	SnapshotState **states;		/* as the snapshot has them */
+	StateDesc  *descs;			/* as they will be here */
+	int		   *source_backends;	/* their backend in the snapshot */
+	int		   *slots;
+	bool	   *native;			/* in their backend's own files */
+} Section;
+
 /*
  * restore_native_files has each backend with native files of its own copy
- * its states out of them into their hidden states; returns the keys.
+ * a snapshot's states out of them into the merged hidden states, as the
+ * plan says (loads); returns the keys.
  */
 static int64
-restore_native_files(const char *dir, SnapshotState **states, const StateDesc *descs,
-					 const int *slots, const bool *native, int n)
+restore_native_files(const char *dir, const Section *sec, const RescaleLoad *loads,
+					 const StateDesc *merged, const int *slots)
 {
-	NativeRestoreItem *items = palloc(sizeof(NativeRestoreItem) * Max(n, 1));
+	NativeRestoreItem *items = palloc(sizeof(NativeRestoreItem) * Max(sec->n, 1));
 	int			nb;
 	const KeyedStateBackend *const *all = keyed_backend_all(&nb);
 	int64		total = 0;
@@ -204,14 +225,19 @@ restore_native_files(const char *dir, SnapshotState **states, const StateDesc *d
 	{
 		int			count = 0;
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < sec->n; i++)
 		{
-			if (!native[i] || keyed_backend_for(descs[i].backend) != all[b])
+			const RescaleLoad *l = &loads[i];
+
+			if (!sec->native[i] || l->skip ||
+				keyed_backend_for(sec->descs[i].backend) != all[b])
 				continue;
-			items[count].from_id = states[i]->desc.id;
-			items[count].to_id = descs[i].id;
-			items[count].to_slot = slots[i];
-			items[count].kind = descs[i].kind;
+			items[count].from_id = sec->states[i]->desc.id;
+			items[count].to_id = merged[l->merged].id;
+			items[count].to_slot = slots[l->merged];
+			items[count].kind = sec->descs[i].kind;
+			items[count].kg_first = l->kg_first >= 0 ? l->kg_first : 0;
+			items[count].kg_last = l->kg_first >= 0 ? l->kg_last : state_backend_max_parallelism - 1;
 			count++;
 		}
 		if (count > 0)
@@ -277,17 +303,6 @@ snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st)
 	return backend;
 }
 
-/* The states of one section of a snapshot being restored. */
-typedef struct Section
-{
-	int			n;
-	SnapshotState **states;		/* as the snapshot has them */
-	StateDesc  *descs;			/* as they will be here */
-	int		   *source_backends;	/* their backend in the snapshot */
-	int		   *slots;
-	bool	   *native;			/* in their backend's own files */
-} Section;
-
 /*
  * check_section picks the states of section source_dbid that are to be
  * restored into target_dbid and checks all of them, files included, before
@@ -327,6 +342,9 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 			resolve_roles(d, m->system_identifier == GetSystemIdentifier());
 		}
 		d->backend = backend_override >= 0 ? backend_override : backend;
+		/* Operator state lives in shared memory, whatever backend is asked for. */
+		if (state_kind_is_operator(d->kind))
+			d->backend = keyed_backend_operator_backend(d->backend);
 		d->dbid = target_dbid;
 		sec->source_backends[sec->n] = backend;
 		sec->native[sec->n] = st->native;
@@ -346,7 +364,8 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
  */
 static int64
 load_state(const SnapshotSource *src, const SnapshotManifest *m,
-		   const SnapshotState *st, const StateDesc *desc, int slot, bool check)
+		   const SnapshotState *st, const StateDesc *desc, int slot, bool check,
+		   const RescaleLoad *load)
 {
 	LoadContext c;
 
@@ -354,6 +373,9 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	c.target.slot = slot;
 	c.backend = keyed_backend_for(desc->backend);
 	c.n = 0;
+	c.kg_first = load->kg_first;
+	c.kg_last = load->kg_last;
+	c.append = load->append;
 	c.canonical = m->format == SNAPSHOT_CANONICAL;
 	c.check = !c.canonical && check;
 	c.source = src->name;
@@ -390,100 +412,227 @@ log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 v
  * these records' effect or none.
  */
 static void
-log_restored(const Section *sec)
+log_restored(const StateDesc *descs, const int *slots, int n)
 {
-	for (int i = 0; i < sec->n; i++)
+	for (int i = 0; i < n; i++)
 	{
 		StateTarget target;
 
-		if (!sec->descs[i].logged)
+		if (!descs[i].logged)
 			continue;
-		target.desc = &sec->descs[i];
-		target.slot = sec->slots[i];
-		(void) state_wal_log_create(&sec->descs[i], true);
-		keyed_backend_for(sec->descs[i].backend)->iterate(&target, -1, log_entry,
-														  &sec->descs[i]);
+		target.desc = &descs[i];
+		target.slot = slots[i];
+		(void) state_wal_log_create(&descs[i], true);
+		keyed_backend_for(descs[i].backend)->iterate(&target, -1, log_entry,
+													 unconstify(StateDesc *, &descs[i]));
 	}
 }
 
 static bool
-section_has_logged(const Section *sec)
+any_logged(const StateDesc *descs, int n)
 {
-	for (int i = 0; i < sec->n; i++)
-		if (sec->descs[i].logged)
+	for (int i = 0; i < n; i++)
+		if (descs[i].logged)
 			return true;
 	return false;
 }
 
+/* One snapshot a restore reads: its section of one database. */
+typedef struct RestoreInput
+{
+	const SnapshotSource *src;
+	SnapshotManifest *m;
+	Oid			source_dbid;
+	Section		sec;
+	RescaleLoad *loads;			/* per state of sec: rescale_plan's */
+} RestoreInput;
+
 /*
- * restore_section replaces the states of database target_dbid with the
- * states of section source_dbid of a snapshot.  Returns the entries loaded.
+ * plan_inputs checks every input's section and merges their states
+ * (rescale_plan); returns the merged states' count.
+ */
+static int
+plan_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
+			const RestoreSplit *split, bool trust_oids, uint32 kept_backends,
+			StateDesc **merged, bool *whole)
+{
+	int			nflat = 0;
+	RescaleInput *flat;
+	RescaleLoad *loads;
+	int			nm;
+	int			k = 0;
+
+	for (int i = 0; i < nin; i++)
+	{
+		if (in[i].m->format != SNAPSHOT_NATIVE && trust_oids)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a canonical checkpoint cannot be loaded at server start"),
+					 errhint("Restore it with state.restore().")));
+		check_section(in[i].src, in[i].m, &in[i].sec, in[i].source_dbid, target_dbid,
+					  backend_override, trust_oids, kept_backends);
+		nflat += in[i].sec.n;
+	}
+	flat = palloc(sizeof(RescaleInput) * Max(nflat, 1));
+	loads = palloc(sizeof(RescaleLoad) * Max(nflat, 1));
+	for (int i = 0; i < nin; i++)
+	{
+		in[i].loads = &loads[k];
+		for (int j = 0; j < in[i].sec.n; j++, k++)
+		{
+			flat[k].source = in[i].src->name;
+			flat[k].desc = &in[i].sec.descs[j];
+		}
+	}
+	nm = rescale_plan(flat, nflat, split, merged, loads, whole);
+	pfree(flat);
+	return nm;
+}
+
+/*
+ * chunk_operator_lists leaves each merged operator_list with its part's
+ * chunk, when the restore keeps one part of several.
+ */
+typedef struct ChunkArg
+{
+	const StateTarget *target;
+	const RestoreSplit *split;
+} ChunkArg;
+
+static void
+chunk_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	ChunkArg   *a = arg;
+	StateKey	k;
+	StringInfoData chunk;
+	const KeyedStateBackend *b = keyed_backend_for(a->target->desc->backend);
+
+	k.data = key;
+	k.len = keylen;
+	k.hash = key_image_hash(key, keylen);
+	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
+	initStringInfo(&chunk);
+	if (rescale_chunk(value, vallen, a->split->parallelism, a->split->part, &chunk))
+		b->put(a->target, &k, chunk.data, chunk.len);
+	else
+		b->remove(a->target, &k);
+	pfree(chunk.data);
+}
+
+static void
+chunk_operator_lists(const StateDesc *merged, const int *slots, int nm,
+					 const RestoreSplit *split)
+{
+	for (int j = 0; j < nm && split->parallelism > 0; j++)
+	{
+		/* Not logged: a logged state's records begin at its publication. */
+		StateDesc	quiet = merged[j];
+		StateTarget target = {&quiet, slots[j]};
+		ChunkArg	a = {&target, split};
+
+		quiet.logged = false;
+		if (merged[j].kind == STATE_KIND_OPERATOR_LIST)
+			keyed_backend_for(merged[j].backend)->iterate(&target, -1, chunk_entry, &a);
+	}
+}
+
+/*
+ * load_inputs loads every input's states into the merged hidden states, as
+ * the plan says; returns the entries loaded.
  */
 static int64
-restore_section(const SnapshotSource *src, const SnapshotManifest *m,
-				Oid source_dbid, Oid target_dbid, int backend_override,
-				bool trust_oids, uint32 kept_backends)
+load_inputs(RestoreInput *in, int nin, const StateDesc *merged, const int *slots,
+			bool trust_oids)
 {
-	Section		sec;
+	int64		total = 0;
+
+	for (int i = 0; i < nin; i++)
+	{
+		bool		any_native = false;
+
+		for (int j = 0; j < in[i].sec.n; j++)
+		{
+			const RescaleLoad *l = &in[i].loads[j];
+			StateDesc	load;
+
+			if (l->skip)
+				continue;
+			if (in[i].sec.native[j])
+			{
+				any_native = true;	/* below, all at once */
+				continue;
+			}
+			/* Loading is not logged: a logged state's records begin at its publication. */
+			load = merged[l->merged];
+			load.logged = false;
+			total += load_state(in[i].src, in[i].m, in[i].sec.states[j], &load,
+								slots[l->merged], !trust_oids, l);
+		}
+		if (any_native)
+			total += restore_native_files(in[i].src->dir, &in[i].sec, in[i].loads,
+										  merged, slots);
+	}
+	return total;
+}
+
+/*
+ * restore_inputs replaces the states of database target_dbid with the
+ * states of the inputs' sections, merged, and of them the part split says
+ * (rescale.c).  Returns the entries loaded.
+ */
+static int64
+restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
+			   const RestoreSplit *split, bool trust_oids, uint32 kept_backends)
+{
+	StateDesc  *merged;
+	int		   *slots;
+	int			nm;
 	volatile int created = 0;
 	volatile bool holding = false;
 	int64		total = 0;
-	bool		any_native = false;
+	bool		whole;
 
-	if (m->format != SNAPSHOT_NATIVE && trust_oids)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a canonical checkpoint cannot be loaded at server start"),
-				 errhint("Restore it with state.restore().")));
-	check_section(src, m, &sec, source_dbid, target_dbid, backend_override,
-				  trust_oids, kept_backends);
+	nm = plan_inputs(in, nin, target_dbid, backend_override, split, trust_oids,
+					 kept_backends, &merged, &whole);
+	slots = palloc(sizeof(int) * Max(nm, 1));
 
 	/* Load into hidden states; publish them all at once. */
 	PG_TRY();
 	{
-		for (int i = 0; i < sec.n; i++)
+		for (int j = 0; j < nm; j++)
 		{
 			/* At start, states keep their ids: WAL names them so. */
-			sec.slots[i] = trust_oids ? registry_create_as(&sec.descs[i]) :
-				registry_create(&sec.descs[i], true);
-			created = i + 1;
-			if (sec.native[i])
-				any_native = true;	/* below, all at once */
-			else
-			{
-				/* Loading is not logged: a logged state's records begin at its publication. */
-				StateDesc	load = sec.descs[i];
-
-				load.logged = false;
-				total += load_state(src, m, sec.states[i], &load, sec.slots[i], !trust_oids);
-			}
+			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
+				registry_create(&merged[j], true);
+			created = j + 1;
 		}
-		if (any_native)
-			total += restore_native_files(src->dir, sec.states, sec.descs, sec.slots,
-										  sec.native, sec.n);
+		total = load_inputs(in, nin, merged, slots, trust_oids);
+		/* An operator list is shared out of the whole job's only. */
+		if (whole)
+			chunk_operator_lists(merged, slots, nm, split);
 		/* Writes may have been posted: they must all be in. */
 		if (!trust_oids)
 			keyed_backend_flush_all();
-		if (!trust_oids && section_has_logged(&sec))
+		if (!trust_oids && any_logged(merged, nm))
 		{
 			snapshot_control_hold_cuts(true);
 			holding = true;
-			log_restored(&sec);
+			log_restored(merged, slots, nm);
 		}
 	}
 	PG_CATCH();
 	{
 		if (holding)
 			snapshot_control_hold_cuts(false);
-		for (int i = 0; i < created; i++)
-			state_ops_discard(&sec.descs[i], sec.slots[i]);
+		for (int j = 0; j < created; j++)
+			state_ops_discard(&merged[j], slots[j]);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
 	PG_TRY();
 	{
-		state_ops_publish(target_dbid, sec.descs, sec.n, trust_oids ? kept_backends : 0,
+		state_ops_publish(target_dbid, merged, nm, trust_oids ? kept_backends : 0,
 						  !trust_oids);
 	}
 	PG_FINALLY();
@@ -496,14 +645,12 @@ restore_section(const SnapshotSource *src, const SnapshotManifest *m,
 }
 
 /*
- * restore_into_database restores the current database from a snapshot:
- * the section of database from_database (default: the one named like the
- * current database, or the only one).  backend_override < 0 keeps each
- * state's backend.
+ * pick_section reads a snapshot's MANIFEST into an input and picks its
+ * section of database from_database (default: the one named like the
+ * current database, or the only one).
  */
-int64
-restore_into_database(const SnapshotSource *src, const char *from_database,
-					  int backend_override)
+static void
+pick_section(const SnapshotSource *src, const char *from_database, RestoreInput *in)
 {
 	SnapshotManifest *m = snapshot_read_manifest(src);
 	char	   *current = get_database_name(MyDatabaseId);
@@ -540,7 +687,48 @@ restore_into_database(const SnapshotSource *src, const char *from_database,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("snapshot \"%s\" has no states of database \"%s\"", src->name, want),
 				 m->ndbs > 1 ? errhint("Name the database to restore from with from_database.") : 0));
-	return restore_section(src, m, source, MyDatabaseId, backend_override, false, 0);
+	memset(in, 0, sizeof(RestoreInput));
+	in->src = src;
+	in->m = m;
+	in->source_dbid = source;
+}
+
+/* Does a snapshot hold a state of only some key groups? */
+static bool
+manifest_has_ranges(const SnapshotManifest *m)
+{
+	for (int i = 0; i < m->nstates; i++)
+		if (m->states[i].desc.range_parts > 0)
+			return true;
+	return false;
+}
+
+/*
+ * restore_into_database restores the current database from one snapshot,
+ * or from several merged (nsrcs > 1, the snapshots of several parts), and
+ * of that the part split names (parallelism 0: all of it).
+ * backend_override < 0 keeps each state's backend.
+ */
+int64
+restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_database,
+					  int backend_override, const RestoreSplit *split)
+{
+	RestoreInput *in = palloc(sizeof(RestoreInput) * Max(nsrcs, 1));
+
+	for (int i = 0; i < nsrcs; i++)
+	{
+		pick_section(&srcs[i], from_database, &in[i]);
+		/* Key-group ranges, and a split, count this server's key groups. */
+		if ((nsrcs > 1 || split->parallelism > 0 || manifest_has_ranges(in[i].m)) &&
+			in[i].m->key_groups != state_backend_max_parallelism)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("snapshot \"%s\" was taken with %d key groups, and this server has %d",
+							srcs[i].name, in[i].m->key_groups, state_backend_max_parallelism),
+					 errdetail("Parts of a snapshot are numbered in key groups: set state_backend.max_parallelism to %d.",
+							   in[i].m->key_groups)));
+	}
+	return restore_inputs(in, nsrcs, MyDatabaseId, backend_override, split, false, 0);
 }
 
 /*
@@ -599,8 +787,9 @@ restore_on_start(uint32 kept_backends)
 			continue;
 		PG_TRY();
 		{
-			int64		n = restore_section(&src, m, dbid, dbid, -1, true,
-											   kept_backends);
+			RestoreInput in = {&src, m, dbid};
+			RestoreSplit whole = {0, 0};
+			int64		n = restore_inputs(&in, 1, dbid, -1, &whole, true, kept_backends);
 
 			ereport(LOG,
 					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",

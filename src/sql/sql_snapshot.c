@@ -12,10 +12,12 @@
 #include <sys/stat.h>
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -28,12 +30,14 @@
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "snapshot/snapshot_driver.h"
+#include "sql/sql_common.h"
 
 PG_FUNCTION_INFO_V1(state_snapshot);
 PG_FUNCTION_INFO_V1(state_snapshots);
 PG_FUNCTION_INFO_V1(state_wait_snapshot);
 PG_FUNCTION_INFO_V1(state_cancel_snapshot);
 PG_FUNCTION_INFO_V1(state_restore);
+PG_FUNCTION_INFO_V1(state_restore_merge);
 
 /* Paths are absolute; file:// URLs are taken as their path. */
 static char *
@@ -276,59 +280,118 @@ state_cancel_snapshot(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(snapshot_cancel(id));
 }
 
-/*
- * restore(path, backend, from_database): replaces the current database's
- * states with a snapshot's; returns the number of entries restored.  path
- * is a snapshot directory, a checkpoint root (its newest complete
- * checkpoint), or memory:<id>.
- */
-Datum
-state_restore(PG_FUNCTION_ARGS)
+/* source_of sets up the source a restore reads from a path argument. */
+static void
+source_of(text *arg_text, SnapshotSource *src)
 {
-	char	   *arg;
-	SnapshotSource src;
-	int			backend = -1;
-	char	   *from_db = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *arg = text_to_cstring(arg_text);
 
-	state_backend_check_available();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot path must not be null")));
-	if (!PG_ARGISNULL(1))
-		backend = keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	memset(&src, 0, sizeof(src));
-
+	memset(src, 0, sizeof(SnapshotSource));
 	if (strncmp(arg, "memory:", 7) == 0)
 	{
 		char	   *end;
 		int64		id = strtoll(arg + 7, &end, 10);
 
 		if (*end != '\0' || id <= 0 ||
-			(src.mem = snapshot_memory_image(id, &src.memlen)) == NULL)
+			(src->mem = snapshot_memory_image(id, &src->memlen)) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("there is no snapshot \"%s\" in shared memory", arg)));
-		src.name = arg;
-		src.trusted = true;
+		src->name = arg;
+		src->trusted = true;
 	}
 	else
 	{
-		char	   *path = path_arg(PG_GETARG_TEXT_PP(0));
+		char	   *path = path_arg(arg_text);
 
 		check_path_privilege(ROLE_PG_READ_SERVER_FILES, "read");
-		src.dir = path;
+		src->dir = path;
 		if (!snapshot_dir_is_complete(path))
 		{
 			int64		id;
 			char	   *newest = checkpoint_newest(path, &id);
 
 			if (newest != NULL)
-				src.dir = newest;
+				src->dir = newest;
 		}
-		src.name = src.dir;
-		src.trusted = path_in_checkpoint_dir(src.dir);
+		src->name = src->dir;
+		src->trusted = path_in_checkpoint_dir(src->dir);
 	}
-	PG_RETURN_INT64(restore_into_database(&src, from_db, backend));
+}
+
+/*
+ * restore_sources restores from the sources with the arguments backend,
+ * from_database, parallelism and part (1 to 4) of either form of restore.
+ */
+static Datum
+restore_sources(FunctionCallInfo fcinfo, SnapshotSource *srcs, int nsrcs)
+{
+	int			backend = -1;
+	char	   *from_db = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	RestoreSplit split = {0, 0};
+
+	if (!PG_ARGISNULL(1))
+		backend = keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (PG_NARGS() > 4 && (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)))
+	{
+		state_check_parts(PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3),
+						  PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4));
+		split.parallelism = PG_GETARG_INT32(3);
+		split.part = PG_GETARG_INT32(4);
+	}
+	PG_RETURN_INT64(restore_into_database(srcs, nsrcs, from_db, backend, &split));
+}
+
+/*
+ * restore(path, backend, from_database, parallelism, part): replace the
+ * current database's states with a snapshot's, or with one part of it.
+ */
+Datum
+state_restore(PG_FUNCTION_ARGS)
+{
+	SnapshotSource src;
+
+	state_backend_check_available();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot path must not be null")));
+	source_of(PG_GETARG_TEXT_PP(0), &src);
+	return restore_sources(fcinfo, &src, 1);
+}
+
+/*
+ * restore(paths[], backend, from_database, parallelism, part): the same
+ * from the snapshots of several parts, merged (snapshot/rescale.c).
+ */
+Datum
+state_restore_merge(PG_FUNCTION_ARGS)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	SnapshotSource *srcs;
+
+	state_backend_check_available();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot paths must not be null")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot paths must name at least one snapshot")));
+	srcs = palloc(sizeof(SnapshotSource) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("snapshot path must not be null")));
+		source_of(DatumGetTextPP(elems[i]), &srcs[i]);
+	}
+	return restore_sources(fcinfo, srcs, n);
 }

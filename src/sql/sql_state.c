@@ -76,6 +76,33 @@ regtype_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return PG_GETARG_OID(argno);
 }
 
+/*
+ * inherit_range: a keyed state created on a server that holds one part of
+ * the database's keyed state (a restore of one part) holds the same part,
+ * so that its keys go where the others' go and the parts merge back.
+ */
+static void
+inherit_range(StateDesc *desc)
+{
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+
+	if (state_kind_is_operator(desc->kind))
+		return;
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < n; i++)
+		if (descs[i].range_parts > 0)
+		{
+			desc->range_parts = descs[i].range_parts;
+			desc->range_first = descs[i].range_first;
+			desc->range_last = descs[i].range_last;
+			break;
+		}
+	pfree(descs);
+	pfree(slots);
+}
+
 /* ttl_interval shows a TTL in microseconds as an interval, days justified. */
 static Datum
 ttl_interval(int64 ttl)
@@ -218,6 +245,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.logged = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	if (desc.logged)
 		logged_check_create();
+	inherit_range(&desc);
 	(void) state_ops_create(&desc);
 	PG_RETURN_VOID();
 }

@@ -94,6 +94,7 @@ extern void rocks_split_key(const char *k, size_t klen, const char **key, uint32
 							const char **mkey, uint32 *mklen);
 extern size_t rocks_key_prefix_len(const char *k, size_t klen);
 extern void rocks_key_group_range(int key_group, StringInfo from, StringInfo to);
+extern void rocks_key_groups_range(int first, int last, StringInfo from, StringInfo to);
 extern void rocks_state_range(StringInfo from, StringInfo to);
 extern void rocks_prefix_end(StringInfo prefix, StringInfo end);
 extern void rocks_map_value(StringInfo buf, const char *value, uint32 len);

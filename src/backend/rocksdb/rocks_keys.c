@@ -89,8 +89,15 @@ rocks_key_prefix_len(const char *k, size_t klen)
 void
 rocks_key_group_range(int key_group, StringInfo from, StringInfo to)
 {
-	uint16		kg = pg_hton16((uint16) key_group);
-	uint16		next = pg_hton16((uint16) (key_group + 1));
+	rocks_key_groups_range(key_group, key_group, from, to);
+}
+
+/* The range [from, to) of the keys of key groups first to last. */
+void
+rocks_key_groups_range(int first, int last, StringInfo from, StringInfo to)
+{
+	uint16		kg = pg_hton16((uint16) first);
+	uint16		next = pg_hton16((uint16) (last + 1));
 
 	resetStringInfo(from);
 	resetStringInfo(to);

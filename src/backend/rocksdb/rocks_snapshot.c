@@ -373,13 +373,27 @@ typedef struct CopyFamily
 	rocksdb_column_family_handle_t *to;
 	rocksdb_writebatch_t *batch;
 	int			pending;
+	int64		keys;			/* keys copied (a map's entries count once) */
+	StringInfoData last;		/* the last key image copied */
 } CopyFamily;
 
 static bool
 copy_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	CopyFamily *c = arg;
+	const char *key;
+	uint32		keylen;
+	const char *mkey;
+	uint32		mklen;
 
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	if (c->keys == 0 || (uint32) c->last.len != keylen ||
+		memcmp(c->last.data, key, keylen) != 0)
+	{
+		c->keys++;
+		resetStringInfo(&c->last);
+		appendBinaryStringInfo(&c->last, key, keylen);
+	}
 	rocksdb_writebatch_put_cf(c->batch, c->to, k, klen, v, vlen);
 	if (++c->pending >= 4096)
 	{
@@ -438,6 +452,11 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 			rocksdb_column_family_handle_t *from = family_of(&s, items[i].from_id, &from_name);
 			CopyFamily	c;
 			char	   *err = NULL;
+			StringInfoData lo;
+			StringInfoData hi;
+
+			initStringInfo(&lo);
+			initStringInfo(&hi);
 
 			c.to = rocks_family(items[i].to_id, items[i].to_slot);
 			if (from == NULL)
@@ -445,11 +464,21 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 			check_family_name(from_name, items[i].from_id, items[i].to_id, items[i].to_slot);
 			c.batch = rocksdb_writebatch_create();
 			c.pending = 0;
-			rocks_scan(s.db, s.ropts, from, "", 0, NULL, 0, copy_entry, &c);
-			rocksdb_write(rocks.db, rocks.wopts, c.batch, &err);
-			rocksdb_writebatch_destroy(c.batch);
+			c.keys = 0;
+			initStringInfo(&c.last);
+			rocks_key_groups_range(items[i].kg_first, items[i].kg_last, &lo, &hi);
+			PG_TRY();
+			{
+				rocks_scan(s.db, s.ropts, from, lo.data, lo.len, hi.data, hi.len, copy_entry, &c);
+				rocksdb_write(rocks.db, rocks.wopts, c.batch, &err);
+			}
+			PG_FINALLY();
+			{
+				rocksdb_writebatch_destroy(c.batch);
+			}
+			PG_END_TRY();
 			rocks_check(err, "write");
-			total += rocks_count_keys(s.db, s.ropts, from, items[i].kind == STATE_KIND_MAP);
+			total += c.keys;
 		}
 	}
 	PG_FINALLY();
@@ -511,6 +540,10 @@ rocks_handle_restore(const char *payload, uint32 len, StringInfo reply)
 	items = palloc(sizeof(NativeRestoreItem) * Max(n, 1));
 	memcpy(items, payload + sizeof(uint32) + dirlen + sizeof(int32),
 		   sizeof(NativeRestoreItem) * n);
+	for (int i = 0; i < n; i++)
+		if (items[i].kg_first < 0 || items[i].kg_first > items[i].kg_last ||
+			items[i].kg_last >= state_backend_max_parallelism)
+			elog(ERROR, "state_backend: malformed restore request");
 	total = rocks_restore_native(dir, items, n);
 	appendBinaryStringInfo(reply, (const char *) &total, sizeof(total));
 	return true;

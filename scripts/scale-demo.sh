@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# scripts/scale-demo.sh: the README's "Scaling out" path, on three local
+# servers, checking its own result.
+#
+#   1. server 0 holds keyed and operator state, and takes a snapshot;
+#   2. the snapshot is restored onto servers 0, 1 and 2 as parts 0, 1 and 2
+#      of 3 (parallelism => 3, part => i);
+#   3. a client routes each call with state.part_for to the server that
+#      holds the key;
+#   4. each server takes a snapshot;
+#   5. the three snapshots merge back onto server 0.
+#
+# It checks that every key is on exactly one server, and that the merge
+# equals the original, and exits non-zero otherwise.  Run as root or as a
+# user with sudo; the servers run as the postgres OS user, on Unix sockets
+# in STATE_BACKEND_SCALE_DIR (default /var/tmp/state_backend_scale), ports
+# 5441 to 5443, and are stopped at the end.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+DIR=${STATE_BACKEND_SCALE_DIR:-/var/tmp/state_backend_scale}
+KEYS=${STATE_BACKEND_SCALE_KEYS:-30000}
+PORTS=(5441 5442 5443)
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'scale-demo.sh: %s\n' "$*" >&2; exit 1; }
+
+if [ "$(id -u)" -eq 0 ]; then
+	as_root() { "$@"; }
+	as_pg() { (cd / && runuser -u postgres -- env HOME=/var/lib/postgresql "$@"); }
+elif [ "$(id -un)" = postgres ]; then
+	as_root() { sudo "$@"; }
+	as_pg() { "$@"; }
+else
+	as_root() { sudo "$@"; }
+	as_pg() { (cd / && sudo -u postgres -H "$@"); }
+fi
+
+"$ROOT/scripts/setup.sh"
+
+# sql I SQL: runs SQL on server I, unaligned, tuples only.
+sql() { as_pg "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$DIR" -p "${PORTS[$1]}" -d postgres -c "$2"; }
+
+stop_all() {
+	for i in 0 1 2; do
+		as_pg "$PGBIN/pg_ctl" -D "$DIR/server$i" -m fast -w stop >/dev/null 2>&1 || true
+	done
+}
+trap stop_all EXIT
+
+stop_all
+as_root rm -rf "$DIR"
+as_root install -d -o postgres -g postgres -m 0700 "$DIR" "$DIR/snapshots"
+for i in 0 1 2; do
+	as_pg "$PGBIN/initdb" -D "$DIR/server$i" -U postgres --auth-local=peer --auth-host=scram-sha-256 --no-instructions >/dev/null
+	as_pg tee -a "$DIR/server$i/postgresql.conf" >/dev/null <<EOF
+port = ${PORTS[$i]}
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+shared_preload_libraries = 'state_backend'
+EOF
+	as_pg "$PGBIN/pg_ctl" -D "$DIR/server$i" -l "$DIR/server$i.log" -w start >/dev/null
+	sql "$i" "CREATE EXTENSION state_backend"
+done
+
+log "1. server 0: $KEYS keys in a value, a map and a list state (rocksdb and memory), and operator state"
+sql 0 "
+SELECT state.create_state('balance', 'value', 'int', 'bigint', backend => 'rocksdb');
+SELECT state.create_state('cart', 'map', 'int', 'int', map_key_type => 'text');
+SELECT state.create_state('events', 'list', 'int', 'text');
+SELECT state.create_state('offsets', 'operator_list', value_type => 'bigint');
+SELECT state.create_state('rules', 'broadcast', value_type => 'text', map_key_type => 'text');
+SELECT count(state.value_set('balance', i, i * 10::bigint)) FROM generate_series(1, $KEYS) i;
+SELECT count(state.map_put('cart', i, 'item' || i % 5, i % 7)) FROM generate_series(1, $KEYS) i;
+SELECT count(state.list_add('events', i, 'e' || i)) FROM generate_series(1, $KEYS) i;
+SELECT state.operator_add_all('offsets', ARRAY(SELECT generate_series(101, 110)::bigint));
+SELECT state.broadcast_put('rules', 'limit', '100');" >/dev/null
+
+# contents I: each state's key count and sum, and the operator state
+contents() {
+	sql "$1" "SELECT concat_ws(' ',
+	  (SELECT count(*) || '/' || coalesce(sum(state.value_get('balance', k, 0::bigint)), 0) FROM state.keys('balance', NULL::int) k),
+	  (SELECT count(*) || '/' || coalesce(sum(state.map_get('cart', k, 'item' || k % 5, 0)), 0) FROM state.keys('cart', NULL::int) k),
+	  (SELECT count(*) || '/' || coalesce(sum(state.list_length('events', k)), 0) FROM state.keys('events', NULL::int) k),
+	  state.operator_get('offsets', '{}'::bigint[]),
+	  state.broadcast_get('rules', 'limit', ''))"
+}
+original=$(contents 0)
+log "   contents: $original"
+sql 0 "SELECT state.wait_snapshot(state.snapshot('$DIR/snapshots/full'))" >/dev/null
+
+log "2. restore onto three servers, parallelism 3"
+for i in 0 1 2; do
+	sql "$i" "SELECT state.restore('$DIR/snapshots/full', parallelism => 3, part => $i)" >/dev/null
+	log "   server $i: key groups $(sql "$i" "SELECT key_groups FROM state.states WHERE name = 'balance'"), $(contents "$i")"
+done
+
+log "3. route calls with part_for: a deposit of 5 to keys 1 to 20, each on its server"
+for k in $(seq 1 20); do
+	p=$(sql 0 "SELECT state.part_for('balance', $k, 3)")
+	sql "$p" "SELECT state.value_set('balance', $k, state.value_get('balance', $k, 0::bigint) + 5)" >/dev/null
+done
+if sql 1 "SELECT state.value_get('balance', (SELECT min(k) FROM generate_series(1, 100) k WHERE state.part_for('balance', k, 3) = 0), 0::bigint)" >/dev/null 2>"$DIR/wrong.txt"; then
+	die "a call on the wrong server did not fail"
+fi
+log "   the wrong server refuses: $(grep -o 'ERROR:.*' "$DIR/wrong.txt")"
+
+# every key on exactly one server
+total=0
+for i in 0 1 2; do
+	misplaced=$(sql "$i" "SELECT (SELECT count(*) FROM state.keys('balance', NULL::int) k WHERE state.part_for('balance', k, 3) <> $i)
+	  + (SELECT count(*) FROM state.keys('cart', NULL::int) k WHERE state.part_for('cart', k, 3) <> $i)
+	  + (SELECT count(*) FROM state.keys('events', NULL::int) k WHERE state.part_for('events', k, 3) <> $i)")
+	[ "$misplaced" = 0 ] || die "server $i holds $misplaced keys of other parts"
+	total=$((total + $(sql "$i" "SELECT count(*) FROM state.keys('balance', NULL::int)")))
+done
+[ "$total" = "$KEYS" ] || die "the three servers hold $total keys, not $KEYS"
+log "   every key is on exactly one server ($total keys)"
+
+log "4. snapshot the three servers"
+for i in 0 1 2; do
+	sql "$i" "SELECT state.wait_snapshot(state.snapshot('$DIR/snapshots/part$i'))" >/dev/null
+done
+
+log "5. merge the three snapshots onto server 0"
+sql 0 "SELECT state.restore(ARRAY['$DIR/snapshots/part0', '$DIR/snapshots/part1', '$DIR/snapshots/part2'])" >/dev/null
+merged=$(contents 0)
+# the deposits: 20 keys of 5 each
+read -r b rest <<<"$original"
+expected="${b%%/*}/$(( ${b#*/} + 100 )) $rest"
+log "   contents: $merged"
+[ "$merged" = "$expected" ] || die "the merge holds \"$merged\", not \"$expected\" (the original plus the deposits)"
+log "the merge equals the original plus the 20 deposits: scale-out and scale-in check out"

@@ -1,0 +1,215 @@
+/*
+ * snapshot/rescale.c
+ *		Restoring one part of a snapshot, and merging the snapshots of
+ *		several parts, as Flink rescales a job from a savepoint.
+ *
+ * Keyed state is split by key group: of "parallelism" parts, part i holds
+ * the key groups common/key_group.c gives it, and a restore of that part
+ * keeps only those.  Operator state is not keyed: an operator_list is split
+ * evenly, in order (part i gets the i-th of the contiguous chunks, the
+ * first ones one element longer), union lists and broadcast state come
+ * whole.  Merging snapshots of several parts takes each state's key groups
+ * from the snapshot that holds them (no two may hold the same key group),
+ * concatenates operator and union lists in the order the snapshots are
+ * given, and takes broadcast state from the first.
+ *
+ * rescale_plan decides all of that from the descriptors, before anything is
+ * loaded; restore.c then loads as the plan says.
+ */
+#include "postgres.h"
+
+#include "common/key_group.h"
+#include "common/settings.h"
+#include "format/records.h"
+#include "snapshot/rescale.h"
+
+/* The key groups a state of a snapshot holds. */
+static void
+held_range(const StateDesc *d, int *first, int *last)
+{
+	*first = d->range_parts > 0 ? d->range_first : 0;
+	*last = d->range_parts > 0 ? d->range_last : state_backend_max_parallelism - 1;
+}
+
+/* The same state in two snapshots must be the same state. */
+static void
+check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const char *bsrc)
+{
+	if (a->kind != b->kind || a->key_type != b->key_type || a->value_type != b->value_type ||
+		a->map_key_type != b->map_key_type || a->reducer != b->reducer || a->ttl != b->ttl ||
+		a->ttl_update != b->ttl_update || a->ttl_visibility != b->ttl_visibility ||
+		a->logged != b->logged || a->backend != b->backend)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state \"%s\" differs between snapshots \"%s\" and \"%s\"",
+						NameStr(a->name), asrc, bsrc),
+				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer, TTL, logging and backend.")));
+}
+
+/*
+ * plan_range sets the key groups merged keyed state m holds here, from the
+ * inputs that hold it, and which of them each input keeps.  Returns whether
+ * the inputs hold every key group of it.
+ */
+static bool
+plan_range(const RescaleInput *in, int n, const RestoreSplit *split, StateDesc *m,
+		   int mi, RescaleLoad *loads)
+{
+	bool		whole;
+	int			max = state_backend_max_parallelism;
+	int			lo = max;
+	int			hi = -1;
+	int			covered = 0;
+	int			parts = 0;
+	int			count = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			f,
+					l;
+
+		if (loads[i].merged != mi)
+			continue;
+		held_range(in[i].desc, &f, &l);
+		for (int j = 0; j < i; j++)
+		{
+			int			f2,
+						l2;
+
+			if (loads[j].merged != mi)
+				continue;
+			held_range(in[j].desc, &f2, &l2);
+			if (f <= l2 && f2 <= l)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("snapshots \"%s\" and \"%s\" both hold key groups %d to %d of state \"%s\"",
+								in[j].source, in[i].source, Max(f, f2), Min(l, l2),
+								NameStr(m->name)),
+						 errdetail("Snapshots merged must hold distinct key groups: one snapshot per part.")));
+		}
+		lo = Min(lo, f);
+		hi = Max(hi, l);
+		covered += l - f + 1;
+		if (parts == 0)
+			parts = in[i].desc->range_parts;
+		count++;
+	}
+	if (count > 1 && covered != hi - lo + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the snapshots hold key groups %d to %d of state \"%s\" with a gap",
+						lo, hi, NameStr(m->name)),
+				 errdetail("Snapshots merged must hold contiguous key groups: consecutive parts.")));
+	whole = lo == 0 && hi == max - 1;
+	if (split->parallelism > 0)
+	{
+		int			want_lo;
+		int			want_hi;
+
+		key_group_range_of_part(max, split->parallelism, split->part, &want_lo, &want_hi);
+		if (want_lo < lo || want_hi > hi)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("part %d of %d holds key groups %d to %d of state \"%s\", which the snapshots hold only from %d to %d",
+							split->part, split->parallelism, want_lo, want_hi,
+							NameStr(m->name), lo, hi)));
+		lo = want_lo;
+		hi = want_hi;
+		parts = split->parallelism;
+	}
+	else if (lo == 0 && hi == max - 1)
+		parts = 0;
+	m->range_parts = parts;
+	m->range_first = parts > 0 ? lo : 0;
+	m->range_last = parts > 0 ? hi : 0;
+	for (int i = 0; i < n; i++)
+		if (loads[i].merged == mi && split->parallelism > 0)
+		{
+			loads[i].kg_first = lo;
+			loads[i].kg_last = hi;
+		}
+	return whole;
+}
+
+/*
+ * rescale_plan merges the states of the inputs (each state of each
+ * snapshot restored, in the order the snapshots are given) by name into
+ * *merged, and says in loads[i] what the restore does with input i.
+ * Returns how many merged states there are; *whole says whether the inputs
+ * hold every key group of every keyed state (the whole job: only then is an
+ * operator list shared out).  Raises invalid_parameter_value when two
+ * snapshots disagree on a state or hold the same key groups.
+ */
+int
+rescale_plan(const RescaleInput *in, int n, const RestoreSplit *split,
+			 StateDesc **merged, RescaleLoad *loads, bool *whole)
+{
+	StateDesc  *m = palloc(sizeof(StateDesc) * Max(n, 1));
+	int		   *first = palloc(sizeof(int) * Max(n, 1));
+	int			nm = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			j;
+
+		for (j = 0; j < nm; j++)
+			if (strcmp(NameStr(m[j].name), NameStr(in[i].desc->name)) == 0)
+				break;
+		memset(&loads[i], 0, sizeof(RescaleLoad));
+		loads[i].merged = j;
+		loads[i].kg_first = -1;
+		loads[i].kg_last = -1;
+		if (j == nm)
+		{
+			m[nm] = *in[i].desc;
+			first[nm++] = i;
+			continue;
+		}
+		check_same_state(&m[j], in[first[j]].source, in[i].desc, in[i].source);
+		loads[i].append = m[j].kind == STATE_KIND_OPERATOR_LIST ||
+			m[j].kind == STATE_KIND_UNION_LIST;
+		loads[i].skip = m[j].kind == STATE_KIND_BROADCAST;
+	}
+	*whole = true;
+	for (int j = 0; j < nm; j++)
+	{
+		if (state_kind_is_operator(m[j].kind))
+			m[j].range_parts = m[j].range_first = m[j].range_last = 0;
+		else if (!plan_range(in, n, split, &m[j], j, loads))
+			*whole = false;
+	}
+	pfree(first);
+	*merged = m;
+	return nm;
+}
+
+/*
+ * rescale_chunk appends to out the elements of part "part" of "parts" of a
+ * list image: the i-th of the contiguous chunks, the first ones one element
+ * longer.  Returns whether the chunk holds any element.
+ */
+bool
+rescale_chunk(const char *list, uint32 len, int parts, int part, StringInfo out)
+{
+	int64		n = record_count_elems(list, len);
+	int64		base = n / parts;
+	int64		extra = n % parts;
+	int64		from = part * base + Min(part, extra);
+	int64		count = base + (part < extra ? 1 : 0);
+	uint32		off = 0;
+	const char *data;
+	uint32		dlen;
+
+	for (int64 i = 0; i < from + count &&
+		 record_next_elem(list, len, &off, &data, &dlen) == RECORD_OK; i++)
+	{
+		if (i >= from)
+		{
+			int			begin = record_elem_begin(out);
+
+			appendBinaryStringInfo(out, data, dlen);
+			record_elem_end(out, begin);
+		}
+	}
+	return count > 0;
+}
