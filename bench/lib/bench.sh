@@ -72,7 +72,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl logged"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale logged"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -711,6 +711,14 @@ if has_case ttl; then
 	. "$LIB/ttl.sh"
 fi
 
+# ------------------------------------------------------------ rescaling
+# bench/lib/rescale.sh: a restore of one part of three, and a merge of three
+# parts' snapshots, against the full restore.
+if has_case rescale; then
+	# shellcheck source-path=SCRIPTDIR source=rescale.sh
+	. "$LIB/rescale.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -736,6 +744,7 @@ n=2
 while [ -e "$file" ]; do file="$base-$n.md"; n=$((n + 1)); done
 perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
 perl "$LIB/report_ttl.pl" "$RAW" "$file" || die "report_ttl.pl failed"
+perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
