@@ -110,7 +110,7 @@ SET client_min_messages = warning;
 -- a demo server made by an earlier build of this release gets the current SQL
 SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'create_state'
                  AND pronamespace = 'state'::regnamespace
-                 AND NOT ('logged' = ANY (proargnames))) AS stale \gset
+                 AND NOT ('ttl_update' = ANY (proargnames))) AS stale \gset
 \if :stale
 DROP EXTENSION state_backend;
 \endif
@@ -118,7 +118,8 @@ CREATE EXTENSION IF NOT EXISTS state_backend;
 -- start from a clean slate, so that the demo can run again
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
-     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen', 'balance']) AS n;
+     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen', 'balance', 'dedup',
+                       'offsets']) AS n;
 END $$;
 RESET client_min_messages;
 \set ECHO queries
@@ -185,8 +186,25 @@ SELECT slot_name, slot_type, restart_lsn IS NOT NULL AS keeps_wal
   FROM pg_replication_slots WHERE slot_name = 'state_backend';
 
 \echo
+\echo '== a TTL: a dedup set whose event ids expire (2 seconds here; 10 minutes in the README)'
+SELECT state.create_state('dedup', 'map', map_key_type => 'text', value_type => 'boolean',
+                          ttl => '2 seconds');
+SELECT state.map_put('dedup', 'web', 'event-1', true);
+SELECT state.map_contains('dedup', 'web', 'event-1') AS duplicate;
+SELECT pg_sleep(2.2);
+SELECT state.map_contains('dedup', 'web', 'event-1') AS duplicate_after_2s;
+
+\echo
+\echo '== operator state: a list with no key, shared out in order when the state is split'
+SELECT state.create_state('offsets', 'operator_list', value_type => 'bigint');
+SELECT state.operator_add_all('offsets', ARRAY[100, 200, 300]::bigint[]);
+SELECT state.operator_get('offsets', '{}'::bigint[]) AS offsets,
+       state.key_group_range(3, 1) AS part_1_of_3_holds,
+       state.part_for('clicks', 'alice', 3) AS alice_goes_to_part;
+
+\echo
 \echo '== every state of this database'
-SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, owner, entries, bytes, logged
+SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, ttl, owner, entries, bytes, logged
   FROM state.states ORDER BY name;
 
 \echo

@@ -4,6 +4,7 @@
 # helpers sql, sql1, raw, meta, log and its FAILED count).  Each figure is
 # set beside its baseline, measured in this group, in this run:
 #
+#   In a database of its own (a restore replaces a database's states):
 #   RS_HEAP entries (default 3M; smoke 30k) in a memory value state, and
 #   RS_ROCKS (1M; smoke 10k) in a rocksdb one, each snapshot native:
 #   the restore of part 0 of 3 beside the full restore of the same
@@ -26,7 +27,7 @@ meta rs_rocks_keys "$RS_ROCKS"
 # "milliseconds value".
 rs_timed() {
 	local out
-	out=$(printf '\\timing on\n%s\n' "$1" | sql bench 2>>"$WORK/out/rescale.log") ||
+	out=$(printf '\\timing on\n%s\n' "$1" | sql bench_rescale 2>>"$WORK/out/rescale.log") ||
 		{ tail -n 5 "$WORK/out/rescale.log" >&2; return 1; }
 	awk '/^Time: / { ms = $2; next } row == "" && NF { row = $0 } END { if (ms == "") exit 1; printf "%s %s\n", ms, row }' <<<"$out"
 }
@@ -40,7 +41,7 @@ rs_case() {
 		"SELECT state.create_state('rs_$name', 'value', 'bigint', 'bigint', backend => '$backend');" \
 		"SELECT count(state.value_set('rs_$name', i, i)) FROM generate_series(1, $n) i;" \
 		"SELECT state.wait_snapshot(state.snapshot('$full'));" |
-		sql bench >>"$WORK/out/rescale.log" 2>&1 || { rs_fail "loading $name"; return 0; }
+		sql bench_rescale >>"$WORK/out/rescale.log" 2>&1 || { rs_fail "loading $name"; return 0; }
 	read -r ms rows <<<"$(rs_timed "SELECT state.restore('$full');")" || { rs_fail "full restore of $name"; return 0; }
 	[ "$rows" = "$n" ] || rs_fail "full restore of $name restored $rows of $n"
 	raw rs_step "$name" full "$ms" "$rows"
@@ -48,7 +49,7 @@ rs_case() {
 		read -r ms rows <<<"$(rs_timed "SELECT state.restore('$full', parallelism => 3, part => $p);")" ||
 			{ rs_fail "restore of part $p of $name"; return 0; }
 		[ "$p" = 0 ] && raw rs_step "$name" part0 "$ms" "$rows"
-		sql1 "SELECT state.wait_snapshot(state.snapshot('$RS_DIR/${name}_part$p'))" >/dev/null ||
+		sql bench_rescale <<<"SELECT state.wait_snapshot(state.snapshot('$RS_DIR/${name}_part$p'))" >/dev/null ||
 			{ rs_fail "snapshot of part $p of $name"; return 0; }
 	done
 	read -r ms rows <<<"$(rs_timed "SELECT state.restore(ARRAY['$RS_DIR/${name}_part0', '$RS_DIR/${name}_part1', '$RS_DIR/${name}_part2']);")" ||
@@ -65,7 +66,9 @@ rs_case() {
 
 t_rs=$(date +%s)
 log "rescale cases: $RS_HEAP entries in memory, $RS_ROCKS in rocksdb"
+sql postgres <<<"CREATE DATABASE bench_rescale" >/dev/null || rs_fail "creating database bench_rescale"
+sql bench_rescale <<<"CREATE EXTENSION state_backend" >/dev/null || rs_fail "creating the extension"
 rs_case heap memory "$RS_HEAP"
 [ "$ROCKSDB" = 1 ] && rs_case rocks rocksdb "$RS_ROCKS"
-sql1 "SELECT count(state.drop_state(name)) FROM state.states WHERE name LIKE 'rs\_%'" >/dev/null
+sql postgres <<<"DROP DATABASE bench_rescale" >/dev/null || rs_fail "dropping database bench_rescale"
 meta rs_seconds "$(($(date +%s) - t_rs))"
