@@ -43,7 +43,6 @@ OBJS = \
 	src/backend/rocksdb/rocks_client.o \
 	src/backend/rocksdb/rocks_files.o \
 	src/backend/rocksdb/rocks_ttl.o \
-	src/backend/rocksdb/rocks_compact.o \
 	src/backend/rocksdb/rocks_snapshot.o \
 	src/snapshot/snapshot_control.o \
 	src/snapshot/snapshot_driver.o \

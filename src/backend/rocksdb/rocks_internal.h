@@ -53,7 +53,7 @@ extern RocksInstance rocks;
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 							 const char *v, size_t vlen);
 
-/* rocks_compact.c */
+/* rocks_instance.c: compactions on a thread of the worker's own */
 #define ROCKS_COMPACT_DONE		0
 #define ROCKS_COMPACT_RUNNING	1
 #define ROCKS_COMPACT_BUSY		2
@@ -67,8 +67,6 @@ extern bool rocks_family_id(const char *name, uint32 *id);
 extern rocksdb_options_t *rocks_family_options(const char *name);
 
 /* rocks_instance.c */
-extern void rocks_block_signals(sigset_t *saved);
-extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_check(char *err, const char *what);
 extern void rocks_open(void);
 extern bool rocks_is_open(void);

@@ -666,7 +666,7 @@ handle_size(Request *r, StringInfo reply)
 /*
  * COMPACT: [start]: start a compaction of the state's column family from
  * end to end (start 1), or look at it (start 0); reply the status
- * (rocks_compact.c).  RocksDB's threads do the work while the worker goes
+ * (rocks_instance.c).  RocksDB's threads do the work while the worker goes
  * on serving.
  */
 static void
