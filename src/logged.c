@@ -262,10 +262,11 @@ is_adopted(uint32 id)
 /*
  * map_checkpoint maps the logged states of the checkpoint at dir to the
  * states it was loaded into, which kept their ids, and returns its cut's
- * WAL position (InvalidXLogRecPtr when unknown).
+ * WAL position (InvalidXLogRecPtr when unknown); *any_logged is set when
+ * it holds a logged state.
  */
 static XLogRecPtr
-map_checkpoint(HTAB *map, const char *dir)
+map_checkpoint(HTAB *map, const char *dir, bool *any_logged)
 {
 	SnapshotSource src;
 	SnapshotManifest *m;
@@ -281,6 +282,7 @@ map_checkpoint(HTAB *map, const char *dir)
 		StateDesc	cur;
 		int			slot;
 
+		*any_logged |= d->logged;
 		if (!d->logged || hash_search(map, &d->id, HASH_FIND, NULL) != NULL)
 			continue;
 		slot = registry_find(d->id, &cur);
@@ -640,11 +642,21 @@ logged_recover(const char *dir)
 	/* The server must come up: a failure is reported, and states served as they are. */
 	PG_TRY();
 	{
+		XLogRecPtr	slot;
+		bool		any_logged = false;
+
 		map_kept(map);
 		if (dir != NULL)
-			start = map_checkpoint(map, dir);
-		if (start == InvalidXLogRecPtr)
-			start = slot_position();
+			start = map_checkpoint(map, dir, &any_logged);
+		slot = slot_position();
+
+		/*
+		 * A checkpoint that holds no logged state may be older than the
+		 * slot, which the first logged state made: every logged record is
+		 * past the slot's position, and WAL before it may be gone.
+		 */
+		if (start == InvalidXLogRecPtr || (!any_logged && slot > start))
+			start = slot;
 		if (start != InvalidXLogRecPtr && state_backend_restore_on_start)
 		{
 			ereport(LOG,
