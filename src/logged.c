@@ -38,7 +38,6 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
-#include "common/key_group.h"
 #include "common/locks.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
@@ -401,10 +400,7 @@ replay_change(ReplayTarget *t, const StateWalRecord *rec)
 
 	st.desc = &t->desc;
 	st.slot = t->slot;
-	key.data = rec->key;
-	key.len = rec->keylen;
-	key.hash = key_image_hash(rec->key, rec->keylen);
-	key.key_group = (uint16) key_group_for_hash(key.hash, state_backend_max_parallelism);
+	state_key_set(&key, rec->key, rec->keylen);
 	switch (rec->kind)
 	{
 		case STATE_WAL_PUT:

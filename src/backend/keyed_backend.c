@@ -10,6 +10,8 @@
 #include "postgres.h"
 
 #include "backend/keyed_backend.h"
+#include "common/key_group.h"
+#include "common/settings.h"
 
 typedef struct BackendInfo
 {
@@ -43,6 +45,20 @@ const struct config_enum_entry keyed_backend_options[] = {
 	{"rocksdb", STATE_BACKEND_ROCKSDB, false},
 	{NULL, 0, false}
 };
+
+/*
+ * state_key_set fills a key from its image: its hash and its key group
+ * among state_backend.max_parallelism, as every caller of the interface
+ * passes them.
+ */
+void
+state_key_set(StateKey *key, const char *data, uint32 len)
+{
+	key->data = data;
+	key->len = len;
+	key->hash = key_image_hash(data, len);
+	key->key_group = (uint16) key_group_for_hash(key->hash, state_backend_max_parallelism);
+}
 
 /* keyed_backend_for returns the implementation behind a backend id. */
 const KeyedStateBackend *

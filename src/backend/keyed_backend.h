@@ -41,6 +41,9 @@ typedef struct StateKey
 	uint16		key_group;
 } StateKey;
 
+/* state_key_set fills a key from its image: hash and key group (keyed_backend.c). */
+extern void state_key_set(StateKey *key, const char *data, uint32 len);
+
 /* The state an operation applies to: its descriptor and registry slot. */
 typedef struct StateTarget
 {

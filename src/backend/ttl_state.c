@@ -31,7 +31,6 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "backend/ttl_state.h"
-#include "common/key_group.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -566,9 +565,10 @@ static void
 sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
 	TtlSweep   *s = arg;
-	StateKey	k = {key, keylen, key_image_hash(key, keylen), (uint16) s->key_group};
+	StateKey	k;
 	bool		left;
 
+	state_key_set(&k, key, keylen);
 	CHECK_FOR_INTERRUPTS();
 	if (++s->seen % 1024 == 0)
 		progress_yield();
@@ -612,7 +612,7 @@ sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len
  * gets the earliest time anything in the key group may expire: the
  * earliest deadline left, or, for what is written from now on, now + ttl.
  */
-int64
+static int64
 ttl_state_sweep_key_group(const StateTarget *st, int key_group, int64 *next_expiry)
 {
 	TtlSweep	s = {st, key_group, record_ttl_now(), 0, 0, PG_INT64_MAX};

@@ -8,8 +8,6 @@
 
 #include "backend/keyed_backend.h"
 
-extern int64 ttl_state_sweep_key_group(const StateTarget *st, int key_group,
-									   int64 *next_expiry);
 extern bool ttl_state_sweep(void);
 
 #endif							/* STATE_BACKEND_TTL_STATE_H */

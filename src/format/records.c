@@ -227,32 +227,6 @@ record_ttl_min_deadline(int kind, const char *img, uint32 len)
 	return min;
 }
 
-/* record_ttl_live tells whether anything of a TTL state's image is live. */
-bool
-record_ttl_live(int kind, const char *img, uint32 len, int64 now)
-{
-	uint32		off = 0;
-	const char *data;
-	uint32		n;
-	RecordPair	pair;
-
-	if (kind == STATE_KIND_LIST)
-	{
-		while (record_next_elem(img, len, &off, &data, &n) == RECORD_OK)
-			if (!record_ttl_expired(data, n, now))
-				return true;
-		return false;
-	}
-	if (kind == STATE_KIND_MAP)
-	{
-		while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
-			if (pair.value == NULL || !record_ttl_expired(pair.value, pair.vallen, now))
-				return true;
-		return false;
-	}
-	return !record_ttl_expired(img, len, now);
-}
-
 /*
  * record_ttl_compact_entries appends the entry records of in to out, with
  * what expired at now left out of the states that have a TTL: ttl_kind

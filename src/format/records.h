@@ -231,7 +231,6 @@ record_ttl_expired(const char *img, uint32 len, int64 now)
 }
 
 extern uint32 record_ttl_compact(int kind, char *img, uint32 len, int64 now);
-extern bool record_ttl_live(int kind, const char *img, uint32 len, int64 now);
 extern int64 record_ttl_min_deadline(int kind, const char *img, uint32 len);
 extern int64 record_ttl_compact_entries(const char *in, uint32 len, StringInfo out,
 										int (*ttl_kind) (uint32 state_id, void *arg),

@@ -33,7 +33,6 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "common/codec.h"
-#include "common/key_group.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
 #include "snapshot/canonical.h"
@@ -95,10 +94,7 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 							   format_type_be(key_ok ? c->target.desc->value_type :
 											  c->target.desc->key_type))));
 	}
-	k.data = key;
-	k.len = keylen;
-	k.hash = key_image_hash(key, keylen);
-	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
+	state_key_set(&k, key, keylen);
 	if (c->kg_first >= 0 && (k.key_group < c->kg_first || k.key_group > c->kg_last))
 		return;					/* another part's */
 	if (c->append)
@@ -507,10 +503,7 @@ chunk_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32
 	StringInfoData chunk;
 	const KeyedStateBackend *b = keyed_backend_for(a->target->desc->backend);
 
-	k.data = key;
-	k.len = keylen;
-	k.hash = key_image_hash(key, keylen);
-	k.key_group = key_group_for_hash(k.hash, state_backend_max_parallelism);
+	state_key_set(&k, key, keylen);
 	initStringInfo(&chunk);
 	if (rescale_chunk(value, vallen, a->split->parallelism, a->split->part, &chunk))
 		b->put(a->target, &k, chunk.data, chunk.len);

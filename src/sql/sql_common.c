@@ -335,11 +335,7 @@ state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
 	resetStringInfo(&call->keybuf);
 	state_call_encode(call, fcinfo, argno, ARG_KEY, &call->keybuf);
-	call->key.data = call->keybuf.data;
-	call->key.len = call->keybuf.len;
-	call->key.hash = key_image_hash(call->keybuf.data, call->keybuf.len);
-	call->key.key_group = key_group_for_hash(call->key.hash,
-											 state_backend_max_parallelism);
+	state_key_set(&call->key, call->keybuf.data, call->keybuf.len);
 }
 
 /*

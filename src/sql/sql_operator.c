@@ -15,8 +15,6 @@
 #include "postgres.h"
 
 #include "common/codec.h"
-#include "common/key_group.h"
-#include "common/settings.h"
 #include "sql/sql_common.h"
 
 PG_FUNCTION_INFO_V1(state_operator_add);
@@ -36,10 +34,7 @@ operator_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 
 	resetStringInfo(&call->keybuf);
 	codec_encode(&call->codecs[ARG_KEY], Int32GetDatum(0), &call->keybuf);
-	call->key.data = call->keybuf.data;
-	call->key.len = call->keybuf.len;
-	call->key.hash = key_image_hash(call->keybuf.data, call->keybuf.len);
-	call->key.key_group = key_group_for_hash(call->key.hash, state_backend_max_parallelism);
+	state_key_set(&call->key, call->keybuf.data, call->keybuf.len);
 	return call;
 }
 
