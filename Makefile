@@ -41,6 +41,7 @@ OBJS = \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_requests.o \
 	src/backend/rocksdb/rocks_client.o \
+	src/backend/rocksdb/rocks_cache.o \
 	src/backend/rocksdb/rocks_files.o \
 	src/backend/rocksdb/rocks_ttl.o \
 	src/backend/rocksdb/rocks_snapshot.o \

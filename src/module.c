@@ -66,7 +66,7 @@ state_backend_shmem_request(void)
 	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), heap_state_shmem_size()),
 											 add_size(snapshot_control_shmem_size(),
 													  state_area_shmem_size())),
-									channel_shmem_size()));
+									add_size(channel_shmem_size(), rocks_cache_shmem_size())));
 	state_locks_request();
 }
 
@@ -83,6 +83,7 @@ state_backend_shmem_startup(void)
 	heap_state_shmem_init();
 	snapshot_control_shmem_init();
 	channel_shmem_init();
+	rocks_cache_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -86,7 +86,7 @@ sql1 "CHECKPOINT" >/dev/null
 # ------------------------------------------------------------ per statement
 # The same run_case as the statement group, on the rdb_ states, with its own
 # floors; "rdb_tps" lines.
-RDB_CASES="value_get:random value_set:random reduce:hot"
+RDB_CASES="value_get:random value_get:hot value_set:random reduce:hot"
 if [ "$rdb_loaded" = 1 ]; then
 	log "rocksdb per-statement cases: $ROUNDS round(s) of ${SECS}s after a warm-up of ${WARMUP_N}s, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
 	STATE_PREFIX=rdb_

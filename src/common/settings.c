@@ -27,6 +27,7 @@ int			state_backend_request_timeout_ms = 30000;
 char	   *state_backend_rocksdb_dir = NULL;
 bool		state_backend_rocksdb_sync = false;
 int			state_backend_rocksdb_cache_mb = 64;
+int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
 int			state_backend_rocksdb_write_buffer_mb = 64;
 
 /*
@@ -222,6 +223,17 @@ state_backend_define_settings(const struct config_enum_entry *backend_options,
 							INT_MAX / 2,
 							PGC_POSTMASTER,
 							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",
+							"Shared memory for recently read or written entries of rocksdb value and reducing states, which sessions read without asking the state worker.",
+							"0 turns the cache off.",
+							&state_backend_rocksdb_shared_cache_kb,
+							32 * 1024,
+							0,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.rocksdb_write_buffer_size",

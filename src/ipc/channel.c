@@ -44,6 +44,7 @@ static ChannelSlot *my_slot = NULL;
 static uint32 next_seq = 0;
 static uint32 error_floor = 0;	/* error replies up to this seq are dropped */
 static bool have_pending = false;	/* posted since the last round trip */
+static bool posts_unapplied = false;	/* posted, and not known to be done */
 static uint32 sending_call = 0;	/* seq of a round trip being written, or 0 */
 static uint32 last_generation = 0;	/* the worker of the last request */
 
@@ -517,6 +518,19 @@ channel_post(ChannelOp op, const char *payload, uint32 len)
 	else if (pending_generation != generation)
 		channel_worker_restarted();
 	have_pending = true;
+	posts_unapplied = true;
+}
+
+/*
+ * channel_posts_applied: has the worker carried out every request this
+ * session posted?  It has once it answers a later round trip (it serves a
+ * session's requests in order), even if the transaction that posted them
+ * aborted meanwhile.
+ */
+bool
+channel_posts_applied(void)
+{
+	return !posts_unapplied;
 }
 
 /*
@@ -544,6 +558,7 @@ channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
 
 		if (hdr.seq == seq)
 		{
+			posts_unapplied = false;
 			if (hdr.sqlerrcode != 0)
 				channel_raise(&hdr, reply);
 			channel_raise_deferred();

@@ -51,6 +51,7 @@ extern int64 channel_call_int64(ChannelOp op, const char *payload, uint32 len,
 extern void channel_sync(void);
 extern void channel_wake_worker(void);
 extern void channel_forget_pending(void);
+extern bool channel_posts_applied(void);
 extern XLogRecPtr channel_session_lsn(void);
 
 /* Worker side. */

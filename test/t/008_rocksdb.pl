@@ -11,7 +11,8 @@
 #   keeps everything too.  With no checkpoint_dir this is RocksDB's own data.
 # - A rocksdb state of 300000 entries of ~100 bytes (far beyond
 #   memory_limit) works; a heap state of that size fails with 54000.
-# - A SIGSTOPped worker: a read or a write on a rocksdb state fails after
+# - A SIGSTOPped worker: a cached key is still read; a read of a key not in
+#   the shared cache, or a write, on a rocksdb state fails after
 #   request_timeout with an error naming the worker, heap states still work,
 #   sessions waiting without a timeout (a read, and a write larger than the
 #   request ring) can be cancelled, and after SIGCONT the same sessions work
@@ -312,9 +313,12 @@ my $wpid = worker_pid($node);
 ok(kill('STOP', $wpid), 'SIGSTOP sent to the state worker');
 $stopped_pid = $wpid;
 
+# 'a' was read, so it is in the shared cache; 'c' was never read.
+is($node->safe_psql('postgres', q{SET state_backend.request_timeout = '2s'; SELECT state.value_get('sw', 'a', ''::text)}),
+	'A', 'stopped worker: a cached key is still read');
 $err = sql_error($node,
-	q{SET state_backend.request_timeout = '2s'; SELECT state.value_get('sw', 'a', ''::text);});
-isnt($err->{ret}, 0, 'stopped worker: value_get on a rocksdb state fails (request_timeout = 2s)');
+	q{SET state_backend.request_timeout = '2s'; SELECT state.value_get('sw', 'c', ''::text);});
+isnt($err->{ret}, 0, 'stopped worker: value_get of a key not cached fails (request_timeout = 2s)');
 like($err->{message}, qr/worker/, "... with an error that names the worker: $err->{message}");
 $err = sql_error($node,
 	q{SET state_backend.request_timeout = '2s'; SELECT state.value_set('sw', 'b', 'B');});
@@ -333,7 +337,7 @@ for my $call (q{SELECT entries FROM state.states WHERE name = 'sw'})
 
 # Waiting sessions (request_timeout = 0) can be cancelled.
 $waiters{reader}{bg}->query_until(qr/waiting/,
-	"\\echo waiting\nSELECT state.value_get('sw', 'a', ''::text);\n");
+	"\\echo waiting\nSELECT state.value_get('sw', 'd', ''::text);\n");
 $waiters{writer}{bg}->query_until(qr/waiting/,
 	"\\echo waiting\nSELECT state.value_set('sw', 'big', repeat('x', 100000));\n");
 for my $w ('reader', 'writer')

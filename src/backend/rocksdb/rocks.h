@@ -11,6 +11,10 @@
 
 #include "ipc/channel.h"
 
+/* The shared cache of entries sessions read in place (rocks_cache.c). */
+extern Size rocks_cache_shmem_size(void);
+extern void rocks_cache_shmem_init(void);
+
 /* The instance (state worker only). */
 extern bool rocks_open_existing(void);
 extern void rocks_close(void);

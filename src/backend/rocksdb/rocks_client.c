@@ -126,11 +126,30 @@ rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, in
 	return found;
 }
 
+/*
+ * rc_get reads a value or reducing state's key from the shared cache when
+ * it is there (rocks_cache.c), and asks the worker otherwise.  The cache
+ * is read only once the worker has carried out this session's own posted
+ * writes, so that a session always reads what it wrote.
+ */
 static bool
 rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
 
+	if (rocks_cache_kind(st->desc->kind) && channel_posts_applied() && !channel_is_worker())
+	{
+		switch (rocks_cache_lookup(st->desc->id, key, out))
+		{
+			case ROCKS_CACHE_FOUND:
+				return true;
+			case ROCKS_CACHE_ABSENT:
+				resetStringInfo(out);
+				return false;
+			case ROCKS_CACHE_MISS:
+				break;
+		}
+	}
 	request_begin(&req, st, key);
 	return rc_call_found(CHANNEL_OP_GET, &req, out, NULL, 0);
 }

@@ -338,6 +338,8 @@ rocks_open(void)
 	if (listed)
 		rocksdb_list_column_families_destroy(listed, nlisted);
 	rocks.batch = rocksdb_writebatch_create();
+	/* What an earlier worker cached may not be what the instance holds. */
+	rocks_cache_clear();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
 }
 
@@ -404,6 +406,7 @@ rocks_close(void)
 	rocks.deflt = NULL;
 	rocksdb_close(rocks.db);
 	rocks.db = NULL;
+	rocks_cache_clear();
 }
 
 static void
@@ -441,6 +444,7 @@ family_drop(RocksFamily *f)
 	rocks_check(err, "remove a state descriptor");
 	rocksdb_drop_column_family(rocks.db, f->handle, &err);
 	rocks_compact_forget(id);
+	rocks_cache_forget_state(id);
 	rocks_check(err, "drop a column family");
 	rocksdb_column_family_handle_destroy(f->handle);
 	hash_search(families, &id, HASH_REMOVE, NULL);
@@ -621,6 +625,9 @@ rocks_commit(void)
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);
 	rocks.batch_lsn = InvalidXLogRecPtr;
+	/* The cache already shows the batch's writes, which are lost. */
+	if (err)
+		rocks_cache_clear();
 	rocks_check(err, "write");
 	/* The session whose writes these were waits for their WAL at commit. */
 	if (lsn != InvalidXLogRecPtr && state_wal_replaying() == InvalidXLogRecPtr)

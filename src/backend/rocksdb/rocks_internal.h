@@ -60,6 +60,21 @@ typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 extern int	rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start);
 extern void rocks_compact_forget(uint32 id);
 
+/* rocks_cache.c: entries sessions read in place; the worker writes them */
+typedef enum RocksCacheResult
+{
+	ROCKS_CACHE_MISS,
+	ROCKS_CACHE_FOUND,
+	ROCKS_CACHE_ABSENT			/* the key is known to have no state */
+} RocksCacheResult;
+
+extern bool rocks_cache_kind(uint8 kind);
+extern RocksCacheResult rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out);
+extern void rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
+							  const char *value, uint32 vallen);
+extern void rocks_cache_forget_state(uint32 state_id);
+extern void rocks_cache_clear(void);
+
 /* rocks_ttl.c */
 extern void rocks_ttl_make_options(void);
 extern void rocks_family_name(char *buf, size_t size, const StateDesc *desc);

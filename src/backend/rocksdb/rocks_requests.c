@@ -141,6 +141,17 @@ map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
 	pfree(v.data);
 }
 
+/*
+ * What RocksDB now holds for a request's key (value NULL: no state) goes
+ * to the cache sessions read in place (rocks_cache.c).
+ */
+static void
+request_cache(const Request *r, const char *value, uint32 len)
+{
+	if (rocks_cache_kind(r->h.kind))
+		rocks_cache_store(r->h.state_id, r->key, r->h.keylen, value, len);
+}
+
 static void
 reply_bool(StringInfo reply, bool b)
 {
@@ -175,6 +186,7 @@ handle_get(Request *r, StringInfo reply)
 		char	   *v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
 
 		reply_bool(reply, v != NULL);
+		request_cache(r, v, (uint32) vlen);
 		if (v)
 		{
 			appendBinaryStringInfo(reply, v, vlen);
@@ -318,6 +330,15 @@ handle_cas(Request *r, StringInfo reply)
 		request_log(r, STATE_WAL_PUT, NULL, 0, c.image, c.imagelen, false);
 		rocks_commit();
 	}
+	if (!entry)
+	{
+		if (!same)
+			request_cache(r, cur, (uint32) curlen);
+		else if (c.flags & ROCKS_CAS_REMOVE)
+			request_cache(r, NULL, 0);
+		else
+			request_cache(r, c.image, c.imagelen);
+	}
 	reply_bool(reply, same);
 	if (!same)
 	{
@@ -381,6 +402,7 @@ handle_fold(Request *r, StringInfo reply)
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
 	request_log(r, STATE_WAL_PUT, NULL, 0, reply->data, reply->len, false);
 	rocks_commit();
+	request_cache(r, reply->data, reply->len);
 }
 
 /* MAP_GET: request [map key]; reply [found][isnull][value]. */
@@ -641,6 +663,7 @@ handle_truncate(Request *r, StringInfo reply)
 	rocks_commit();
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
+	rocks_cache_forget_state(r->h.state_id);
 	rocks_check(err, "delete a range");
 	if (r->h.logged)
 	{
@@ -712,8 +735,11 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			if (r.h.kind == STATE_KIND_MAP)
 				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
 			else
+			{
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
+				request_cache(&r, r.rest, r.restlen);
+			}
 			request_log(&r, STATE_WAL_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case CHANNEL_OP_APPEND:
@@ -745,6 +771,7 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 					request_log(&r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
 					rocks_commit();
 				}
+				request_cache(&r, NULL, 0);
 				reply_bool(reply, existed);
 			}
 			break;

@@ -459,6 +459,7 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 			initStringInfo(&hi);
 
 			c.to = rocks_family(items[i].to_id, items[i].to_slot);
+			rocks_cache_forget_state(items[i].to_id);
 			if (from == NULL)
 				continue;
 			check_family_name(from_name, items[i].from_id, items[i].to_id, items[i].to_slot);

@@ -1,0 +1,305 @@
+/*
+ * backend/rocksdb/rocks_cache.c
+ *		A shared-memory cache of rocksdb value and reducing states' entries,
+ *		which sessions read in place, so that a hot key needs no round trip
+ *		to the state worker.
+ *
+ * The state worker is the only writer of RocksDB, and the only writer of
+ * this cache: as it applies a write, or answers a read, it stores the
+ * key's new image here (or notes that the key has no state), so that
+ * every entry in the cache is what RocksDB holds for that key.  It forgets
+ * a state's entries when it truncates or drops the state, and everything
+ * when the instance opens or closes, or a write fails.
+ *
+ * The cache is a fixed array of sets of CACHE_WAYS slots of a fixed size,
+ * state_backend.rocksdb_shared_cache_size in all: it never allocates, and
+ * an entry whose key and value images pass CACHE_SLOT_DATA bytes is not
+ * kept.  A key has one set (by the hash of its image and its state); a set
+ * full of other keys gives up the first slot the clock hand finds unread
+ * since the hand last passed it.
+ *
+ * Readers take no lock.  Each set has a sequence counter that the worker
+ * makes odd while it changes the set; a reader copies the entry out, then
+ * checks that the counter is even and unchanged, else tries again and,
+ * after a few tries, asks the worker.  So a reader never waits for the
+ * worker, and never returns a torn image: every length it uses is bounded
+ * by the slot before it is used.
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "port/atomics.h"
+#include "storage/shmem.h"
+
+#include "backend/rocksdb/rocks_internal.h"
+#include "common/key_group.h"
+#include "common/settings.h"
+
+#define CACHE_WAYS			8
+#define CACHE_SLOT_DATA		112
+#define CACHE_ABSENT		0xFFFF	/* vallen of a key known to have no state */
+#define CACHE_READ_TRIES	4
+
+typedef struct CacheSlot
+{
+	uint32		state_id;		/* 0: the slot is free */
+	uint32		hash;			/* key_image_hash of the key image */
+	uint16		keylen;
+	uint16		vallen;			/* or CACHE_ABSENT */
+	uint8		ref;			/* read since the clock hand last passed */
+	uint8		pad[3];
+	char		data[CACHE_SLOT_DATA];	/* key image, then value image */
+} CacheSlot;
+
+typedef struct CacheSet
+{
+	pg_atomic_uint32 seq;		/* odd while the worker changes the set */
+	uint32		hand;			/* the clock hand (worker only) */
+	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(uint32)];
+	CacheSlot	slots[CACHE_WAYS];
+} CacheSet;
+
+typedef struct CacheShared
+{
+	uint32		nsets;
+	char		pad[PG_CACHE_LINE_SIZE - sizeof(uint32)];
+	CacheSet	sets[FLEXIBLE_ARRAY_MEMBER];
+} CacheShared;
+
+static CacheShared *cache = NULL;
+
+static uint32
+cache_nsets(void)
+{
+	return (uint32) Min((Size) state_backend_rocksdb_shared_cache_kb * 1024 / sizeof(CacheSet),
+						(Size) PG_UINT32_MAX);
+}
+
+Size
+rocks_cache_shmem_size(void)
+{
+	return add_size(offsetof(CacheShared, sets), mul_size(sizeof(CacheSet), cache_nsets()));
+}
+
+void
+rocks_cache_shmem_init(void)
+{
+	bool		found;
+	uint32		nsets = cache_nsets();
+
+	cache = ShmemInitStruct("state_backend rocksdb cache", rocks_cache_shmem_size(), &found);
+	if (found)
+		return;
+	cache->nsets = nsets;
+	for (uint32 i = 0; i < nsets; i++)
+	{
+		pg_atomic_init_u32(&cache->sets[i].seq, 0);
+		cache->sets[i].hand = 0;
+		memset(cache->sets[i].slots, 0, sizeof(cache->sets[i].slots));
+	}
+}
+
+/* Value and reducing states are cached; lists and maps are not. */
+bool
+rocks_cache_kind(uint8 kind)
+{
+	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING;
+}
+
+static CacheSet *
+cache_set(uint32 state_id, uint32 hash)
+{
+	return &cache->sets[murmurhash32(hash ^ (state_id * 0x9E3779B9U)) % cache->nsets];
+}
+
+/*
+ * rocks_cache_lookup looks a key up without a lock: ROCKS_CACHE_FOUND
+ * with its image in "out", ROCKS_CACHE_ABSENT when the key is known to
+ * have no state, ROCKS_CACHE_MISS when the worker must be asked.
+ */
+RocksCacheResult
+rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out)
+{
+	CacheSet   *set;
+	char		buf[CACHE_SLOT_DATA];
+
+	if (cache == NULL || cache->nsets == 0 || key->len > CACHE_SLOT_DATA)
+		return ROCKS_CACHE_MISS;
+	set = cache_set(state_id, key->hash);
+	for (int try = 0; try < CACHE_READ_TRIES; try++)
+	{
+		uint32		seq = pg_atomic_read_u32(&set->seq);
+		int			hit = -1;
+		uint32		vallen = 0;
+
+		if (seq & 1)
+		{
+			pg_spin_delay();
+			continue;
+		}
+		pg_read_barrier();
+		for (int i = 0; i < CACHE_WAYS; i++)
+		{
+			volatile CacheSlot *s = &set->slots[i];
+
+			if (s->state_id != state_id || s->hash != key->hash || s->keylen != key->len)
+				continue;
+			vallen = s->vallen;
+			if (vallen != CACHE_ABSENT && vallen > CACHE_SLOT_DATA - key->len)
+				break;			/* being rewritten: the check below fails */
+			if (memcmp((const char *) s->data, key->data, key->len) != 0)
+				continue;
+			if (vallen != CACHE_ABSENT)
+				memcpy(buf, (const char *) s->data + key->len, vallen);
+			hit = i;
+			break;
+		}
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&set->seq) != seq)
+			continue;
+		if (hit < 0)
+			return ROCKS_CACHE_MISS;
+		if (!set->slots[hit].ref)
+			set->slots[hit].ref = 1;
+		if (vallen == CACHE_ABSENT)
+			return ROCKS_CACHE_ABSENT;
+		resetStringInfo(out);
+		appendBinaryStringInfo(out, buf, vallen);
+		return ROCKS_CACHE_FOUND;
+	}
+	return ROCKS_CACHE_MISS;
+}
+
+/* The worker's side: a change of a set is bracketed by these two. */
+static void
+set_change_begin(CacheSet *set)
+{
+	(void) pg_atomic_fetch_add_u32(&set->seq, 1);	/* a full barrier */
+}
+
+static void
+set_change_end(CacheSet *set)
+{
+	(void) pg_atomic_fetch_add_u32(&set->seq, 1);
+}
+
+static int
+set_find(CacheSet *set, uint32 state_id, const char *key, uint32 keylen, uint32 hash)
+{
+	for (int i = 0; i < CACHE_WAYS; i++)
+	{
+		CacheSlot  *s = &set->slots[i];
+
+		if (s->state_id == state_id && s->hash == hash && s->keylen == keylen &&
+			memcmp(s->data, key, keylen) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* The slot a new key takes: a free one, else the clock's victim. */
+static int
+set_victim(CacheSet *set)
+{
+	for (int i = 0; i < CACHE_WAYS; i++)
+		if (set->slots[i].state_id == 0)
+			return i;
+	for (;;)
+	{
+		int			i = set->hand;
+
+		set->hand = (set->hand + 1) % CACHE_WAYS;
+		if (!set->slots[i].ref)
+			return i;
+		set->slots[i].ref = 0;
+	}
+}
+
+/*
+ * rocks_cache_store (worker only) records what RocksDB now holds for a
+ * key: its image, or (value NULL) no state.  An image too large for a slot
+ * leaves the key out of the cache.
+ */
+void
+rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
+				  const char *value, uint32 vallen)
+{
+	uint32		hash;
+	CacheSet   *set;
+	int			i;
+	bool		fits;
+
+	if (cache == NULL || cache->nsets == 0)
+		return;
+	hash = key_image_hash(key, keylen);
+	set = cache_set(state_id, hash);
+	i = set_find(set, state_id, key, keylen, hash);
+	fits = keylen <= CACHE_SLOT_DATA && (value == NULL || vallen <= CACHE_SLOT_DATA - keylen);
+	if (!fits)
+	{
+		if (i >= 0)
+		{
+			set_change_begin(set);
+			set->slots[i].state_id = 0;
+			set_change_end(set);
+		}
+		return;
+	}
+	if (i < 0)
+		i = set_victim(set);
+	set_change_begin(set);
+	{
+		CacheSlot  *s = &set->slots[i];
+
+		s->state_id = state_id;
+		s->hash = hash;
+		s->keylen = (uint16) keylen;
+		s->vallen = value ? (uint16) vallen : CACHE_ABSENT;
+		s->ref = 0;
+		memcpy(s->data, key, keylen);
+		if (value)
+			memcpy(s->data + keylen, value, vallen);
+	}
+	set_change_end(set);
+}
+
+/* rocks_cache_forget_state (worker only) drops every entry of a state. */
+void
+rocks_cache_forget_state(uint32 state_id)
+{
+	if (cache == NULL)
+		return;
+	for (uint32 n = 0; n < cache->nsets; n++)
+	{
+		CacheSet   *set = &cache->sets[n];
+
+		for (int i = 0; i < CACHE_WAYS; i++)
+		{
+			if (set->slots[i].state_id != state_id)
+				continue;
+			set_change_begin(set);
+			set->slots[i].state_id = 0;
+			set_change_end(set);
+		}
+	}
+}
+
+/* rocks_cache_clear (worker only) empties the cache. */
+void
+rocks_cache_clear(void)
+{
+	if (cache == NULL)
+		return;
+	for (uint32 n = 0; n < cache->nsets; n++)
+	{
+		CacheSet   *set = &cache->sets[n];
+
+		/* A worker that died in the middle of a change left it odd. */
+		if (pg_atomic_read_u32(&set->seq) & 1)
+			(void) pg_atomic_fetch_add_u32(&set->seq, 1);
+		set_change_begin(set);
+		for (int i = 0; i < CACHE_WAYS; i++)
+			set->slots[i].state_id = 0;
+		set_change_end(set);
+	}
+}
