@@ -718,7 +718,7 @@ if (@r_ps_body || @r_bulk_body || @r_ckpt_body || %rload)
 	md "rocksdb states live in the one RocksDB instance of the state worker (block cache and write buffers at their defaults,"
 	  . " 64 MB each; `rocksdb_sync` off); sessions reach it through shared-memory request rings. `value_set` is posted and"
 	  . " waited for at the end of the statement; `value_get` reads the shared cache of entries"
-	  . " (`state_backend.rocksdb_shared_cache_size`, 32 MB by default: about 250,000 small entries, so hot keys are"
+	  . " (`state_backend.rocksdb_shared_cache_size`, 32 MB by default: about 230,000 small entries, so hot keys are"
 	  . " cached and random keys of 1M mostly not) and asks the worker on a miss; `reduce` is a round trip. Every figure here"
 	  . " comes from the rocksdb group, which measures its own floors and the same operations on the `$hl` backend, just"
 	  . " before or after the rocksdb case, on states of its own (`rdb_*`).";
@@ -738,8 +738,9 @@ if (@r_ps_body || @r_bulk_body || @r_ckpt_body || %rload)
 		md "";
 		md "`pgbench -n -M $meta{protocol} -P 1`, " . join(' and ', map { "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @rclients)
 		  . ", as the statement group (median tps of $meta{seconds} s after the warm-up, best of $rounds round(s)). *random*:"
-		  . " value states of $keys_n keys; *hot*: reducing states holding only the $meta{hot} hot keys (a rocksdb reduce"
-		  . " is a round trip, so loading $keys_n keys by reduce would take minutes). Ratios are tps ratios (higher is"
+		  . " value states of $keys_n keys; *hot*: the first $meta{hot} keys of those value states, and for `reduce`"
+		  . " reducing states holding only those $meta{hot} keys (a rocksdb reduce is a round trip, so loading $keys_n"
+		  . " keys by reduce would take minutes). Ratios are tps ratios (higher is"
 		  . " better for rocksdb); us/stmt is 1e6/tps.";
 		md "";
 		md md_table(\@r_floor_head, @r_floor_body);

@@ -5,11 +5,14 @@
  *		to the state worker.
  *
  * The state worker is the only writer of RocksDB, and the only writer of
- * this cache: as it applies a write, or answers a read, it stores the
- * key's new image here (or notes that the key has no state), so that
- * every entry in the cache is what RocksDB holds for that key.  It forgets
- * a state's entries when it truncates or drops the state, and everything
- * when the instance opens or closes, or a write fails.
+ * this cache, so that every entry in the cache is what RocksDB holds for
+ * that key.  When it answers a read it stores what it read (the image, or
+ * that the key has no state).  A write goes into its write batch first:
+ * the key leaves the cache at once and comes back with its new image once
+ * the batch is in RocksDB (rocks_cache_write, rocks_cache_committed); if
+ * the batch fails, it stays out.  The worker forgets a state's entries
+ * when it truncates or drops the state, and everything when the instance
+ * opens or closes.
  *
  * The cache is a fixed array of sets of CACHE_WAYS slots of a fixed size,
  * state_backend.rocksdb_shared_cache_size in all: it never allocates, and
@@ -30,6 +33,7 @@
 #include "common/hashfn.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/key_group.h"
@@ -68,10 +72,16 @@ typedef struct CacheShared
 
 static CacheShared *cache = NULL;
 
+/*
+ * The worker's stores waiting for its write batch to be committed:
+ * [state id][key length][value length or CACHE_ABSENT][key][value] ...
+ */
+static StringInfoData pending;
+
 static uint32
 cache_nsets(void)
 {
-	return (uint32) Min((Size) state_backend_rocksdb_shared_cache_kb * 1024 / sizeof(CacheSet),
+	return (uint32) Min(mul_size((Size) state_backend_rocksdb_shared_cache_kb, 1024) / sizeof(CacheSet),
 						(Size) PG_UINT32_MAX);
 }
 
@@ -197,22 +207,39 @@ set_find(CacheSet *set, uint32 state_id, const char *key, uint32 keylen, uint32 
 	return -1;
 }
 
-/* The slot a new key takes: a free one, else the clock's victim. */
+/* Empty slot i of a set (none when i < 0). */
+static void
+set_forget(CacheSet *set, int i)
+{
+	if (i < 0)
+		return;
+	set_change_begin(set);
+	set->slots[i].state_id = 0;
+	set_change_end(set);
+}
+
+/*
+ * The slot a new key takes: a free one, else the clock's victim.  Readers
+ * set ref bits as the hand clears them, so the hand goes round twice at
+ * most.
+ */
 static int
 set_victim(CacheSet *set)
 {
-	for (int i = 0; i < CACHE_WAYS; i++)
+	int			i;
+
+	for (i = 0; i < CACHE_WAYS; i++)
 		if (set->slots[i].state_id == 0)
 			return i;
-	for (;;)
+	for (int step = 0; step < 2 * CACHE_WAYS; step++)
 	{
-		int			i = set->hand;
-
+		i = set->hand;
 		set->hand = (set->hand + 1) % CACHE_WAYS;
 		if (!set->slots[i].ref)
 			return i;
 		set->slots[i].ref = 0;
 	}
+	return i;
 }
 
 /*
@@ -237,12 +264,7 @@ rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 	fits = keylen <= CACHE_SLOT_DATA && (value == NULL || vallen <= CACHE_SLOT_DATA - keylen);
 	if (!fits)
 	{
-		if (i >= 0)
-		{
-			set_change_begin(set);
-			set->slots[i].state_id = 0;
-			set_change_end(set);
-		}
+		set_forget(set, i);
 		return;
 	}
 	if (i < 0)
@@ -263,6 +285,75 @@ rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 	set_change_end(set);
 }
 
+/*
+ * rocks_cache_write (worker only), called before a write of a key joins
+ * the write batch: the key leaves the cache now, and its new image (value
+ * NULL: no state) goes in once the batch is committed.
+ */
+void
+rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
+				  const char *value, uint32 vallen)
+{
+	uint16		vl = value ? (uint16) vallen : CACHE_ABSENT;
+	uint32		hash;
+	CacheSet   *set;
+
+	if (cache == NULL || cache->nsets == 0)
+		return;
+	/* Out now; too large for a slot, it stays out. */
+	hash = key_image_hash(key, keylen);
+	set = cache_set(state_id, hash);
+	set_forget(set, set_find(set, state_id, key, keylen, hash));
+	if (keylen > CACHE_SLOT_DATA || (value && vallen > CACHE_SLOT_DATA - keylen))
+		return;
+	if (pending.data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&pending);
+		MemoryContextSwitchTo(old);
+	}
+	appendBinaryStringInfo(&pending, (const char *) &state_id, sizeof(state_id));
+	appendBinaryStringInfo(&pending, (const char *) &keylen, sizeof(keylen));
+	appendBinaryStringInfo(&pending, (const char *) &vl, sizeof(vl));
+	appendBinaryStringInfo(&pending, key, keylen);
+	if (value)
+		appendBinaryStringInfo(&pending, value, vallen);
+}
+
+/*
+ * rocks_cache_committed (worker only): the write batch is in RocksDB (ok)
+ * or lost (not ok); the stores that waited for it are made, or dropped.
+ */
+void
+rocks_cache_committed(bool ok)
+{
+	const char *p;
+
+	if (pending.data == NULL || pending.len == 0)
+		return;
+	for (p = pending.data; ok && p < pending.data + pending.len;)
+	{
+		uint32		state_id;
+		uint32		keylen;
+		uint16		vl;
+
+		memcpy(&state_id, p, sizeof(state_id));
+		memcpy(&keylen, p + sizeof(state_id), sizeof(keylen));
+		memcpy(&vl, p + sizeof(state_id) + sizeof(keylen), sizeof(vl));
+		p += sizeof(state_id) + sizeof(keylen) + sizeof(vl);
+		rocks_cache_store(state_id, p, keylen, vl == CACHE_ABSENT ? NULL : p + keylen,
+						  vl == CACHE_ABSENT ? 0 : vl);
+		p += keylen + (vl == CACHE_ABSENT ? 0 : vl);
+	}
+	resetStringInfo(&pending);
+	if (pending.maxlen > 1024 * 1024)
+	{
+		pfree(pending.data);
+		pending.data = NULL;
+	}
+}
+
 /* rocks_cache_forget_state (worker only) drops every entry of a state. */
 void
 rocks_cache_forget_state(uint32 state_id)
@@ -274,13 +365,8 @@ rocks_cache_forget_state(uint32 state_id)
 		CacheSet   *set = &cache->sets[n];
 
 		for (int i = 0; i < CACHE_WAYS; i++)
-		{
-			if (set->slots[i].state_id != state_id)
-				continue;
-			set_change_begin(set);
-			set->slots[i].state_id = 0;
-			set_change_end(set);
-		}
+			if (set->slots[i].state_id == state_id)
+				set_forget(set, i);
 	}
 }
 
@@ -288,6 +374,7 @@ rocks_cache_forget_state(uint32 state_id)
 void
 rocks_cache_clear(void)
 {
+	rocks_cache_committed(false);
 	if (cache == NULL)
 		return;
 	for (uint32 n = 0; n < cache->nsets; n++)

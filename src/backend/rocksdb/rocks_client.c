@@ -130,14 +130,18 @@ rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, in
  * rc_get reads a value or reducing state's key from the shared cache when
  * it is there (rocks_cache.c), and asks the worker otherwise.  The cache
  * is read only once the worker has carried out this session's own posted
- * writes, so that a session always reads what it wrote.
+ * writes, so that a session always reads what it wrote.  A state that may
+ * return expired values is not read from the cache: RocksDB's compactions
+ * drop expired values without the cache knowing.
  */
 static bool
 rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
 
-	if (rocks_cache_kind(st->desc->kind) && channel_posts_applied() && !channel_is_worker())
+	if (rocks_cache_kind(st->desc->kind) && channel_posts_applied() && !channel_is_worker() &&
+		!(st->desc->ttl > 0 &&
+		  st->desc->ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP))
 	{
 		switch (rocks_cache_lookup(st->desc->id, key, out))
 		{

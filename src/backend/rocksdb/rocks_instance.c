@@ -614,7 +614,10 @@ rocks_commit(void)
 	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
 
 	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
+	{
+		rocks_cache_committed(false);	/* nothing waits in an empty batch */
 		return;
+	}
 	if (lsn != InvalidXLogRecPtr)
 	{
 		uint64		v = (uint64) lsn;
@@ -625,9 +628,8 @@ rocks_commit(void)
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);
 	rocks.batch_lsn = InvalidXLogRecPtr;
-	/* The cache already shows the batch's writes, which are lost. */
-	if (err)
-		rocks_cache_clear();
+	/* The batch's keys left the cache; they come back with what it wrote. */
+	rocks_cache_committed(err == NULL);
 	rocks_check(err, "write");
 	/* The session whose writes these were waits for their WAL at commit. */
 	if (lsn != InvalidXLogRecPtr && state_wal_replaying() == InvalidXLogRecPtr)

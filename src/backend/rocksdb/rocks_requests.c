@@ -142,14 +142,23 @@ map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
 }
 
 /*
- * What RocksDB now holds for a request's key (value NULL: no state) goes
- * to the cache sessions read in place (rocks_cache.c).
+ * The cache sessions read in place (rocks_cache.c): request_cache stores
+ * what RocksDB holds for a request's key (value NULL: no state), as just
+ * read; request_cache_write comes before a write of the key joins the
+ * batch, and stores its image once the batch is committed.
  */
 static void
 request_cache(const Request *r, const char *value, uint32 len)
 {
 	if (rocks_cache_kind(r->h.kind))
 		rocks_cache_store(r->h.state_id, r->key, r->h.keylen, value, len);
+}
+
+static void
+request_cache_write(const Request *r, const char *value, uint32 len)
+{
+	if (rocks_cache_kind(r->h.kind))
+		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, value, len);
 }
 
 static void
@@ -301,6 +310,12 @@ handle_cas(Request *r, StringInfo reply)
 	same = (c.flags & ROCKS_CAS_EXPECTED) ?
 		(curval != NULL && curvallen == c.explen && memcmp(curval, c.expected, c.explen) == 0) :
 		cur == NULL && !entry;
+	if (!entry && !same)
+		request_cache(r, cur, (uint32) curlen);
+	else if (!entry && (c.flags & ROCKS_CAS_REMOVE))
+		request_cache_write(r, NULL, 0);
+	else if (!entry)
+		request_cache_write(r, c.image, c.imagelen);
 	if (same && (c.flags & ROCKS_CAS_REMOVE))
 	{
 		if (cur)
@@ -329,15 +344,6 @@ handle_cas(Request *r, StringInfo reply)
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, c.image, c.imagelen);
 		request_log(r, STATE_WAL_PUT, NULL, 0, c.image, c.imagelen, false);
 		rocks_commit();
-	}
-	if (!entry)
-	{
-		if (!same)
-			request_cache(r, cur, (uint32) curlen);
-		else if (c.flags & ROCKS_CAS_REMOVE)
-			request_cache(r, NULL, 0);
-		else
-			request_cache(r, c.image, c.imagelen);
 	}
 	reply_bool(reply, same);
 	if (!same)
@@ -399,10 +405,10 @@ handle_fold(Request *r, StringInfo reply)
 		}
 		PG_END_TRY();
 	}
+	request_cache_write(r, reply->data, reply->len);
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
 	request_log(r, STATE_WAL_PUT, NULL, 0, reply->data, reply->len, false);
 	rocks_commit();
-	request_cache(r, reply->data, reply->len);
 }
 
 /* MAP_GET: request [map key]; reply [found][isnull][value]. */
@@ -736,9 +742,9 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
 			else
 			{
+				request_cache_write(&r, r.rest, r.restlen);
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
-				request_cache(&r, r.rest, r.restlen);
 			}
 			request_log(&r, STATE_WAL_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
@@ -767,11 +773,13 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 
 				if (existed)
 				{
+					request_cache_write(&r, NULL, 0);
 					key_delete(&r);
 					request_log(&r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
 					rocks_commit();
 				}
-				request_cache(&r, NULL, 0);
+				else
+					request_cache(&r, NULL, 0);
 				reply_bool(reply, existed);
 			}
 			break;
