@@ -43,7 +43,7 @@ typedef struct StateOut
 	bool		native;			/* its backend writes its own files */
 	File		vfd;			/* -1 when writing to memory */
 	StringInfoData mem;
-	off_t		size;
+	off_t		size;			/* bytes written, those in the writer's wbuf too */
 	StringInfoData block;
 	uint32		block_entries;
 	int			block_kg;
@@ -69,6 +69,8 @@ struct SnapshotWriter
 	char	  **dbnames;
 	int64		entries;
 	int64		bytes;
+	StringInfoData wbuf;		/* the end of wbuf_owner's file, to be written */
+	StateOut   *wbuf_owner;
 	StringInfoData manifest;
 	char	   *memimage;
 	Size		memimage_len;

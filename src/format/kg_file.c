@@ -28,6 +28,13 @@
 
 #define BLOCK_TARGET	(64 * 1024)
 
+/*
+ * Files are written in pieces of about WRITE_TARGET bytes, or when the
+ * writer moves on to another state's file: the kernel copies a few large
+ * writes into its page cache several times faster than many small ones.
+ */
+#define WRITE_TARGET	(1024 * 1024)
+
 typedef struct KgFileHeader
 {
 	uint32		magic;
@@ -90,6 +97,31 @@ kg_state_relpath(char *buf, Size len, const StateDesc *desc, bool native)
 			 native ? SNAPSHOT_NATIVE_LIST_SUFFIX : KG_FILE_SUFFIX);
 }
 
+/* kg_out_flush writes what the writer holds of a state's file. */
+static void
+kg_out_flush(SnapshotWriter *w)
+{
+	StateOut   *so = w->wbuf_owner;
+	int			n;
+
+	if (so == NULL || w->wbuf.len == 0)
+		return;
+	errno = 0;
+	n = FileWrite(so->vfd, w->wbuf.data, w->wbuf.len, so->size - w->wbuf.len,
+				  PG_WAIT_EXTENSION);
+	if (n != w->wbuf.len)
+	{
+		if (n >= 0 && errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write snapshot file \"%s/%s\": %m",
+						w->dir, so->relpath)));
+	}
+	resetStringInfo(&w->wbuf);
+	w->wbuf_owner = NULL;
+}
+
 /* kg_out_write appends bytes to a state's file (or its memory copy). */
 static void
 kg_out_write(SnapshotWriter *w, StateOut *so, const void *data, Size len)
@@ -98,22 +130,17 @@ kg_out_write(SnapshotWriter *w, StateOut *so, const void *data, Size len)
 		appendBinaryStringInfo(&so->mem, data, len);
 	else
 	{
-		int			n;
-
-		errno = 0;
-		n = FileWrite(so->vfd, (char *) data, (int) len, so->size, PG_WAIT_EXTENSION);
-		if (n != (int) len)
-		{
-			if (n >= 0 && errno == 0)
-				errno = ENOSPC;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write snapshot file \"%s/%s\": %m",
-							w->dir, so->relpath)));
-		}
+		if (w->wbuf_owner != so)
+			kg_out_flush(w);
+		if (w->wbuf.data == NULL)
+			initStringInfo(&w->wbuf);
+		appendBinaryStringInfo(&w->wbuf, data, len);
+		w->wbuf_owner = so;
 	}
 	so->size += len;
 	w->bytes += len;
+	if (w->wbuf.len >= WRITE_TARGET)
+		kg_out_flush(w);
 }
 
 /*
@@ -198,7 +225,10 @@ kg_end_key_group(SnapshotWriter *w, StateOut *so, int key_group)
 	so->index[key_group].entries = (uint64) so->kg_entries;
 }
 
-/* kg_write_index ends a state's file: the index, then the trailer. */
+/*
+ * kg_write_index ends a state's file: the index, then the trailer; all of
+ * it is written to the file.
+ */
 void
 kg_write_index(SnapshotWriter *w, StateOut *so)
 {
@@ -221,6 +251,7 @@ kg_write_index(SnapshotWriter *w, StateOut *so)
 	t.magic = TRAILER_MAGIC;
 	t.crc = kg_crc(&t, offsetof(KgTrailer, crc));
 	kg_out_write(w, so, &t, sizeof(t));
+	kg_out_flush(w);
 }
 
 /*

@@ -383,6 +383,7 @@ snapshot_writer_memory_image(SnapshotWriter *w, Size *len)
 void
 snapshot_writer_abort(SnapshotWriter *w)
 {
+	w->wbuf_owner = NULL;
 	for (int i = 0; i < w->nstates; i++)
 		if (w->states[i].vfd >= 0)
 		{
