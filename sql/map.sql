@@ -113,3 +113,25 @@ SELECT state.map_get('mp_big', 1, 777, NULL::text);
 SELECT state.drop_state('mp');
 SELECT state.drop_state('mp_typed');
 SELECT state.drop_state('mp_big');
+
+-- The bytes a state counts follow every change, in place or not, and come
+-- back to nothing when its keys are cleared: values set with other
+-- lengths, lists grown and replaced, maps grown, shrunk and replaced.
+SELECT state.create_state('acct_v', 'value', 'int', 'text');
+SELECT state.create_state('acct_l', 'list', 'int', 'text');
+SELECT state.create_state('acct_m', 'map', 'int', 'text', map_key_type => 'int');
+SELECT count(state.value_set('acct_v', i % 50, repeat('x', i % 40))) FROM generate_series(1, 2000) i;
+SELECT count(state.list_add('acct_l', i % 50, repeat('y', i % 7))) FROM generate_series(1, 2000) i;
+SELECT count(state.list_update('acct_l', i, ARRAY['a', 'bb'])) FROM generate_series(0, 9) i;
+SELECT count(state.list_add('acct_l', i % 20, 'after')) FROM generate_series(1, 100) i;
+SELECT count(state.map_put('acct_m', i % 50, i % 13, repeat('z', i % 9))) FROM generate_series(1, 2000) i;
+SELECT count(state.map_remove('acct_m', i % 50, i % 5)) FROM generate_series(1, 500) i;
+SELECT count(state.map_put_all('acct_m', i, ARRAY[1, 2], ARRAY['one', 'two'])) FROM generate_series(0, 9) i;
+SELECT count(state.map_put('acct_m', i % 20, 99, 'later')) FROM generate_series(1, 100) i;
+SELECT name, entries, bytes > 0 AS has_bytes FROM state.states WHERE name LIKE 'acct_%' ORDER BY name;
+SELECT count(state.clear(n, k)) FROM unnest(ARRAY['acct_v', 'acct_l', 'acct_m']) n, generate_series(0, 49) k;
+SELECT name, entries, CASE WHEN backend = 'rocksdb' THEN true ELSE bytes = 0 END AS no_bytes
+  FROM state.states WHERE name LIKE 'acct_%' ORDER BY name;
+SELECT state.drop_state('acct_v');
+SELECT state.drop_state('acct_l');
+SELECT state.drop_state('acct_m');

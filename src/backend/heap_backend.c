@@ -67,12 +67,6 @@ typedef struct HeapOp
 } HeapOp;
 
 
-static inline uint32
-heap_entry_hash(uint32 state_id, const StateKey *key)
-{
-	return hash_combine(key->hash, murmurhash32(state_id));
-}
-
 static inline dsa_pointer
 slot_tag(uint32 hash)
 {
@@ -98,7 +92,7 @@ heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
 	op->st = st;
 	op->key = key;
 	op->best_effort = false;
-	op->hash = heap_entry_hash(st->desc->id, key);
+	op->hash = heap_entry_hash(st->desc->id, key->hash);
 	op->part = &heap_state_shared->parts[heap_partition_index(key->key_group, op->hash)];
 	op->lock = state_backend_lock((int) (op->part - heap_state_shared->parts));
 	LWLockAcquire(op->lock, mode);
@@ -145,8 +139,7 @@ heap_find(const HeapOp *op, dsa_pointer **slotp)
 		if ((s & SLOT_TAG_MASK) != tag)
 			continue;
 		e = slot_entry(s);
-		if (e->hash == op->hash && e->state_id == id &&
-			e->key_len == op->key->len &&
+		if (e->state_id == id && e->key_len == op->key->len &&
 			memcmp(ENTRY_KEY(e), op->key->data, op->key->len) == 0)
 		{
 			if (slotp)
@@ -210,12 +203,14 @@ slots_remove(HeapPartition *part, dsa_pointer *slot)
 
 /*
  * heap_alloc allocates an entry for the op's key with room for "cap" value
- * bytes, stamped with the current epoch, or raises program_limit_exceeded
- * (a best-effort op gets InvalidDsaPointer when the area is full).
- * Nothing is linked yet, so an error leaves the table as it was.
+ * bytes (with_cap: a growing entry that records it; without, the value
+ * stored must be cap bytes), stamped with the current epoch, or raises
+ * program_limit_exceeded (a best-effort op gets InvalidDsaPointer when the
+ * area is full).  Nothing is linked yet, so an error leaves the table as
+ * it was.
  */
 static dsa_pointer
-heap_alloc(const HeapOp *op, Size cap)
+heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 {
 	const StateTarget *st = op->st;
 	dsa_pointer p;
@@ -231,7 +226,7 @@ heap_alloc(const HeapOp *op, Size cap)
 						op->key->len, NameStr(st->desc->name)),
 				 errdetail("Keys of heap states may have at most %u bytes.", HEAP_MAX_KEY)));
 	}
-	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+	if (ENTRY_SIZE(op->key->len, cap, with_cap) > MaxAllocSize)
 	{
 		heap_state_unlock(op->part);
 		ereport(ERROR,
@@ -240,17 +235,23 @@ heap_alloc(const HeapOp *op, Size cap)
 						NameStr(st->desc->name), (Size) op->key->len + cap),
 				 errdetail("A key's state may hold at most 1 GB.")));
 	}
-	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap), DSA_ALLOC_NO_OOM);
+	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap, with_cap),
+							  DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p) && op->best_effort)
 		return InvalidDsaPointer;
 	if (!DsaPointerIsValid(p))
 		heap_state_out_of_memory(st, op->part);
 	e = dsa_get_address(heap_state_area, p);
-	e->hash = op->hash;
 	e->state_id = st->desc->id;
 	e->key_len = (uint16) op->key->len;
+	e->flags = with_cap ? HEAP_ENTRY_CAP : 0;
 	e->val_len = 0;
-	e->val_cap = (uint32) cap;
+	if (with_cap)
+	{
+		uint32		c = (uint32) cap;
+
+		memcpy(e->data, &c, sizeof(c));
+	}
 	e->epoch = heap_state_shared->epoch;
 	memcpy(ENTRY_KEY(e), op->key->data, op->key->len);
 	return p;
@@ -270,9 +271,7 @@ heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old
 	{
 		dsa_pointer oldp = slot_ptr(*slot);
 
-		registry_add_usage(op->st->slot, 0,
-						   (int64) ENTRY_SIZE(e->key_len, e->val_cap) -
-						   (int64) ENTRY_SIZE(old->key_len, old->val_cap));
+		registry_add_usage(op->st->slot, 0, (int64) entry_bytes(e) - (int64) entry_bytes(old));
 		*slot = slot_make(newp, op->hash);
 		heap_state_release(part, old, oldp);
 	}
@@ -285,7 +284,7 @@ heap_place(const HeapOp *op, dsa_pointer *slot, dsa_pointer newp, HeapEntry *old
 		}
 		*slot = slot_make(newp, op->hash);
 		part->nentries++;
-		registry_add_usage(op->st->slot, 1, (int64) ENTRY_SIZE(e->key_len, e->val_cap));
+		registry_add_usage(op->st->slot, 1, (int64) entry_bytes(e));
 	}
 	return e;
 }
@@ -306,8 +305,8 @@ heap_prepare_write(const HeapOp *op)
 /*
  * heap_writable returns the entry of the op's key, ready to be changed in
  * place with room for "extra" more value bytes: the entry itself when it
- * has the room and no snapshot needs it as it is, otherwise a copy that
- * replaces it (capacity doubled when growing).  A key without state gets an
+ * reserves the room and no snapshot needs it as it is, otherwise a copy
+ * that reserves it and replaces it (capacity doubled when growing).  A key without state gets an
  * empty entry.  NULL only for a best-effort op with no memory.  Caller has
  * called heap_prepare_write.
  */
@@ -321,19 +320,20 @@ heap_writable(const HeapOp *op, Size extra)
 	dsa_pointer newp;
 	HeapEntry  *ne;
 
-	if (e != NULL && e->val_cap >= need && !heap_entry_shared(op->part, e))
+	if (e != NULL && ENTRY_HAS_CAP(e) && entry_cap(e) >= need &&
+		!heap_entry_shared(op->part, e))
 	{
 		e->epoch = heap_state_shared->epoch;
 		return e;
 	}
 	cap = need;
-	if (e != NULL && e->val_cap < need)
-		cap = Max(need, (Size) e->val_cap * 2);
+	if (e != NULL && entry_cap(e) < need)
+		cap = Max(need, (Size) entry_cap(e) * 2);
 	else if (e != NULL)
-		cap = e->val_cap;
-	if (ENTRY_SIZE(op->key->len, cap) > MaxAllocSize)
+		cap = entry_cap(e);
+	if (ENTRY_SIZE(op->key->len, cap, true) > MaxAllocSize)
 		cap = need;
-	newp = heap_alloc(op, cap);
+	newp = heap_alloc(op, cap, true);
 	if (!DsaPointerIsValid(newp))
 		return NULL;			/* best effort, and no memory */
 	ne = dsa_get_address(heap_state_area, newp);
@@ -346,9 +346,10 @@ heap_writable(const HeapOp *op, Size extra)
 }
 
 /*
- * heap_store sets the op's key's whole value image: in place when the entry
- * has room without wasting much of it and no snapshot needs it as it is,
- * otherwise in a new entry.  False only for a best-effort op with no
+ * heap_store sets the op's key's whole value image: in place when no
+ * snapshot needs the entry as it is and it has the room (a growing entry,
+ * without wasting much of it) or the same length (any other), otherwise in
+ * a new entry that holds the value exactly.  False only for a best-effort op with no
  * memory.  Caller has called heap_prepare_write.
  */
 static bool
@@ -356,12 +357,13 @@ heap_store(const HeapOp *op, const char *value, uint32 len)
 {
 	dsa_pointer *slot;
 	HeapEntry  *e = heap_find(op, &slot);
-	bool		fits = e != NULL && e->val_cap >= len && !heap_entry_shared(op->part, e);
+	bool		fits = e != NULL && !heap_entry_shared(op->part, e) &&
+		(ENTRY_HAS_CAP(e) ? entry_cap(e) >= len : e->val_len == len);
 	dsa_pointer newp = InvalidDsaPointer;
 	HeapEntry  *ne;
 
-	if (!fits || e->val_cap > 2 * (Size) len + 64)
-		newp = heap_alloc(op, len);
+	if (!fits || entry_cap(e) > 2 * (Size) len + 64)
+		newp = heap_alloc(op, len, false);
 	if (!DsaPointerIsValid(newp) && !fits)
 		return false;			/* best effort, and no memory */
 	if (!DsaPointerIsValid(newp))
@@ -385,7 +387,7 @@ heap_unlink(const HeapOp *op, dsa_pointer *slot, HeapEntry *e)
 {
 	dsa_pointer p = slot_ptr(*slot);
 
-	registry_add_usage(op->st->slot, -1, -(int64) ENTRY_SIZE(e->key_len, e->val_cap));
+	registry_add_usage(op->st->slot, -1, -(int64) entry_bytes(e));
 	slots_remove(op->part, slot);
 	op->part->nentries--;
 	heap_state_release(op->part, e, p);

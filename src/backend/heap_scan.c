@@ -89,9 +89,10 @@ heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *
 
 /*
  * removed_from ends a walk of a partition that cleared the slots of n of a
- * state's entries (bytes of them): the entries left are re-seated, from
- * "start", a slot that was empty before anything was cleared (so every
- * cluster is visited from its beginning), and the counts follow.
+ * state's entries (bytes of them, and of what entries left lost in place):
+ * the entries left are re-seated, from "start", a slot that was empty
+ * before anything was cleared (so every cluster is visited from its
+ * beginning), and the counts follow.
  */
 static void
 removed_from(const StateTarget *st, HeapPartition *part, uint32 start, int64 n, int64 bytes)
@@ -99,7 +100,11 @@ removed_from(const StateTarget *st, HeapPartition *part, uint32 start, int64 n, 
 	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
 
 	if (n == 0)
+	{
+		if (bytes != 0)
+			registry_add_usage(st->slot, 0, -bytes);
 		return;
+	}
 	for (uint32 k = 1; k <= part->nslots; k++)
 	{
 		uint32		b = (start + k) & (part->nslots - 1);
@@ -172,7 +177,7 @@ heap_state_truncate(const StateTarget *st)
 			if (st->desc->logged)
 				(void) state_wal_log(STATE_WAL_REMOVE, st->desc->id, ENTRY_KEY(e), e->key_len,
 									 NULL, 0, NULL, 0, false);
-			bytes += ENTRY_SIZE(e->key_len, e->val_cap);
+			bytes += entry_bytes(e);
 			heap_state_release(part, e, slot_ptr(slots[b]));
 			slots[b] = InvalidDsaPointer;
 			n++;
@@ -218,13 +223,16 @@ expire_partition(const StateTarget *st, int i, int key_group, int64 now, int64 *
 		{
 			if (keep < e->val_len)
 			{
+				/* An entry without reserved room counts what it holds. */
+				if (!ENTRY_HAS_CAP(e))
+					bytes += e->val_len - keep;
 				e->val_len = keep;
 				e->epoch = heap_state_shared->epoch;
 			}
 			*min_deadline = Min(*min_deadline, record_ttl_min_deadline(kind, ENTRY_VAL(e), keep));
 			continue;
 		}
-		bytes += ENTRY_SIZE(e->key_len, e->val_cap);
+		bytes += entry_bytes(e);
 		heap_state_release(part, e, slot_ptr(slots[b]));
 		slots[b] = InvalidDsaPointer;
 		n++;

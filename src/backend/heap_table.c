@@ -247,7 +247,7 @@ void
 heap_state_slots_insert(dsa_pointer *slots, uint32 nslots, dsa_pointer s)
 {
 	uint32		mask = nslots - 1;
-	uint32		i = slot_home(slot_entry(s)->hash, nslots);
+	uint32		i = slot_home(heap_entry_rehash(slot_entry(s)), nslots);
 
 	while (slots[i] != InvalidDsaPointer)
 		i = (i + 1) & mask;

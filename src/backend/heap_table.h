@@ -12,6 +12,7 @@
 #include "utils/dsa.h"
 
 #include "backend/keyed_backend.h"
+#include "common/key_group.h"
 #include "common/locks.h"
 #include "common/settings.h"
 
@@ -20,27 +21,70 @@
 #define SLOT_TAG_MASK			(((dsa_pointer) 0x3FFF) << SLOT_TAG_SHIFT)
 
 /*
- * An entry: 22 bytes of header, then the key and value images.  The key
- * group is not stored: a partition holds a single key group unless
- * max_parallelism exceeds HEAP_PARTITIONS, and then it is recomputed from
- * the key (heap_state_entry_key_group).
+ * An entry: 16 bytes of header, then the key and value images, so that a
+ * small key and a bigint value fit DSA's 32-byte size class.
+ *
+ * An entry whose value grows in place (a list's appends, a map's entries)
+ * reserves room for it: HEAP_ENTRY_CAP is set and its data starts with the
+ * capacity, a uint32.  Any other entry holds its value exactly (capacity
+ * val_len) and is changed in place only by a value of the same length, so
+ * that its size, which the registry counts, stays what it was.
+ *
+ * Neither the hash nor the key group is stored: both are recomputed from
+ * the key when slots are re-seated (heap_entry_rehash) and when a partition
+ * holds several key groups (heap_state_entry_key_group).
  */
 typedef struct HeapEntry
 {
-	uint32		hash;			/* heap_entry_hash() */
 	uint32		state_id;
 	uint32		val_len;
-	uint32		val_cap;		/* bytes reserved for the value */
 	uint32		epoch;			/* table epoch of the last write */
 	uint16		key_len;		/* at most HEAP_MAX_KEY */
-	char		data[FLEXIBLE_ARRAY_MEMBER];	/* key, then value */
+	uint16		flags;			/* HEAP_ENTRY_CAP */
+	char		data[FLEXIBLE_ARRAY_MEMBER];	/* [capacity], key, value */
 } HeapEntry;
+
+#define HEAP_ENTRY_CAP		0x0001
 
 #define HEAP_MAX_KEY		PG_UINT16_MAX
 
-#define ENTRY_KEY(e)		((e)->data)
-#define ENTRY_VAL(e)		((e)->data + (e)->key_len)
-#define ENTRY_SIZE(klen, cap) (offsetof(HeapEntry, data) + (Size) (klen) + (Size) (cap))
+#define ENTRY_HAS_CAP(e)	(((e)->flags & HEAP_ENTRY_CAP) != 0)
+#define ENTRY_KEY(e)		((e)->data + (ENTRY_HAS_CAP(e) ? sizeof(uint32) : 0))
+#define ENTRY_VAL(e)		(ENTRY_KEY(e) + (e)->key_len)
+#define ENTRY_SIZE(klen, cap, with_cap) \
+	(offsetof(HeapEntry, data) + ((with_cap) ? sizeof(uint32) : 0) + (Size) (klen) + (Size) (cap))
+
+/* The bytes an entry has for its value. */
+static inline uint32
+entry_cap(const HeapEntry *e)
+{
+	uint32		cap;
+
+	if (!ENTRY_HAS_CAP(e))
+		return e->val_len;
+	memcpy(&cap, e->data, sizeof(cap));
+	return cap;
+}
+
+/* The size of an entry, as the registry counts it. */
+static inline Size
+entry_bytes(const HeapEntry *e)
+{
+	return ENTRY_SIZE(e->key_len, entry_cap(e), ENTRY_HAS_CAP(e));
+}
+
+/* The hash of (state id, key) that places an entry in its partition. */
+static inline uint32
+heap_entry_hash(uint32 state_id, uint32 key_hash)
+{
+	return hash_combine(key_hash, murmurhash32(state_id));
+}
+
+static inline uint32
+heap_entry_rehash(const HeapEntry *e)
+{
+	return heap_entry_hash(e->state_id, key_image_hash(ENTRY_KEY(e), e->key_len));
+}
 
 typedef struct HeapPartition
 {
