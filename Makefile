@@ -21,6 +21,7 @@ OBJS = \
 	src/common/codec.o \
 	src/common/key_group.o \
 	src/common/fold.o \
+	src/common/aggregate.o \
 	src/common/progress.o \
 	src/common/membuf.o \
 	src/ipc/channel.o \
@@ -58,6 +59,7 @@ OBJS = \
 	src/sql/sql_list.o \
 	src/sql/sql_map.o \
 	src/sql/sql_reducing.o \
+	src/sql/sql_aggregating.o \
 	src/sql/sql_snapshot.o \
 	src/sql/sql_rescale.o \
 	src/sql/sql_operator.o
@@ -66,7 +68,7 @@ EXTENSION = state_backend
 DATA = state_backend--1.0.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

@@ -31,7 +31,8 @@ CREATE FUNCTION state.create_state(
 	ttl interval DEFAULT NULL,
 	logged boolean DEFAULT false,
 	ttl_update text DEFAULT 'on_create_and_write',
-	ttl_visibility text DEFAULT 'never_return_expired')
+	ttl_visibility text DEFAULT 'never_return_expired',
+	aggregate regprocedure DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
@@ -42,7 +43,8 @@ CREATE FUNCTION state._states(
 	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
 	OUT reducer text, OUT ttl interval, OUT owner regrole,
 	OUT entries bigint, OUT bytes bigint, OUT logged boolean,
-	OUT ttl_update text, OUT ttl_visibility text, OUT key_groups int4range)
+	OUT ttl_update text, OUT ttl_visibility text, OUT key_groups int4range,
+	OUT aggregate regprocedure)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states AS SELECT * FROM state._states();
@@ -219,6 +221,13 @@ CREATE FUNCTION state.reduce(name text, key anycompatible, value anyelement)
 RETURNS anyelement AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPUT;
 CREATE FUNCTION state.reduce(name text, key anycompatible, value text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_reduce' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- AggregatingState
+
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value anyelement)
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
 
 ---------------------------------------------------------------- snapshots
 

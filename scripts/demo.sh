@@ -110,7 +110,7 @@ SET client_min_messages = warning;
 -- a demo server made by an earlier build of this release gets the current SQL
 SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'create_state'
                  AND pronamespace = 'state'::regnamespace
-                 AND NOT ('ttl_update' = ANY (proargnames))) AS stale \gset
+                 AND NOT ('aggregate' = ANY (proargnames))) AS stale \gset
 \if :stale
 DROP EXTENSION state_backend;
 \endif
@@ -118,8 +118,8 @@ CREATE EXTENSION IF NOT EXISTS state_backend;
 -- start from a clean slate, so that the demo can run again
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
-     FROM unnest(ARRAY['clicks', 'profile', 'events', 'cart', 'seen', 'balance', 'dedup',
-                       'offsets']) AS n;
+     FROM unnest(ARRAY['clicks', 'latency', 'jitter', 'profile', 'events', 'cart', 'seen',
+                       'balance', 'dedup', 'offsets']) AS n;
 END $$;
 RESET client_min_messages;
 \set ECHO queries
@@ -136,6 +136,16 @@ BEGIN;
 SELECT state.reduce('clicks', 'bob', 100) AS bob;
 ROLLBACK;
 SELECT state.value_get('clicks', 'bob', 0::bigint) AS bob;
+
+\echo
+\echo '== AggregatingState: a running average and standard deviation per endpoint'
+SELECT state.create_state('latency', 'aggregating', value_type => 'float8', aggregate => 'avg(float8)');
+SELECT state.create_state('jitter', 'aggregating', value_type => 'float8', aggregate => 'stddev(float8)');
+SELECT count(state.aggregate('latency', e, ms)), count(state.aggregate('jitter', e, ms))
+  FROM (VALUES ('checkout', 12.5), ('checkout', 7.5), ('checkout', 10.0), ('search', 3.0)) v(e, ms);
+SELECT e AS endpoint, state.value_get('latency', e, 0::float8) AS avg_ms,
+       round(state.value_get('jitter', e, 0::numeric), 2) AS stddev_ms
+  FROM unnest(ARRAY['checkout', 'search']) AS e;
 
 \echo
 \echo '== ValueState: jsonb values under integer keys'

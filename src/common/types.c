@@ -16,6 +16,7 @@ static const char *const kind_names[] = {
 	[STATE_KIND_OPERATOR_LIST] = "operator_list",
 	[STATE_KIND_UNION_LIST] = "union_list",
 	[STATE_KIND_BROADCAST] = "broadcast",
+	[STATE_KIND_AGGREGATING] = "aggregating",
 };
 
 static const char *const reducer_names[] = {

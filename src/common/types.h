@@ -21,21 +21,24 @@ typedef enum StateKind
 	/* Operator state (Flink's OperatorStateBackend): no keys, heap only. */
 	STATE_KIND_OPERATOR_LIST,	/* split evenly when a snapshot is split */
 	STATE_KIND_UNION_LIST,		/* every part gets all of it */
-	STATE_KIND_BROADCAST		/* a map; every part gets all of it */
+	STATE_KIND_BROADCAST,		/* a map; every part gets all of it */
+	/* Keyed again: a PostgreSQL aggregate's transition state per key. */
+	STATE_KIND_AGGREGATING
 } StateKind;
 
-#define STATE_KIND_LAST		STATE_KIND_BROADCAST
+#define STATE_KIND_LAST		STATE_KIND_AGGREGATING
 
 /* Is it operator state, which has no keys? */
 static inline bool
 state_kind_is_operator(StateKind kind)
 {
-	return kind >= STATE_KIND_OPERATOR_LIST;
+	return kind >= STATE_KIND_OPERATOR_LIST && kind <= STATE_KIND_BROADCAST;
 }
 
 /*
  * The kind whose image layout a kind's state has: operator lists are kept
- * as a list under one key, broadcast state as a map (format/records.h).
+ * as a list under one key, broadcast state as a map (format/records.h);
+ * an aggregating state's image is one value, as a reducing state's.
  */
 static inline StateKind
 state_kind_layout(StateKind kind)
@@ -102,6 +105,9 @@ typedef struct StateType
 #define STATE_TYPE_VALUE	1
 #define STATE_TYPE_MAP_KEY	2
 
+/* Room for an aggregate's schema-qualified signature, "nsp.name(type)". */
+#define STATE_AGG_SIGNATURE_LEN	256
+
 /*
  * StateDesc describes one named state of one database.  It lives in a slot
  * of the shared registry; backends work on a local copy and reach the slot's
@@ -137,19 +143,38 @@ typedef struct StateDesc
 	int32		range_parts;
 	int32		range_first;
 	int32		range_last;
+
+	/*
+	 * An aggregating state's aggregate (pg_aggregate.aggfnoid), its
+	 * schema-qualified signature (how snapshots name it), and the type its
+	 * images hold: the transition type, or bytea when that is internal and
+	 * goes through the aggregate's serial functions (common/aggregate.c).
+	 */
+	Oid			aggregate;
+	char		agg_signature[STATE_AGG_SIGNATURE_LEN];
+	StateType	agg_type;
 } StateDesc;
 
-/* The sizes of descriptors stored before "logged", "ttl", "range_*" came. */
+/* The sizes of descriptors stored before "logged", "ttl", "range_*", "agg*" came. */
 #define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)
 #define STATE_DESC_SIZE_LOGGED	offsetof(StateDesc, ttl_update)
 #define STATE_DESC_SIZE_TTL		offsetof(StateDesc, range_parts)
+#define STATE_DESC_SIZE_RANGE	offsetof(StateDesc, aggregate)
 
 /* Does a descriptor's stored size name a layout this version reads? */
 static inline bool
 state_desc_size_ok(Size size)
 {
-	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_TTL ||
-		size == STATE_DESC_SIZE_LOGGED || size == STATE_DESC_SIZE_1_0;
+	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_RANGE ||
+		size == STATE_DESC_SIZE_TTL || size == STATE_DESC_SIZE_LOGGED ||
+		size == STATE_DESC_SIZE_1_0;
+}
+
+/* The type a state's value images hold. */
+static inline Oid
+state_desc_image_type(const StateDesc *d)
+{
+	return d->kind == STATE_KIND_AGGREGATING ? d->agg_type.oid : d->value_type;
 }
 
 /* Does a stored descriptor hold a key-group range of max_parallelism? */

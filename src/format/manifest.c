@@ -155,6 +155,12 @@ manifest_build(SnapshotWriter *w)
 		if (d->range_parts > 0)
 			appendStringInfo(m, " key_group_range=%d-%d/%d",
 							 d->range_first, d->range_last, d->range_parts);
+		if (d->kind == STATE_KIND_AGGREGATING)
+		{
+			appendStringInfo(m, " aggregate_oid=%u aggregate=", d->aggregate);
+			append_encoded(m, d->agg_signature);
+			append_type(m, "agg_type", &d->agg_type);
+		}
 		if (d->ttl > 0)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
@@ -233,6 +239,13 @@ parse_state_line(char *line, SnapshotState *st)
 			ok &= parse_type(v, &st->desc.types[STATE_TYPE_MAP_KEY]);
 		else if (strcmp(tok, "reducer") == 0)
 			st->desc.reducer = state_reducer_parse(v);
+		else if (strcmp(tok, "aggregate") == 0)
+			ok &= decode_value(v, st->desc.agg_signature, sizeof(st->desc.agg_signature)) &&
+				st->desc.agg_signature[0] != '\0';
+		else if (strcmp(tok, "aggregate_oid") == 0)
+			st->desc.aggregate = (Oid) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "agg_type") == 0)
+			ok &= parse_type(v, &st->desc.agg_type);
 		else if (strcmp(tok, "owner") == 0)
 		{
 			if (!decode_value(v, buf, NAMEDATALEN))
@@ -296,6 +309,13 @@ state_types_ok(const StateDesc *d)
 	}
 	/* Operator states are heap states with no TTL and no key-group range. */
 	if (state_kind_is_operator(d->kind) && (d->ttl > 0 || d->range_parts > 0))
+		return false;
+	/* An aggregating state names its aggregate and the type of its images. */
+	if ((d->kind == STATE_KIND_AGGREGATING) !=
+		(d->agg_signature[0] != '\0' && OidIsValid(d->agg_type.oid)))
+		return false;
+	if (OidIsValid(d->agg_type.oid) &&
+		!(d->agg_type.typlen > 0 || d->agg_type.typlen == -1 || d->agg_type.typlen == -2))
 		return false;
 	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
 }

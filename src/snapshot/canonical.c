@@ -43,7 +43,7 @@ canonical_codecs_init(StateCodecs *c, const StateDesc *desc, MemoryContext mcxt)
 	c->kind = state_kind_layout(desc->kind);
 	c->ttl = desc->ttl > 0;
 	codec_init(&c->key, desc->key_type, mcxt);
-	codec_init(&c->value, desc->value_type, mcxt);
+	codec_init(&c->value, state_desc_image_type(desc), mcxt);
 	if (OidIsValid(desc->map_key_type))
 		codec_init(&c->map_key, desc->map_key_type, mcxt);
 }

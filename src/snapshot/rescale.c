@@ -38,12 +38,13 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 	if (a->kind != b->kind || a->key_type != b->key_type || a->value_type != b->value_type ||
 		a->map_key_type != b->map_key_type || a->reducer != b->reducer || a->ttl != b->ttl ||
 		a->ttl_update != b->ttl_update || a->ttl_visibility != b->ttl_visibility ||
-		a->logged != b->logged || a->backend != b->backend)
+		a->logged != b->logged || a->backend != b->backend ||
+		strcmp(a->agg_signature, b->agg_signature) != 0 || a->agg_type.oid != b->agg_type.oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("state \"%s\" differs between snapshots \"%s\" and \"%s\"",
 						NameStr(a->name), asrc, bsrc),
-				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer, TTL, logging and backend.")));
+				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging and backend.")));
 }
 
 /*

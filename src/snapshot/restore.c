@@ -32,6 +32,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/aggregate.h"
 #include "common/codec.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
@@ -111,41 +112,45 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
  * snapshot needs the same OIDs; a canonical one only the same names.
  */
 static void
+resolve_type(const StateDesc *d, StateType *t, bool native, const char *what)
+{
+	StateType	now;
+	Oid			oid;
+
+	if (!OidIsValid(t->oid))
+		return;
+	oid = codec_find_type(t);
+	if (!OidIsValid(oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type %s.%s of state \"%s\" does not exist",
+						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+				 errhint("Create the type before restoring the snapshot.")));
+	codec_describe_type(oid, &now);
+	if (native && oid != t->oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("type %s.%s of state \"%s\" is not the type the native snapshot was taken with",
+						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
+				 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
+						   oid, t->oid),
+				 errhint("Restore from a canonical snapshot (format => 'canonical').")));
+	state_ops_check_type(oid, what);
+	if (now.typlen != t->typlen || now.typbyval != t->typbyval)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("type %s.%s of state \"%s\" is stored differently than when the snapshot was taken",
+						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name))));
+	*t = now;
+}
+
+static void
 resolve_types(StateDesc *d, bool native)
 {
-	for (int i = 0; i < 3; i++)
-	{
-		StateType  *t = &d->types[i];
-		StateType	now;
-		Oid			oid;
-
-		if (!OidIsValid(t->oid))
-			continue;
-		oid = codec_find_type(t);
-		if (!OidIsValid(oid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("type %s.%s of state \"%s\" does not exist",
-							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
-					 errhint("Create the type before restoring the snapshot.")));
-		codec_describe_type(oid, &now);
-		if (native && oid != t->oid)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("type %s.%s of state \"%s\" is not the type the native snapshot was taken with",
-							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
-					 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
-							   oid, t->oid),
-					 errhint("Restore from a canonical snapshot (format => 'canonical').")));
-		state_ops_check_type(oid, i == STATE_TYPE_KEY ? "a key" :
-							 i == STATE_TYPE_VALUE ? "a value" : "a map key");
-		if (now.typlen != t->typlen || now.typbyval != t->typbyval)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("type %s.%s of state \"%s\" is stored differently than when the snapshot was taken",
-							NameStr(t->nspname), NameStr(t->typname), NameStr(d->name))));
-		*t = now;
-	}
+	resolve_type(d, &d->types[STATE_TYPE_KEY], native, "a key");
+	resolve_type(d, &d->types[STATE_TYPE_VALUE], native, "a value");
+	resolve_type(d, &d->types[STATE_TYPE_MAP_KEY], native, "a map key");
+	resolve_type(d, &d->agg_type, native, "an aggregate's transition state");
 	d->key_type = d->types[STATE_TYPE_KEY].oid;
 	d->value_type = d->types[STATE_TYPE_VALUE].oid;
 	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
@@ -336,6 +341,8 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		{
 			resolve_types(d, m->format == SNAPSHOT_NATIVE);
 			resolve_roles(d, m->system_identifier == GetSystemIdentifier());
+			if (d->kind == STATE_KIND_AGGREGATING)
+				aggregate_resolve(d);
 		}
 		d->backend = backend_override >= 0 ? backend_override : backend;
 		/* Operator state lives in shared memory, whatever backend is asked for. */

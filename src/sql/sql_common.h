@@ -111,6 +111,9 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define KEYED_KIND		(-2)		/* every kind with keys */
 #define OPERATOR_LISTS	(-3)		/* operator_list and union_list */
 
+/* sql_aggregating.c */
+extern Datum sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo);
+
 /* sql_reducing.c */
 extern void reducer_check_type(StateReducer reducer, Oid type);
 

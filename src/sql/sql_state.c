@@ -21,6 +21,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/aggregate.h"
 #include "common/locks.h"
 #include "common/settings.h"
 #include "logged.h"
@@ -167,7 +168,7 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 
 /*
  * create_state(name, kind, key_type, value_type, backend, map_key_type,
- *				reducer, ttl, logged, ttl_update, ttl_visibility)
+ *				reducer, ttl, logged, ttl_update, ttl_visibility, aggregate)
  */
 Datum
 state_create_state(PG_FUNCTION_ARGS)
@@ -220,6 +221,17 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("a reducing state needs a reducer"),
 				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
 
+	if (!PG_ARGISNULL(11) && desc.kind != STATE_KIND_AGGREGATING)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an aggregate applies only to aggregating states"),
+				 errhint("Use kind => 'aggregating', or leave aggregate NULL.")));
+	if (PG_ARGISNULL(11) && desc.kind == STATE_KIND_AGGREGATING)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an aggregating state needs an aggregate"),
+				 errhint("Pass aggregate => 'avg(float8)', for example.")));
+
 	parse_ttl(fcinfo, &desc);
 	if (desc.ttl > 0 && state_kind_is_operator(desc.kind))
 		ereport(ERROR,
@@ -241,6 +253,8 @@ state_create_state(PG_FUNCTION_ARGS)
 		codec_describe_type(desc.map_key_type, &desc.types[STATE_TYPE_MAP_KEY]);
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
+	if (desc.kind == STATE_KIND_AGGREGATING)
+		aggregate_describe(PG_GETARG_OID(11), desc.value_type, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
 	desc.logged = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	if (desc.logged)
@@ -294,8 +308,8 @@ state_states(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[15];
-		bool		nulls[15];
+		Datum		values[16];
+		bool		nulls[16];
 		int64		entries;
 		int64		bytes;
 
@@ -324,6 +338,8 @@ state_states(PG_FUNCTION_ARGS)
 		values[14] = d->range_parts > 0 ?
 			key_group_range_datum(d->range_first, d->range_last) :
 			key_group_range_datum(0, state_backend_max_parallelism - 1);
+		values[15] = ObjectIdGetDatum(d->aggregate);
+		nulls[15] = !OidIsValid(d->aggregate);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -1,7 +1,7 @@
 /*
  * sql/sql_value.c
- *		ValueState: value_set and value_get.  value_get reads reducing states
- *		too (sql_reducing.c writes them).
+ *		ValueState: value_set and value_get.  value_get reads reducing and
+ *		aggregating states too (sql_reducing.c, sql_aggregating.c write them).
  */
 #include "postgres.h"
 
@@ -34,9 +34,12 @@ state_value_get(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
 
-	if (call->desc.kind != STATE_KIND_VALUE && call->desc.kind != STATE_KIND_REDUCING)
+	if (call->desc.kind != STATE_KIND_VALUE && call->desc.kind != STATE_KIND_REDUCING &&
+		call->desc.kind != STATE_KIND_AGGREGATING)
 		state_call_reject_kind(call, STATE_KIND_VALUE);
 	state_call_key(call, fcinfo, 1);
+	if (call->desc.kind == STATE_KIND_AGGREGATING)
+		return sql_aggregating_get(call, fcinfo);
 	resetStringInfo(&call->buf);
 	if (call->backend->get(&call->target, &call->key, &call->buf))
 		return state_call_result(call, call->buf.data, call->buf.len,

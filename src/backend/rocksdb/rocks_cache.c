@@ -109,11 +109,11 @@ rocks_cache_shmem_init(void)
 	}
 }
 
-/* Value and reducing states are cached; lists and maps are not. */
+/* Value, reducing and aggregating states are cached; lists and maps are not. */
 bool
 rocks_cache_kind(uint8 kind)
 {
-	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING;
+	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING || kind == STATE_KIND_AGGREGATING;
 }
 
 static CacheSet *

@@ -1,0 +1,315 @@
+/*
+ * common/aggregate.c
+ *		The PostgreSQL aggregate an aggregating state folds its values with:
+ *		which aggregates a state can hold (aggregate_describe, at create and
+ *		restore), and running one outside an Agg node (aggregate_fold,
+ *		aggregate_result).
+ *
+ * A key's image is the aggregate's transition state: the datum image of
+ * its transition type, or, for a transition type of internal, the bytea
+ * its serial function makes, which its deserial function reads back.  So
+ * every image is plain bytes that snapshots, WAL and RocksDB keep as they
+ * keep any value.
+ *
+ * Transition, serial, deserial and final functions run with a stand-in
+ * AggState as their context, as a plain aggregate's would in an Agg node:
+ * AggCheckCallContext then succeeds and hands them the fold's memory
+ * context, which is reset before every fold.  Aggregates that need more of
+ * an Agg node (ordered-set ones, those of several arguments, polymorphic
+ * ones) are refused when the state is created.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "nodes/execnodes.h"
+#include "parser/parse_coerce.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "common/aggregate.h"
+
+/* The aggregate's catalog row, or an error naming what oid is. */
+static Form_pg_aggregate
+aggregate_form(Oid aggfnoid, HeapTuple *tup)
+{
+	*tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(*tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("function %s is not an aggregate", format_procedure(aggfnoid))));
+	return (Form_pg_aggregate) GETSTRUCT(*tup);
+}
+
+static void
+refuse(Oid aggfnoid, const char *why, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("aggregate %s cannot be held by an aggregating state", format_procedure(aggfnoid)),
+			 errdetail("%s", why),
+			 hint ? errhint("%s", hint) : 0));
+}
+
+/*
+ * aggregate_describe checks that an aggregating state of input_type owned
+ * by owner can hold aggregate aggfnoid, and fills the descriptor's
+ * aggregate, agg_signature and agg_type.  Raises what is wrong.
+ */
+void
+aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc)
+{
+	HeapTuple	tup;
+	Form_pg_aggregate agg = aggregate_form(aggfnoid, &tup);
+	Oid			transtype = agg->aggtranstype;
+	bool		serial = OidIsValid(agg->aggserialfn) && OidIsValid(agg->aggdeserialfn);
+	char		kind = agg->aggkind;
+	Oid			finalfn = agg->aggfinalfn;
+	Oid		   *argtypes;
+	int			nargs;
+	char	   *sig;
+
+	ReleaseSysCache(tup);
+	if (kind != AGGKIND_NORMAL)
+		refuse(aggfnoid, "It is an ordered-set or hypothetical-set aggregate.",
+			   "Use a plain aggregate of one argument.");
+	if (transtype == INTERNALOID && !serial)
+		refuse(aggfnoid, "Its transition state is of type internal and it has no serial and deserial functions, so the state cannot be stored.",
+			   NULL);
+	(void) get_func_signature(aggfnoid, &argtypes, &nargs);
+	if (nargs != 1)
+		refuse(aggfnoid, psprintf("It takes %d arguments; an aggregating state folds one value at a time.", nargs),
+			   "Use an aggregate of one argument.");
+	if (IsPolymorphicType(argtypes[0]) || IsPolymorphicType(transtype) ||
+		(OidIsValid(finalfn) && IsPolymorphicType(get_func_rettype(finalfn))))
+		refuse(aggfnoid, "It is polymorphic.", "Use an aggregate declared for the state's value type.");
+	if (argtypes[0] != input_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("aggregate %s folds values of type %s, not %s",
+						format_procedure(aggfnoid), format_type_be(argtypes[0]),
+						format_type_be(input_type)),
+				 errhint("Give value_type => '%s'.", format_type_be(argtypes[0]))));
+	if (pg_proc_aclcheck(aggfnoid, owner, ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for aggregate %s", format_procedure(aggfnoid)),
+				 errdetail("The state's owner must be able to execute its aggregate.")));
+	sig = format_procedure_qualified(aggfnoid);
+	if (strlen(sig) >= STATE_AGG_SIGNATURE_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the signature of aggregate %s is too long", sig),
+				 errdetail("A state names its aggregate in at most %d bytes.",
+						   STATE_AGG_SIGNATURE_LEN - 1)));
+	desc->aggregate = aggfnoid;
+	strlcpy(desc->agg_signature, sig, sizeof(desc->agg_signature));
+	codec_describe_type(transtype == INTERNALOID ? BYTEAOID : transtype, &desc->agg_type);
+}
+
+/*
+ * aggregate_resolve finds, on this server, the aggregate a descriptor read
+ * from a snapshot names by its signature, and checks it as create does and
+ * that its images are of the same type.  Types are resolved already.
+ */
+void
+aggregate_resolve(StateDesc *desc)
+{
+	Datum		oid;
+	Oid			image_type = desc->agg_type.oid;
+
+	if (memchr(desc->agg_signature, '\0', sizeof(desc->agg_signature)) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("state \"%s\" names its aggregate with no end", NameStr(desc->name))));
+	oid = DirectFunctionCall1(to_regprocedure, CStringGetTextDatum(desc->agg_signature));
+	if (oid == (Datum) 0 || !OidIsValid(DatumGetObjectId(oid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("aggregate %s of state \"%s\" does not exist on this server",
+						desc->agg_signature, NameStr(desc->name))));
+	aggregate_describe(DatumGetObjectId(oid), desc->value_type, desc->owner, desc);
+	if (desc->agg_type.oid != image_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("aggregate %s of state \"%s\" keeps a transition state of another type here",
+						desc->agg_signature, NameStr(desc->name))));
+}
+
+/* aggregate_run_init sets up running a state's aggregate; in mcxt. */
+AggregateRun *
+aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
+{
+	AggregateRun *run = MemoryContextAllocZero(mcxt, sizeof(AggregateRun));
+	HeapTuple	tup;
+	Form_pg_aggregate agg = aggregate_form(desc->aggregate, &tup);
+	Datum		initval;
+	bool		isnull;
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+
+	run->transtype = agg->aggtranstype;
+	get_typlenbyval(run->transtype, &run->translen, &run->transbyval);
+	fmgr_info_cxt(agg->aggtransfn, &run->transfn, mcxt);
+	run->strict = run->transfn.fn_strict;
+	if (OidIsValid(agg->aggfinalfn))
+	{
+		fmgr_info_cxt(agg->aggfinalfn, &run->finalfn, mcxt);
+		run->final_nargs = agg->aggfinalextra ? 2 : 1;
+		run->result_type = get_func_rettype(agg->aggfinalfn);
+	}
+	else
+		run->result_type = run->transtype;
+	if (run->transtype == INTERNALOID)
+	{
+		fmgr_info_cxt(agg->aggserialfn, &run->serialfn, mcxt);
+		fmgr_info_cxt(agg->aggdeserialfn, &run->deserialfn, mcxt);
+	}
+	initval = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval, &isnull);
+	run->init_null = isnull;
+	run->init_text = isnull ? NULL : TextDatumGetCString(initval);
+	ReleaseSysCache(tup);
+
+	codec_init(&run->image, desc->agg_type.oid, mcxt);
+	run->collation = type_is_collatable(desc->value_type) ? DEFAULT_COLLATION_OID : InvalidOid;
+	run->fold_cxt = AllocSetContextCreate(mcxt, "state_backend aggregate", ALLOCSET_DEFAULT_SIZES);
+	run->econtext = makeNode(ExprContext);
+	run->econtext->ecxt_per_tuple_memory = run->fold_cxt;
+	run->aggstate = makeNode(AggState);
+	run->aggstate->curaggcontext = run->econtext;
+	run->aggstate->tmpcontext = run->econtext;
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/* Call one of the aggregate's functions with the stand-in AggState. */
+static Datum
+agg_call(AggregateRun *run, FmgrInfo *fn, int nargs, Datum a, bool anull, Datum b,
+		 bool bnull, bool *isnull)
+{
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, fn, nargs, run->collation, (Node *) run->aggstate, NULL);
+	fcinfo->args[0].value = a;
+	fcinfo->args[0].isnull = anull;
+	fcinfo->args[1].value = b;
+	fcinfo->args[1].isnull = bnull;
+	result = FunctionCallInvoke(fcinfo);
+	*isnull = fcinfo->isnull;
+	return result;
+}
+
+/* The transition state an image holds, in the fold's context. */
+static Datum
+state_of_image(AggregateRun *run, const char *img, uint32 len)
+{
+	Datum		d = codec_decode(&run->image, img, len);
+	bool		isnull;
+
+	if (run->transtype != INTERNALOID)
+		return d;
+	d = agg_call(run, &run->deserialfn, 2, d, false, (Datum) 0, false, &isnull);
+	if (isnull)
+		elog(ERROR, "state_backend: deserial function of an aggregate returned NULL");
+	return d;
+}
+
+/*
+ * aggregate_fold folds one value (isnull: a NULL) into the transition
+ * state of image cur (NULL: the key has none yet, so the aggregate's
+ * initial value) and writes the new state's image to out.  Returns false,
+ * writing nothing, when the value changes nothing: a NULL for a strict
+ * transition function, as SQL aggregates skip NULLs.
+ */
+bool
+aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
+			   bool isnull, StringInfo out)
+{
+	MemoryContext old;
+	Datum		state;
+	bool		state_null;
+
+	if (isnull && run->strict)
+		return false;
+	MemoryContextReset(run->fold_cxt);
+	old = MemoryContextSwitchTo(run->fold_cxt);
+	if (cur != NULL)
+	{
+		state = state_of_image(run, cur, curlen);
+		state_null = false;
+	}
+	else if (run->init_null)
+	{
+		state = (Datum) 0;
+		state_null = true;
+	}
+	else
+	{
+		Oid			typinput;
+		Oid			ioparam;
+
+		getTypeInputInfo(run->transtype, &typinput, &ioparam);
+		state = OidInputFunctionCall(typinput, run->init_text, ioparam, -1);
+		state_null = false;
+	}
+	if (state_null && run->strict)
+	{
+		/* The first value is the state (its type is the transition type). */
+		state = datumCopy(value, run->transbyval, run->translen);
+		state_null = false;
+	}
+	else
+		state = agg_call(run, &run->transfn, 2, state, state_null, value, isnull, &state_null);
+	if (state_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the aggregate's transition function returned NULL"),
+				 errdetail("An aggregating state keeps a transition state for every key it holds.")));
+	resetStringInfo(out);
+	if (run->transtype == INTERNALOID)
+	{
+		bool		snull;
+
+		state = agg_call(run, &run->serialfn, 1, state, false, (Datum) 0, true, &snull);
+		if (snull)
+			elog(ERROR, "state_backend: serial function of an aggregate returned NULL");
+	}
+	codec_encode(&run->image, state, out);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * aggregate_result returns the aggregate's result for a transition state
+ * image (the final function's, or the state itself), palloc'd in the
+ * caller's memory context; its type is run->result_type.
+ */
+Datum
+aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
+{
+	MemoryContext old;
+	Datum		result;
+	int16		typlen;
+	bool		typbyval;
+
+	MemoryContextReset(run->fold_cxt);
+	old = MemoryContextSwitchTo(run->fold_cxt);
+	result = state_of_image(run, img, len);
+	*isnull = false;
+	if (run->final_nargs > 0)
+		result = agg_call(run, &run->finalfn, run->final_nargs, result, false, (Datum) 0,
+						  true, isnull);
+	MemoryContextSwitchTo(old);
+	if (*isnull)
+		return (Datum) 0;
+	get_typlenbyval(run->result_type, &typlen, &typbyval);
+	return datumCopy(result, typbyval, typlen);
+}

@@ -1,0 +1,44 @@
+/*
+ * common/aggregate.h
+ *		The PostgreSQL aggregate of an aggregating state (aggregate.c).
+ */
+#ifndef STATE_BACKEND_AGGREGATE_H
+#define STATE_BACKEND_AGGREGATE_H
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
+
+#include "common/codec.h"
+#include "common/types.h"
+
+/* What running one state's aggregate needs, set up once per call site. */
+typedef struct AggregateRun
+{
+	Oid			transtype;
+	int16		translen;
+	bool		transbyval;
+	bool		strict;			/* of the transition function */
+	FmgrInfo	transfn;
+	FmgrInfo	finalfn;
+	int			final_nargs;	/* 0: no final function */
+	Oid			result_type;	/* the final function's, or transtype */
+	FmgrInfo	serialfn;		/* transtype internal only */
+	FmgrInfo	deserialfn;
+	bool		init_null;
+	char	   *init_text;		/* agginitval */
+	Oid			collation;
+	TypeCodec	image;			/* of the images: transtype, or bytea */
+	MemoryContext fold_cxt;		/* reset before every fold */
+	ExprContext *econtext;
+	AggState   *aggstate;		/* the functions' stand-in context */
+} AggregateRun;
+
+extern void aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc);
+extern void aggregate_resolve(StateDesc *desc);
+extern AggregateRun *aggregate_run_init(const StateDesc *desc, MemoryContext mcxt);
+extern bool aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
+						   bool isnull, StringInfo out);
+extern Datum aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull);
+
+#endif							/* STATE_BACKEND_AGGREGATE_H */
