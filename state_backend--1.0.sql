@@ -63,6 +63,10 @@ RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON
 CREATE FUNCTION state.keys(name text, "default" text)
 RETURNS SETOF text AS 'MODULE_PATHNAME', 'state_keys' LANGUAGE C CALLED ON NULL INPUT;
 
+CREATE FUNCTION state.entries(name text, key_default anyelement, value_default anycompatible)
+RETURNS TABLE(key anyelement, value anycompatible)
+AS 'MODULE_PATHNAME', 'state_entries' LANGUAGE C CALLED ON NULL INPUT;
+
 CREATE FUNCTION state.key_group(name text, key anycompatible)
 RETURNS integer AS 'MODULE_PATHNAME', 'state_key_group' LANGUAGE C CALLED ON NULL INPUT;
 

@@ -76,7 +76,6 @@ state_aggregate(PG_FUNCTION_ARGS)
 Datum
 sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo)
 {
-	AggregateRun *run = call_run(call);
 	Datum		result;
 	bool		isnull;
 
@@ -87,9 +86,21 @@ sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo)
 			PG_RETURN_NULL();
 		return PG_GETARG_DATUM(2);
 	}
-	result = aggregate_result(run, call->buf.data, call->buf.len, &isnull);
+	result = sql_aggregating_datum(call, call->buf.data, call->buf.len,
+								   get_fn_expr_rettype(fcinfo->flinfo), &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
-	return state_call_result_datum(call, result, run->result_type, ARG_VALUE,
-								   get_fn_expr_rettype(fcinfo->flinfo));
+	return result;
+}
+
+/* sql_aggregating_datum: the aggregate's result for an image, cast to restype. */
+Datum
+sql_aggregating_datum(StateCall *call, const char *img, uint32 len, Oid restype, bool *isnull)
+{
+	AggregateRun *run = call_run(call);
+	Datum		result = aggregate_result(run, img, len, isnull);
+
+	if (*isnull)
+		return (Datum) 0;
+	return state_call_result_datum(call, result, run->result_type, ARG_VALUE, restype);
 }

@@ -97,6 +97,7 @@ extern Datum sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_list_add_all(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_list_update(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern Datum sql_list_datum(StateCall *call, const char *img, uint32 imglen, Oid restype);
 extern Datum sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno);
@@ -113,6 +114,8 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 
 /* sql_aggregating.c */
 extern Datum sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo);
+extern Datum sql_aggregating_datum(StateCall *call, const char *img, uint32 len, Oid restype,
+								   bool *isnull);
 
 /* sql_reducing.c */
 extern void reducer_check_type(StateReducer reducer, Oid type);

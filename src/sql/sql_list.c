@@ -113,15 +113,6 @@ state_list_update(PG_FUNCTION_ARGS)
 Datum
 sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	TypeCodec  *codec = &call->codecs[ARG_VALUE];
-	Oid			restype = get_fn_expr_rettype(fcinfo->flinfo);
-	Oid			arrtype;
-	ArrayBuildState *astate;
-	uint32		off = 0;
-	const char *elem;
-	uint32		len;
-	RecordRead	r;
-
 	resetStringInfo(&call->buf);
 	if (!call->backend->get(&call->target, &call->key, &call->buf))
 	{
@@ -129,9 +120,24 @@ sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 			PG_RETURN_NULL();
 		return PG_GETARG_DATUM(argno);
 	}
+	return sql_list_datum(call, call->buf.data, call->buf.len,
+						  get_fn_expr_rettype(fcinfo->flinfo));
+}
+
+/* sql_list_datum: a list image as an array, cast to restype. */
+Datum
+sql_list_datum(StateCall *call, const char *img, uint32 imglen, Oid restype)
+{
+	TypeCodec  *codec = &call->codecs[ARG_VALUE];
+	Oid			arrtype;
+	ArrayBuildState *astate;
+	uint32		off = 0;
+	const char *elem;
+	uint32		len;
+	RecordRead	r;
 
 	astate = initArrayResult(codec->typid, CurrentMemoryContext, false);
-	while ((r = record_next_elem(call->buf.data, call->buf.len, &off, &elem, &len)) == RECORD_OK)
+	while ((r = record_next_elem(img, imglen, &off, &elem, &len)) == RECORD_OK)
 	{
 		astate = accumArrayResult(astate, codec_decode(codec, elem, len),
 								  false, codec->typid, CurrentMemoryContext);
