@@ -72,7 +72,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale logged"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating logged"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -719,6 +719,14 @@ if has_case rescale; then
 	. "$LIB/rescale.sh"
 fi
 
+# ------------------------------------------------------------ aggregating states
+# bench/lib/aggregating.sh: aggregate() beside reduce() and a table UPDATE;
+# entries() beside a table scan.
+if has_case aggregating; then
+	# shellcheck source-path=SCRIPTDIR source=aggregating.sh
+	. "$LIB/aggregating.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -745,6 +753,7 @@ while [ -e "$file" ]; do file="$base-$n.md"; n=$((n + 1)); done
 perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
 perl "$LIB/report_ttl.pl" "$RAW" "$file" || die "report_ttl.pl failed"
 perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
+perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
