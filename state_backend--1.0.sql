@@ -260,6 +260,18 @@ CREATE FUNCTION state.restore(paths text[], backend text DEFAULT NULL, from_data
 	parallelism integer DEFAULT NULL, part integer DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'state_restore_merge' LANGUAGE C CALLED ON NULL INPUT;
 
+-- Reading a snapshot with SQL, without restoring it (as Flink's State
+-- Processor API does).
+CREATE FUNCTION state.snapshot_states(path text,
+	OUT database text, OUT name text, OUT kind text, OUT backend text,
+	OUT key_type text, OUT value_type text, OUT map_key_type text,
+	OUT entries bigint, OUT bytes bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_snapshot_states' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.snapshot_entries(path text, name text, key_default anyelement,
+	value_default anycompatible, from_database text DEFAULT NULL)
+RETURNS TABLE(key anyelement, value anycompatible)
+AS 'MODULE_PATHNAME', 'state_snapshot_entries' LANGUAGE C CALLED ON NULL INPUT;
+
 ---------------------------------------------------------------- privileges
 
 -- Every role may use the functions; each call checks the state's owner and
@@ -271,6 +283,8 @@ REVOKE ALL ON FUNCTION state._require_preload() FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.snapshot(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.restore(text, text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.restore(text[], text, text, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.snapshot_states(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.snapshot_entries(text, text, anyelement, anycompatible, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.cancel_snapshot(bigint) FROM PUBLIC;
 GRANT USAGE ON SCHEMA state TO PUBLIC;
 GRANT SELECT ON state.states TO PUBLIC;

@@ -254,6 +254,8 @@ typedef struct KeyedStateBackend
 extern const KeyedStateBackend heap_keyed_backend;
 extern const KeyedStateBackend rocks_keyed_backend;
 extern const KeyedStateBackend ttl_keyed_backend;
+extern bool ttl_image_visible(const StateDesc *desc, const char *img, uint32 len, int64 now,
+							  StringInfo out);
 
 /* backend/keyed_backend.c: the backends by id and name. */
 extern const KeyedStateBackend *keyed_backend_for(int backend);

@@ -108,6 +108,23 @@ map_value_read(const StateTarget *st, const char *v, uint32 len, int64 *deadline
  * shows at now: with never_return_expired, only what is live.  *expired is
  * set when some of it expired.  Returns whether it shows anything.
  */
+static bool visible(const StateTarget *st, const char *img, uint32 len, int64 now,
+					StringInfo out, bool *expired);
+
+/*
+ * ttl_image_visible: what a stored image of a state with a TTL shows at
+ * now, as visible() gives it, for images read out of a snapshot.
+ */
+bool
+ttl_image_visible(const StateDesc *desc, const char *img, uint32 len, int64 now, StringInfo out)
+{
+	StateTarget st = {desc, -1};
+	bool		expired = false;
+
+	resetStringInfo(out);
+	return visible(&st, img, len, now, out, &expired);
+}
+
 static bool
 visible(const StateTarget *st, const char *img, uint32 len, int64 now,
 		StringInfo out, bool *expired)

@@ -35,6 +35,7 @@
 #include "common/aggregate.h"
 #include "common/codec.h"
 #include "common/settings.h"
+#include "format/records.h"
 #include "format/state_wal.h"
 #include "snapshot/canonical.h"
 #include "snapshot/checkpoint.h"
@@ -43,18 +44,84 @@
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
 
+/*
+ * An EntryReader hands on a snapshot state's entries as native images:
+ * canonical images converted with the types' receive functions, native ones
+ * from a file not ours checked for their shape first.
+ */
+typedef struct EntryReader
+{
+	const StateDesc *desc;
+	const char *source;			/* for messages */
+	bool		canonical;
+	bool		check;
+	StateCodecs codecs;
+	StringInfoData key;
+	StringInfoData value;
+	MemoryContext tmp;
+} EntryReader;
+
+static void
+reader_init(EntryReader *r, const SnapshotSource *src, const SnapshotManifest *m,
+			const StateDesc *desc, bool check)
+{
+	r->desc = desc;
+	r->source = src->name;
+	r->canonical = m->format == SNAPSHOT_CANONICAL;
+	r->check = !r->canonical && check;
+	if (r->canonical || r->check)
+		canonical_codecs_init(&r->codecs, desc, CurrentMemoryContext);
+	if (r->canonical)
+	{
+		initStringInfo(&r->key);
+		initStringInfo(&r->value);
+		r->tmp = AllocSetContextCreate(CurrentMemoryContext, "restore entry",
+									   ALLOCSET_DEFAULT_SIZES);
+	}
+}
+
+/* reader_native turns an entry into native images, in place. */
+static void
+reader_native(EntryReader *r, const char **key, uint32 *keylen, const char **value,
+			  uint32 *vallen)
+{
+	if (r->canonical)
+	{
+		MemoryContext old = MemoryContextSwitchTo(r->tmp);
+
+		resetStringInfo(&r->key);
+		resetStringInfo(&r->value);
+		canonical_to_native(&r->codecs, true, *key, *keylen, &r->key);
+		canonical_to_native(&r->codecs, false, *value, *vallen, &r->value);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(r->tmp);
+		*key = r->key.data;
+		*keylen = r->key.len;
+		*value = r->value.data;
+		*vallen = r->value.len;
+	}
+	else if (r->check)
+	{
+		bool		key_ok = state_image_ok(&r->codecs, true, *key, *keylen);
+
+		if (!key_ok || !state_image_ok(&r->codecs, false, *value, *vallen))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
+							r->source, NameStr(r->desc->name)),
+					 errdetail("Its %s image does not have the shape of a %s.",
+							   key_ok ? "value" : "key",
+							   format_type_be(key_ok ? state_desc_image_type(r->desc) :
+											  r->desc->key_type))));
+	}
+}
+
 typedef struct LoadContext
 {
 	StateTarget target;
 	const KeyedStateBackend *backend;
 	int64		n;
-	bool		canonical;
-	bool		check;			/* native images from a file not ours */
-	const char *source;			/* for messages */
-	StateCodecs codecs;
-	StringInfoData key;
-	StringInfoData value;
-	MemoryContext tmp;
+	EntryReader reader;
 	int			kg_first;		/* -1: every key group (rescale.h) */
 	int			kg_last;
 	bool		append;			/* add to an earlier snapshot's list */
@@ -66,35 +133,7 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 	LoadContext *c = arg;
 	StateKey	k;
 
-	if (c->canonical)
-	{
-		MemoryContext old = MemoryContextSwitchTo(c->tmp);
-
-		resetStringInfo(&c->key);
-		resetStringInfo(&c->value);
-		canonical_to_native(&c->codecs, true, key, keylen, &c->key);
-		canonical_to_native(&c->codecs, false, value, vallen, &c->value);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(c->tmp);
-		key = c->key.data;
-		keylen = c->key.len;
-		value = c->value.data;
-		vallen = c->value.len;
-	}
-	else if (c->check)
-	{
-		bool		key_ok = state_image_ok(&c->codecs, true, key, keylen);
-
-		if (!key_ok || !state_image_ok(&c->codecs, false, value, vallen))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
-							c->source, NameStr(c->target.desc->name)),
-					 errdetail("Its %s image does not have the shape of a %s.",
-							   key_ok ? "value" : "key",
-							   format_type_be(key_ok ? c->target.desc->value_type :
-											  c->target.desc->key_type))));
-	}
+	reader_native(&c->reader, &key, &keylen, &value, &vallen);
 	state_key_set(&k, key, keylen);
 	if (c->kg_first >= 0 && (k.key_group < c->kg_first || k.key_group > c->kg_last))
 		return;					/* another part's */
@@ -379,19 +418,7 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	c.kg_first = load->kg_first;
 	c.kg_last = load->kg_last;
 	c.append = load->append;
-	c.canonical = m->format == SNAPSHOT_CANONICAL;
-	c.check = !c.canonical && check;
-	c.source = src->name;
-	if (c.check)
-		canonical_codecs_init(&c.codecs, desc, CurrentMemoryContext);
-	if (c.canonical)
-	{
-		canonical_codecs_init(&c.codecs, desc, CurrentMemoryContext);
-		initStringInfo(&c.key);
-		initStringInfo(&c.value);
-		c.tmp = AllocSetContextCreate(CurrentMemoryContext, "restore entry",
-									  ALLOCSET_DEFAULT_SIZES);
-	}
+	reader_init(&c.reader, src, m, desc, check);
 	snapshot_read_state(src, m, st, load_entry, &c);
 	CHECK_FOR_INTERRUPTS();
 	return c.n;
@@ -809,4 +836,89 @@ restore_on_start(uint32 kept_backends)
 		PG_END_TRY();
 	}
 	return dir;
+}
+
+/*
+ * snapshot_query_open finds, for snapshot_entries(), state "name" of the
+ * section of database from_database of a snapshot, checked as a restore
+ * checks it: privileges, its file, its types and aggregate found on this
+ * server.  A state its backend keeps in native files of its own (a rocksdb
+ * state of a native snapshot) is refused: take a canonical snapshot.
+ */
+void
+snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *from_database,
+					const char *name)
+{
+	RestoreInput in;
+
+	pick_section(src, from_database, &in);
+	q->src = src;
+	q->m = in.m;
+	q->st = NULL;
+	for (int i = 0; i < in.m->nstates; i++)
+		if (in.m->states[i].desc.dbid == in.source_dbid &&
+			strcmp(NameStr(in.m->states[i].desc.name), name) == 0)
+			q->st = &in.m->states[i];
+	if (q->st == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("snapshot \"%s\" has no state \"%s\"", src->name, name)));
+	q->desc = q->st->desc;
+	q->desc.backend = snapshot_state_backend(src, q->st);
+	if (q->st->native)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state \"%s\" of snapshot \"%s\" is kept in its backend's native files",
+						name, src->name),
+				 errhint("Read it from a canonical snapshot (format => 'canonical'), or restore it.")));
+	resolve_types(&q->desc, q->m->format == SNAPSHOT_NATIVE);
+	resolve_roles(&q->desc, q->m->system_identifier == GetSystemIdentifier());
+	if (q->desc.kind == STATE_KIND_AGGREGATING)
+		aggregate_resolve(&q->desc);
+	snapshot_verify_state(src, q->m, q->st);
+}
+
+typedef struct QueryRead
+{
+	EntryReader reader;
+	const StateDesc *desc;
+	int64		now;
+	StringInfoData plain;		/* a TTL state's image as it shows */
+	SnapshotEntryFn fn;
+	void	   *arg;
+} QueryRead;
+
+static void
+query_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	QueryRead  *r = arg;
+
+	reader_native(&r->reader, &key, &keylen, &value, &vallen);
+	if (r->desc->ttl > 0)
+	{
+		if (!ttl_image_visible(r->desc, value, vallen, r->now, &r->plain))
+			return;
+		value = r->plain.data;
+		vallen = r->plain.len;
+	}
+	r->fn(r->arg, key, keylen, value, vallen);
+}
+
+/*
+ * snapshot_query_read hands fn the entries of the state snapshot_query_open
+ * found, as native images of the values they show (what expired by now
+ * left out).  Returns how many entries the file holds.
+ */
+int64
+snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
+{
+	QueryRead	r;
+
+	reader_init(&r.reader, q->src, q->m, &q->desc, true);
+	r.desc = &q->desc;
+	r.now = record_ttl_now();
+	initStringInfo(&r.plain);
+	r.fn = fn;
+	r.arg = arg;
+	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
 }

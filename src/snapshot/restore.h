@@ -13,4 +13,17 @@ extern int64 restore_into_database(const SnapshotSource *srcs, int nsrcs,
 								   const RestoreSplit *split);
 extern char *restore_on_start(uint32 kept_backends);
 
+/* Reading one state of a snapshot with SQL (snapshot_entries). */
+typedef struct SnapshotQuery
+{
+	const SnapshotSource *src;
+	SnapshotManifest *m;
+	SnapshotState *st;
+	StateDesc	desc;			/* with this server's types */
+} SnapshotQuery;
+
+extern void snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src,
+								const char *from_database, const char *name);
+extern int64 snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg);
+
 #endif							/* STATE_BACKEND_RESTORE_H */

@@ -136,6 +136,27 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	return call;
 }
 
+/*
+ * state_call_detached sets up a call for a descriptor that is in no
+ * registry (a state read out of a snapshot): codecs, casts and buffers, in
+ * the current memory context, and no backend.
+ */
+StateCall *
+state_call_detached(const StateDesc *desc)
+{
+	StateCall  *call = palloc0(sizeof(StateCall));
+
+	call->own = CurrentMemoryContext;
+	call->mcxt = AllocSetContextCreate(CurrentMemoryContext, "state_backend detached call",
+									   ALLOCSET_SMALL_SIZES);
+	initStringInfo(&call->keybuf);
+	initStringInfo(&call->buf);
+	initStringInfo(&call->buf2);
+	state_call_setup(call, desc, -1);
+	call->backend = NULL;
+	return call;
+}
+
 /* state_call_reject_kind raises wrong_object_type for an operation. */
 void
 state_call_reject_kind(StateCall *call, StateKind wanted)

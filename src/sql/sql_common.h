@@ -13,6 +13,7 @@
 
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
 #include "utils/array.h"
 
 #include "common/codec.h"
@@ -68,6 +69,7 @@ typedef struct StateCall
 } StateCall;
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
+extern StateCall *state_call_detached(const StateDesc *desc);
 
 /* sql_call_cache.c */
 extern StateCall *state_call_site(FunctionCallInfo fcinfo);
@@ -111,6 +113,20 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define ANY_KIND		(-1)		/* every kind */
 #define KEYED_KIND		(-2)		/* every kind with keys */
 #define OPERATOR_LISTS	(-3)		/* operator_list and union_list */
+
+/* sql_entries.c: one entry as a row of (key, value), for entries() and
+ * snapshot_entries() */
+typedef struct RowsContext
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+	Oid			key_type;		/* of the result's columns */
+	Oid			value_type;
+	MemoryContext row_cxt;		/* one entry's work, reset after it */
+} RowsContext;
+
+extern void rows_begin(RowsContext *ctx, StateCall *call, FunctionCallInfo fcinfo);
+extern void rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len);
 
 /* sql_aggregating.c */
 extern Datum sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo);

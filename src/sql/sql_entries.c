@@ -16,20 +16,11 @@
 
 PG_FUNCTION_INFO_V1(state_entries);
 
-typedef struct EntriesContext
-{
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
-	Oid			key_type;		/* of the result's columns */
-	Oid			value_type;
-	MemoryContext row_cxt;		/* one entry's work, reset after it */
-} EntriesContext;
-
 /* StateEntryFn: one key and its value image, as a row. */
-static void
-entries_row(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
+void
+rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
-	EntriesContext *ctx = arg;
+	RowsContext *ctx = arg;
 	StateCall  *call = ctx->call;
 	MemoryContext old = MemoryContextSwitchTo(ctx->row_cxt);
 	Datum		values[2];
@@ -56,15 +47,12 @@ entries_row(void *arg, const char *key, uint32 keylen, const char *img, uint32 l
 }
 
 /*
- * entries(name, key_default, value_default): every key of a value,
- * reducing, aggregating or list state with its value (a list's as an
- * array), typed by the defaults, in no particular order.
+ * rows_begin checks that a state's kind has entries() rows, and readies
+ * the function's tuplestore for them.
  */
-Datum
-state_entries(PG_FUNCTION_ARGS)
+void
+rows_begin(RowsContext *ctx, StateCall *call, FunctionCallInfo fcinfo)
 {
-	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
-	EntriesContext ctx;
 	StateKind	kind = call->desc.kind;
 
 	if (kind != STATE_KIND_VALUE && kind != STATE_KIND_REDUCING &&
@@ -76,13 +64,27 @@ state_entries(PG_FUNCTION_ARGS)
 				 kind == STATE_KIND_MAP ?
 				 errhint("Read a map's entries key by key with map_entries.") : 0));
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ctx.key_type = TupleDescAttr(ctx.rsinfo->setDesc, 0)->atttypid;
-	ctx.value_type = TupleDescAttr(ctx.rsinfo->setDesc, 1)->atttypid;
-	ctx.row_cxt = AllocSetContextCreate(CurrentMemoryContext, "state_backend entries",
-										ALLOCSET_DEFAULT_SIZES);
-	call->backend->iterate(&call->target, -1, entries_row, &ctx);
+	ctx->call = call;
+	ctx->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ctx->key_type = TupleDescAttr(ctx->rsinfo->setDesc, 0)->atttypid;
+	ctx->value_type = TupleDescAttr(ctx->rsinfo->setDesc, 1)->atttypid;
+	ctx->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "state_backend entries",
+										 ALLOCSET_DEFAULT_SIZES);
+}
+
+/*
+ * entries(name, key_default, value_default): every key of a value,
+ * reducing, aggregating or list state with its value (a list's as an
+ * array), typed by the defaults, in no particular order.
+ */
+Datum
+state_entries(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, ANY_KIND, STATE_PRIV_READ);
+	RowsContext ctx;
+
+	rows_begin(&ctx, call, fcinfo);
+	call->backend->iterate(&call->target, -1, rows_put, &ctx);
 	MemoryContextDelete(ctx.row_cxt);
 	return (Datum) 0;
 }

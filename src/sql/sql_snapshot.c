@@ -38,6 +38,8 @@ PG_FUNCTION_INFO_V1(state_wait_snapshot);
 PG_FUNCTION_INFO_V1(state_cancel_snapshot);
 PG_FUNCTION_INFO_V1(state_restore);
 PG_FUNCTION_INFO_V1(state_restore_merge);
+PG_FUNCTION_INFO_V1(state_snapshot_states);
+PG_FUNCTION_INFO_V1(state_snapshot_entries);
 
 /* Paths are absolute; file:// URLs are taken as their path. */
 static char *
@@ -394,4 +396,91 @@ state_restore_merge(PG_FUNCTION_ARGS)
 		source_of(DatumGetTextPP(elems[i]), &srcs[i]);
 	}
 	return restore_sources(fcinfo, srcs, n);
+}
+
+/* A type a snapshot names, as text: "type", or "schema.type" outside pg_catalog. */
+static Datum
+snapshot_type_text(const StateType *t, bool *isnull)
+{
+	*isnull = !OidIsValid(t->oid);
+	if (*isnull)
+		return (Datum) 0;
+	if (strcmp(NameStr(t->nspname), "pg_catalog") == 0)
+		return CStringGetTextDatum(NameStr(t->typname));
+	return CStringGetTextDatum(psprintf("%s.%s", quote_identifier(NameStr(t->nspname)),
+										quote_identifier(NameStr(t->typname))));
+}
+
+/*
+ * snapshot_states(path): the states a snapshot holds, every database's, as
+ * its MANIFEST (checksummed) describes them; nothing is restored.
+ */
+Datum
+state_snapshot_states(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SnapshotSource src;
+	SnapshotManifest *m;
+
+	state_backend_check_available();
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot path must not be null")));
+	source_of(PG_GETARG_TEXT_PP(0), &src);
+	m = snapshot_read_manifest(&src);
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < m->nstates; i++)
+	{
+		const SnapshotState *st = &m->states[i];
+		const StateDesc *d = &st->desc;
+		Datum		values[9];
+		bool		nulls[9] = {false};
+		const char *db = NULL;
+
+		for (int j = 0; j < m->ndbs; j++)
+			if (m->db_oids[j] == d->dbid)
+				db = m->db_names[j];
+		nulls[0] = db == NULL;
+		if (db)
+			values[0] = CStringGetTextDatum(db);
+		values[1] = CStringGetTextDatum(NameStr(d->name));
+		values[2] = CStringGetTextDatum(state_kind_name(d->kind));
+		values[3] = CStringGetTextDatum(st->backend);
+		values[4] = snapshot_type_text(&d->types[STATE_TYPE_KEY], &nulls[4]);
+		values[5] = snapshot_type_text(&d->types[STATE_TYPE_VALUE], &nulls[5]);
+		values[6] = snapshot_type_text(&d->types[STATE_TYPE_MAP_KEY], &nulls[6]);
+		values[7] = Int64GetDatum(st->entries);
+		values[8] = Int64GetDatum(st->size);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * snapshot_entries(path, name, key_default, value_default, from_database):
+ * every key of one state of a snapshot with its value, as entries() gives
+ * them, read from the snapshot's file after the checks a restore makes;
+ * nothing is restored.
+ */
+Datum
+state_snapshot_entries(PG_FUNCTION_ARGS)
+{
+	SnapshotSource src;
+	SnapshotQuery q;
+	RowsContext ctx;
+	char	   *from_db;
+
+	state_backend_check_available();
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot path and state name must not be null")));
+	from_db = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	source_of(PG_GETARG_TEXT_PP(0), &src);
+	snapshot_query_open(&q, &src, from_db, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	rows_begin(&ctx, state_call_detached(&q.desc), fcinfo);
+	(void) snapshot_query_read(&q, rows_put, &ctx);
+	MemoryContextDelete(ctx.row_cxt);
+	return (Datum) 0;
 }

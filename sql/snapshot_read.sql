@@ -1,0 +1,87 @@
+--
+-- snapshot_states and snapshot_entries: a snapshot read with SQL, without
+-- restoring it.  What a snapshot shows of a state is what entries() showed
+-- of it when the snapshot was taken, in both formats; a damaged file gives
+-- XX001 and no rows.
+--
+CREATE TABLE sr_conf AS SELECT current_setting('data_directory') AS datadir;
+CREATE FUNCTION sr_path(name text) RETURNS text LANGUAGE sql AS $$
+    SELECT datadir || '/sr_' || name || '_' || current_setting('state_backend.backend') FROM sr_conf
+$$;
+SELECT state.create_state('sr_v', 'value', 'int', 'text', backend => 'memory');
+SELECT state.create_state('sr_r', 'reducing', 'text', 'bigint', backend => 'memory', reducer => 'sum');
+SELECT state.create_state('sr_a', 'aggregating', 'int', 'numeric', backend => 'memory', aggregate => 'sum(numeric)');
+SELECT state.create_state('sr_l', 'list', 'int', 'int', backend => 'memory');
+SELECT state.create_state('sr_t', 'value', 'int', 'int', backend => 'memory', ttl => '1 hour');
+SELECT state.create_state('sr_rocks', 'value', 'int', 'int', backend => 'rocksdb');
+SELECT count(state.value_set('sr_v', i, 'v' || i)) FROM generate_series(1, 500) i;
+SELECT count(state.reduce('sr_r', 'k' || (i % 9), i::bigint)) FROM generate_series(1, 300) i;
+SELECT count(state.aggregate('sr_a', i % 11, i / 3.0)) FROM generate_series(1, 300) i;
+SELECT count(state.list_add('sr_l', i % 4, i)) FROM generate_series(1, 20) i;
+SELECT count(state.value_set('sr_t', i, i)) FROM generate_series(1, 50) i;
+SELECT count(state.value_set('sr_rocks', i, i)) FROM generate_series(1, 50) i;
+-- what entries() shows now, to compare with the snapshots
+CREATE TABLE sr_then AS
+    SELECT 'sr_v' AS state, key::text, value::text FROM state.entries('sr_v', 0, ''::text)
+    UNION ALL SELECT 'sr_r', key, value::text FROM state.entries('sr_r', ''::text, 0::bigint)
+    UNION ALL SELECT 'sr_a', key::text, value::text FROM state.entries('sr_a', 0, 0::numeric)
+    UNION ALL SELECT 'sr_l', key::text, value::text FROM state.entries('sr_l', 0, NULL::int[])
+    UNION ALL SELECT 'sr_t', key::text, value::text FROM state.entries('sr_t', 0, 0);
+SELECT state.wait_snapshot(state.snapshot(sr_path('native'), 'native'));
+SELECT state.wait_snapshot(state.snapshot(sr_path('canonical'), 'canonical'));
+-- changes after the snapshots do not show in them
+SELECT state.value_set('sr_v', 1, 'changed'), state.reduce('sr_r', 'k1', 1000::bigint),
+       state.aggregate('sr_a', 1, 1000::numeric), state.list_add('sr_l', 1, 1000),
+       state.clear('sr_t', 1);
+
+-- sr_shown(format): what a snapshot shows of every state, as sr_then
+CREATE FUNCTION sr_shown(format text) RETURNS TABLE(state text, key text, value text)
+LANGUAGE sql AS $$
+    SELECT 'sr_v', key::text, value::text FROM state.snapshot_entries(sr_path(format), 'sr_v', 0, ''::text)
+    UNION ALL SELECT 'sr_r', key, value::text FROM state.snapshot_entries(sr_path(format), 'sr_r', ''::text, 0::bigint)
+    UNION ALL SELECT 'sr_a', key::text, value::text FROM state.snapshot_entries(sr_path(format), 'sr_a', 0, 0::numeric)
+    UNION ALL SELECT 'sr_l', key::text, value::text FROM state.snapshot_entries(sr_path(format), 'sr_l', 0, NULL::int[])
+    UNION ALL SELECT 'sr_t', key::text, value::text FROM state.snapshot_entries(sr_path(format), 'sr_t', 0, 0)
+$$;
+SELECT f AS format, (SELECT count(*) FROM sr_shown(f)) AS rows,
+       (SELECT count(*) FROM (SELECT * FROM sr_shown(f) EXCEPT ALL SELECT * FROM sr_then) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM sr_then EXCEPT ALL SELECT * FROM sr_shown(f)) x) AS missing
+  FROM unnest(ARRAY['native', 'canonical']) f;
+SELECT f AS format, name, kind, backend, key_type, value_type, map_key_type, entries, bytes > 0 AS has_bytes
+  FROM unnest(ARRAY['native', 'canonical']) f, state.snapshot_states(sr_path(f))
+ WHERE name LIKE 'sr\_%' ORDER BY f, name;
+-- the canonical snapshot's rocksdb state reads too; the native one keeps
+-- RocksDB's own files, which SQL does not read
+SELECT count(*), sum(value) FROM state.snapshot_entries(sr_path('canonical'), 'sr_rocks', 0, 0);
+SELECT replace(expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_rocks', 0, 0)$$, sr_path('native'))),
+               sr_path('native'), '<path>') AS native_rocksdb;
+SELECT replace(expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_nope', 0, 0)$$, sr_path('native'))),
+               sr_path('native'), '<path>') AS no_state;
+SELECT expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_v', 0, 0)$$, sr_path('native')));
+
+-- a damaged file: XX001, no row
+SELECT substring(pg_read_file(sr_path('canonical') || '/MANIFEST') FROM ' name=sr_v [^\n]* file=([^ ]+) ') AS vfile \gset
+SELECT sr_path('canonical') || '/' || :'vfile' AS vpath \gset
+CREATE FUNCTION sr_write(path text, data bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    lo oid := lo_from_bytea(0, data);
+BEGIN
+    PERFORM lo_export(lo, path);
+    PERFORM lo_unlink(lo);
+END
+$$;
+SELECT sr_write(:'vpath', set_byte(pg_read_binary_file(:'vpath'), 100,
+                                   get_byte(pg_read_binary_file(:'vpath'), 100) # 255));
+SELECT left(expect_error(format($$SELECT count(*) FROM state.snapshot_entries(%L, 'sr_v', 0, ''::text)$$,
+                                sr_path('canonical'))), 5) AS damaged;
+
+-- the same privileges as restore from a path
+CREATE ROLE sr_role;
+SELECT sr_path('native') AS npath \gset
+SET ROLE sr_role;
+SELECT left(expect_error(format($$SELECT * FROM state.snapshot_states(%L)$$, :'npath')), 5) AS denied_states;
+SELECT left(expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_v', 0, ''::text)$$, :'npath')), 5) AS denied_entries;
+RESET ROLE;
+DROP ROLE sr_role;
+
+SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'sr\_%' ORDER BY name;
