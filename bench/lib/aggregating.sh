@@ -12,6 +12,9 @@
 #   entries() of NKEYS keys of a memory state, beside SELECT * of an
 #     unlogged table of the same rows (both summed, so every row is read;
 #     the best of three)
+#   snapshot_entries() of the same state's native and canonical snapshots,
+#     beside restore() of each into a database of its own (a restore
+#     replaces a database's states; the best of three)
 #
 # Records "ag_*" lines for bench/lib/report_aggregating.pl.
 
@@ -22,12 +25,24 @@ meta ag_clients "$AG_CLIENTS"
 meta ag_keys "$AG_KEYS"
 meta ag_entries_keys "$NKEYS"
 
-# ag_ms SQL: the milliseconds one statement took (psql's \timing).
+# ag_ms SQL [DB]: the milliseconds one statement took (psql's \timing).
 ag_ms() {
-	sql bench 2>>"$WORK/out/aggregating.log" <<EOF | awk '/^Time: / { print $2 }'
+	sql "${2:-bench}" 2>>"$WORK/out/aggregating.log" <<EOF | awk '/^Time: / { print $2 }'
 \timing on
 $1
 EOF
+}
+
+# ag_best WHAT SQL [DB]: records "ag_scan WHAT NKEYS MS", the best of three.
+ag_best() {
+	local what=$1 stmt=$2 db=${3:-bench} best="" ms
+	for _ in 1 2 3; do
+		ms=$(ag_ms "$stmt" "$db")
+		[ -z "$ms" ] && { ag_fail "$what"; return 0; }
+		best=$(awk -v a="$best" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+	done
+	raw ag_scan "$what" "$NKEYS" "$best"
+	printf '   %-22s %9s rows %9.1f ms (best of 3)\n' "$what" "$NKEYS" "$best" >&2
 }
 
 t_ag=$(date +%s)
@@ -80,21 +95,20 @@ EOF
 	tail -n 5 "$WORK/out/aggregating.log" >&2
 	ag_fail "loading the entries cases"
 else
-	for what in entries table; do
-		if [ $what = entries ]; then
-			stmt="SELECT sum(length(key)), sum(value) FROM state.entries('ag_e', ''::text, 0::bigint);"
-		else
-			stmt="SELECT sum(length(k)), sum(v) FROM (SELECT * FROM ag_et) t;"
+	ag_best entries "SELECT sum(length(key)), sum(value) FROM state.entries('ag_e', ''::text, 0::bigint);"
+	ag_best table "SELECT sum(length(k)), sum(v) FROM (SELECT * FROM ag_et) t;"
+	AG_DIR=$WORK/aggregating
+	mkdir -p "$AG_DIR"
+	[ "$(id -u)" -eq 0 ] && chown postgres: "$AG_DIR"
+	sql postgres <<<"CREATE DATABASE bench_ag" >/dev/null && sql bench_ag <<<"CREATE EXTENSION state_backend" >/dev/null ||
+		ag_fail "creating database bench_ag"
+	for f in native canonical; do
+		if [ "$(sql1 "SELECT state.wait_snapshot(state.snapshot('$AG_DIR/$f', '$f'))")" != completed ]; then
+			ag_fail "snapshot $f"
+			continue
 		fi
-		best=""
-		for _ in 1 2 3; do
-			ms=$(ag_ms "$stmt")
-			[ -z "$ms" ] && { ag_fail "$what"; break; }
-			best=$(awk -v a="$best" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
-		done
-		[ -n "$best" ] || continue
-		raw ag_scan "$what" "$NKEYS" "$best"
-		printf '   %-8s %9s rows %9.1f ms (best of 3)\n' "$what" "$NKEYS" "$best" >&2
+		ag_best "snapshot_entries_$f" "SELECT sum(length(key)), sum(value) FROM state.snapshot_entries('$AG_DIR/$f', 'ag_e', ''::text, 0::bigint, 'bench');"
+		ag_best "restore_$f" "SELECT state.restore('$AG_DIR/$f', from_database => 'bench');" bench_ag
 	done
 	sql1 "SELECT state.drop_state('ag_e'); DROP TABLE ag_et" >/dev/null
 fi

@@ -50,6 +50,19 @@ if (%scan)
 		$out .= "| $w->[1] | $s->[0] | " . sprintf('%.0f', $s->[1]) . ' | '
 		  . $ratio->($s->[1], $scan{table} ? $scan{table}[1] : undef) . " |\n";
 	}
+	if (grep { /^snapshot_entries_/ } keys %scan)
+	{
+		$out .= "\nReading a snapshot of the same state (best of three): `snapshot_entries`, summed as above,"
+		  . " beside `restore` of the same snapshot into a database of its own.\n\n"
+		  . "| format | rows | snapshot_entries ms | restore ms | x restore |\n| --- | ---: | ---: | ---: | ---: |\n";
+		for my $f ('native', 'canonical')
+		{
+			my ($q, $r) = ($scan{"snapshot_entries_$f"}, $scan{"restore_$f"});
+			next unless $q || $r;
+			$out .= "| $f | " . ($q ? $q->[0] : $r->[0]) . ' | ' . ($q ? sprintf('%.0f', $q->[1]) : 'ERR') . ' | '
+			  . ($r ? sprintf('%.0f', $r->[1]) : 'ERR') . ' | ' . $ratio->($q ? $q->[1] : undef, $r ? $r->[1] : undef) . " |\n";
+		}
+	}
 }
 print $out;
 open(my $md, '>>', $outfile) or die "report_aggregating.pl: $outfile: $!\n";
