@@ -74,6 +74,28 @@ SET ROLE ag_role;
 SELECT expect_error($$SELECT state.create_state('ag_x', 'aggregating', 'int', 'int8', aggregate => 'ag_plus(int8)')$$);
 RESET ROLE;
 SELECT count(*) AS none_created FROM state.states WHERE name = 'ag_x';
+-- and so must whoever uses the state, at each use
+SELECT state.grant_access('ag_custom', 'ag_role', 'read');
+SET ROLE ag_role;
+SELECT expect_error($$SELECT state.value_get('ag_custom', 1, 0::int8)$$);
+RESET ROLE;
+SELECT state.revoke_access('ag_custom', 'ag_role', 'read');
+
+-- NULLs are skipped, even by a non-strict transition function (sum(int4))
+SELECT state.create_state('ag_sum4', 'aggregating', 'int', 'int', aggregate => 'sum(int4)');
+SELECT state.aggregate('ag_sum4', 1, NULL::int), state.aggregate('ag_sum4', 2, 5), state.aggregate('ag_sum4', 2, NULL::int);
+SELECT state.value_get('ag_sum4', 1, -1::int8) AS no_state, state.value_get('ag_sum4', 2, -1::int8) AS five;
+
+-- an aggregate replaced with another transition type is refused, not misread
+CREATE AGGREGATE ag_plus2(int8) (sfunc = ag_add, stype = int8, initcond = '0');
+SELECT state.create_state('ag_replaced', 'aggregating', 'int', 'int8', aggregate => 'ag_plus2(int8)');
+SELECT state.aggregate('ag_replaced', 1, 7::int8);
+CREATE FUNCTION ag_arr_add(int8[], int8) RETURNS int8[] LANGUAGE sql STRICT AS 'SELECT $1 || $2';
+CREATE FUNCTION ag_arr_sum(int8[]) RETURNS int8 LANGUAGE sql STRICT AS 'SELECT sum(x)::int8 FROM unnest($1) x';
+CREATE OR REPLACE AGGREGATE ag_plus2(int8) (sfunc = ag_arr_add, stype = int8[], finalfunc = ag_arr_sum, initcond = '{}');
+SELECT expect_error($$SELECT state.value_get('ag_replaced', 1, 0::int8)$$);
+SELECT expect_error($$SELECT state.aggregate('ag_replaced', 1, 1::int8)$$);
+SELECT state.drop_state('ag_replaced'), state.drop_state('ag_sum4');
 
 ---------------------------------------------------------------- snapshots
 CREATE TABLE ag_conf AS SELECT current_setting('data_directory') AS datadir,

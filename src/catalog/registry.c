@@ -476,9 +476,10 @@ registry_check_type_unused(Oid type, bool altering)
 	/* The catalog is read with no lock held. */
 	for (int i = 0; i < n; i++)
 	{
-		Oid			held[3] = {descs[i].key_type, descs[i].value_type, descs[i].map_key_type};
+		Oid			held[4] = {descs[i].key_type, descs[i].value_type, descs[i].map_key_type,
+		descs[i].agg_type.oid};
 
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < 4; k++)
 		{
 			if (!OidIsValid(held[k]) ||
 				!(altering ? codec_type_contains(held[k], type) : held[k] == type))

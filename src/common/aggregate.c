@@ -25,6 +25,8 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "parser/parse_coerce.h"
 #include "utils/acl.h"
@@ -123,6 +125,7 @@ aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc)
 void
 aggregate_resolve(StateDesc *desc)
 {
+	LOCAL_FCINFO(fcinfo, 1);
 	Datum		oid;
 	Oid			image_type = desc->agg_type.oid;
 
@@ -130,8 +133,12 @@ aggregate_resolve(StateDesc *desc)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("state \"%s\" names its aggregate with no end", NameStr(desc->name))));
-	oid = DirectFunctionCall1(to_regprocedure, CStringGetTextDatum(desc->agg_signature));
-	if (oid == (Datum) 0 || !OidIsValid(DatumGetObjectId(oid)))
+	/* to_regprocedure returns NULL for a name that resolves to nothing. */
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(desc->agg_signature);
+	fcinfo->args[0].isnull = false;
+	oid = to_regprocedure(fcinfo);
+	if (fcinfo->isnull || !OidIsValid(DatumGetObjectId(oid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("aggregate %s of state \"%s\" does not exist on this server",
@@ -144,7 +151,13 @@ aggregate_resolve(StateDesc *desc)
 						desc->agg_signature, NameStr(desc->name))));
 }
 
-/* aggregate_run_init sets up running a state's aggregate; in mcxt. */
+/*
+ * aggregate_run_init sets up running a state's aggregate, in mcxt, for the
+ * current user, who must be able to execute it.  The aggregate must still
+ * be the one the state was made with (CREATE OR REPLACE AGGREGATE can
+ * change its transition type under the same OID): its images must read
+ * as its transition state.
+ */
 AggregateRun *
 aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 {
@@ -153,7 +166,34 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	Form_pg_aggregate agg = aggregate_form(desc->aggregate, &tup);
 	Datum		initval;
 	bool		isnull;
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	MemoryContext old;
+	Oid		   *argtypes;
+	int			nargs;
+	Oid			image_type = agg->aggtranstype == INTERNALOID ? BYTEAOID : agg->aggtranstype;
+
+	(void) get_func_signature(desc->aggregate, &argtypes, &nargs);
+	if (agg->aggkind != AGGKIND_NORMAL || nargs != 1 || argtypes[0] != desc->value_type ||
+		image_type != desc->agg_type.oid ||
+		(agg->aggtranstype == INTERNALOID &&
+		 (!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn))))
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("aggregate %s of state \"%s\" changed since the state was created",
+						format_procedure(desc->aggregate), NameStr(desc->name)),
+				 errdetail("The state keeps transition states of type %s, which the aggregate no longer reads.",
+						   format_type_be(desc->agg_type.oid)),
+				 errhint("Drop the state, or put the aggregate back as it was.")));
+	}
+	if (pg_proc_aclcheck(desc->aggregate, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for aggregate %s", format_procedure(desc->aggregate))));
+	}
+	old = MemoryContextSwitchTo(mcxt);
 
 	run->transtype = agg->aggtranstype;
 	get_typlenbyval(run->transtype, &run->translen, &run->transbyval);
@@ -179,14 +219,38 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 
 	codec_init(&run->image, desc->agg_type.oid, mcxt);
 	run->collation = type_is_collatable(desc->value_type) ? DEFAULT_COLLATION_OID : InvalidOid;
-	run->fold_cxt = AllocSetContextCreate(mcxt, "state_backend aggregate", ALLOCSET_DEFAULT_SIZES);
-	run->econtext = makeNode(ExprContext);
-	run->econtext->ecxt_per_tuple_memory = run->fold_cxt;
+	/*
+	 * As an Agg node has them: an ExprContext whose per-tuple memory holds
+	 * the transition state (AggCheckCallContext's aggcontext, where
+	 * AggRegisterCallback's callbacks hang), and a scratch one.
+	 */
+	run->aggcontext = CreateStandaloneExprContext();
+	run->tmpcontext = CreateStandaloneExprContext();
 	run->aggstate = makeNode(AggState);
-	run->aggstate->curaggcontext = run->econtext;
-	run->aggstate->tmpcontext = run->econtext;
+	run->aggstate->curaggcontext = run->aggcontext;
+	run->aggstate->tmpcontext = run->tmpcontext;
 	MemoryContextSwitchTo(old);
 	return run;
+}
+
+/*
+ * Start and end of one use of the aggregate: the contexts' callbacks run
+ * and their memory goes, as an Agg node's do between groups.
+ */
+static MemoryContext
+agg_begin(AggregateRun *run)
+{
+	ReScanExprContext(run->aggcontext);
+	ReScanExprContext(run->tmpcontext);
+	return MemoryContextSwitchTo(run->aggcontext->ecxt_per_tuple_memory);
+}
+
+static void
+agg_end(AggregateRun *run, MemoryContext old)
+{
+	MemoryContextSwitchTo(old);
+	ReScanExprContext(run->aggcontext);
+	ReScanExprContext(run->tmpcontext);
 }
 
 /* Call one of the aggregate's functions with the stand-in AggState. */
@@ -237,10 +301,10 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 	Datum		state;
 	bool		state_null;
 
-	if (isnull && run->strict)
+	/* SQL's aggregates skip NULLs; a non-strict transition function may not. */
+	if (isnull)
 		return false;
-	MemoryContextReset(run->fold_cxt);
-	old = MemoryContextSwitchTo(run->fold_cxt);
+	old = agg_begin(run);
 	if (cur != NULL)
 	{
 		state = state_of_image(run, cur, curlen);
@@ -283,7 +347,7 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 			elog(ERROR, "state_backend: serial function of an aggregate returned NULL");
 	}
 	codec_encode(&run->image, state, out);
-	MemoryContextSwitchTo(old);
+	agg_end(run, old);
 	return true;
 }
 
@@ -300,16 +364,21 @@ aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
 	int16		typlen;
 	bool		typbyval;
 
-	MemoryContextReset(run->fold_cxt);
-	old = MemoryContextSwitchTo(run->fold_cxt);
+	old = agg_begin(run);
 	result = state_of_image(run, img, len);
 	*isnull = false;
-	if (run->final_nargs > 0)
+	/* A strict final function given its NULL extra argument: NULL, as nodeAgg does. */
+	if (run->final_nargs > 1 && run->finalfn.fn_strict)
+		*isnull = true;
+	else if (run->final_nargs > 0)
 		result = agg_call(run, &run->finalfn, run->final_nargs, result, false, (Datum) 0,
 						  true, isnull);
 	MemoryContextSwitchTo(old);
-	if (*isnull)
-		return (Datum) 0;
-	get_typlenbyval(run->result_type, &typlen, &typbyval);
-	return datumCopy(result, typbyval, typlen);
+	if (!*isnull)
+	{
+		get_typlenbyval(run->result_type, &typlen, &typbyval);
+		result = datumCopy(result, typbyval, typlen);
+	}
+	agg_end(run, CurrentMemoryContext);
+	return *isnull ? (Datum) 0 : result;
 }

@@ -29,8 +29,8 @@ typedef struct AggregateRun
 	char	   *init_text;		/* agginitval */
 	Oid			collation;
 	TypeCodec	image;			/* of the images: transtype, or bytea */
-	MemoryContext fold_cxt;		/* reset before every fold */
-	ExprContext *econtext;
+	ExprContext *aggcontext;	/* per-tuple memory: the transition state */
+	ExprContext *tmpcontext;
 	AggState   *aggstate;		/* the functions' stand-in context */
 } AggregateRun;
 

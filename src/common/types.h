@@ -160,14 +160,30 @@ typedef struct StateDesc
 #define STATE_DESC_SIZE_LOGGED	offsetof(StateDesc, ttl_update)
 #define STATE_DESC_SIZE_TTL		offsetof(StateDesc, range_parts)
 #define STATE_DESC_SIZE_RANGE	offsetof(StateDesc, aggregate)
+/* That layout ended in padding to its int64's alignment, which was stored too. */
+#define STATE_DESC_SIZE_RANGE_PADDED MAXALIGN(STATE_DESC_SIZE_RANGE)
 
 /* Does a descriptor's stored size name a layout this version reads? */
 static inline bool
 state_desc_size_ok(Size size)
 {
 	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_RANGE ||
-		size == STATE_DESC_SIZE_TTL || size == STATE_DESC_SIZE_LOGGED ||
-		size == STATE_DESC_SIZE_1_0;
+		size == STATE_DESC_SIZE_RANGE_PADDED || size == STATE_DESC_SIZE_TTL ||
+		size == STATE_DESC_SIZE_LOGGED || size == STATE_DESC_SIZE_1_0;
+}
+
+/*
+ * state_desc_read fills a descriptor from a stored one of a size that
+ * state_desc_size_ok accepts; fields a layout lacks are zero, and its
+ * padding is not read as the fields that came after it.
+ */
+static inline void
+state_desc_read(StateDesc *d, const char *stored, Size size)
+{
+	memset(d, 0, sizeof(StateDesc));
+	if (size == STATE_DESC_SIZE_RANGE_PADDED && size != sizeof(StateDesc))
+		size = STATE_DESC_SIZE_RANGE;
+	memcpy(d, stored, Min(size, sizeof(StateDesc)));
 }
 
 /* The type a state's value images hold. */
@@ -203,6 +219,16 @@ state_desc_ttl_ok(const StateDesc *d)
 		 d->ttl_update == STATE_TTL_ON_READ_AND_WRITE) &&
 		(d->ttl_visibility == STATE_TTL_NEVER_RETURN_EXPIRED ||
 		 d->ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP);
+}
+
+/* Does a stored descriptor name an aggregate exactly when it is aggregating? */
+static inline bool
+state_desc_agg_ok(const StateDesc *d)
+{
+	bool		named = d->agg_signature[0] != '\0' &&
+		memchr(d->agg_signature, '\0', sizeof(d->agg_signature)) != NULL;
+
+	return (d->kind == STATE_KIND_AGGREGATING) == (named && OidIsValid(d->agg_type.oid));
 }
 
 /* Names, for messages, views and the snapshot MANIFEST (common/types.c). */

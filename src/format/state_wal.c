@@ -193,9 +193,8 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 	{
 		if (!state_desc_size_ok(rec->valuelen))
 			return false;
-		memset(&rec->desc, 0, sizeof(StateDesc));
-		memcpy(&rec->desc, rec->value, rec->valuelen);
-		if (!desc_ok(&rec->desc) || !state_desc_ttl_ok(&rec->desc) ||
+		state_desc_read(&rec->desc, rec->value, rec->valuelen);
+		if (!desc_ok(&rec->desc) || !state_desc_ttl_ok(&rec->desc) || !state_desc_agg_ok(&rec->desc) ||
 			!state_desc_range_ok(&rec->desc, state_backend_max_parallelism) ||
 			rec->desc.id != rec->state_id)
 			return false;

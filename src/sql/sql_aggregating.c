@@ -25,6 +25,7 @@ typedef struct AggFold
 	bool		isnull;
 } AggFold;
 
+
 static AggregateRun *
 call_run(StateCall *call)
 {
@@ -39,10 +40,10 @@ aggregating_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 				  StringInfo out, void *arg)
 {
 	AggFold    *f = arg;
-	Datum		value = f->isnull ? (Datum) 0 :
-		codec_decode(&f->call->codecs[ARG_VALUE], in, inlen);
+	Datum		value = codec_decode(&f->call->codecs[ARG_VALUE], in, inlen);
 
-	(void) aggregate_fold(f->run, cur, curlen, value, f->isnull, out);
+	if (!aggregate_fold(f->run, cur, curlen, value, false, out))
+		elog(ERROR, "state_backend: an aggregate skipped a value it was given");
 }
 
 /* aggregate(name, key, value): fold value into the key's state. */
@@ -57,12 +58,11 @@ state_aggregate(PG_FUNCTION_ARGS)
 	f.run = call_run(call);
 	f.isnull = PG_ARGISNULL(2);
 	state_call_key(call, fcinfo, 1);
-	/* A strict transition function skips NULLs, as the aggregate would. */
-	if (f.isnull && f.run->strict)
+	/* NULLs are skipped, as SQL's aggregates skip them. */
+	if (f.isnull)
 		PG_RETURN_VOID();
 	resetStringInfo(&call->buf);
-	if (!f.isnull)
-		state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
+	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
 	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
 						 aggregating_merge, &f, NULL, &call->buf2);
 	PG_RETURN_VOID();

@@ -175,6 +175,7 @@ state_create_state(PG_FUNCTION_ARGS)
 {
 	char	   *name = state_call_name_arg(fcinfo);
 	StateDesc	desc;
+	bool		has_aggregate = PG_NARGS() > 11 && !PG_ARGISNULL(11);
 
 	state_backend_check_available();
 	memset(&desc, 0, sizeof(desc));
@@ -221,12 +222,12 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("a reducing state needs a reducer"),
 				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
 
-	if (!PG_ARGISNULL(11) && desc.kind != STATE_KIND_AGGREGATING)
+	if (has_aggregate && desc.kind != STATE_KIND_AGGREGATING)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("an aggregate applies only to aggregating states"),
 				 errhint("Use kind => 'aggregating', or leave aggregate NULL.")));
-	if (PG_ARGISNULL(11) && desc.kind == STATE_KIND_AGGREGATING)
+	if (!has_aggregate && desc.kind == STATE_KIND_AGGREGATING)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("an aggregating state needs an aggregate"),

@@ -559,8 +559,7 @@ rocks_adopt_states(void)
 		/* Older descriptors lack "logged" and TTL: unlogged, no TTL. */
 		if (!state_desc_size_ok(vlen))
 			continue;
-		memset(&desc, 0, sizeof(StateDesc));
-		memcpy(&desc, v, vlen);
+		state_desc_read(&desc, v, vlen);
 		id = desc.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
@@ -568,7 +567,7 @@ rocks_adopt_states(void)
 		f->persisted = true;
 		f->desc = desc;
 		rocks_family_name(expected, sizeof(expected), &desc);
-		if (!state_desc_ttl_ok(&desc) || strcmp(f->name, expected) != 0 ||
+		if (!state_desc_ttl_ok(&desc) || !state_desc_agg_ok(&desc) || strcmp(f->name, expected) != 0 ||
 			!state_desc_range_ok(&desc, state_backend_max_parallelism))
 		{
 			/* Read in the wrong layout, its values would be lost: keep them. */
