@@ -133,6 +133,14 @@ typedef struct SnapshotStrategy
 	int64		(*restore_native) (const char *snapdir, const NativeRestoreItem *items,
 								   int nitems);
 
+	/*
+	 * Read, in a session, one state's entries out of a native snapshot's own
+	 * files (verified before), as key and stored value images; returns how
+	 * many.  NULL: they cannot be read but by a restore.
+	 */
+	int64		(*read_native) (const char *snapdir, uint32 state_id, StateEntryFn fn,
+								void *arg);
+
 	/* Checkpoints under root were removed: drop files none of them uses. */
 	void		(*after_retention) (const char *root);
 

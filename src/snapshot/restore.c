@@ -843,7 +843,7 @@ restore_on_start(uint32 kept_backends)
  * section of database from_database of a snapshot, checked as a restore
  * checks it: privileges, its file, its types and aggregate found on this
  * server.  A state its backend keeps in native files of its own (a rocksdb
- * state of a native snapshot) is refused: take a canonical snapshot.
+ * state of a native snapshot) is read by that backend.
  */
 void
 snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *from_database,
@@ -865,17 +865,25 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 				 errmsg("snapshot \"%s\" has no state \"%s\"", src->name, name)));
 	q->desc = q->st->desc;
 	q->desc.backend = snapshot_state_backend(src, q->st);
-	if (q->st->native)
+	if (q->st->native &&
+		(src->dir == NULL || keyed_backend_for(q->desc.backend)->snapshot->read_native == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("state \"%s\" of snapshot \"%s\" is kept in its backend's native files",
+				 errmsg("state \"%s\" of snapshot \"%s\" is kept in files its backend alone reads",
 						name, src->name),
 				 errhint("Read it from a canonical snapshot (format => 'canonical'), or restore it.")));
 	resolve_types(&q->desc, q->m->format == SNAPSHOT_NATIVE);
 	resolve_roles(&q->desc, q->m->system_identifier == GetSystemIdentifier());
 	if (q->desc.kind == STATE_KIND_AGGREGATING)
 		aggregate_resolve(&q->desc);
-	snapshot_verify_state(src, q->m, q->st);
+	if (q->st->native)
+	{
+		bool		native = true;
+
+		verify_native_files(src->dir, &q->st, &q->desc.backend, &native, 1);
+	}
+	else
+		snapshot_verify_state(src, q->m, q->st);
 }
 
 typedef struct QueryRead
@@ -920,5 +928,8 @@ snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
 	initStringInfo(&r.plain);
 	r.fn = fn;
 	r.arg = arg;
+	if (q->st->native)
+		return keyed_backend_for(q->desc.backend)->snapshot->read_native(q->src->dir, q->st->desc.id,
+																		 query_entry, &r);
 	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
 }

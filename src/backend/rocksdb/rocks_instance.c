@@ -184,6 +184,17 @@ rocks_make_options(void)
 	rocksdb_flushoptions_set_wait(rocks.flushopts, 1);
 }
 
+/*
+ * rocks_options_ready makes the options a RocksDB is opened with, in any
+ * process (a session reading a snapshot's files makes them too).
+ */
+void
+rocks_options_ready(void)
+{
+	if (rocks.options == NULL)
+		rocks_make_options();
+}
+
 /* Apply state_backend.rocksdb_sync (it may change at reload). */
 void
 rocks_apply_settings(void)
@@ -197,7 +208,7 @@ rocks_apply_settings(void)
  * threads RocksDB starts meanwhile inherit the mask, so signals meant for
  * the worker never land on them.
  */
-static void
+void
 rocks_block_signals(sigset_t *saved)
 {
 	sigset_t	all;
@@ -206,7 +217,7 @@ rocks_block_signals(sigset_t *saved)
 	pthread_sigmask(SIG_SETMASK, &all, saved);
 }
 
-static void
+void
 rocks_restore_signals(const sigset_t *saved)
 {
 	pthread_sigmask(SIG_SETMASK, saved, NULL);

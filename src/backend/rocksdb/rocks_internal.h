@@ -8,6 +8,8 @@
 #ifndef STATE_BACKEND_ROCKS_INTERNAL_H
 #define STATE_BACKEND_ROCKS_INTERNAL_H
 
+#include <signal.h>
+
 #include <rocksdb/c.h>
 
 #include "lib/stringinfo.h"
@@ -86,6 +88,9 @@ extern rocksdb_options_t *rocks_family_options(const char *name);
 
 /* rocks_instance.c */
 extern void rocks_check(char *err, const char *what);
+extern void rocks_options_ready(void);
+extern void rocks_block_signals(sigset_t *saved);
+extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_open(void);
 extern bool rocks_is_open(void);
 extern void rocks_flush_all(void);

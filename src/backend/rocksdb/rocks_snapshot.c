@@ -407,6 +407,122 @@ copy_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 	return true;
 }
 
+/* Make a scratch directory of ours, empty. */
+static void
+make_scratch(const char *scratch)
+{
+	remove_scratch(scratch);
+	if (pg_mkdir_p((char *) scratch, pg_dir_create_mode) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", scratch)));
+}
+
+/*
+ * stage_snapshot lays a native snapshot's RocksDB files (verified before)
+ * out in scratch as a RocksDB directory: SST files linked, the rest copied.
+ */
+static void
+stage_snapshot(const char *snapdir, const char *scratch)
+{
+	char		path[MAXPGPATH];
+	ListedFile *files;
+	int			nfiles = rocks_files_read(snapdir, &files, path, sizeof(path));
+
+	for (int i = 0; i < nfiles; i++)
+	{
+		char		src[MAXPGPATH];
+		char		dst[MAXPGPATH];
+		int64		size;
+
+		snprintf(src, sizeof(src), "%s/%s", snapdir, files[i].where);
+		snprintf(dst, sizeof(dst), "%s/%s", scratch, files[i].name);
+		/* RocksDB only reads SST files: a link will do. */
+		if (!files[i].sst || link(src, dst) != 0)
+			(void) rocks_copy_file(src, dst, false, &size);
+	}
+}
+
+/* One entry of a state read out of a native snapshot, to the caller's fn. */
+typedef struct ReadNative
+{
+	StateEntryFn fn;
+	void	   *arg;
+	int64		n;
+} ReadNative;
+
+static bool
+read_native_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	ReadNative *r = arg;
+	const char *key;
+	uint32		keylen;
+	const char *mkey;
+	uint32		mklen;
+
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	r->fn(r->arg, key, keylen, v, (uint32) vlen);
+	r->n++;
+	return true;
+}
+
+/*
+ * rocks_snapshot_read_native reads, in a session, the entries state
+ * state_id keeps in a native snapshot's RocksDB files (verified before):
+ * staged in a scratch directory of the session's own and opened read-only
+ * (every signal blocked while RocksDB starts, so that none lands on a
+ * thread of its own), its family scanned in key order.  fn gets each key's
+ * image and its stored value (a value or list state's).  Returns the
+ * entries read.
+ */
+static int64
+rocks_snapshot_read_native(const char *snapdir, uint32 state_id, StateEntryFn fn, void *arg)
+{
+	char		scratch[MAXPGPATH];
+	char		what[32];
+	Staging		s = {0};
+	ReadNative	r = {fn, arg, 0};
+
+	snprintf(what, sizeof(what), "read-%d", MyProcPid);
+	staging_path(scratch, sizeof(scratch), what);
+	make_scratch(scratch);
+	PG_TRY();
+	{
+		rocksdb_column_family_handle_t *cf;
+		sigset_t	saved;
+		StringInfoData lo;
+		StringInfoData hi;
+
+		stage_snapshot(snapdir, scratch);
+		rocks_options_ready();
+		rocks_block_signals(&saved);
+		PG_TRY();
+		{
+			open_read_only(scratch, &s);
+		}
+		PG_FINALLY();
+		{
+			rocks_restore_signals(&saved);
+		}
+		PG_END_TRY();
+		cf = family_of(&s, state_id, NULL);
+		if (cf != NULL)
+		{
+			initStringInfo(&lo);
+			initStringInfo(&hi);
+			rocks_state_range(&lo, &hi);
+			rocks_scan(s.db, s.ropts, cf, lo.data, lo.len, hi.data, hi.len, read_native_entry, &r);
+		}
+	}
+	PG_FINALLY();
+	{
+		close_read_only(&s);
+		remove_scratch(scratch);
+	}
+	PG_END_TRY();
+	return r.n;
+}
+
 /*
  * rocks_restore_native copies rocksdb states out of a native snapshot
  * (verified before), in the state worker: the snapshot's files are linked
@@ -417,33 +533,14 @@ static int64
 rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int nitems)
 {
 	char		scratch[MAXPGPATH];
-	char		path[MAXPGPATH];
 	Staging		s = {0};
 	int64		total = 0;
 
 	staging_path(scratch, sizeof(scratch), "restore");
-	remove_scratch(scratch);
-	if (pg_mkdir_p(scratch, pg_dir_create_mode) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create directory \"%s\": %m", scratch)));
+	make_scratch(scratch);
 	PG_TRY();
 	{
-		ListedFile *files;
-		int			nfiles = rocks_files_read(snapdir, &files, path, sizeof(path));
-
-		for (int i = 0; i < nfiles; i++)
-		{
-			char		src[MAXPGPATH];
-			char		dst[MAXPGPATH];
-			int64		size;
-
-			snprintf(src, sizeof(src), "%s/%s", snapdir, files[i].where);
-			snprintf(dst, sizeof(dst), "%s/%s", scratch, files[i].name);
-			/* RocksDB only reads SST files: a link will do. */
-			if (!files[i].sst || link(src, dst) != 0)
-				(void) rocks_copy_file(src, dst, false, &size);
-		}
+		stage_snapshot(snapdir, scratch);
 		rocks_open();
 		open_read_only(scratch, &s);
 		for (int i = 0; i < nitems; i++)
@@ -558,6 +655,7 @@ const SnapshotStrategy rocks_snapshot_strategy = {
 	.release = rocks_snapshot_release,
 	.verify_native = rocks_files_verify,
 	.restore_native = rocks_snapshot_restore_native,
+	.read_native = rocks_snapshot_read_native,
 	.after_retention = rocks_files_sweep,
 	.native_files_name = "RocksDB",
 };
