@@ -327,7 +327,10 @@ state_worker_main(Datum main_arg)
 	 */
 	if (recovering)
 	{
-		uint32		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
+		uint32		kept;
+
+		rocks_sweep_read_scratch();
+		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
 
 		logged_note_adopted();
 		state_wal_suppress(true);

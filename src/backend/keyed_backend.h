@@ -135,10 +135,11 @@ typedef struct SnapshotStrategy
 
 	/*
 	 * Read, in a session, one state's entries out of a native snapshot's own
-	 * files (verified before), as key and stored value images; returns how
-	 * many.  NULL: they cannot be read but by a restore.
+	 * files (verified before), as key and stored value images; desc is the
+	 * state as the snapshot describes it (its id there).  Returns how many.
+	 * NULL: they cannot be read but by a restore.
 	 */
-	int64		(*read_native) (const char *snapdir, uint32 state_id, StateEntryFn fn,
+	int64		(*read_native) (const char *snapdir, const StateDesc *desc, StateEntryFn fn,
 								void *arg);
 
 	/* Checkpoints under root were removed: drop files none of them uses. */

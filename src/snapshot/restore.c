@@ -929,7 +929,7 @@ snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
 	r.fn = fn;
 	r.arg = arg;
 	if (q->st->native)
-		return keyed_backend_for(q->desc.backend)->snapshot->read_native(q->src->dir, q->st->desc.id,
+		return keyed_backend_for(q->desc.backend)->snapshot->read_native(q->src->dir, &q->st->desc,
 																		 query_entry, &r);
 	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
 }

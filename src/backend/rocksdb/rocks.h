@@ -21,6 +21,7 @@ extern void rocks_close(void);
 extern void rocks_apply_settings(void);
 extern bool rocks_adopt_states(void);
 extern void rocks_set_aside(void);
+extern void rocks_sweep_read_scratch(void);
 extern void rocks_sync_registry(void);
 
 /* Requests of sessions, served by the worker. */

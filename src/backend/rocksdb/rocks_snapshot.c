@@ -29,6 +29,7 @@
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "utils/memutils.h"
 
 #include "backend/rocksdb/rocks_files.h"
@@ -97,16 +98,23 @@ open_read_only(const char *dir, Staging *s)
 static void
 close_read_only(Staging *s)
 {
-	if (s->db == NULL)
-		return;
-	for (int i = 0; i < s->nfamilies; i++)
-		rocksdb_column_family_handle_destroy(s->handles[i]);
-	rocksdb_close(s->db);
-	rocksdb_list_column_families_destroy(s->names, s->nfamilies);
-	rocksdb_readoptions_destroy(s->ropts);
-	pfree(s->handles);
-	s->handles = NULL;
+	if (s->handles)
+	{
+		for (int i = 0; i < s->nfamilies; i++)
+			if (s->handles[i])
+				rocksdb_column_family_handle_destroy(s->handles[i]);
+		pfree(s->handles);
+		s->handles = NULL;
+	}
+	if (s->db)
+		rocksdb_close(s->db);
 	s->db = NULL;
+	if (s->names)
+		rocksdb_list_column_families_destroy(s->names, s->nfamilies);
+	s->names = NULL;
+	if (s->ropts)
+		rocksdb_readoptions_destroy(s->ropts);
+	s->ropts = NULL;
 }
 
 /* The family of state id in a checkpoint, or NULL; *name gets its name. */
@@ -435,10 +443,11 @@ stage_snapshot(const char *snapdir, const char *scratch)
 		char		dst[MAXPGPATH];
 		int64		size;
 
+		CHECK_FOR_INTERRUPTS();
 		snprintf(src, sizeof(src), "%s/%s", snapdir, files[i].where);
 		snprintf(dst, sizeof(dst), "%s/%s", scratch, files[i].name);
-		/* RocksDB only reads SST files: a link will do. */
-		if (!files[i].sst || link(src, dst) != 0)
+		/* RocksDB only reads SST files: a link will do, a symbolic one too. */
+		if (!files[i].sst || (link(src, dst) != 0 && symlink(src, dst) != 0))
 			(void) rocks_copy_file(src, dst, false, &size);
 	}
 }
@@ -449,6 +458,7 @@ typedef struct ReadNative
 	StateEntryFn fn;
 	void	   *arg;
 	int64		n;
+	const char *family;			/* for messages */
 } ReadNative;
 
 static bool
@@ -461,9 +471,36 @@ read_native_entry(void *arg, const char *k, size_t klen, const char *v, size_t v
 	uint32		mklen;
 
 	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	if (mklen != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot's RocksDB family \"%s\" holds a key of another layout", r->family)));
 	r->fn(r->arg, key, keylen, v, (uint32) vlen);
 	r->n++;
 	return true;
+}
+
+/*
+ * What a session has open while it reads a native snapshot: closed and
+ * removed at exit too, should the read end in FATAL.
+ */
+static Staging reading = {0};
+static char reading_dir[MAXPGPATH];
+static int	reading_count = 0;
+
+static void
+read_native_cleanup(void)
+{
+	close_read_only(&reading);
+	if (reading_dir[0] != '\0')
+		remove_scratch(reading_dir);
+	reading_dir[0] = '\0';
+}
+
+static void
+read_native_on_exit(int code, Datum arg)
+{
+	read_native_cleanup();
 }
 
 /*
@@ -476,16 +513,26 @@ read_native_entry(void *arg, const char *k, size_t klen, const char *v, size_t v
  * entries read.
  */
 static int64
-rocks_snapshot_read_native(const char *snapdir, uint32 state_id, StateEntryFn fn, void *arg)
+rocks_snapshot_read_native(const char *snapdir, const StateDesc *desc, StateEntryFn fn, void *arg)
 {
-	char		scratch[MAXPGPATH];
 	char		what[32];
-	Staging		s = {0};
-	ReadNative	r = {fn, arg, 0};
+	char		expected[32];
+	const char *name = NULL;
+	ReadNative	r = {fn, arg, 0, NULL};
+	static bool registered = false;
 
-	snprintf(what, sizeof(what), "read-%d", MyProcPid);
-	staging_path(scratch, sizeof(scratch), what);
-	make_scratch(scratch);
+	if (reading_dir[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a native snapshot's rocksdb state is already being read in this session")));
+	if (!registered)
+	{
+		before_shmem_exit(read_native_on_exit, (Datum) 0);
+		registered = true;
+	}
+	snprintf(what, sizeof(what), "read-%d-%d", MyProcPid, ++reading_count);
+	staging_path(reading_dir, sizeof(reading_dir), what);
+	make_scratch(reading_dir);
 	PG_TRY();
 	{
 		rocksdb_column_family_handle_t *cf;
@@ -493,34 +540,80 @@ rocks_snapshot_read_native(const char *snapdir, uint32 state_id, StateEntryFn fn
 		StringInfoData lo;
 		StringInfoData hi;
 
-		stage_snapshot(snapdir, scratch);
+		stage_snapshot(snapdir, reading_dir);
 		rocks_options_ready();
 		rocks_block_signals(&saved);
 		PG_TRY();
 		{
-			open_read_only(scratch, &s);
+			open_read_only(reading_dir, &reading);
 		}
 		PG_FINALLY();
 		{
 			rocks_restore_signals(&saved);
 		}
 		PG_END_TRY();
-		cf = family_of(&s, state_id, NULL);
+		/* Its family must be named as the MANIFEST describes the state. */
+		cf = family_of(&reading, desc->id, &name);
+		rocks_family_name(expected, sizeof(expected), desc);
+		if (cf != NULL && strcmp(name, expected) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("snapshot's RocksDB files hold state %u as column family \"%s\", not \"%s\"",
+							desc->id, name, expected)));
 		if (cf != NULL)
 		{
+			r.family = name;
 			initStringInfo(&lo);
 			initStringInfo(&hi);
 			rocks_state_range(&lo, &hi);
-			rocks_scan(s.db, s.ropts, cf, lo.data, lo.len, hi.data, hi.len, read_native_entry, &r);
+			rocks_scan(reading.db, reading.ropts, cf, lo.data, lo.len, hi.data, hi.len,
+					   read_native_entry, &r);
 		}
 	}
 	PG_FINALLY();
 	{
-		close_read_only(&s);
-		remove_scratch(scratch);
+		read_native_cleanup();
 	}
 	PG_END_TRY();
 	return r.n;
+}
+
+/*
+ * rocks_sweep_read_scratch removes, at server start, the scratch
+ * directories of sessions that died reading a native snapshot
+ * (<rocksdb_dir>-read-<pid>-<n>, with no such process left).
+ */
+void
+rocks_sweep_read_scratch(void)
+{
+	char		prefix[MAXPGPATH];
+	char	   *parent = pstrdup(state_backend_rocksdb_dir);
+	char	   *slash = strrchr(parent, '/');
+	const char *base;
+	DIR		   *dir;
+	struct dirent *de;
+
+	base = slash ? slash + 1 : parent;
+	snprintf(prefix, sizeof(prefix), "%s-read-", base);
+	if (slash)
+		*slash = '\0';
+	dir = AllocateDir(slash ? parent : ".");
+	while ((de = ReadDirExtended(dir, slash ? parent : ".", LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		char	   *end;
+		long		pid;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		pid = strtol(de->d_name + strlen(prefix), &end, 10);
+		if (*end != '-' || pid <= 0 || (kill((pid_t) pid, 0) == 0 && pid != MyProcPid))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", slash ? parent : ".", de->d_name);
+		(void) rmtree(path, true);
+	}
+	FreeDir(dir);
+	pfree(parent);
 }
 
 /*
