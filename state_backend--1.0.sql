@@ -242,7 +242,8 @@ CREATE FUNCTION state._snapshots(
 	OUT id bigint, OUT path text, OUT format text, OUT status text,
 	OUT started_at timestamptz, OUT finished_at timestamptz,
 	OUT states bigint, OUT entries bigint, OUT bytes bigint,
-	OUT incremental boolean, OUT error text)
+	OUT incremental boolean, OUT error text,
+	OUT phase text, OUT key_groups_done integer, OUT key_groups_total integer)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_snapshots' LANGUAGE C STRICT;
 
 CREATE VIEW state.snapshots AS SELECT * FROM state._snapshots();

@@ -196,6 +196,13 @@ else
 			[ -f "$SRC/tmp_check/log/$f" ] || continue
 			note "$f (last 60 lines)"
 			tail -n 60 "$SRC/tmp_check/log/$f"
+			# Its servers' logs: a crash's report, with what led up to it.
+			for slog in "$SRC/tmp_check/log/${f#regress_log_}"_*.log; do
+				[ -f "$slog" ] || continue
+				grep -q -E 'TRAP:|PANIC:|terminated by signal|was terminated|exited with exit code [2-9]' "$slog" || continue
+				note "$(basename "$slog"): crash report"
+				grep -n -B 20 -A 5 -E 'TRAP:|PANIC:|terminated by signal|was terminated|exited with exit code [2-9]' "$slog" | tail -n 80
+			done
 		done
 	fi
 	passed=$((passed + t_ok)); failed=$((failed + t_fail))

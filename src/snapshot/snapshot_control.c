@@ -553,6 +553,47 @@ snapshot_control_progress(int64 id, int64 entries, int64 bytes)
 	LWLockRelease(control_lock());
 }
 
+/*
+ * snapshot_control_phase records where the running snapshot is: its phase
+ * and the key groups written of all (-1: as they were).
+ */
+void
+snapshot_control_phase(int64 id, SnapshotPhase phase, int key_groups_done, int key_groups_total)
+{
+	SnapshotInfo *h;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	h = history_slot(id);
+	if (h->id == id)
+	{
+		h->phase = phase;
+		if (key_groups_done >= 0)
+			h->key_groups_done = key_groups_done;
+		if (key_groups_total >= 0)
+			h->key_groups_total = key_groups_total;
+	}
+	LWLockRelease(control_lock());
+}
+
+const char *
+snapshot_phase_name(SnapshotPhase phase)
+{
+	switch (phase)
+	{
+		case SNAPSHOT_PHASE_CUT:
+			return "cut";
+		case SNAPSHOT_PHASE_KEY_GROUPS:
+			return "key groups";
+		case SNAPSHOT_PHASE_NATIVE_FILES:
+			return "native files";
+		case SNAPSHOT_PHASE_CONVERTING:
+			return "converting";
+		case SNAPSHOT_PHASE_FINISHING:
+			return "finishing";
+	}
+	return "unknown";
+}
+
 /* The snapshot shares files with earlier checkpoints. */
 void
 snapshot_control_set_incremental(int64 id)

@@ -23,6 +23,16 @@ typedef enum SnapshotStatus
 } SnapshotStatus;
 
 /* What state.snapshots shows of one snapshot. */
+/* Where a running snapshot is (state.snapshots.phase). */
+typedef enum SnapshotPhase
+{
+	SNAPSHOT_PHASE_CUT,			/* waiting for, or making, its cut */
+	SNAPSHOT_PHASE_KEY_GROUPS,	/* writing key groups */
+	SNAPSHOT_PHASE_NATIVE_FILES,	/* backends writing their own files */
+	SNAPSHOT_PHASE_CONVERTING,	/* canonical: rewriting the files */
+	SNAPSHOT_PHASE_FINISHING	/* MANIFEST, sync, retention */
+} SnapshotPhase;
+
 typedef struct SnapshotInfo
 {
 	int64		id;
@@ -38,6 +48,9 @@ typedef struct SnapshotInfo
 	XLogRecPtr	wal_position;	/* WAL insert position at the cut */
 	int			sqlerrcode;
 	char		error[512];
+	SnapshotPhase phase;
+	int			key_groups_done;
+	int			key_groups_total;
 } SnapshotInfo;
 
 extern Size snapshot_control_shmem_size(void);
@@ -78,6 +91,9 @@ extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat fo
 								   const int *ndescs, const XLogRecPtr *wal_position);
 extern bool snapshot_control_pick(SnapshotJob *job);
 extern void snapshot_control_progress(int64 id, int64 entries, int64 bytes);
+extern void snapshot_control_phase(int64 id, SnapshotPhase phase, int key_groups_done,
+								   int key_groups_total);
+extern const char *snapshot_phase_name(SnapshotPhase phase);
 extern void snapshot_control_set_incremental(int64 id);
 extern void snapshot_control_keep_memory(int64 id, const char *image, Size len);
 extern void snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries,

@@ -389,6 +389,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 			snapshot_writer_add(w, kg, records.data, records.len);
 		snapshot_writer_progress(w, &entries, &bytes);
 		snapshot_control_progress(p->job->id, entries, bytes);
+		snapshot_control_phase(p->job->id, SNAPSHOT_PHASE_KEY_GROUPS, kg + 1, -1);
 		pace_key_group(started, &owed);
 	}
 	pfree(records.data);
@@ -450,15 +451,21 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 							  dboids, dbnames, ndbs);
 	snapshot_writer_set_wal_position(w, job->info.wal_position);
 	*wp = w;
+	snapshot_control_phase(job->id, SNAPSHOT_PHASE_KEY_GROUPS, 0, state_backend_max_parallelism);
 	write_key_groups(&p, w);
 	snapshot_writer_close_files(w);
 	if (p.any_native)
+	{
+		snapshot_control_phase(job->id, SNAPSHOT_PHASE_NATIVE_FILES, -1, -1);
 		write_native_files(&p, w);
+	}
 	if (job->info.format == SNAPSHOT_CANONICAL)
 	{
+		snapshot_control_phase(job->id, SNAPSHOT_PHASE_CONVERTING, -1, -1);
 		canonical_convert_snapshot(job->id, job->descs, job->ndescs);
 		snapshot_writer_refresh_sizes(w);
 	}
+	snapshot_control_phase(job->id, SNAPSHOT_PHASE_FINISHING, -1, -1);
 	snapshot_writer_finish(w);
 	if (p.in_memory)
 	{

@@ -178,8 +178,8 @@ state_snapshots(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		SnapshotInfo *s = &infos[i];
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[14];
+		bool		nulls[14];
 
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = Int64GetDatum(s->id);
@@ -195,6 +195,10 @@ state_snapshots(PG_FUNCTION_ARGS)
 		values[9] = BoolGetDatum(s->incremental);
 		values[10] = CStringGetTextDatum(s->error);
 		nulls[10] = s->error[0] == '\0';
+		values[11] = CStringGetTextDatum(snapshot_phase_name(s->phase));
+		nulls[11] = s->status != SNAPSHOT_RUNNING;
+		values[12] = Int32GetDatum(s->key_groups_done);
+		values[13] = Int32GetDatum(s->key_groups_total);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
