@@ -27,6 +27,7 @@ OBJS = \
 	src/ipc/channel.o \
 	src/ipc/channel_worker.o \
 	src/catalog/registry.o \
+	src/catalog/stats.o \
 	src/format/records.o \
 	src/format/state_wal.o \
 	src/format/kg_file.o \
@@ -69,7 +70,7 @@ EXTENSION = state_backend
 DATA = state_backend--1.0.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating entries snapshot_read
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating entries snapshot_read stats
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

@@ -49,6 +49,16 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states AS SELECT * FROM state._states();
 
+CREATE FUNCTION state._stats(
+	OUT name text, OUT kind text, OUT reads bigint, OUT writes bigint, OUT misses bigint,
+	OUT expired bigint, OUT entries bigint, OUT bytes bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_stats' LANGUAGE C STRICT;
+
+CREATE VIEW state.stats AS SELECT * FROM state._stats();
+
+CREATE FUNCTION state.reset_stats(name text DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'state_reset_stats' LANGUAGE C CALLED ON NULL INPUT;
+
 CREATE FUNCTION state.clear(name text, key anycompatible)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_clear' LANGUAGE C CALLED ON NULL INPUT;
 
@@ -285,6 +295,7 @@ REVOKE ALL ON FUNCTION state.snapshot(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.restore(text, text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.restore(text[], text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.snapshot_states(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION state.reset_stats(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.snapshot_entries(text, text, anyelement, anycompatible, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION state.cancel_snapshot(bigint) FROM PUBLIC;
 GRANT USAGE ON SCHEMA state TO PUBLIC;

@@ -30,6 +30,7 @@
 #include "backend/keyed_backend.h"
 #include "backend/rocksdb/rocks.h"
 #include "catalog/registry.h"
+#include "catalog/stats.h"
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
@@ -66,7 +67,8 @@ state_backend_shmem_request(void)
 	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), heap_state_shmem_size()),
 											 add_size(snapshot_control_shmem_size(),
 													  state_area_shmem_size())),
-									add_size(channel_shmem_size(), rocks_cache_shmem_size())));
+									add_size(add_size(channel_shmem_size(), rocks_cache_shmem_size()),
+											 state_stats_shmem_size())));
 	state_locks_request();
 }
 
@@ -84,6 +86,7 @@ state_backend_shmem_startup(void)
 	snapshot_control_shmem_init();
 	channel_shmem_init();
 	rocks_cache_shmem_init();
+	state_stats_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -72,7 +72,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating logged"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats logged"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -727,6 +727,13 @@ if has_case aggregating; then
 	. "$LIB/aggregating.sh"
 fi
 
+# ------------------------------------------------------------ state.stats
+# bench/lib/stats.sh: value_get with counting on and off.
+if has_case stats; then
+	# shellcheck source-path=SCRIPTDIR source=stats.sh
+	. "$LIB/stats.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -754,6 +761,7 @@ perl "$LIB/report.pl" "$RAW" "$file" || die "report.pl failed"
 perl "$LIB/report_ttl.pl" "$RAW" "$file" || die "report_ttl.pl failed"
 perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
 perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl failed"
+perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"

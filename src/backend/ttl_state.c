@@ -29,6 +29,7 @@
 #include "utils/memutils.h"
 
 #include "backend/keyed_backend.h"
+#include "catalog/stats.h"
 #include "catalog/registry.h"
 #include "backend/ttl_state.h"
 #include "common/progress.h"
@@ -237,6 +238,8 @@ after_read(const StateTarget *st, const StateKey *key, const char *img, uint32 l
 
 	if (!expired && !renew)
 		return;
+	if (expired)
+		state_stats_count(st->slot, STATE_STAT_EXPIRED, 1);
 	initStringInfo(&next);
 	if (renewed(st, img, len, now, renew, record_ttl_deadline(now, st->desc->ttl), &next))
 		(void) inner(st)->replace(st, key, NULL, 0, img, len, next.data, next.len);
@@ -392,7 +395,10 @@ map_entry_read(const StateTarget *st, const StateKey *key, const char *mkey,
 
 	map_value_read(st, v, len, &deadline, &value, &vlen);
 	if (deadline <= now)
+	{
+		state_stats_count(st->slot, STATE_STAT_EXPIRED, 1);
 		(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, NULL, 0);
+	}
 	else if (renews_on_read(st))
 		renew_map_entry(st, key, mkey, mkeylen, v, len, now);
 	if (deadline <= now && hides_expired(st))
@@ -647,6 +653,8 @@ ttl_state_sweep_key_group(const StateTarget *st, int key_group, int64 *next_expi
 	}
 	if (next_expiry)
 		*next_expiry = Min(s.min_deadline, record_ttl_deadline(s.now, st->desc->ttl));
+	if (s.removed > 0)
+		state_stats_count(st->slot, STATE_STAT_EXPIRED, (uint64) s.removed);
 	return s.removed;
 }
 

@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 
 #include "catalog/registry.h"
+#include "catalog/stats.h"
 #include "common/codec.h"
 #include "common/locks.h"
 #include "common/settings.h"
@@ -311,6 +312,7 @@ registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 	registry->slots[free_slot].hidden = hidden;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
+	state_stats_reset(free_slot);
 
 	/*
 	 * A logged state's creation is logged at the instant it can be found,
@@ -807,6 +809,7 @@ registry_adopt(const StateDesc *desc)
 		s->hidden = false;
 		pg_atomic_write_u64(&s->entries, 0);
 		pg_atomic_write_u64(&s->bytes, 0);
+		state_stats_reset(i);
 		if (registry->next_id <= desc->id)
 			registry->next_id = desc->id + 1;
 		registry_bump_version();

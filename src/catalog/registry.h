@@ -40,6 +40,7 @@ extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
 extern int	registry_find(uint32 id, StateDesc *desc);
 extern bool registry_adopt(const StateDesc *desc);
 extern void registry_add_usage(int slot, int64 entries, int64 bytes);
+
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);
 extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);
 

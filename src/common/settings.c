@@ -22,6 +22,7 @@ int			state_backend_checkpoints_retained = 1;
 int			state_backend_snapshot_cpu_percent = 50;
 int			state_backend_ttl_cleanup_key_groups = 8;
 bool		state_backend_restore_on_start = true;
+bool		state_backend_track_stats = true;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
 char	   *state_backend_rocksdb_dir = NULL;
@@ -224,6 +225,15 @@ state_backend_define_settings(const struct config_enum_entry *backend_options,
 							PGC_POSTMASTER,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.track_stats",
+							 "Count reads, writes, misses and expired values of every state (state.stats).",
+							 NULL,
+							 &state_backend_track_stats,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",
 							"Shared memory for recently read or written entries of rocksdb value and reducing states, which sessions read without asking the state worker.",

@@ -81,11 +81,7 @@ sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo)
 
 	resetStringInfo(&call->buf);
 	if (!call->backend->get(&call->target, &call->key, &call->buf))
-	{
-		if (PG_ARGISNULL(2))
-			PG_RETURN_NULL();
-		return PG_GETARG_DATUM(2);
-	}
+		return state_call_default(call, fcinfo, 2);
 	result = sql_aggregating_datum(call, call->buf.data, call->buf.len,
 								   get_fn_expr_rettype(fcinfo->flinfo), &isnull);
 	if (isnull)

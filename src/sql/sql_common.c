@@ -24,6 +24,7 @@
 
 #include "common/key_group.h"
 #include "catalog/registry.h"
+#include "catalog/stats.h"
 #include "common/locks.h"
 #include "format/records.h"
 #include "common/settings.h"
@@ -133,6 +134,8 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	else if (kind >= 0 && call->desc.kind != (StateKind) kind)
 		state_call_reject_kind(call, (StateKind) kind);
 	registry_check_access(&call->desc, privs);
+	state_stats_count(call->target.slot,
+					  (privs & STATE_PRIV_WRITE) ? STATE_STAT_WRITES : STATE_STAT_READS, 1);
 	return call;
 }
 
@@ -155,6 +158,19 @@ state_call_detached(const StateDesc *desc)
 	state_call_setup(call, desc, -1);
 	call->backend = NULL;
 	return call;
+}
+
+/*
+ * state_call_default is a read's result when the key has no state: the
+ * default, argument argno, counted as a miss (state.stats).
+ */
+Datum
+state_call_default(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	state_stats_count(call->target.slot, STATE_STAT_MISSES, 1);
+	if (PG_ARGISNULL(argno))
+		PG_RETURN_NULL();
+	return PG_GETARG_DATUM(argno);
 }
 
 /* state_call_reject_kind raises wrong_object_type for an operation. */

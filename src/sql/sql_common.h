@@ -70,6 +70,7 @@ typedef struct StateCall
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern StateCall *state_call_detached(const StateDesc *desc);
+extern Datum state_call_default(StateCall *call, FunctionCallInfo fcinfo, int argno);
 
 /* sql_call_cache.c */
 extern StateCall *state_call_site(FunctionCallInfo fcinfo);

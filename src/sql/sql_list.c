@@ -115,11 +115,7 @@ sql_list_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
 	resetStringInfo(&call->buf);
 	if (!call->backend->get(&call->target, &call->key, &call->buf))
-	{
-		if (PG_ARGISNULL(argno))
-			PG_RETURN_NULL();
-		return PG_GETARG_DATUM(argno);
-	}
+		return state_call_default(call, fcinfo, argno);
 	return sql_list_datum(call, call->buf.data, call->buf.len,
 						  get_fn_expr_rettype(fcinfo->flinfo));
 }

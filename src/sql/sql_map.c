@@ -136,9 +136,7 @@ sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 		return state_call_result(call, call->buf2.data, call->buf2.len,
 								 get_fn_expr_rettype(fcinfo->flinfo));
 	}
-	if (PG_ARGISNULL(argno + 1))
-		PG_RETURN_NULL();
-	return PG_GETARG_DATUM(argno + 1);
+	return state_call_default(call, fcinfo, argno + 1);
 }
 
 /* map_get(name, key, map_key, default) */

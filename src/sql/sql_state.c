@@ -21,6 +21,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "catalog/stats.h"
 #include "common/aggregate.h"
 #include "common/locks.h"
 #include "common/settings.h"
@@ -35,6 +36,8 @@ PG_FUNCTION_INFO_V1(state_clear);
 PG_FUNCTION_INFO_V1(state_truncate);
 PG_FUNCTION_INFO_V1(state_compact);
 PG_FUNCTION_INFO_V1(state_keys);
+PG_FUNCTION_INFO_V1(state_stats);
+PG_FUNCTION_INFO_V1(state_reset_stats);
 PG_FUNCTION_INFO_V1(state_key_group);
 PG_FUNCTION_INFO_V1(state_grant_access);
 PG_FUNCTION_INFO_V1(state_revoke_access);
@@ -491,5 +494,70 @@ Datum
 state_revoke_access(PG_FUNCTION_ARGS)
 {
 	set_grant(fcinfo, false);
+	PG_RETURN_VOID();
+}
+
+/* The rows of the state.stats view, for the current database. */
+Datum
+state_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+
+	state_backend_check_available();
+	InitMaterializedSRF(fcinfo, 0);
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc  *d = &descs[i];
+		StateTarget target = {d, slots[i]};
+		Datum		values[8];
+		bool		nulls[8] = {false};
+		uint64		counts[STATE_STAT_COUNT];
+		int64		entries;
+		int64		bytes;
+
+		state_stats_read(slots[i], counts);
+		keyed_backend_of(d)->size(&target, &entries, &bytes);
+		values[0] = CStringGetTextDatum(NameStr(d->name));
+		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
+		values[2] = Int64GetDatum((int64) counts[STATE_STAT_READS]);
+		values[3] = Int64GetDatum((int64) counts[STATE_STAT_WRITES]);
+		values[4] = Int64GetDatum((int64) counts[STATE_STAT_MISSES]);
+		values[5] = Int64GetDatum((int64) counts[STATE_STAT_EXPIRED]);
+		values[6] = Int64GetDatum(entries);
+		values[7] = Int64GetDatum(bytes);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * reset_stats(name): set a state's counters (every state's of the current
+ * database, name NULL) back to zero.
+ */
+Datum
+state_reset_stats(PG_FUNCTION_ARGS)
+{
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+	char	   *name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		found = false;
+
+	state_backend_check_available();
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < n; i++)
+		if (name == NULL || strcmp(NameStr(descs[i].name), name) == 0)
+		{
+			state_stats_reset(slots[i]);
+			found = true;
+		}
+	if (name != NULL && !found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", name)));
 	PG_RETURN_VOID();
 }

@@ -44,7 +44,5 @@ state_value_get(PG_FUNCTION_ARGS)
 	if (call->backend->get(&call->target, &call->key, &call->buf))
 		return state_call_result(call, call->buf.data, call->buf.len,
 								 get_fn_expr_rettype(fcinfo->flinfo));
-	if (PG_ARGISNULL(2))
-		PG_RETURN_NULL();
-	return PG_GETARG_DATUM(2);
+	return state_call_default(call, fcinfo, 2);
 }

@@ -1,0 +1,24 @@
+/*
+ * catalog/stats.h
+ *		Usage counters of states (state.stats), counted by every backend in
+ *		its own row of shared memory (catalog/stats.c).
+ */
+#ifndef STATE_BACKEND_STATS_H
+#define STATE_BACKEND_STATS_H
+
+typedef enum StateStat
+{
+	STATE_STAT_READS,
+	STATE_STAT_WRITES,
+	STATE_STAT_MISSES,
+	STATE_STAT_EXPIRED,
+	STATE_STAT_COUNT
+} StateStat;
+
+extern Size state_stats_shmem_size(void);
+extern void state_stats_shmem_init(void);
+extern void state_stats_count(int slot, StateStat stat, uint64 n);
+extern void state_stats_read(int slot, uint64 *counts);
+extern void state_stats_reset(int slot);
+
+#endif							/* STATE_BACKEND_STATS_H */
