@@ -56,6 +56,11 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_stats' LANGUAGE C STRICT;
 
 CREATE VIEW state.stats AS SELECT * FROM state._stats();
 
+CREATE FUNCTION state._worker(OUT name text, OUT value bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_worker' LANGUAGE C STRICT;
+
+CREATE VIEW state.worker AS SELECT * FROM state._worker();
+
 CREATE FUNCTION state.reset_stats(name text DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_reset_stats' LANGUAGE C CALLED ON NULL INPUT;
 

@@ -34,6 +34,13 @@ SELECT state.value_get('st_v', 1, 0);
 RESET state_backend.track_stats;
 SELECT reads FROM state.stats WHERE name = 'st_v';
 
+-- state.worker: the worker's requests and time, and RocksDB's own figures
+SELECT value AS requests_before FROM state.worker WHERE name = 'requests' \gset
+SELECT state.create_state('st_r', 'value', 'int', 'int', backend => 'rocksdb');
+SELECT count(state.value_set('st_r', i, i)) FROM generate_series(1, 100) i;
+SELECT (SELECT value FROM state.worker WHERE name = 'requests') > :requests_before AS served;
+SELECT name, value >= 0 AS known FROM state.worker ORDER BY name;
+
 -- a state made again under the same name starts from zero
 SELECT state.drop_state('st_m');
 SELECT state.create_state('st_m', 'map', 'int', 'int', map_key_type => 'int');

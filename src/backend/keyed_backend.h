@@ -68,6 +68,9 @@ typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
  * value image, or a map key and its value (value NULL for a NULL value).
  * It is never called with a lock held, so it may allocate and raise errors.
  */
+/* StateFigureFn receives one of a backend's own figures (state.worker). */
+typedef void (*StateFigureFn) (void *arg, const char *name, int64 value, bool isnull);
+
 typedef void (*StateEntryFn) (void *arg, const char *key, uint32 keylen,
 							  const char *value, uint32 valuelen);
 
@@ -256,6 +259,9 @@ typedef struct KeyedStateBackend
 	 * twice.  NULL: states come back only from checkpoints.
 	 */
 	XLogRecPtr	(*applied_lsn) (void);
+
+	/* The backend's own figures, for state.worker.  NULL: it has none. */
+	void		(*figures) (StateFigureFn fn, void *arg);
 
 	const SnapshotStrategy *snapshot;
 } KeyedStateBackend;

@@ -72,6 +72,8 @@ channel_shmem_init(void)
 	channel_shared->worker_latch = NULL;
 	pg_atomic_init_u32(&channel_shared->worker_pid, 0);
 	pg_atomic_init_u32(&channel_shared->worker_generation, 0);
+	pg_atomic_init_u64(&channel_shared->requests, 0);
+	pg_atomic_init_u64(&channel_shared->busy_us, 0);
 	pg_atomic_init_u64(&channel_shared->heartbeat, 0);
 	channel_shared->nslots = MaxBackends;
 	for (int i = 0; i < channel_shared->nslots; i++)
@@ -519,6 +521,15 @@ channel_post(ChannelOp op, const char *payload, uint32 len)
 		channel_worker_restarted();
 	have_pending = true;
 	posts_unapplied = true;
+}
+
+/* channel_worker_figures: the worker's pid (0: none), requests served, time busy. */
+void
+channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us)
+{
+	*pid = (int) pg_atomic_read_u32(&channel_shared->worker_pid);
+	*requests = pg_atomic_read_u64(&channel_shared->requests);
+	*busy_us = pg_atomic_read_u64(&channel_shared->busy_us);
 }
 
 /*

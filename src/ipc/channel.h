@@ -36,7 +36,8 @@ typedef enum ChannelOp
 	CHANNEL_OP_SIZE,
 	CHANNEL_OP_SNAPSHOT,
 	CHANNEL_OP_RESTORE_NATIVE,
-	CHANNEL_OP_COMPACT
+	CHANNEL_OP_COMPACT,
+	CHANNEL_OP_FIGURES			/* rocksdb's own figures (state.worker) */
 } ChannelOp;
 
 extern Size channel_shmem_size(void);
@@ -52,6 +53,7 @@ extern void channel_sync(void);
 extern void channel_wake_worker(void);
 extern void channel_forget_pending(void);
 extern bool channel_posts_applied(void);
+extern void channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us);
 extern XLogRecPtr channel_session_lsn(void);
 
 /* Worker side. */

@@ -54,6 +54,8 @@ typedef struct ChannelShared
 	pg_atomic_uint32 worker_pid;
 	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
 	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */
+	pg_atomic_uint64 requests;	/* served since the server started */
+	pg_atomic_uint64 busy_us;	/* spent serving them */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;

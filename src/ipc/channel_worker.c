@@ -15,6 +15,7 @@
 
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
@@ -332,8 +333,12 @@ channel_worker_serve(ChannelHandler handler, int budget)
 {
 	bool		more = false;
 	StringInfoData reply;
+	uint64		served = 0;
+	instr_time	start;
+	instr_time	busy;
 
 	channel_worker_heartbeat();
+	INSTR_TIME_SET_CURRENT(start);
 
 	initStringInfo(&reply);
 	for (int i = 0; i < channel_shared->nslots; i++)
@@ -382,6 +387,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			last.len = 0;
 			worker_run_request(handler, ws, &last, NULL, &reply);
 		}
+		served += done;
 		serving = NULL;
 		if (ws->in_off == ws->in.len)
 		{
@@ -395,5 +401,12 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			more = true;
 	}
 	pfree(reply.data);
+	if (served > 0)
+	{
+		INSTR_TIME_SET_CURRENT(busy);
+		INSTR_TIME_SUBTRACT(busy, start);
+		pg_atomic_fetch_add_u64(&channel_shared->requests, served);
+		pg_atomic_fetch_add_u64(&channel_shared->busy_us, INSTR_TIME_GET_MICROSEC(busy));
+	}
 	return more;
 }

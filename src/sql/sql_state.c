@@ -25,6 +25,7 @@
 #include "common/aggregate.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "ipc/channel.h"
 #include "logged.h"
 #include "sql/sql_common.h"
 #include "state_ops.h"
@@ -38,6 +39,7 @@ PG_FUNCTION_INFO_V1(state_compact);
 PG_FUNCTION_INFO_V1(state_keys);
 PG_FUNCTION_INFO_V1(state_stats);
 PG_FUNCTION_INFO_V1(state_reset_stats);
+PG_FUNCTION_INFO_V1(state_worker);
 PG_FUNCTION_INFO_V1(state_key_group);
 PG_FUNCTION_INFO_V1(state_grant_access);
 PG_FUNCTION_INFO_V1(state_revoke_access);
@@ -560,4 +562,44 @@ state_reset_stats(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("state \"%s\" does not exist", name)));
 	PG_RETURN_VOID();
+}
+
+/* StateFigureFn: one row of state.worker. */
+static void
+worker_row(void *arg, const char *name, int64 value, bool isnull)
+{
+	ReturnSetInfo *rsinfo = arg;
+	Datum		values[2];
+	bool		nulls[2] = {false, isnull};
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int64GetDatum(value);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * The rows of the state.worker view: the state worker's pid, the requests
+ * it served and the time it spent on them since the server started, then
+ * each backend's own figures (RocksDB's).
+ */
+Datum
+state_worker(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			pid;
+	uint64		requests;
+	uint64		busy_us;
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+
+	state_backend_check_available();
+	InitMaterializedSRF(fcinfo, 0);
+	channel_worker_figures(&pid, &requests, &busy_us);
+	worker_row(rsinfo, "pid", pid, pid == 0);
+	worker_row(rsinfo, "requests", (int64) requests, false);
+	worker_row(rsinfo, "busy_ms", (int64) (busy_us / 1000), false);
+	for (int i = 0; i < n; i++)
+		if (all[i]->figures)
+			all[i]->figures(worker_row, rsinfo);
+	return (Datum) 0;
 }

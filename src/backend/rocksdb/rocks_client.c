@@ -581,6 +581,31 @@ rc_flush(void)
 		channel_sync();
 }
 
+/*
+ * rc_figures asks the state worker for the RocksDB instance's figures;
+ * NULL ones when it has none open.
+ */
+static void
+rc_figures(StateFigureFn fn, void *arg)
+{
+	static const char *const names[ROCKS_FIGURE_COUNT] = {
+		"rocksdb_memtable_bytes", "rocksdb_pending_compaction_bytes",
+		"rocksdb_live_data_bytes", "rocksdb_sst_files", "rocksdb_block_cache_bytes"
+	};
+	StringInfoData reply;
+	int64		figures[ROCKS_FIGURE_COUNT];
+	bool		have;
+
+	initStringInfo(&reply);
+	rc_send_call(CHANNEL_OP_FIGURES, NULL, 0, &reply, false);
+	have = reply.len == sizeof(figures);
+	if (have)
+		memcpy(figures, reply.data, sizeof(figures));
+	for (int i = 0; i < ROCKS_FIGURE_COUNT; i++)
+		fn(arg, names[i], have ? figures[i] : 0, !have);
+	pfree(reply.data);
+}
+
 const KeyedStateBackend rocks_keyed_backend = {
 	.name = "rocksdb",
 	.get = rc_get,
@@ -603,6 +628,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.flush = rc_flush,
 	.sync_catalog = rocks_client_sync_registry,
 	.applied_lsn = rocks_applied_lsn,
+	.figures = rc_figures,
 	.snapshot = &rocks_snapshot_strategy,
 };
 

@@ -667,6 +667,38 @@ rocks_applied_lsn(void)
 	return (XLogRecPtr) lsn;
 }
 
+/*
+ * rocks_figures fills the instance's own figures, summed over its column
+ * families (ROCKS_FIGURE_*); false when no instance is open.
+ */
+bool
+rocks_figures(int64 *out)
+{
+	HASH_SEQ_STATUS seq;
+	RocksFamily *f;
+	const char *const props[] = {"rocksdb.cur-size-all-mem-tables",
+	"rocksdb.estimate-pending-compaction-bytes", "rocksdb.estimate-live-data-size"};
+	const rocksdb_livefiles_t *files;
+
+	if (rocks.db == NULL)
+		return false;
+	memset(out, 0, sizeof(int64) * ROCKS_FIGURE_COUNT);
+	for (int p = 0; p < 3; p++)
+		out[p] = rocks_property_int(rocks.deflt, props[p]);
+	hash_seq_init(&seq, families);
+	while ((f = hash_seq_search(&seq)) != NULL)
+	{
+		out[ROCKS_FIGURE_MEMTABLE] += rocks_property_int(f->handle, props[0]);
+		out[ROCKS_FIGURE_PENDING_COMPACTION] += rocks_property_int(f->handle, props[1]);
+		out[ROCKS_FIGURE_LIVE_DATA] += rocks_property_int(f->handle, props[2]);
+	}
+	files = rocksdb_livefiles(rocks.db);
+	out[ROCKS_FIGURE_SST_FILES] = rocksdb_livefiles_count(files);
+	rocksdb_livefiles_destroy(files);
+	out[ROCKS_FIGURE_BLOCK_CACHE] = (int64) rocksdb_cache_get_usage(rocks.cache);
+	return true;
+}
+
 /* Read one RocksDB value; NULL when absent.  Free with rocksdb_free. */
 char *
 rocks_get(rocksdb_column_family_handle_t *cf, const char *key, size_t keylen,

@@ -89,6 +89,15 @@ extern rocksdb_options_t *rocks_family_options(const char *name);
 /* rocks_instance.c */
 extern void rocks_check(char *err, const char *what);
 extern void rocks_options_ready(void);
+
+/* The instance's own figures (state.worker), in this order. */
+#define ROCKS_FIGURE_MEMTABLE			0
+#define ROCKS_FIGURE_PENDING_COMPACTION	1
+#define ROCKS_FIGURE_LIVE_DATA			2
+#define ROCKS_FIGURE_SST_FILES			3
+#define ROCKS_FIGURE_BLOCK_CACHE		4
+#define ROCKS_FIGURE_COUNT				5
+extern bool rocks_figures(int64 *out);
 extern void rocks_block_signals(sigset_t *saved);
 extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_open(void);

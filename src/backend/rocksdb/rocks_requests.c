@@ -723,6 +723,14 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			rocks_commit();
 		return false;
 	}
+	if (op == CHANNEL_OP_FIGURES)
+	{
+		int64		figures[ROCKS_FIGURE_COUNT];
+
+		if (rocks_figures(figures))
+			appendBinaryStringInfo(reply, (const char *) figures, sizeof(figures));
+		return true;
+	}
 	if (op == CHANNEL_OP_SYNC)
 	{
 		if (rocks.db)
