@@ -16,6 +16,17 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- write_file(path, bytes): replace a file's contents, byte for byte (tests
+-- of damaged snapshots)
+CREATE FUNCTION public.write_file(path text, data bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    lo oid := lo_from_bytea(0, data);
+BEGIN
+    PERFORM lo_export(lo, path);
+    PERFORM lo_unlink(lo);
+END
+$$;
+
 -- the helper itself
 SELECT expect_error('SELECT 1/0');
 SELECT expect_error('SELECT 1');

@@ -562,15 +562,6 @@ SELECT snap_remember() AS keys_remembered;
 SELECT substring(pg_read_file(snap_path('cor') || '/MANIFEST') FROM ' name=cor_b [^\n]* file=([^ ]+) ') AS corfile \gset
 SELECT snap_path('cor') || '/' || :'corfile' AS corpath \gset
 SELECT snap_path('cor') || '/MANIFEST' AS manpath \gset
--- write_file(path, bytes): replace a file's contents, byte for byte
-CREATE FUNCTION write_file(path text, data bytea) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    lo oid := lo_from_bytea(0, data);
-BEGIN
-    PERFORM lo_export(lo, path);
-    PERFORM lo_unlink(lo);
-END
-$$;
 -- flip(data, offset): data with the byte at offset changed
 CREATE FUNCTION flip(data bytea, off integer) RETURNS bytea LANGUAGE sql AS $$
     SELECT set_byte(data, off, get_byte(data, off) # 255)
@@ -768,7 +759,7 @@ SELECT snap_role(owner) AS owner, count(*) FROM state.states GROUP BY 1;
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state(name) FROM state.states ORDER BY name;
 SELECT count(*) FROM state.states;
-DROP FUNCTION cor_damaged(), write_file(text, bytea), flip(bytea, integer);
+DROP FUNCTION cor_damaged(), flip(bytea, integer);
 DROP TABLE cor_files, cut_id, snap_manifest, snap_before, snap_descs_before;
 DROP FUNCTION snap_diff(), snap_remember(), snap_descs(), snap_summary(), snap_show(text[]), snap_text(text),
               snap_dump(), last_snap(), snap_row(bigint), back(text, text), take(text, text),

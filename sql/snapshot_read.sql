@@ -71,21 +71,13 @@ SELECT expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_v', 0,
 -- a damaged file: XX001, no row
 SELECT substring(pg_read_file(sr_path('canonical') || '/MANIFEST') FROM ' name=sr_v [^\n]* file=([^ ]+) ') AS vfile \gset
 SELECT sr_path('canonical') || '/' || :'vfile' AS vpath \gset
-CREATE FUNCTION sr_write(path text, data bytea) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    lo oid := lo_from_bytea(0, data);
-BEGIN
-    PERFORM lo_export(lo, path);
-    PERFORM lo_unlink(lo);
-END
-$$;
-SELECT sr_write(:'vpath', set_byte(pg_read_binary_file(:'vpath'), 100,
+SELECT write_file(:'vpath', set_byte(pg_read_binary_file(:'vpath'), 100,
                                    get_byte(pg_read_binary_file(:'vpath'), 100) # 255));
 SELECT left(expect_error(format($$SELECT count(*) FROM state.snapshot_entries(%L, 'sr_v', 0, ''::text)$$,
                                 sr_path('canonical'))), 5) AS damaged;
 -- and a native snapshot's RocksDB file list
 SELECT sr_path('native') || '/rocksdb/FILES' AS fpath \gset
-SELECT sr_write(:'fpath', set_byte(pg_read_binary_file(:'fpath'), 10,
+SELECT write_file(:'fpath', set_byte(pg_read_binary_file(:'fpath'), 10,
                                    get_byte(pg_read_binary_file(:'fpath'), 10) # 255));
 SELECT left(expect_error(format($$SELECT count(*) FROM state.snapshot_entries(%L, 'sr_rocks', 0, 0)$$,
                                 sr_path('native'))), 5) AS damaged_native;

@@ -108,11 +108,14 @@ call_cache_init(void)
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT | HASH_ALLOC);
 }
 
-/* A new, empty set-up in a context of its own. */
-static StateCall *
-call_new(void)
+/*
+ * state_call_new makes an empty set-up in a context of its own under
+ * parent (the cache's for call sites, the caller's for a detached call).
+ */
+StateCall *
+state_call_new(MemoryContext parent)
 {
-	MemoryContext own = AllocSetContextCreate(call_cache_cxt, "state_backend call",
+	MemoryContext own = AllocSetContextCreate(parent, "state_backend call",
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(own);
 	StateCall  *call = palloc0(sizeof(StateCall));
@@ -214,7 +217,7 @@ state_call_site(FunctionCallInfo fcinfo)
 	}
 	if (call == NULL)
 	{
-		call = call_new();
+		call = state_call_new(call_cache_cxt);
 		call->context_key = context_key;
 	}
 

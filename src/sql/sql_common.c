@@ -141,20 +141,14 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 
 /*
  * state_call_detached sets up a call for a descriptor that is in no
- * registry (a state read out of a snapshot): codecs, casts and buffers, in
- * the current memory context, and no backend.
+ * registry (a state read out of a snapshot): codecs, casts and buffers,
+ * under the current memory context, and no backend.
  */
 StateCall *
 state_call_detached(const StateDesc *desc)
 {
-	StateCall  *call = palloc0(sizeof(StateCall));
+	StateCall  *call = state_call_new(CurrentMemoryContext);
 
-	call->own = CurrentMemoryContext;
-	call->mcxt = AllocSetContextCreate(CurrentMemoryContext, "state_backend detached call",
-									   ALLOCSET_SMALL_SIZES);
-	initStringInfo(&call->keybuf);
-	initStringInfo(&call->buf);
-	initStringInfo(&call->buf2);
 	state_call_setup(call, desc, -1);
 	call->backend = NULL;
 	return call;

@@ -74,6 +74,7 @@ extern Datum state_call_default(StateCall *call, FunctionCallInfo fcinfo, int ar
 
 /* sql_call_cache.c */
 extern StateCall *state_call_site(FunctionCallInfo fcinfo);
+extern StateCall *state_call_new(MemoryContext parent);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,

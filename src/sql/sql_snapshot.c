@@ -325,6 +325,17 @@ source_of(text *arg_text, SnapshotSource *src)
 	}
 }
 
+/* source_arg: source_of for argument argno, which must not be NULL. */
+static void
+source_arg(FunctionCallInfo fcinfo, int argno, SnapshotSource *src)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("snapshot path must not be null")));
+	source_of(PG_GETARG_TEXT_PP(argno), src);
+}
+
 /*
  * restore_sources restores from the sources with the arguments backend,
  * from_database, parallelism and part (1 to 4) of either form of restore.
@@ -358,11 +369,7 @@ state_restore(PG_FUNCTION_ARGS)
 	SnapshotSource src;
 
 	state_backend_check_available();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot path must not be null")));
-	source_of(PG_GETARG_TEXT_PP(0), &src);
+	source_arg(fcinfo, 0, &src);
 	return restore_sources(fcinfo, &src, 1);
 }
 
@@ -427,11 +434,7 @@ state_snapshot_states(PG_FUNCTION_ARGS)
 	SnapshotManifest *m;
 
 	state_backend_check_available();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot path must not be null")));
-	source_of(PG_GETARG_TEXT_PP(0), &src);
+	source_arg(fcinfo, 0, &src);
 	m = snapshot_read_manifest(&src);
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < m->nstates; i++)
@@ -476,12 +479,12 @@ state_snapshot_entries(PG_FUNCTION_ARGS)
 	char	   *from_db;
 
 	state_backend_check_available();
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot path and state name must not be null")));
+				 errmsg("state name must not be null")));
 	from_db = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
-	source_of(PG_GETARG_TEXT_PP(0), &src);
+	source_arg(fcinfo, 0, &src);
 	snapshot_query_open(&q, &src, from_db, text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	rows_begin(&ctx, state_call_detached(&q.desc), fcinfo);
 	(void) snapshot_query_read(&q, rows_put, &ctx);

@@ -297,6 +297,15 @@ state_drop_state(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* A view's start: its tuplestore, and the current database's states. */
+static int
+view_states(FunctionCallInfo fcinfo, StateDesc **descs, int **slots)
+{
+	state_backend_check_available();
+	InitMaterializedSRF(fcinfo, 0);
+	return registry_list(MyDatabaseId, descs, slots);
+}
+
 /* The rows of the state.states view, for the current database. */
 Datum
 state_states(PG_FUNCTION_ARGS)
@@ -304,12 +313,7 @@ state_states(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	StateDesc  *descs;
 	int		   *slots;
-	int			n;
-
-	state_backend_check_available();
-
-	InitMaterializedSRF(fcinfo, 0);
-	n = registry_list(MyDatabaseId, &descs, &slots);
+	int			n = view_states(fcinfo, &descs, &slots);
 	for (int i = 0; i < n; i++)
 	{
 		StateDesc  *d = &descs[i];
@@ -506,11 +510,7 @@ state_stats(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	StateDesc  *descs;
 	int		   *slots;
-	int			n;
-
-	state_backend_check_available();
-	InitMaterializedSRF(fcinfo, 0);
-	n = registry_list(MyDatabaseId, &descs, &slots);
+	int			n = view_states(fcinfo, &descs, &slots);
 	for (int i = 0; i < n; i++)
 	{
 		StateDesc  *d = &descs[i];
