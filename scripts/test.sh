@@ -19,6 +19,8 @@
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
 #                                disk-full test (set here when run as root)
+#   STATE_BACKEND_OLD_SOURCE     the 1.0 release's source for the upgrade
+#                                test (set here from the repository's history)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,6 +82,14 @@ tar -C "$ROOT" -cf - \
 	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
 	--exclude=./regression.diffs --exclude=./regression.out . |
 	tar -C "$SRC" -xf -
+# The 1.0 release's source, from the repository's history, for the test of
+# an upgrade from it (test/t/022_binary_upgrade.pl, skipped without it).
+RELEASE_1_0=781492947f19114eaf0196a9b61a7b17ed458892
+if git -C "$ROOT" cat-file -e "$RELEASE_1_0^{commit}" 2>/dev/null; then
+	mkdir "$WORK/release-1.0"
+	git -C "$ROOT" archive "$RELEASE_1_0" | tar -C "$WORK/release-1.0" -xf - &&
+		export STATE_BACKEND_OLD_SOURCE=$WORK/release-1.0
+fi
 [ "$RUNNER" = postgres ] && [ "$(id -u)" -eq 0 ] && chown -R postgres: "$WORK"
 
 # Stop every server left under the scratch directory, then remove it.

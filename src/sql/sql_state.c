@@ -262,7 +262,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	if (desc.kind == STATE_KIND_AGGREGATING)
 		aggregate_describe(PG_GETARG_OID(11), desc.value_type, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
-	desc.logged = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
+	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	if (desc.logged)
 		logged_check_create();
 	inherit_range(&desc);
