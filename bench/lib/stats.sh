@@ -4,11 +4,17 @@
 # stmt_tps and its FAILED count).
 #
 #   per statement (pgbench -M prepared, -c SC_CLIENTS, random keys of
-#   SC_KEYS preloaded text keys, a memory state): value_get with
-#   state_backend.track_stats on and off, each the mean of two runs in the
-#   order on off off on
+#   SC_KEYS preloaded text keys): value_get with state_backend.track_stats
+#   on and off, each the mean of two runs in the order on off off on, of
+#     memory   a memory state (the sessions' counters)
+#     rocksdb  a rocksdb state whose values are too large for the shared
+#              cache, so that every read is the worker's, from SST files
+#              (flushed there by a snapshot, and each read once beforehand
+#              so that the first run does not fill the block cache alone)
+#              (the sessions' counters and RocksDB's block counting, which
+#              the worker follows from the server's setting)
 #
-# Records "sc_tps" lines for bench/lib/report_stats.pl.
+# Records "sc_tps CASE:on|off TPS" lines for bench/lib/report_stats.pl.
 
 SC_KEYS=$((NKEYS < 100000 ? NKEYS : 100000))
 SC_CLIENTS=${BENCH_STATS_CLIENTS:-8}
@@ -16,30 +22,48 @@ sc_fail() { FAILED=$((FAILED + 1)); printf 'bench: stats case %s FAILED\n' "$*" 
 meta sc_clients "$SC_CLIENTS"
 meta sc_keys "$SC_KEYS"
 
+# sc_setting MODE: state_backend.track_stats for the whole server.
+sc_setting() {
+	sql bench >/dev/null <<EOF
+ALTER SYSTEM SET state_backend.track_stats = $1;
+SELECT pg_reload_conf();
+SELECT pg_sleep(1);
+EOF
+}
+
 log "stats cases: value_get with state.stats counting on and off, $SC_KEYS keys"
 if ! sql bench >>"$WORK/out/stats.log" 2>&1 <<EOF; then
-SELECT state.create_state('sc_v', 'value', 'text', 'bigint', backend => 'memory');
-SELECT count(state.value_set('sc_v', i::text, i::bigint)) FROM generate_series(1, $SC_KEYS) i;
+SELECT state.create_state('sc_memory', 'value', 'text', 'bigint', backend => 'memory');
+SELECT count(state.value_set('sc_memory', i::text, i::bigint)) FROM generate_series(1, $SC_KEYS) i;
+SELECT state.create_state('sc_rocksdb', 'value', 'text', 'text', backend => 'rocksdb');
+SELECT count(state.value_set('sc_rocksdb', i::text, repeat(md5(i::text), 5))) FROM generate_series(1, $SC_KEYS) i;
+SELECT state.wait_snapshot(state.snapshot('$WORK/sc_flush', 'native'));
+SELECT count(state.value_get('sc_rocksdb', i::text, ''::text)) FROM generate_series(1, $SC_KEYS) i;
 EOF
 	tail -n 5 "$WORK/out/stats.log" >&2
-	sc_fail "creating the state"
+	sc_fail "creating the states"
 else
-	declare -A sc_sum=([on]=0 [off]=0)
-	for mode in on off off on; do
-		out="$WORK/out/sc-$mode.txt"
-		tps=$(stmt_tps "$out" "$SC_KEYS" "$SC_CLIENTS" "SELECT state.value_get('sc_v', :k::text, 0::bigint);" \
-			"-c state_backend.track_stats=$mode")
-		if [ -z "$tps" ]; then
-			sc_fail "value_get, counting $mode"
-			tail -n 5 "$out" >&2
-			continue
-		fi
-		sc_sum[$mode]=$(awk -v a="${sc_sum[$mode]}" -v b="$tps" 'BEGIN { print a + b }')
+	for case in memory rocksdb; do
+		if [ "$case" = memory ]; then default='0::bigint'; else default="''::text"; fi
+		declare -A sc_sum=([on]=0 [off]=0)
+		for mode in on off off on; do
+			sc_setting "$mode"
+			out="$WORK/out/sc-$case-$mode.txt"
+			tps=$(stmt_tps "$out" "$SC_KEYS" "$SC_CLIENTS" \
+				"SELECT state.value_get('sc_$case', :k::text, $default);")
+			if [ -z "$tps" ]; then
+				sc_fail "$case value_get, counting $mode"
+				tail -n 5 "$out" >&2
+				continue
+			fi
+			sc_sum[$mode]=$(awk -v a="${sc_sum[$mode]}" -v b="$tps" 'BEGIN { print a + b }')
+		done
+		for mode in on off; do
+			tps=$(awk -v a="${sc_sum[$mode]}" 'BEGIN { printf "%.1f", a / 2 }')
+			raw sc_tps "$case:$mode" "$tps"
+			printf '   %-7s value_get, counting %-3s %10.0f tps (mean of 2 runs)\n' "$case" "$mode" "$tps" >&2
+		done
 	done
-	for mode in on off; do
-		tps=$(awk -v a="${sc_sum[$mode]}" 'BEGIN { printf "%.1f", a / 2 }')
-		raw sc_tps "$mode" "$tps"
-		printf '   value_get, counting %-3s %10.0f tps (mean of 2 runs)\n' "$mode" "$tps" >&2
-	done
-	sql bench <<<"SELECT state.drop_state('sc_v')" >/dev/null
+	sc_setting on
+	sql bench <<<"SELECT state.drop_state('sc_memory'), state.drop_state('sc_rocksdb')" >/dev/null
 fi

@@ -203,6 +203,41 @@ is(run_sql(q{SELECT state.value_get('big', 2, 0::bigint)}), 222,
 run_sql(q{SELECT state.value_set('big', 2, 333::bigint)});
 is(run_sql(q{SELECT state.value_get('big', 2, 0::bigint)}), 333, 'and the next write');
 
+############################################################ block cache figures
+
+# Values past the shared cache's slots are read by the worker from RocksDB;
+# once a snapshot has flushed them to SST files, those reads go through
+# RocksDB's block cache, and state.worker counts its hits and misses.
+run_sql(q{
+SELECT state.create_state('wide', 'value', 'int', 'text');
+SELECT count(state.value_set('wide', i, repeat(md5(i::text), 8))) FROM generate_series(1, 2000) i;
+});
+my $flush = run_sql(qq{SELECT state.snapshot('$tmp/snap_blocks', 'native')});
+is(wait_snapshot_status($node, $flush), 'completed', 'a snapshot flushes the memtables');
+my $blocks = q{SELECT string_agg(coalesce(value::text, 'null'), ' ' ORDER BY name) FROM state.worker
+                WHERE name IN ('rocksdb_block_cache_hits', 'rocksdb_block_cache_misses')};
+my ($hits0, $misses0) = split / /, run_sql($blocks);
+is(run_sql(q{SELECT count(*) FROM generate_series(1, 2000) i
+              WHERE state.value_get('wide', i, ''::text) = repeat(md5(i::text), 8)}),
+	2000, 'every wide value reads back');
+my ($hits1, $misses1) = split / /, run_sql($blocks);
+cmp_ok($misses1, '>', $misses0, "block cache misses counted ($misses0 to $misses1)");
+cmp_ok($hits1, '>', $hits0, "block cache hits counted ($hits0 to $hits1)");
+cmp_ok($hits1 - $hits0 + $misses1 - $misses0, '>=', 2000,
+	'one block lookup or more per value read');
+
+# With state_backend.track_stats off in the server's settings, the worker
+# stops RocksDB's counting as well.
+run_sql(q{ALTER SYSTEM SET state_backend.track_stats = off; SELECT pg_reload_conf()});
+ok($node->poll_query_until('postgres', q{SELECT current_setting('state_backend.track_stats') = 'off'}),
+	'track_stats is off');
+# The worker reloads its settings when it next wakes: give it a request first.
+run_sql(q{SELECT state.value_get('wide', 1, ''::text)});
+my ($hits2, $misses2) = split / /, run_sql($blocks);
+run_sql(q{SELECT count(state.value_get('wide', i, ''::text)) FROM generate_series(1, 2000) i});
+is(run_sql($blocks), "$hits2 $misses2", 'no block is counted with track_stats off');
+run_sql(q{ALTER SYSTEM RESET state_backend.track_stats; SELECT pg_reload_conf()});
+
 is(scalar(log_crashes($node, $log_offset)), 0, 'no crash in the server log');
 
 $node->stop;

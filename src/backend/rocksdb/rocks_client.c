@@ -590,7 +590,8 @@ rc_figures(StateFigureFn fn, void *arg)
 {
 	static const char *const names[ROCKS_FIGURE_COUNT] = {
 		"rocksdb_memtable_bytes", "rocksdb_pending_compaction_bytes",
-		"rocksdb_live_data_bytes", "rocksdb_sst_files", "rocksdb_block_cache_bytes"
+		"rocksdb_live_data_bytes", "rocksdb_sst_files", "rocksdb_block_cache_bytes",
+		"rocksdb_block_cache_hits", "rocksdb_block_cache_misses"
 	};
 	StringInfoData reply;
 	int64		figures[ROCKS_FIGURE_COUNT];

@@ -42,6 +42,14 @@ typedef struct RocksFamily
 } RocksFamily;
 
 static HTAB *families = NULL;
+
+/*
+ * The worker's own RocksDB perf context: RocksDB counts, per thread, the
+ * blocks its reads found in the block cache and those it read from files.
+ * The state worker makes every read of the instance, so these are its
+ * block cache hits and misses since the worker started.
+ */
+static rocksdb_perfcontext_t *perf = NULL;
 static uint64 synced_version = 0;
 
 #define DESC_KEY_PREFIX		"desc:"
@@ -349,6 +357,9 @@ rocks_open(void)
 	if (listed)
 		rocksdb_list_column_families_destroy(listed, nlisted);
 	rocks.batch = rocksdb_writebatch_create();
+	if (perf == NULL)
+		perf = rocksdb_perfcontext_create();
+	rocks_track_blocks();
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
@@ -696,7 +707,28 @@ rocks_figures(int64 *out)
 	out[ROCKS_FIGURE_SST_FILES] = rocksdb_livefiles_count(files);
 	rocksdb_livefiles_destroy(files);
 	out[ROCKS_FIGURE_BLOCK_CACHE] = (int64) rocksdb_cache_get_usage(rocks.cache);
+	out[ROCKS_FIGURE_CACHE_HITS] =
+		(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_cache_hit_count);
+	out[ROCKS_FIGURE_CACHE_MISSES] =
+		(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_read_count);
 	return true;
+}
+
+/*
+ * rocks_track_blocks turns RocksDB's counting of the worker's block cache
+ * hits and misses on or off, with state_backend.track_stats.
+ */
+void
+rocks_track_blocks(void)
+{
+	static int	level = rocksdb_uninitialized;
+	int			want = state_backend_track_stats ? rocksdb_enable_count : rocksdb_disable;
+
+	if (level != want)
+	{
+		rocksdb_set_perf_level(want);
+		level = want;
+	}
 }
 
 /* Read one RocksDB value; NULL when absent.  Free with rocksdb_free. */

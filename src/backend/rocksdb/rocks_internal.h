@@ -96,8 +96,11 @@ extern void rocks_options_ready(void);
 #define ROCKS_FIGURE_LIVE_DATA			2
 #define ROCKS_FIGURE_SST_FILES			3
 #define ROCKS_FIGURE_BLOCK_CACHE		4
-#define ROCKS_FIGURE_COUNT				5
+#define ROCKS_FIGURE_CACHE_HITS			5
+#define ROCKS_FIGURE_CACHE_MISSES		6
+#define ROCKS_FIGURE_COUNT				7
 extern bool rocks_figures(int64 *out);
+extern void rocks_track_blocks(void);
 extern void rocks_block_signals(sigset_t *saved);
 extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_open(void);

@@ -740,6 +740,7 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 		}
 		return true;
 	}
+	rocks_track_blocks();
 	request_parse(payload, len, &r);
 	switch (op)
 	{
