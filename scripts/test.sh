@@ -5,6 +5,8 @@
 # (test/regress-rocksdb.conf, `make installcheck-rocksdb`), the isolation
 # specs (specs/, with the first pass), the TAP tests
 # (test/t/) and, when present, the benchmark harness's smoke mode (bench/smoke).
+# Before them it checks META.json, and builds and installs the Debian package
+# (scripts/package.sh), which the tests then run against.
 #
 #   scripts/test.sh          as root, or as a user with sudo
 #
@@ -19,6 +21,8 @@
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
 #                                disk-full test (set here when run as root)
+#   STATE_BACKEND_PACKAGE=0      do not build and install the Debian package
+#                                (the tests then run against `make install`)
 #   STATE_BACKEND_OLD_SOURCE     the 1.0 release's source for the upgrade
 #                                test (set here from the repository's history)
 set -uo pipefail
@@ -80,7 +84,7 @@ tar -C "$ROOT" -cf - \
 	--exclude=./results --exclude=./tmp_check --exclude=./tmp_check_regress \
 	--exclude=./tmp_check_rocksdb --exclude=./output_rocksdb \
 	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
-	--exclude=./regression.diffs --exclude=./regression.out . |
+	--exclude=./regression.diffs --exclude=./regression.out --exclude=./dist . |
 	tar -C "$SRC" -xf -
 # The 1.0 release's source, from the repository's history, for the test of
 # an upgrade from it (test/t/022_binary_upgrade.pl, skipped without it).
@@ -126,6 +130,31 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 MAKEVARS=(with_llvm=no PG_CONFIG="$PG_CONFIG")
+
+# ------------------------------------------------------------ package
+# META.json against the PGXN spec, then the Debian package
+# (scripts/package.sh), installed over what setup.sh installed: every test
+# below runs against the package's files.  STATE_BACKEND_PACKAGE=0 skips it.
+if [ "$(id -u)" -eq 0 ]; then as_root() { "$@"; }; else as_root() { sudo "$@"; }; fi
+if [ "${STATE_BACKEND_PACKAGE:-1}" = 1 ]; then
+	note "package: META.json, the Debian package"
+	if "$ROOT/scripts/check-meta.sh"; then
+		passed=$((passed + 1)); report+=("META.json    ok")
+	else
+		failed=$((failed + 1)); report+=("META.json    FAILED")
+	fi
+	log=$WORK/package.out
+	if "$ROOT/scripts/package.sh" "$WORK/dist" >"$log" 2>&1 &&
+		deb=$(tail -n 1 "$log") && as_root dpkg -i "$deb" &&
+		[ "$(dpkg -S "$("$PG_CONFIG" --pkglibdir)/state_backend.so" 2>/dev/null | cut -d: -f1)" = \
+			"$(dpkg-deb -f "$deb" Package)" ]; then
+		passed=$((passed + 1))
+		report+=("package      $(basename "$deb") built and installed; the tests run against it")
+	else
+		tail -n 40 "$log"
+		failed=$((failed + 1)); report+=("package      build or install FAILED")
+	fi
+fi
 
 # ------------------------------------------------------------ pg_regress
 # run_regress LABEL TARGET OUTDIR: one pg_regress pass (make TARGET), whose

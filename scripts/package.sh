@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# scripts/package.sh: build the Debian package postgresql-15-state-backend
+# (debian/, pg_buildext) from this tree, on Debian 12.
+#
+#   scripts/package.sh [OUTDIR]     as root, or as a user with sudo
+#
+# Installs dpkg-dev and build-essential when missing, then the Build-Depends
+# of debian/control that are not met (apt-get build-dep).  Copies the tree,
+# without .git and build products, to a temporary directory and runs
+# `dpkg-buildpackage -us -uc -b` there, so this tree is left as it was.  The
+# .deb files (the package and its -dbgsym) are moved to OUTDIR (default
+# ./dist) and their paths printed, the package's last.  The build runs no
+# tests (scripts/test.sh does).  Environment:
+#   STATE_BACKEND_KEEP=1   keep the temporary build directory
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${1:-dist}
+TOOLS=(dpkg-dev build-essential)
+
+log() { printf '==> %s\n' "$*"; }
+die() { printf 'package.sh: %s\n' "$*" >&2; exit 1; }
+
+# as_root CMD...: run CMD as root (directly, or through sudo); only needed
+# when something is to be installed.
+if [ "$(id -u)" -eq 0 ]; then
+	as_root() { "$@"; }
+elif command -v sudo >/dev/null 2>&1; then
+	as_root() { sudo "$@"; }
+else
+	as_root() { die "cannot run '$*': run as root, or install sudo"; }
+fi
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+[ -f "$ROOT/debian/control" ] || die "$ROOT/debian/control not found"
+
+# ------------------------------------------------------------ tools
+missing=()
+for p in "${TOOLS[@]}"; do
+	installed "$p" || missing+=("$p")
+done
+updated=0
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]}"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+	updated=1
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+
+# ------------------------------------------------------------ copy the tree
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+VERSION=$(cd "$ROOT" && dpkg-parsechangelog -S Version)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_package.XXXXXX")
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+	if [ "${STATE_BACKEND_KEEP:-0}" = 1 ]; then
+		echo "package.sh: kept $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# dpkg-buildpackage writes its results next to the source directory.
+SRC=$WORK/state-backend-${VERSION%-*}
+mkdir "$SRC"
+excludes=(
+	--exclude=./.git --exclude=./.deps --exclude='*.o' --exclude='*.so' --exclude='*.bc'
+	--exclude=./results --exclude='./tmp_check*' --exclude='./output_*'
+	--exclude=./log --exclude=./bench/work --exclude='./regression.*'
+	--exclude=./dist --exclude=./debian/.debhelper --exclude=./debian/files
+	--exclude='./debian/*.substvars' --exclude=./debian/debhelper-build-stamp
+	--exclude='./debian/postgresql-*-state-backend'
+)
+case $OUT/ in
+	"$ROOT"/*) excludes+=("--exclude=./${OUT#"$ROOT"/}") ;;
+esac
+tar -C "$ROOT" -cf - "${excludes[@]}" . | tar -C "$SRC" -xf -
+
+# ------------------------------------------------------------ build deps
+cd "$SRC"
+if ! dpkg-checkbuilddeps; then
+	log "installing the Build-Depends of debian/control"
+	[ "$updated" -eq 1 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y "$SRC"
+fi
+
+# ------------------------------------------------------------ build
+log "building state-backend $VERSION in $SRC"
+dpkg-buildpackage -us -uc -b
+
+shopt -s nullglob
+debs=("$WORK"/*.deb)
+shopt -u nullglob
+[ ${#debs[@]} -gt 0 ] || die "dpkg-buildpackage made no .deb"
+main=
+for deb in "${debs[@]}"; do
+	mv -f "$deb" "$OUT/"
+	case $deb in
+		*-dbgsym_*) echo "$OUT/$(basename "$deb")" ;;
+		*) main=$OUT/$(basename "$deb") ;;
+	esac
+done
+[ -n "$main" ] || die "no package besides the -dbgsym one"
+echo "$main"
