@@ -165,6 +165,11 @@ CREATE FUNCTION state.snapshot_entries(path text, name text, key_default anyelem
 RETURNS TABLE(key anyelement, value anycompatible)
 AS 'MODULE_PATHNAME', 'state_snapshot_entries' LANGUAGE C CALLED ON NULL INPUT;
 
+-- ALTER EXTENSION UPDATE keeps the comment CREATE EXTENSION took from the
+-- control file; 1.1's names the aggregating and operator states.
+COMMENT ON EXTENSION state_backend IS
+	'Flink-style keyed and operator state (value, list, map, reducing, aggregating) in shared memory or RocksDB, with snapshots';
+
 ---------------------------------------------------------------- privileges
 
 -- As in a fresh install: restoring and reading snapshots, and clearing the

@@ -58,7 +58,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_package.XXXXXX")
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	if [ "${STATE_BACKEND_KEEP:-0}" = 1 ]; then
-		echo "package.sh: kept $WORK"
+		echo "package.sh: kept $WORK" >&2
 	else
 		rm -rf "$WORK"
 	fi

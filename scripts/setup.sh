@@ -11,7 +11,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev build-essential)
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev build-essential python3)
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }

@@ -8,6 +8,9 @@ CREATE ROLE regress_sb_plain;
 \set original_db :DBNAME
 \c regress_sb_upgrade
 CREATE EXTENSION state_backend VERSION '1.0';
+-- what the 1.0 release's control file gave (CREATE EXTENSION takes the
+-- comment of the control file installed now)
+COMMENT ON EXTENSION state_backend IS 'Flink-style keyed state (value, list, map, reducing) in shared memory, with snapshots';
 SELECT extversion FROM pg_extension WHERE extname = 'state_backend';
 
 -- 1.0's definitions over this library: its calls, with its arguments
@@ -61,6 +64,16 @@ CREATE FUNCTION public.record_shape(install text) RETURNS bigint LANGUAGE sql AS
             OR (i.classoid = 'pg_namespace'::regclass AND i.objoid = 'state'::regnamespace)
         UNION ALL
         SELECT 'schema acl ' || nspacl::text FROM pg_namespace WHERE nspname = 'state'
+        UNION ALL
+        SELECT 'comment ' || pg_describe_object(ds.classoid, ds.objoid, ds.objsubid) || ' '
+               || ds.description
+          FROM pg_description ds
+         WHERE (ds.classoid = 'pg_extension'::regclass
+                AND ds.objoid = (SELECT oid FROM pg_extension WHERE extname = 'state_backend'))
+            OR (ds.classoid = 'pg_proc'::regclass
+                AND ds.objoid IN (SELECT oid FROM pg_proc WHERE pronamespace = 'state'::regnamespace))
+            OR (ds.classoid = 'pg_class'::regclass
+                AND ds.objoid IN (SELECT oid FROM pg_class WHERE relnamespace = 'state'::regnamespace))
     ) items
     RETURNING 1)
     SELECT count(*) FROM rows
@@ -81,7 +94,9 @@ SET ROLE regress_sb_plain;
 SELECT count(*) > 0 AS plain_reads_stats FROM state.stats;
 SELECT count(*) > 0 AS plain_reads_worker FROM state.worker;
 RESET ROLE;
-\dv state.*
+-- the views, as \dv lists them (without the owner, who runs the tests)
+SELECT relname AS view FROM pg_class
+ WHERE relnamespace = 'state'::regnamespace AND relkind = 'v' ORDER BY 1;
 
 SELECT public.record_shape('updated') > 100 AS many_items;
 DROP EXTENSION state_backend;

@@ -64,6 +64,6 @@ else
 			printf '   %-7s value_get, counting %-3s %10.0f tps (mean of 2 runs)\n' "$case" "$mode" "$tps" >&2
 		done
 	done
-	sc_setting on
+	sql bench >/dev/null <<<"ALTER SYSTEM RESET state_backend.track_stats; SELECT pg_reload_conf();"
 	sql bench <<<"SELECT state.drop_state('sc_memory'), state.drop_state('sc_rocksdb')" >/dev/null
 fi

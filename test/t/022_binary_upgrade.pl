@@ -33,6 +33,8 @@ my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
 chomp(my $bindir = `$pg_config --bindir`);
 chomp(my $libdir = `$pg_config --pkglibdir`);
 chomp(my $sharedir = `$pg_config --sharedir`);
+BAIL_OUT("$pg_config gave no installation directories")
+  unless $bindir =~ m{^/.+} && -d $bindir && -d $libdir && -d $sharedir;
 
 # A copy of the installation under $root, with the same layout.
 my $root = PostgreSQL::Test::Utils::tempdir() . '/install';
@@ -48,7 +50,7 @@ ok(scalar(grep { /--1\.0--1\.1\.sql$/ } @current), 'this build installs the upda
 # The 1.0 release, built and installed into the copy.
 my $build = PostgreSQL::Test::Utils::tempdir() . '/v1.0';
 system('cp', '-a', "$old_source/.", $build) == 0 or die "copy of $old_source failed";
-my $make = "make -s -C $build with_llvm=no PG_CONFIG=$pg_config";
+my $make = "make -s -j2 -C $build with_llvm=no PG_CONFIG=$pg_config";
 is(system("$make >$build/build.log 2>&1 && $make install DESTDIR=$root >>$build/build.log 2>&1"),
 	0, '1.0 builds and installs into the copy');
 

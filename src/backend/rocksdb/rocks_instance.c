@@ -707,10 +707,13 @@ rocks_figures(int64 *out)
 	out[ROCKS_FIGURE_SST_FILES] = rocksdb_livefiles_count(files);
 	rocksdb_livefiles_destroy(files);
 	out[ROCKS_FIGURE_BLOCK_CACHE] = (int64) rocksdb_cache_get_usage(rocks.cache);
-	out[ROCKS_FIGURE_CACHE_HITS] =
-		(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_cache_hit_count);
-	out[ROCKS_FIGURE_CACHE_MISSES] =
-		(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_read_count);
+	if (perf != NULL)
+	{
+		out[ROCKS_FIGURE_CACHE_HITS] =
+			(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_cache_hit_count);
+		out[ROCKS_FIGURE_CACHE_MISSES] =
+			(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_read_count);
+	}
 	return true;
 }
 
