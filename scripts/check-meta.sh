@@ -9,7 +9,8 @@
 # versions are semantic versions (x.y.z); that the license is one of the
 # spec's known names; that each extension in provides has a file and a
 # version, that the files it names exist, and that its version is the
-# default_version of its .control file (x.y read as x.y.0).  Prints every
+# default_version of its .control file (x.y read as x.y.0), and that
+# debian/changelog's newest entry is the same version.  Prints every
 # problem found and exits 1, or prints "META.json: ok".  Needs only python3.
 set -euo pipefail
 
@@ -223,6 +224,17 @@ if "resources" in meta:
 
 if "no_index" in meta and not isinstance(meta["no_index"], dict):
     bad("no_index must be an object")
+
+# The Debian package is the same release: its newest changelog entry's
+# upstream version (before the Debian revision) must be META.json's.
+changelog = os.path.join(base, "debian", "changelog")
+if os.path.isfile(changelog) and isinstance(meta.get("version"), str):
+    with open(changelog, encoding="utf-8") as f:
+        m = re.match(r"^\S+ \(([^)\s]+)\)", f.readline())
+    upstream = m.group(1).split(":")[-1].rsplit("-", 1)[0] if m else None
+    if upstream != meta["version"]:
+        bad(f"version is {meta['version']}, but debian/changelog's newest entry is "
+            f"{upstream or 'unreadable'}; the two must agree")
 
 if problems:
     for p in problems:
