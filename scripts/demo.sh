@@ -107,14 +107,17 @@ as_pg "$PGBIN/psql" -X -q -e -v ON_ERROR_STOP=1 -P footer=off \
 	-h "$DIR" -p "$PORT" -d postgres -f - <<'SQL'
 \set ECHO none
 SET client_min_messages = warning;
--- a demo server made by an earlier build of this release gets the current SQL
-SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'create_state'
-                 AND pronamespace = 'state'::regnamespace
-                 AND NOT ('aggregate' = ANY (proargnames))) AS stale \gset
+-- a demo server of an earlier release is updated to this one; one made by a
+-- development build between releases (1.0 by name, not by its SQL) starts afresh
+SELECT EXISTS (SELECT FROM pg_extension e, pg_proc p
+                WHERE e.extname = 'state_backend' AND e.extversion = '1.0'
+                  AND p.proname = 'create_state' AND p.pronamespace = 'state'::regnamespace
+                  AND 'logged' = ANY (p.proargnames)) AS stale \gset
 \if :stale
 DROP EXTENSION state_backend;
 \endif
 CREATE EXTENSION IF NOT EXISTS state_backend;
+ALTER EXTENSION state_backend UPDATE;
 -- start from a clean slate, so that the demo can run again
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
