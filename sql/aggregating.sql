@@ -120,6 +120,16 @@ SELECT ag_mismatches() AS mismatches_other_backend;
 SELECT state.aggregate('ag_sum', 7, 1::numeric);
 SELECT state.value_get('ag_sum', 7, 0::numeric) = (SELECT sum(n) + 1 FROM ag_rows WHERE k = 7) AS folds_on;
 
+-- with a ttl, a key's accumulator expires as a whole, and the next value starts a new one
+SELECT state.create_state('ag_ttl', 'aggregating', 'int', 'int8', aggregate => 'avg(int8)',
+                          ttl => '1 second');
+SELECT state.aggregate('ag_ttl', 1, 10), state.aggregate('ag_ttl', 1, 20);
+SELECT state.value_get('ag_ttl', 1, NULL::numeric) AS avg_before;
+SELECT pg_sleep(1.2);
+SELECT state.value_get('ag_ttl', 1, NULL::numeric) IS NULL AS expired;
+SELECT state.aggregate('ag_ttl', 1, 4);
+SELECT state.value_get('ag_ttl', 1, NULL::numeric) AS avg_after;
+
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'ag\_%' ORDER BY name;
 REVOKE USAGE ON SCHEMA state FROM ag_role;
 DROP ROLE ag_role;
