@@ -19,23 +19,16 @@ PORT=${PGPORT:-5433}
 DATA=$DIR/data
 LOG=$DIR/server.log
 
-log() { printf '==> %s\n' "$*"; }
-die() { printf 'demo.sh: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
-me=$(id -un)
-if [ "$(id -u)" -eq 0 ]; then
-	as_root() { "$@"; }
-	as_pg() { (cd / && runuser -u postgres -- env HOME=/var/lib/postgresql "$@"); }
-	if command -v sudo >/dev/null 2>&1; then PFX="sudo -u postgres "; else PFX="runuser -u postgres -- "; fi
-elif [ "$me" = postgres ]; then
-	as_root() { sudo "$@"; }
-	as_pg() { "$@"; }
+# How a user of this machine runs psql as postgres, for the closing message.
+if [ "$(id -un)" = postgres ]; then
 	PFX=""
-else
-	command -v sudo >/dev/null 2>&1 || die "run as root, or install sudo"
-	as_root() { sudo "$@"; }
-	as_pg() { (cd / && sudo -u postgres -H "$@"); }
+elif [ "$(id -u)" -ne 0 ] || command -v sudo >/dev/null 2>&1; then
 	PFX="sudo -u postgres "
+else
+	PFX="runuser -u postgres -- "
 fi
 
 running() { as_pg "$PGBIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }

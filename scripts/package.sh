@@ -18,37 +18,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-dist}
 TOOLS=(dpkg-dev build-essential)
 
-log() { printf '==> %s\n' "$*"; }
-die() { printf 'package.sh: %s\n' "$*" >&2; exit 1; }
-
-# as_root CMD...: run CMD as root (directly, or through sudo); only needed
-# when something is to be installed.
-if [ "$(id -u)" -eq 0 ]; then
-	as_root() { "$@"; }
-elif command -v sudo >/dev/null 2>&1; then
-	as_root() { sudo "$@"; }
-else
-	as_root() { die "cannot run '$*': run as root, or install sudo"; }
-fi
-
-installed() {
-	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
-}
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
 [ -f "$ROOT/debian/control" ] || die "$ROOT/debian/control not found"
 
 # ------------------------------------------------------------ tools
-missing=()
-for p in "${TOOLS[@]}"; do
-	installed "$p" || missing+=("$p")
-done
-updated=0
-if [ ${#missing[@]} -gt 0 ]; then
-	log "installing ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update
-	updated=1
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+install_packages "${TOOLS[@]}"
 
 # ------------------------------------------------------------ copy the tree
 mkdir -p "$OUT"
@@ -86,8 +62,7 @@ tar -C "$ROOT" -cf - "${excludes[@]}" . | tar -C "$SRC" -xf -
 cd "$SRC"
 if ! dpkg-checkbuilddeps; then
 	log "installing the Build-Depends of debian/control"
-	[ "$updated" -eq 1 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get update
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y "$SRC"
+	apt_get build-dep -y "$SRC"
 fi
 
 # ------------------------------------------------------------ build

@@ -30,12 +30,11 @@ case "$MODE" in
 		;;
 esac
 
-if [ "$(id -u)" -eq 0 ]; then as_root() { "$@"; }; else as_root() { sudo "$@"; }; fi
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
 "$ROOT/scripts/setup.sh" || exit 1
-if ! command -v valgrind >/dev/null; then
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y valgrind || exit 1
-fi
+install_packages valgrind || exit 1
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_sanitize.XXXXXX")
 chmod 0755 "$WORK"

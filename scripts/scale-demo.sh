@@ -23,19 +23,8 @@ DIR=${STATE_BACKEND_SCALE_DIR:-/var/tmp/state_backend_scale}
 KEYS=${STATE_BACKEND_SCALE_KEYS:-30000}
 PORTS=(5441 5442 5443)
 
-log() { printf '==> %s\n' "$*"; }
-die() { printf 'scale-demo.sh: %s\n' "$*" >&2; exit 1; }
-
-if [ "$(id -u)" -eq 0 ]; then
-	as_root() { "$@"; }
-	as_pg() { (cd / && runuser -u postgres -- env HOME=/var/lib/postgresql "$@"); }
-elif [ "$(id -un)" = postgres ]; then
-	as_root() { sudo "$@"; }
-	as_pg() { "$@"; }
-else
-	as_root() { sudo "$@"; }
-	as_pg() { (cd / && sudo -u postgres -H "$@"); }
-fi
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
 "$ROOT/scripts/setup.sh"
 

@@ -13,34 +13,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev build-essential python3)
 
-log() { printf '==> %s\n' "$*"; }
-die() { printf 'setup.sh: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 
-# as_root CMD...: run CMD as root (directly, or through sudo).
-if [ "$(id -u)" -eq 0 ]; then
-	as_root() { "$@"; }
-elif command -v sudo >/dev/null 2>&1; then
-	as_root() { sudo "$@"; }
-else
-	die "run as root, or install sudo"
-fi
-
-installed() {
-	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
-}
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-	installed "$p" || missing+=("$p")
-done
-
-if [ ${#missing[@]} -gt 0 ]; then
-	log "installing ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${PACKAGES[@]}"
-else
-	log "packages already installed: ${PACKAGES[*]}"
-fi
+install_packages "${PACKAGES[@]}"
 
 [ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found"
 

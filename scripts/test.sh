@@ -33,6 +33,9 @@ PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-1500}
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
+
 passed=0
 failed=0
 skipped=0
@@ -142,7 +145,6 @@ MAKEVARS=(with_llvm=no PG_CONFIG="$PG_CONFIG")
 # META.json against the PGXN spec, then the Debian package
 # (scripts/package.sh), installed over what setup.sh installed: every test
 # below runs against the package's files.  STATE_BACKEND_PACKAGE=0 skips it.
-if [ "$(id -u)" -eq 0 ]; then as_root() { "$@"; }; else as_root() { sudo -n "$@"; }; fi
 if [ "${STATE_BACKEND_PACKAGE:-1}" = 1 ]; then
 	note "package: META.json, the Debian package"
 	if "$ROOT/scripts/check-meta.sh"; then
@@ -154,7 +156,7 @@ if [ "${STATE_BACKEND_PACKAGE:-1}" = 1 ]; then
 	# apt installs the package with what it depends on, or leaves all as it was.
 	if "$ROOT/scripts/package.sh" "$WORK/dist" >"$log" 2>&1 &&
 		deb=$(grep -v -- '-dbgsym_' "$log" | grep '^/.*\.deb$' | tail -n 1) && [ -n "$deb" ] &&
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --allow-downgrades "$deb" &&
+		apt_get install -y --allow-downgrades "$deb" &&
 		[ "$(dpkg -S "$("$PG_CONFIG" --pkglibdir)/state_backend.so" 2>/dev/null | cut -d: -f1)" = \
 			"$(dpkg-deb -f "$deb" Package)" ]; then
 		passed=$((passed + 1))
