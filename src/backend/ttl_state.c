@@ -575,7 +575,6 @@ ttl_size(const StateTarget *st, int64 *entries, int64 *bytes)
 typedef struct TtlSweep
 {
 	const StateTarget *st;
-	int			key_group;
 	int64		now;
 	int64		removed;		/* keys, elements or map entries */
 	int64		seen;
@@ -591,7 +590,6 @@ sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len
 	StateKey	k;
 	bool		left;
 
-	state_key_set(&k, key, keylen);
 	CHECK_FOR_INTERRUPTS();
 	if (++s->seen % 1024 == 0)
 		progress_yield();
@@ -604,6 +602,7 @@ sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len
 							  record_ttl_min_deadline(s->st->desc->kind, s->next.data, s->next.len));
 	if (left && (uint32) s->next.len == len)
 		return;					/* nothing expired */
+	state_key_set(&k, key, keylen);
 	if (s->st->desc->kind == STATE_KIND_MAP)
 	{
 		/* Entry by entry: a map's entries are written one at a time. */
@@ -638,7 +637,7 @@ sweep_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len
 static int64
 ttl_state_sweep_key_group(const StateTarget *st, int key_group, int64 *next_expiry)
 {
-	TtlSweep	s = {st, key_group, record_ttl_now(), 0, 0, PG_INT64_MAX};
+	TtlSweep	s = {st, record_ttl_now(), 0, 0, PG_INT64_MAX};
 
 	/* In place when the backend can, else key by key. */
 	if (inner(st)->expire)

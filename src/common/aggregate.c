@@ -207,6 +207,7 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	}
 	else
 		run->result_type = run->transtype;
+	get_typlenbyval(run->result_type, &run->result_len, &run->result_byval);
 	if (run->transtype == INTERNALOID)
 	{
 		fmgr_info_cxt(agg->aggserialfn, &run->serialfn, mcxt);
@@ -214,7 +215,15 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	}
 	initval = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval, &isnull);
 	run->init_null = isnull;
-	run->init_text = isnull ? NULL : TextDatumGetCString(initval);
+	if (!isnull)
+	{
+		Oid			typinput;
+		Oid			ioparam;
+
+		getTypeInputInfo(run->transtype, &typinput, &ioparam);
+		run->init_value = OidInputFunctionCall(typinput, TextDatumGetCString(initval),
+											   ioparam, -1);
+	}
 	ReleaseSysCache(tup);
 
 	codec_init(&run->image, desc->agg_type.oid, mcxt);
@@ -287,23 +296,19 @@ state_of_image(AggregateRun *run, const char *img, uint32 len)
 }
 
 /*
- * aggregate_fold folds one value (isnull: a NULL) into the transition
- * state of image cur (NULL: the key has none yet, so the aggregate's
- * initial value) and writes the new state's image to out.  Returns false,
- * writing nothing, when the value changes nothing: a NULL for a strict
- * transition function, as SQL aggregates skip NULLs.
+ * aggregate_fold folds one value (not NULL: callers skip NULLs, as SQL's
+ * aggregates do) into the transition state of image cur (NULL: the key has
+ * none yet, so the aggregate's initial value) and writes the new state's
+ * image to out.
  */
-bool
+void
 aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
-			   bool isnull, StringInfo out)
+			   StringInfo out)
 {
 	MemoryContext old;
 	Datum		state;
 	bool		state_null;
 
-	/* SQL's aggregates skip NULLs; a non-strict transition function may not. */
-	if (isnull)
-		return false;
 	old = agg_begin(run);
 	if (cur != NULL)
 	{
@@ -317,11 +322,8 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 	}
 	else
 	{
-		Oid			typinput;
-		Oid			ioparam;
-
-		getTypeInputInfo(run->transtype, &typinput, &ioparam);
-		state = OidInputFunctionCall(typinput, run->init_text, ioparam, -1);
+		/* A copy: transition functions may change their state in place. */
+		state = datumCopy(run->init_value, run->transbyval, run->translen);
 		state_null = false;
 	}
 	if (state_null && run->strict)
@@ -331,7 +333,7 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 		state_null = false;
 	}
 	else
-		state = agg_call(run, &run->transfn, 2, state, state_null, value, isnull, &state_null);
+		state = agg_call(run, &run->transfn, 2, state, state_null, value, false, &state_null);
 	if (state_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -348,7 +350,6 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 	}
 	codec_encode(&run->image, state, out);
 	agg_end(run, old);
-	return true;
 }
 
 /*
@@ -361,8 +362,6 @@ aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
 {
 	MemoryContext old;
 	Datum		result;
-	int16		typlen;
-	bool		typbyval;
 
 	old = agg_begin(run);
 	result = state_of_image(run, img, len);
@@ -375,10 +374,7 @@ aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
 						  true, isnull);
 	MemoryContextSwitchTo(old);
 	if (!*isnull)
-	{
-		get_typlenbyval(run->result_type, &typlen, &typbyval);
-		result = datumCopy(result, typbyval, typlen);
-	}
+		result = datumCopy(result, run->result_byval, run->result_len);
 	agg_end(run, CurrentMemoryContext);
 	return *isnull ? (Datum) 0 : result;
 }

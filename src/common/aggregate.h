@@ -23,10 +23,12 @@ typedef struct AggregateRun
 	FmgrInfo	finalfn;
 	int			final_nargs;	/* 0: no final function */
 	Oid			result_type;	/* the final function's, or transtype */
+	int16		result_len;
+	bool		result_byval;
 	FmgrInfo	serialfn;		/* transtype internal only */
 	FmgrInfo	deserialfn;
 	bool		init_null;
-	char	   *init_text;		/* agginitval */
+	Datum		init_value;		/* agginitval, read once; copied per key */
 	Oid			collation;
 	TypeCodec	image;			/* of the images: transtype, or bytea */
 	ExprContext *aggcontext;	/* per-tuple memory: the transition state */
@@ -37,8 +39,8 @@ typedef struct AggregateRun
 extern void aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc);
 extern void aggregate_resolve(StateDesc *desc);
 extern AggregateRun *aggregate_run_init(const StateDesc *desc, MemoryContext mcxt);
-extern bool aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
-						   bool isnull, StringInfo out);
+extern void aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
+						   StringInfo out);
 extern Datum aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull);
 
 #endif							/* STATE_BACKEND_AGGREGATE_H */

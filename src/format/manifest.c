@@ -289,6 +289,17 @@ parse_state_line(char *line, SnapshotState *st)
 	return ok && st->desc.id != 0 && NameStr(st->desc.name)[0] != '\0';
 }
 
+/* A type's length as PostgreSQL could have it (none: InvalidOid). */
+static bool
+type_shape_ok(const StateType *t)
+{
+	if (!OidIsValid(t->oid))
+		return true;
+	if (!(t->typlen > 0 || t->typlen == -1 || t->typlen == -2))
+		return false;
+	return !t->typbyval || t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8;
+}
+
 /* A state's types as its kind needs them: a key, a value, a map's map key. */
 static bool
 state_types_ok(const StateDesc *d)
@@ -298,24 +309,14 @@ state_types_ok(const StateDesc *d)
 		const StateType *t = &d->types[i];
 		bool		wanted = i != STATE_TYPE_MAP_KEY || state_kind_layout(d->kind) == STATE_KIND_MAP;
 
-		if (wanted && !OidIsValid(t->oid))
-			return false;
-		if (OidIsValid(t->oid) &&
-			!(t->typlen > 0 || t->typlen == -1 || t->typlen == -2))
-			return false;
-		if (OidIsValid(t->oid) && t->typbyval &&
-			!(t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8))
+		if ((wanted && !OidIsValid(t->oid)) || !type_shape_ok(t))
 			return false;
 	}
 	/* Operator states are heap states with no TTL and no key-group range. */
 	if (state_kind_is_operator(d->kind) && (d->ttl > 0 || d->range_parts > 0))
 		return false;
 	/* An aggregating state names its aggregate and the type of its images. */
-	if ((d->kind == STATE_KIND_AGGREGATING) !=
-		(d->agg_signature[0] != '\0' && OidIsValid(d->agg_type.oid)))
-		return false;
-	if (OidIsValid(d->agg_type.oid) &&
-		!(d->agg_type.typlen > 0 || d->agg_type.typlen == -1 || d->agg_type.typlen == -2))
+	if (!state_desc_agg_ok(d) || !type_shape_ok(&d->agg_type))
 		return false;
 	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
 }

@@ -236,6 +236,19 @@ resolve_roles(StateDesc *d, bool same_cluster)
 	d->ngrants = n;
 }
 
+/*
+ * resolve_desc maps a snapshot's state descriptor onto this server: its
+ * types, roles and (for an aggregating state) aggregate.
+ */
+static void
+resolve_desc(StateDesc *d, const SnapshotManifest *m)
+{
+	resolve_types(d, m->format == SNAPSHOT_NATIVE);
+	resolve_roles(d, m->system_identifier == GetSystemIdentifier());
+	if (d->kind == STATE_KIND_AGGREGATING)
+		aggregate_resolve(d);
+}
+
 /* The states of one section of a snapshot being restored. */
 typedef struct Section
 {
@@ -377,12 +390,7 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
 			continue;
 		if (!trust_oids)
-		{
-			resolve_types(d, m->format == SNAPSHOT_NATIVE);
-			resolve_roles(d, m->system_identifier == GetSystemIdentifier());
-			if (d->kind == STATE_KIND_AGGREGATING)
-				aggregate_resolve(d);
-		}
+			resolve_desc(d, m);
 		d->backend = backend_override >= 0 ? backend_override : backend;
 		/* Operator state lives in shared memory, whatever backend is asked for. */
 		if (state_kind_is_operator(d->kind))
@@ -872,10 +880,7 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 				 errmsg("state \"%s\" of snapshot \"%s\" is kept in files its backend alone reads",
 						name, src->name),
 				 errhint("Read it from a canonical snapshot (format => 'canonical'), or restore it.")));
-	resolve_types(&q->desc, q->m->format == SNAPSHOT_NATIVE);
-	resolve_roles(&q->desc, q->m->system_identifier == GetSystemIdentifier());
-	if (q->desc.kind == STATE_KIND_AGGREGATING)
-		aggregate_resolve(&q->desc);
+	resolve_desc(&q->desc, q->m);
 	if (q->st->native)
 	{
 		bool		native = true;

@@ -537,9 +537,12 @@ snapshot_control_pick(SnapshotJob *job)
 	return true;
 }
 
-/* The running snapshot's figures so far, for state.snapshots. */
+/*
+ * The running snapshot's figures so far, for state.snapshots: the entries
+ * and bytes written, and the key groups done.
+ */
 void
-snapshot_control_progress(int64 id, int64 entries, int64 bytes)
+snapshot_control_progress(int64 id, int64 entries, int64 bytes, int key_groups_done)
 {
 	SnapshotInfo *h;
 
@@ -549,6 +552,7 @@ snapshot_control_progress(int64 id, int64 entries, int64 bytes)
 	{
 		h->entries = entries;
 		h->bytes = bytes;
+		h->key_groups_done = key_groups_done;
 	}
 	LWLockRelease(control_lock());
 }

@@ -90,7 +90,8 @@ extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat fo
 								   void (*cut) (void *arg), void *arg,
 								   const int *ndescs, const XLogRecPtr *wal_position);
 extern bool snapshot_control_pick(SnapshotJob *job);
-extern void snapshot_control_progress(int64 id, int64 entries, int64 bytes);
+extern void snapshot_control_progress(int64 id, int64 entries, int64 bytes,
+									  int key_groups_done);
 extern void snapshot_control_phase(int64 id, SnapshotPhase phase, int key_groups_done,
 								   int key_groups_total);
 extern const char *snapshot_phase_name(SnapshotPhase phase);

@@ -388,8 +388,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 		else
 			snapshot_writer_add(w, kg, records.data, records.len);
 		snapshot_writer_progress(w, &entries, &bytes);
-		snapshot_control_progress(p->job->id, entries, bytes);
-		snapshot_control_phase(p->job->id, SNAPSHOT_PHASE_KEY_GROUPS, kg + 1, -1);
+		snapshot_control_progress(p->job->id, entries, bytes, kg + 1);
 		pace_key_group(started, &owed);
 	}
 	pfree(records.data);

@@ -22,7 +22,6 @@ typedef struct AggFold
 {
 	StateCall  *call;
 	AggregateRun *run;
-	bool		isnull;
 } AggFold;
 
 
@@ -42,8 +41,7 @@ aggregating_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	AggFold    *f = arg;
 	Datum		value = codec_decode(&f->call->codecs[ARG_VALUE], in, inlen);
 
-	if (!aggregate_fold(f->run, cur, curlen, value, false, out))
-		elog(ERROR, "state_backend: an aggregate skipped a value it was given");
+	aggregate_fold(f->run, cur, curlen, value, out);
 }
 
 /* aggregate(name, key, value): fold value into the key's state. */
@@ -56,10 +54,9 @@ state_aggregate(PG_FUNCTION_ARGS)
 
 	f.call = call;
 	f.run = call_run(call);
-	f.isnull = PG_ARGISNULL(2);
 	state_call_key(call, fcinfo, 1);
 	/* NULLs are skipped, as SQL's aggregates skip them. */
-	if (f.isnull)
+	if (PG_ARGISNULL(2))
 		PG_RETURN_VOID();
 	resetStringInfo(&call->buf);
 	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);

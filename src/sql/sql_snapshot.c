@@ -418,8 +418,8 @@ snapshot_type_text(const StateType *t, bool *isnull)
 		return (Datum) 0;
 	if (strcmp(NameStr(t->nspname), "pg_catalog") == 0)
 		return CStringGetTextDatum(NameStr(t->typname));
-	return CStringGetTextDatum(psprintf("%s.%s", quote_identifier(NameStr(t->nspname)),
-										quote_identifier(NameStr(t->typname))));
+	return CStringGetTextDatum(quote_qualified_identifier(NameStr(t->nspname),
+														  NameStr(t->typname)));
 }
 
 /*
@@ -443,14 +443,8 @@ state_snapshot_states(PG_FUNCTION_ARGS)
 		const StateDesc *d = &st->desc;
 		Datum		values[9];
 		bool		nulls[9] = {false};
-		const char *db = NULL;
 
-		for (int j = 0; j < m->ndbs; j++)
-			if (m->db_oids[j] == d->dbid)
-				db = m->db_names[j];
-		nulls[0] = db == NULL;
-		if (db)
-			values[0] = CStringGetTextDatum(db);
+		values[0] = CStringGetTextDatum(st->dbname);
 		values[1] = CStringGetTextDatum(NameStr(d->name));
 		values[2] = CStringGetTextDatum(state_kind_name(d->kind));
 		values[3] = CStringGetTextDatum(st->backend);

@@ -546,21 +546,20 @@ state_reset_stats(PG_FUNCTION_ARGS)
 	StateDesc  *descs;
 	int		   *slots;
 	int			n;
-	char	   *name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bool		found = false;
 
 	state_backend_check_available();
+	if (!PG_ARGISNULL(0))
+	{
+		StateDesc	desc;
+		int			slot;
+
+		registry_resolve(text_to_cstring(PG_GETARG_TEXT_PP(0)), &desc, &slot);
+		state_stats_reset(slot);
+		PG_RETURN_VOID();
+	}
 	n = registry_list(MyDatabaseId, &descs, &slots);
 	for (int i = 0; i < n; i++)
-		if (name == NULL || strcmp(NameStr(descs[i].name), name) == 0)
-		{
-			state_stats_reset(slots[i]);
-			found = true;
-		}
-	if (name != NULL && !found)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state \"%s\" does not exist", name)));
+		state_stats_reset(slots[i]);
 	PG_RETURN_VOID();
 }
 

@@ -203,12 +203,33 @@ rocks_options_ready(void)
 		rocks_make_options();
 }
 
-/* Apply state_backend.rocksdb_sync (it may change at reload). */
+/*
+ * rocks_track_blocks turns RocksDB's counting of the worker's block cache
+ * hits and misses on or off, with state_backend.track_stats.
+ */
+static void
+rocks_track_blocks(void)
+{
+	static int	level = rocksdb_uninitialized;
+	int			want = state_backend_track_stats ? rocksdb_enable_count : rocksdb_disable;
+
+	if (level != want)
+	{
+		rocksdb_set_perf_level(want);
+		level = want;
+	}
+}
+
+/*
+ * Apply state_backend.rocksdb_sync and track_stats (they may change at
+ * reload).
+ */
 void
 rocks_apply_settings(void)
 {
 	if (rocks.wopts)
 		rocksdb_writeoptions_set_sync(rocks.wopts, state_backend_rocksdb_sync ? 1 : 0);
+	rocks_track_blocks();
 }
 
 /*
@@ -289,8 +310,7 @@ rocks_open(void)
 
 	if (rocks.db)
 		return;
-	if (rocks.options == NULL)
-		rocks_make_options();
+	rocks_options_ready();
 	rocks_apply_settings();
 	if (pg_mkdir_p(state_backend_rocksdb_dir, pg_dir_create_mode) != 0 && errno != EEXIST)
 		ereport(ERROR,
@@ -359,7 +379,6 @@ rocks_open(void)
 	rocks.batch = rocksdb_writebatch_create();
 	if (perf == NULL)
 		perf = rocksdb_perfcontext_create();
-	rocks_track_blocks();
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
@@ -678,6 +697,18 @@ rocks_applied_lsn(void)
 	return (XLogRecPtr) lsn;
 }
 
+/* Add a column family's properties to the figures that sum them. */
+static void
+add_family_figures(rocksdb_column_family_handle_t *cf, int64 *out)
+{
+	/* In the order of ROCKS_FIGURE_MEMTABLE, _PENDING_COMPACTION, _LIVE_DATA. */
+	static const char *const props[] = {"rocksdb.cur-size-all-mem-tables",
+	"rocksdb.estimate-pending-compaction-bytes", "rocksdb.estimate-live-data-size"};
+
+	for (int p = 0; p < lengthof(props); p++)
+		out[p] += rocks_property_int(cf, props[p]);
+}
+
 /*
  * rocks_figures fills the instance's own figures, summed over its column
  * families (ROCKS_FIGURE_*); false when no instance is open.
@@ -687,22 +718,15 @@ rocks_figures(int64 *out)
 {
 	HASH_SEQ_STATUS seq;
 	RocksFamily *f;
-	const char *const props[] = {"rocksdb.cur-size-all-mem-tables",
-	"rocksdb.estimate-pending-compaction-bytes", "rocksdb.estimate-live-data-size"};
 	const rocksdb_livefiles_t *files;
 
 	if (rocks.db == NULL)
 		return false;
 	memset(out, 0, sizeof(int64) * ROCKS_FIGURE_COUNT);
-	for (int p = 0; p < 3; p++)
-		out[p] = rocks_property_int(rocks.deflt, props[p]);
+	add_family_figures(rocks.deflt, out);
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
-	{
-		out[ROCKS_FIGURE_MEMTABLE] += rocks_property_int(f->handle, props[0]);
-		out[ROCKS_FIGURE_PENDING_COMPACTION] += rocks_property_int(f->handle, props[1]);
-		out[ROCKS_FIGURE_LIVE_DATA] += rocks_property_int(f->handle, props[2]);
-	}
+		add_family_figures(f->handle, out);
 	files = rocksdb_livefiles(rocks.db);
 	out[ROCKS_FIGURE_SST_FILES] = rocksdb_livefiles_count(files);
 	rocksdb_livefiles_destroy(files);
@@ -715,23 +739,6 @@ rocks_figures(int64 *out)
 			(int64) rocksdb_perfcontext_metric(perf, rocksdb_block_read_count);
 	}
 	return true;
-}
-
-/*
- * rocks_track_blocks turns RocksDB's counting of the worker's block cache
- * hits and misses on or off, with state_backend.track_stats.
- */
-void
-rocks_track_blocks(void)
-{
-	static int	level = rocksdb_uninitialized;
-	int			want = state_backend_track_stats ? rocksdb_enable_count : rocksdb_disable;
-
-	if (level != want)
-	{
-		rocksdb_set_perf_level(want);
-		level = want;
-	}
 }
 
 /* Read one RocksDB value; NULL when absent.  Free with rocksdb_free. */

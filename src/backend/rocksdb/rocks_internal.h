@@ -100,7 +100,6 @@ extern void rocks_options_ready(void);
 #define ROCKS_FIGURE_CACHE_MISSES		6
 #define ROCKS_FIGURE_COUNT				7
 extern bool rocks_figures(int64 *out);
-extern void rocks_track_blocks(void);
 extern void rocks_block_signals(sigset_t *saved);
 extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_open(void);

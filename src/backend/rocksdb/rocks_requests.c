@@ -310,14 +310,15 @@ handle_cas(Request *r, StringInfo reply)
 	same = (c.flags & ROCKS_CAS_EXPECTED) ?
 		(curval != NULL && curvallen == c.explen && memcmp(curval, c.expected, c.explen) == 0) :
 		cur == NULL && !entry;
-	if (!entry && !same)
-		request_cache(r, cur, (uint32) curlen);
-	else if (!entry && (c.flags & ROCKS_CAS_REMOVE))
-		request_cache_write(r, NULL, 0);
-	else if (!entry)
-		request_cache_write(r, c.image, c.imagelen);
-	if (same && (c.flags & ROCKS_CAS_REMOVE))
+	if (!same)
 	{
+		if (!entry)
+			request_cache(r, cur, (uint32) curlen);
+	}
+	else if (c.flags & ROCKS_CAS_REMOVE)
+	{
+		if (!entry)
+			request_cache_write(r, NULL, 0);
 		if (cur)
 		{
 			rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
@@ -328,7 +329,7 @@ handle_cas(Request *r, StringInfo reply)
 			rocks_commit();
 		}
 	}
-	else if (same && entry)
+	else if (entry)
 	{
 		StringInfoData v;
 
@@ -339,8 +340,9 @@ handle_cas(Request *r, StringInfo reply)
 		rocks_commit();
 		pfree(v.data);
 	}
-	else if (same)
+	else
 	{
+		request_cache_write(r, c.image, c.imagelen);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, c.image, c.imagelen);
 		request_log(r, STATE_WAL_PUT, NULL, 0, c.image, c.imagelen, false);
 		rocks_commit();
@@ -740,7 +742,6 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 		}
 		return true;
 	}
-	rocks_track_blocks();
 	request_parse(payload, len, &r);
 	switch (op)
 	{
