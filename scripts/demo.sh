@@ -104,7 +104,7 @@ SET client_min_messages = warning;
 -- development build between releases (1.0 by name, not by its SQL) starts afresh
 SELECT EXISTS (SELECT FROM pg_extension e, pg_proc p
                 WHERE e.extname = 'state_backend' AND e.extversion = '1.0'
-                  AND p.proname = 'create_state' AND p.pronamespace = 'state'::regnamespace
+                  AND p.proname = 'create_state' AND p.pronamespace = e.extnamespace
                   AND 'logged' = ANY (p.proargnames)) AS stale \gset
 \if :stale
 DROP EXTENSION state_backend;
