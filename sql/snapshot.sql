@@ -636,16 +636,28 @@ SELECT state.value_get('cor_a', 'k', NULL::text), state.value_get('cor_b', 100, 
 ---------------------------------------------------------------- cancel, and waiting with a timeout
 SELECT state.create_state('big', 'value', 'bigint', 'bigint');
 SELECT count(state.value_set('big', i, i)) FROM generate_series(1, 100000) AS i;
--- a snapshot cancelled at once ends cancelled, and leaves no directory
-SELECT state.cancel_snapshot(id) AS cancelled FROM (SELECT state.snapshot(snap_path('cancelled')) AS id) AS s;
+-- a snapshot cancelled while it runs ends cancelled, and leaves no directory
+-- (state_backend.snapshot_hold keeps it running until the cancel)
+SET state_backend.snapshot_hold = on;
+SELECT state.snapshot(snap_path('cancelled')) AS held \gset
+RESET state_backend.snapshot_hold;
+SELECT status FROM state.snapshots WHERE id = :held;
+SELECT state.cancel_snapshot(:held) AS cancelled;
 SELECT state.wait_snapshot(last_snap());
 SELECT path, format, status, times_ok, error IS NOT NULL AS has_error FROM snap_row(last_snap());
 SELECT state.cancel_snapshot(last_snap()) AS cancel_again;
 SELECT pg_stat_file(snap_path('cancelled'), true) IS NULL AS no_directory;
 SELECT snap_error($$SELECT back('cancelled')$$);
 -- a timeout returns while the snapshot runs
-SELECT state.wait_snapshot(state.snapshot(snap_path('timeout')), '0 s');
-SELECT state.wait_snapshot(last_snap());
+SET state_backend.snapshot_hold = on;
+SELECT state.snapshot(snap_path('held')) AS held \gset
+RESET state_backend.snapshot_hold;
+SELECT state.wait_snapshot(:held, '0 s');
+SELECT state.wait_snapshot(:held, '20 ms');
+SELECT state.cancel_snapshot(:held) AS cancelled;
+SELECT state.wait_snapshot(:held);
+-- and a finished snapshot's status at once
+SELECT state.wait_snapshot(state.snapshot(snap_path('timeout')));
 SELECT state.wait_snapshot(last_snap(), '0 s');
 SELECT state.value_set('big', 1, -1::bigint);
 SELECT back('timeout') AS restored;

@@ -23,6 +23,7 @@ int			state_backend_snapshot_cpu_percent = 50;
 int			state_backend_ttl_cleanup_key_groups = 8;
 bool		state_backend_restore_on_start = true;
 bool		state_backend_track_stats = true;
+bool		state_backend_snapshot_hold = false;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
 char	   *state_backend_rocksdb_dir = NULL;
@@ -233,6 +234,15 @@ state_backend_define_settings(const struct config_enum_entry *backend_options,
 							 true,
 							 PGC_SUSET,
 							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.snapshot_hold",
+							 "Snapshots this session asks for wait after their cut until they are cancelled.",
+							 "A developer option, for tests that need a snapshot to be still running: it holds the state as of its call and writes nothing until state.cancel_snapshot() ends it or the server shuts down.",
+							 &state_backend_snapshot_hold,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",

@@ -20,6 +20,7 @@ extern int	state_backend_snapshot_cpu_percent;
 extern int	state_backend_ttl_cleanup_key_groups;
 extern bool state_backend_restore_on_start;
 extern bool state_backend_track_stats;
+extern bool state_backend_snapshot_hold;
 extern int	state_backend_max_state_size_kb;
 extern int	state_backend_request_timeout_ms;
 extern char *state_backend_rocksdb_dir;

@@ -44,6 +44,9 @@
 
 static CheckpointDoneHook checkpoint_done_hook = NULL;
 
+/* The snapshot a session asked to hold (state_backend.snapshot_hold), or 0. */
+static int64 held_snapshot_id = 0;
+
 void
 snapshot_set_checkpoint_hook(CheckpointDoneHook hook)
 {
@@ -142,18 +145,21 @@ snapshot_request(const char *path, SnapshotFormat format)
  * snapshot_request_cut is what state.snapshot() calls: the state worker
  * makes the cut, so that it falls between two of its requests on rocksdb
  * states as well as at one instant of every heap partition.  Requests a
- * session posted before are served first, so its own writes are in.
+ * session posted before are served first, so its own writes are in.  The
+ * request is the format, whether to hold the snapshot, and the path.
  */
 int64
 snapshot_request_cut(const char *path, SnapshotFormat format)
 {
 	StringInfoData req;
 	int32		f = (int32) format;
+	int32		hold = state_backend_snapshot_hold ? 1 : 0;
 	int64		id;
 
 	channel_sync();
 	initStringInfo(&req);
 	appendBinaryStringInfo(&req, (const char *) &f, sizeof(f));
+	appendBinaryStringInfo(&req, (const char *) &hold, sizeof(hold));
 	if (path)
 		appendStringInfoString(&req, path);
 	id = channel_call_int64(CHANNEL_OP_SNAPSHOT, req.data, req.len, true);
@@ -166,17 +172,20 @@ bool
 snapshot_handle_request(const char *payload, uint32 len, StringInfo reply)
 {
 	int32		f;
+	int32		hold;
 	char	   *path = NULL;
 	int64		id;
 
-	if (len < sizeof(f))
+	if (len < sizeof(f) + sizeof(hold))
 		elog(ERROR, "state_backend: short snapshot request");
 	memcpy(&f, payload, sizeof(f));
+	memcpy(&hold, payload + sizeof(f), sizeof(hold));
 	if (f != SNAPSHOT_NATIVE && f != SNAPSHOT_CANONICAL)
 		elog(ERROR, "state_backend: unknown snapshot format %d", f);
-	if (len > sizeof(f))
-		path = pnstrdup(payload + sizeof(f), len - sizeof(f));
+	if (len > sizeof(f) + sizeof(hold))
+		path = pnstrdup(payload + sizeof(f) + sizeof(hold), len - sizeof(f) - sizeof(hold));
 	id = snapshot_request(path, (SnapshotFormat) f);
+	held_snapshot_id = hold ? id : 0;
 	appendBinaryStringInfo(reply, (const char *) &id, sizeof(id));
 	return true;
 }
@@ -422,6 +431,26 @@ write_native_files(WritePlan *p, SnapshotWriter *w)
 }
 
 /*
+ * hold_snapshot keeps a held snapshot (state_backend.snapshot_hold) from
+ * writing anything until it is cancelled, which progress_yield raises, or
+ * the server shuts down; sessions are served meanwhile.
+ */
+static void
+hold_snapshot(int64 id)
+{
+	if (held_snapshot_id != id)
+		return;
+	held_snapshot_id = 0;
+	while (!ShutdownRequestPending)
+	{
+		progress_yield();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
  * write_snapshot writes the picked snapshot completely (MANIFEST last),
  * and keeps it in shared memory when it goes there.  *wp is the writer,
  * for the caller's cleanup.
@@ -437,6 +466,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 	int64		entries;
 	int64		bytes;
 
+	hold_snapshot(job->id);
 	if (job->is_checkpoint && pg_mkdir_p(state_backend_checkpoint_dir, pg_dir_create_mode) != 0 &&
 		errno != EEXIST)
 		ereport(ERROR,
