@@ -67,10 +67,11 @@ OBJS = \
 	src/sql/sql_operator.o
 
 EXTENSION = state_backend
-DATA = state_backend--1.1.sql state_backend--1.0.sql state_backend--1.0--1.1.sql
+DATA = state_backend--1.2.sql state_backend--1.0.sql state_backend--1.1.sql \
+	state_backend--1.0--1.1.sql state_backend--1.1--1.2.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating entries snapshot_read stats upgrade
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

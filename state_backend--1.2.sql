@@ -1,4 +1,4 @@
-/* state_backend--1.1.sql: the SQL contract of the extension (schema "state"), version 1.1. */
+/* state_backend--1.2.sql: the SQL contract of the extension (schema "state"), version 1.2. */
 
 \echo Use "CREATE EXTENSION state_backend" to load this file. \quit
 
@@ -247,6 +247,18 @@ CREATE FUNCTION state.aggregate(name text, key anycompatible, value anyelement)
 RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
 CREATE FUNCTION state.aggregate(name text, key anycompatible, value text)
 RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
+
+-- An aggregate of several arguments takes the further ones after the
+-- value: typed ones as "any", untyped ones (literals, bind parameters) as
+-- text, read with the types' input functions.
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value anyelement, VARIADIC more "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value text, VARIADIC more "any")
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value anyelement, VARIADIC more text[])
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate_text' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.aggregate(name text, key anycompatible, value text, VARIADIC more text[])
+RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate_text' LANGUAGE C CALLED ON NULL INPUT;
 
 ---------------------------------------------------------------- snapshots
 

@@ -31,6 +31,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-1500}
+TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest)
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 
 # shellcheck source=scripts/lib.sh
@@ -60,6 +61,13 @@ finish() {
 note "setup: packages, build, install"
 if ! "$ROOT/scripts/setup.sh"; then
 	report+=("setup        build or install FAILED")
+	failed=$((failed + 1))
+	finish
+fi
+# Extensions whose aggregates the tests hold in aggregating states
+# (sql/aggregating_args.sql).
+if ! install_packages "${TEST_PACKAGES[@]}"; then
+	report+=("setup        could not install ${TEST_PACKAGES[*]}")
 	failed=$((failed + 1))
 	finish
 fi

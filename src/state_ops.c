@@ -26,12 +26,14 @@
 
 /*
  * state_ops_check_type refuses types a state cannot hold: pseudo-types,
- * types without binary send/receive functions (snapshots in canonical
- * format need them), and types the current role has no USAGE on (as
- * CREATE TABLE refuses).  Checked when a state is created or restored.
+ * types without binary send/receive functions when the state stores their
+ * values (snapshots in canonical format need them; an aggregating state
+ * stores only transition states, not its input values), and types the
+ * current role has no USAGE on (as CREATE TABLE refuses).  Checked when a
+ * state is created or restored.
  */
 void
-state_ops_check_type(Oid type, const char *what)
+state_ops_check_type(Oid type, const char *what, bool stored)
 {
 	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
 	Form_pg_type typ;
@@ -51,7 +53,7 @@ state_ops_check_type(Oid type, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s cannot be of pseudo-type %s", what, format_type_be(type))));
-	if (!binary_io)
+	if (stored && !binary_io)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("%s cannot be of type %s", what, format_type_be(type)),

@@ -8,7 +8,7 @@
 
 #include "common/types.h"
 
-extern void state_ops_check_type(Oid type, const char *what);
+extern void state_ops_check_type(Oid type, const char *what, bool stored);
 extern void state_ops_check_list_type(Oid type);
 extern int	state_ops_create(StateDesc *desc);
 extern bool state_ops_drop(const StateDesc *desc, int slot);

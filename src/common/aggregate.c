@@ -14,9 +14,12 @@
  * Transition, serial, deserial and final functions run with a stand-in
  * AggState as their context, as a plain aggregate's would in an Agg node:
  * AggCheckCallContext then succeeds and hands them the fold's memory
- * context, which is reset before every fold.  Aggregates that need more of
- * an Agg node (ordered-set ones, those of several arguments, polymorphic
- * ones) are refused when the state is created.
+ * context, which is reset before every fold.  An aggregate may take
+ * several arguments: the state's value is the first, the call passes the
+ * others.  Aggregates that need more of an Agg node (ordered-set ones,
+ * polymorphic ones) are refused when the state is created.  The input
+ * values are never stored, so their types need no binary I/O; the
+ * transition state's image must have it, for canonical snapshots.
  */
 #include "postgres.h"
 
@@ -51,6 +54,21 @@ aggregate_form(Oid aggfnoid, HeapTuple *tup)
 	return (Form_pg_aggregate) GETSTRUCT(*tup);
 }
 
+/* Whether a type has binary send and receive functions. */
+static bool
+type_has_binary_io(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	bool		ok;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	ok = OidIsValid(((Form_pg_type) GETSTRUCT(tup))->typsend) &&
+		OidIsValid(((Form_pg_type) GETSTRUCT(tup))->typreceive);
+	ReleaseSysCache(tup);
+	return ok;
+}
+
 static void
 refuse(Oid aggfnoid, const char *why, const char *hint)
 {
@@ -59,6 +77,13 @@ refuse(Oid aggfnoid, const char *why, const char *hint)
 			 errmsg("aggregate %s cannot be held by an aggregating state", format_procedure(aggfnoid)),
 			 errdetail("%s", why),
 			 hint ? errhint("%s", hint) : 0));
+}
+
+/* Whether a type is a pseudo-type other than internal, or polymorphic. */
+static bool
+pseudo_type(Oid type)
+{
+	return type != INTERNALOID && get_typtype(type) == TYPTYPE_PSEUDO;
 }
 
 /*
@@ -82,17 +107,28 @@ aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc)
 	ReleaseSysCache(tup);
 	if (kind != AGGKIND_NORMAL)
 		refuse(aggfnoid, "It is an ordered-set or hypothetical-set aggregate.",
-			   "Use a plain aggregate of one argument.");
+			   "Use a plain aggregate.");
 	if (transtype == INTERNALOID && !serial)
 		refuse(aggfnoid, "Its transition state is of type internal and it has no serial and deserial functions, so the state cannot be stored.",
 			   NULL);
 	(void) get_func_signature(aggfnoid, &argtypes, &nargs);
-	if (nargs != 1)
-		refuse(aggfnoid, psprintf("It takes %d arguments; an aggregating state folds one value at a time.", nargs),
-			   "Use an aggregate of one argument.");
-	if (IsPolymorphicType(argtypes[0]) || IsPolymorphicType(transtype) ||
-		(OidIsValid(finalfn) && IsPolymorphicType(get_func_rettype(finalfn))))
+	if (nargs < 1)
+		refuse(aggfnoid, "It takes no argument; an aggregating state folds a value at a time.",
+			   "Use an aggregate whose first argument is the state's value type.");
+	for (int i = 0; i < nargs; i++)
+		if (IsPolymorphicType(argtypes[i]))
+			refuse(aggfnoid, "It is polymorphic.", "Use an aggregate declared for the state's value type.");
+		else if (pseudo_type(argtypes[i]))
+			refuse(aggfnoid, psprintf("Its argument %d is of pseudo-type %s.", i + 1,
+									  format_type_be(argtypes[i])),
+				   "Use an aggregate declared for the state's value type.");
+	if (pseudo_type(transtype) ||
+		(OidIsValid(finalfn) && pseudo_type(get_func_rettype(finalfn))))
 		refuse(aggfnoid, "It is polymorphic.", "Use an aggregate declared for the state's value type.");
+	if (transtype != INTERNALOID && !type_has_binary_io(transtype))
+		refuse(aggfnoid, psprintf("Its transition type %s has no binary send and receive functions, so snapshots in canonical format could not hold the state.",
+								  format_type_be(transtype)),
+			   NULL);
 	if (argtypes[0] != input_type)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -172,7 +208,7 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	Oid			image_type = agg->aggtranstype == INTERNALOID ? BYTEAOID : agg->aggtranstype;
 
 	(void) get_func_signature(desc->aggregate, &argtypes, &nargs);
-	if (agg->aggkind != AGGKIND_NORMAL || nargs != 1 || argtypes[0] != desc->value_type ||
+	if (agg->aggkind != AGGKIND_NORMAL || nargs < 1 || argtypes[0] != desc->value_type ||
 		image_type != desc->agg_type.oid ||
 		(agg->aggtranstype == INTERNALOID &&
 		 (!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn))))
@@ -195,6 +231,13 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	}
 	old = MemoryContextSwitchTo(mcxt);
 
+	run->nargs = nargs;
+	run->argtypes = palloc(sizeof(Oid) * nargs);
+	memcpy(run->argtypes, argtypes, sizeof(Oid) * nargs);
+	/* A final function's extra arguments: NULLs, as an Agg node passes. */
+	run->no_values = palloc0(sizeof(Datum) * nargs);
+	run->all_null = palloc(sizeof(bool) * nargs);
+	memset(run->all_null, true, sizeof(bool) * nargs);
 	run->transtype = agg->aggtranstype;
 	get_typlenbyval(run->transtype, &run->translen, &run->transbyval);
 	fmgr_info_cxt(agg->aggtransfn, &run->transfn, mcxt);
@@ -202,7 +245,7 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	if (OidIsValid(agg->aggfinalfn))
 	{
 		fmgr_info_cxt(agg->aggfinalfn, &run->finalfn, mcxt);
-		run->final_nargs = agg->aggfinalextra ? 2 : 1;
+		run->final_nargs = agg->aggfinalextra ? 1 + nargs : 1;
 		run->result_type = get_func_rettype(agg->aggfinalfn);
 	}
 	else
@@ -262,19 +305,29 @@ agg_end(AggregateRun *run, MemoryContext old)
 	ReScanExprContext(run->tmpcontext);
 }
 
-/* Call one of the aggregate's functions with the stand-in AggState. */
+/*
+ * Call one of the aggregate's functions with the stand-in AggState: with
+ * arguments a and b, then, for the transition function, the values after
+ * the first (more: run->nargs - 1 of them).
+ */
 static Datum
 agg_call(AggregateRun *run, FmgrInfo *fn, int nargs, Datum a, bool anull, Datum b,
-		 bool bnull, bool *isnull)
+		 bool bnull, const Datum *more, const bool *more_null, bool *isnull)
 {
-	LOCAL_FCINFO(fcinfo, 2);
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
 	Datum		result;
 
+	Assert(nargs <= FUNC_MAX_ARGS);
 	InitFunctionCallInfoData(*fcinfo, fn, nargs, run->collation, (Node *) run->aggstate, NULL);
 	fcinfo->args[0].value = a;
 	fcinfo->args[0].isnull = anull;
 	fcinfo->args[1].value = b;
 	fcinfo->args[1].isnull = bnull;
+	for (int i = 2; i < nargs; i++)
+	{
+		fcinfo->args[i].value = more[i - 2];
+		fcinfo->args[i].isnull = more_null[i - 2];
+	}
 	result = FunctionCallInvoke(fcinfo);
 	*isnull = fcinfo->isnull;
 	return result;
@@ -289,7 +342,7 @@ state_of_image(AggregateRun *run, const char *img, uint32 len)
 
 	if (run->transtype != INTERNALOID)
 		return d;
-	d = agg_call(run, &run->deserialfn, 2, d, false, (Datum) 0, false, &isnull);
+	d = agg_call(run, &run->deserialfn, 2, d, false, (Datum) 0, false, NULL, NULL, &isnull);
 	if (isnull)
 		elog(ERROR, "state_backend: deserial function of an aggregate returned NULL");
 	return d;
@@ -299,11 +352,13 @@ state_of_image(AggregateRun *run, const char *img, uint32 len)
  * aggregate_fold folds one value (not NULL: callers skip NULLs, as SQL's
  * aggregates do) into the transition state of image cur (NULL: the key has
  * none yet, so the aggregate's initial value) and writes the new state's
- * image to out.
+ * image to out.  more and more_null are the aggregate's further arguments
+ * (run->nargs - 1 of them); callers skip a row with a NULL among them when
+ * the transition function is strict, as an Agg node does.
  */
 void
 aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
-			   StringInfo out)
+			   const Datum *more, const bool *more_null, StringInfo out)
 {
 	MemoryContext old;
 	Datum		state;
@@ -333,7 +388,8 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 		state_null = false;
 	}
 	else
-		state = agg_call(run, &run->transfn, 2, state, state_null, value, false, &state_null);
+		state = agg_call(run, &run->transfn, run->nargs + 1, state, state_null, value, false,
+						 more, more_null, &state_null);
 	if (state_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -344,7 +400,8 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 	{
 		bool		snull;
 
-		state = agg_call(run, &run->serialfn, 1, state, false, (Datum) 0, true, &snull);
+		state = agg_call(run, &run->serialfn, 1, state, false, (Datum) 0, true, NULL, NULL,
+						 &snull);
 		if (snull)
 			elog(ERROR, "state_backend: serial function of an aggregate returned NULL");
 	}
@@ -371,7 +428,7 @@ aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
 		*isnull = true;
 	else if (run->final_nargs > 0)
 		result = agg_call(run, &run->finalfn, run->final_nargs, result, false, (Datum) 0,
-						  true, isnull);
+						  true, run->no_values, run->all_null, isnull);
 	MemoryContextSwitchTo(old);
 	if (!*isnull)
 		result = datumCopy(result, run->result_byval, run->result_len);

@@ -15,6 +15,10 @@
 /* What running one state's aggregate needs, set up once per call site. */
 typedef struct AggregateRun
 {
+	int			nargs;			/* the aggregate's arguments, the value first */
+	Oid		   *argtypes;
+	Datum	   *no_values;		/* nargs NULLs, for a final function's extras */
+	bool	   *all_null;
 	Oid			transtype;
 	int16		translen;
 	bool		transbyval;
@@ -40,7 +44,7 @@ extern void aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDes
 extern void aggregate_resolve(StateDesc *desc);
 extern AggregateRun *aggregate_run_init(const StateDesc *desc, MemoryContext mcxt);
 extern void aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
-						   StringInfo out);
+						   const Datum *more, const bool *more_null, StringInfo out);
 extern Datum aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull);
 
 #endif							/* STATE_BACKEND_AGGREGATE_H */

@@ -151,7 +151,7 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
  * snapshot needs the same OIDs; a canonical one only the same names.
  */
 static void
-resolve_type(const StateDesc *d, StateType *t, bool native, const char *what)
+resolve_type(const StateDesc *d, StateType *t, bool native, const char *what, bool stored)
 {
 	StateType	now;
 	Oid			oid;
@@ -174,7 +174,7 @@ resolve_type(const StateDesc *d, StateType *t, bool native, const char *what)
 				 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
 						   oid, t->oid),
 				 errhint("Restore from a canonical snapshot (format => 'canonical').")));
-	state_ops_check_type(oid, what);
+	state_ops_check_type(oid, what, stored);
 	if (now.typlen != t->typlen || now.typbyval != t->typbyval)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -186,10 +186,11 @@ resolve_type(const StateDesc *d, StateType *t, bool native, const char *what)
 static void
 resolve_types(StateDesc *d, bool native)
 {
-	resolve_type(d, &d->types[STATE_TYPE_KEY], native, "a key");
-	resolve_type(d, &d->types[STATE_TYPE_VALUE], native, "a value");
-	resolve_type(d, &d->types[STATE_TYPE_MAP_KEY], native, "a map key");
-	resolve_type(d, &d->agg_type, native, "an aggregate's transition state");
+	resolve_type(d, &d->types[STATE_TYPE_KEY], native, "a key", true);
+	resolve_type(d, &d->types[STATE_TYPE_VALUE], native, "a value",
+				 d->kind != STATE_KIND_AGGREGATING);
+	resolve_type(d, &d->types[STATE_TYPE_MAP_KEY], native, "a map key", true);
+	resolve_type(d, &d->agg_type, native, "an aggregate's transition state", true);
 	d->key_type = d->types[STATE_TYPE_KEY].oid;
 	d->value_type = d->types[STATE_TYPE_VALUE].oid;
 	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;

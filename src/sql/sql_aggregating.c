@@ -7,33 +7,76 @@
  * The aggregate runs in the session (common/aggregate.c), inside the
  * backend's merge: with no lock held, and its result stored only if the
  * key has not changed meanwhile, so concurrent calls never lose a value.
+ * An aggregate of several arguments takes the further ones after the value
+ * (VARIADIC "any", or VARIADIC text[] for untyped ones).
  */
 #include "postgres.h"
 
+#include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 
 #include "common/aggregate.h"
 #include "sql/sql_common.h"
 
 PG_FUNCTION_INFO_V1(state_aggregate);
+PG_FUNCTION_INFO_V1(state_aggregate_text);
+
+/*
+ * A call site's aggregate: how it runs, and how the further arguments of
+ * an aggregate of several (after the value) become datums of its types.
+ */
+typedef struct AggCall
+{
+	AggregateRun *run;
+	int			nmore;			/* run->nargs - 1 */
+	Coercion   *coerce;			/* per further argument */
+	TypeCodec  *codecs;
+	void	  **domain_cache;	/* NULL entries for types that are no domain */
+	char	  **what;			/* "argument 2 of its aggregate" */
+	Datum	   *more;			/* one call's further arguments */
+	bool	   *more_null;
+} AggCall;
 
 /* One fold: the value, decoded by the merge from its image. */
 typedef struct AggFold
 {
 	StateCall  *call;
-	AggregateRun *run;
+	AggCall    *agg;
 } AggFold;
 
 
-static AggregateRun *
-call_run(StateCall *call)
+static AggCall *
+call_agg(StateCall *call)
 {
-	if (call->extra == NULL)
-		call->extra = aggregate_run_init(&call->desc, call->mcxt);
-	return call->extra;
+	AggCall    *ac = call->extra;
+	MemoryContext old;
+
+	if (ac != NULL)
+		return ac;
+	old = MemoryContextSwitchTo(call->mcxt);
+	ac = palloc0(sizeof(AggCall));
+	ac->run = aggregate_run_init(&call->desc, call->mcxt);
+	ac->nmore = ac->run->nargs - 1;
+	ac->coerce = palloc0(sizeof(Coercion) * Max(ac->nmore, 1));
+	ac->codecs = palloc0(sizeof(TypeCodec) * Max(ac->nmore, 1));
+	ac->domain_cache = palloc0(sizeof(void *) * Max(ac->nmore, 1));
+	ac->what = palloc0(sizeof(char *) * Max(ac->nmore, 1));
+	ac->more = palloc0(sizeof(Datum) * Max(ac->nmore, 1));
+	ac->more_null = palloc0(sizeof(bool) * Max(ac->nmore, 1));
+	for (int i = 0; i < ac->nmore; i++)
+	{
+		Oid			type = ac->run->argtypes[i + 1];
+
+		codec_init(&ac->codecs[i], type, call->mcxt);
+		ac->what[i] = psprintf("argument %d of its aggregate to be", i + 2);
+	}
+	MemoryContextSwitchTo(old);
+	call->extra = ac;
+	return ac;
 }
 
-/* StateMergeFn of aggregating states: out := transition(cur, in). */
+/* StateMergeFn of aggregating states: out := transition(cur, in, more...). */
 static void
 aggregating_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 				  StringInfo out, void *arg)
@@ -41,28 +84,131 @@ aggregating_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	AggFold    *f = arg;
 	Datum		value = codec_decode(&f->call->codecs[ARG_VALUE], in, inlen);
 
-	aggregate_fold(f->run, cur, curlen, value, out);
+	aggregate_fold(f->agg->run, cur, curlen, value, f->agg->more, f->agg->more_null, out);
 }
 
-/* aggregate(name, key, value): fold value into the key's state. */
-Datum
-state_aggregate(PG_FUNCTION_ARGS)
+/*
+ * One further argument, of type "from", into the call's datums; NULL is
+ * kept as NULL.  Returns whether it was NULL.
+ */
+static bool
+take_more(StateCall *call, AggCall *ac, int i, Datum d, bool isnull, Oid from)
+{
+	ac->more_null[i] = isnull;
+	ac->more[i] = (Datum) 0;
+	if (isnull)
+		return true;
+	ac->more[i] = state_call_coerce_arg(call, &ac->coerce[i], &ac->codecs[i],
+										get_typtype(ac->codecs[i].typid) == TYPTYPE_DOMAIN ?
+										&ac->domain_cache[i] : NULL,
+										d, from, ac->what[i]);
+	return false;
+}
+
+/* A call with the wrong number of further arguments. */
+static void
+check_more_count(StateCall *call, AggCall *ac, int given)
+{
+	if (given != ac->nmore)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_plural("aggregate %s of state \"%s\" takes %d argument, not %d",
+							   "aggregate %s of state \"%s\" takes %d arguments, not %d",
+							   ac->run->nargs,
+							   format_procedure(call->desc.aggregate), NameStr(call->desc.name),
+							   ac->run->nargs, given + 1),
+				 errhint(ac->nmore == 0 ? "Pass only the value." :
+						 "Pass the value, then the aggregate's further arguments in its order.")));
+}
+
+/*
+ * gather_more reads the further arguments of a call, from argument 3 on:
+ * one by one, or as one array (a VARIADIC call, or text read with the
+ * types' input functions).  Returns whether any is NULL.
+ */
+static bool
+gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
+{
+	bool		any_null = false;
+
+	if (!array)
+	{
+		check_more_count(call, ac, PG_NARGS() - 3);
+		for (int i = 0; i < ac->nmore; i++)
+			any_null |= take_more(call, ac, i, PG_GETARG_DATUM(3 + i), PG_ARGISNULL(3 + i),
+								  state_call_argtype(fcinfo, 3 + i));
+	}
+	else
+	{
+		ArrayType  *arr;
+		Oid			elemtype;
+		int16		elemlen;
+		bool		elembyval;
+		char		elemalign;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+
+		if (PG_ARGISNULL(3))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("the VARIADIC argument of aggregate() must not be null")));
+		arr = PG_GETARG_ARRAYTYPE_P(3);
+		elemtype = ARR_ELEMTYPE(arr);
+		get_typlenbyvalalign(elemtype, &elemlen, &elembyval, &elemalign);
+		deconstruct_array(arr, elemtype, elemlen, elembyval, elemalign, &elems, &nulls, &n);
+		check_more_count(call, ac, n);
+		for (int i = 0; i < n; i++)
+			any_null |= take_more(call, ac, i, elems[i], nulls[i], elemtype);
+	}
+	return any_null;
+}
+
+/*
+ * aggregate(name, key, value [, further arguments]): fold value into the
+ * key's state.  state_aggregate_text is the overload whose further
+ * arguments are text (untyped literals and bind parameters), read with the
+ * types' input functions.
+ */
+static Datum
+aggregate_call(FunctionCallInfo fcinfo, bool text_more)
 {
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_AGGREGATING,
 										STATE_PRIV_READ | STATE_PRIV_WRITE);
 	AggFold		f;
+	bool		more_null = false;
 
 	f.call = call;
-	f.run = call_run(call);
+	f.agg = call_agg(call);
 	state_call_key(call, fcinfo, 1);
-	/* NULLs are skipped, as SQL's aggregates skip them. */
-	if (PG_ARGISNULL(2))
+	if (PG_NARGS() > 3)
+		more_null = gather_more(call, f.agg, fcinfo,
+								text_more || get_fn_expr_variadic(fcinfo->flinfo));
+	else
+		check_more_count(call, f.agg, 0);
+	/*
+	 * NULL values are skipped, as SQL's aggregates skip them; a NULL among
+	 * the further arguments too when the transition function is strict.
+	 */
+	if (PG_ARGISNULL(2) || (more_null && f.agg->run->strict))
 		PG_RETURN_VOID();
 	resetStringInfo(&call->buf);
 	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
 	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
 						 aggregating_merge, &f, NULL, &call->buf2);
 	PG_RETURN_VOID();
+}
+
+Datum
+state_aggregate(PG_FUNCTION_ARGS)
+{
+	return aggregate_call(fcinfo, false);
+}
+
+Datum
+state_aggregate_text(PG_FUNCTION_ARGS)
+{
+	return aggregate_call(fcinfo, true);
 }
 
 /*
@@ -90,7 +236,7 @@ sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo)
 Datum
 sql_aggregating_datum(StateCall *call, const char *img, uint32 len, Oid restype, bool *isnull)
 {
-	AggregateRun *run = call_run(call);
+	AggregateRun *run = call_agg(call)->run;
 	Datum		result = aggregate_result(run, img, len, isnull);
 
 	if (*isnull)

@@ -194,9 +194,15 @@ state_call_argtype(FunctionCallInfo fcinfo, int argno)
 	return type;
 }
 
+/*
+ * coercion_build sets up co to convert datums of type "from" to type "to":
+ * an implicit cast for arguments, whose errors name the argument as
+ * "what" ("a key"), or an assignment cast for results, whose errors name
+ * what the state holds ("values").
+ */
 static void
 coercion_build(StateCall *call, Coercion *co, Oid from, Oid to,
-			   CoercionContext context, StateArgRole role)
+			   CoercionContext context, const char *what)
 {
 	Oid			funcid = InvalidOid;
 
@@ -235,14 +241,13 @@ coercion_build(StateCall *call, Coercion *co, Oid from, Oid to,
 					ereport(ERROR,
 							(errcode(ERRCODE_DATATYPE_MISMATCH),
 							 errmsg("state \"%s\" expects %s of type %s, not %s",
-									NameStr(call->desc.name), arg_role_names[role],
+									NameStr(call->desc.name), what,
 									format_type_be(to), format_type_be(from)),
 							 errhint("Cast the argument to %s.", format_type_be(to))));
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
 						 errmsg("state \"%s\" holds %s of type %s, which cannot be returned as %s",
-								NameStr(call->desc.name),
-								role == ARG_VALUE ? "values" : "keys",
+								NameStr(call->desc.name), what,
 								format_type_be(from), format_type_be(to)),
 						 errhint("Pass a default of type %s.", format_type_be(from))));
 		}
@@ -276,22 +281,34 @@ coercion_apply(Coercion *co, TypeCodec *target, Datum value)
 }
 
 /*
+ * state_call_coerce_arg converts a datum of type "from" to target's type
+ * with co (set up on first use, kept in the call's context), or raises
+ * datatype_mismatch naming the argument as "what".  When that type is a
+ * domain (domain_cache non-NULL), its constraints are checked.
+ */
+Datum
+state_call_coerce_arg(StateCall *call, Coercion *co, TypeCodec *target, void **domain_cache,
+					  Datum value, Oid from, const char *what)
+{
+	if (!co->ready || co->from != from)
+		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, what);
+	value = coercion_apply(co, target, value);
+	/* A domain's input function has checked its constraints already. */
+	if (domain_cache && co->method != COERCE_INPUT)
+		domain_check(value, false, target->typid, domain_cache, call->mcxt);
+	return value;
+}
+
+/*
  * state_call_coerce converts a datum of type "from" to the state's declared
  * type for an argument role, or raises datatype_mismatch.
  */
 Datum
 state_call_coerce(StateCall *call, Datum value, Oid from, StateArgRole role)
 {
-	Coercion   *co = &call->coerce_in[role];
-	TypeCodec  *target = &call->codecs[role];
-
-	if (!co->ready || co->from != from)
-		coercion_build(call, co, from, target->typid, COERCION_IMPLICIT, role);
-	value = coercion_apply(co, target, value);
-	/* A domain's input function has checked its constraints already. */
-	if (call->domain[role] && co->method != COERCE_INPUT)
-		state_call_check_domain(call, value, role);
-	return value;
+	return state_call_coerce_arg(call, &call->coerce_in[role], &call->codecs[role],
+								 call->domain[role] ? &call->domain_cache[role] : NULL,
+								 value, from, arg_role_names[role]);
 }
 
 /*
@@ -385,7 +402,8 @@ state_call_result_datum(StateCall *call, Datum value, Oid from,
 	if (!co->ready || co->from != from || target->typid != restype)
 	{
 		codec_init(target, restype, call->mcxt);
-		coercion_build(call, co, from, restype, COERCION_ASSIGNMENT, role);
+		coercion_build(call, co, from, restype, COERCION_ASSIGNMENT,
+					   role == ARG_VALUE ? "values" : "keys");
 	}
 	return coercion_apply(co, target, value);
 }

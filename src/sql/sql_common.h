@@ -83,6 +83,9 @@ extern void state_call_encode_datum(StateCall *call, Datum value, Oid type,
 									StateArgRole role, StringInfo out);
 extern Datum state_call_coerce(StateCall *call, Datum value, Oid from,
 							   StateArgRole role);
+extern Datum state_call_coerce_arg(StateCall *call, Coercion *co, TypeCodec *target,
+								   void **domain_cache, Datum value, Oid from,
+								   const char *what);
 extern void state_call_check_domain(StateCall *call, Datum value, StateArgRole role);
 extern Datum state_call_result(StateCall *call, const char *image, uint32 len,
 							   Oid restype);

@@ -244,10 +244,10 @@ state_create_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s states have no TTL", state_kind_name(desc.kind)),
 				 errhint("TTL applies to value, list, map and reducing states.")));
-	state_ops_check_type(desc.key_type, "a state key");
-	state_ops_check_type(desc.value_type, "a state value");
+	state_ops_check_type(desc.key_type, "a state key", true);
+	state_ops_check_type(desc.value_type, "a state value", desc.kind != STATE_KIND_AGGREGATING);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
-		state_ops_check_type(desc.map_key_type, "a map key");
+		state_ops_check_type(desc.map_key_type, "a map key", true);
 	if (desc.kind == STATE_KIND_REDUCING)
 		reducer_check_type(desc.reducer, desc.value_type);
 	if (state_kind_layout(desc.kind) == STATE_KIND_LIST)
