@@ -278,18 +278,24 @@ state_worker_wait_for_promotion(void)
 	return waited;
 }
 
-/*
- * state_worker_main is the worker's body: set up and restore, then wait on
- * the latch for snapshot requests, checkpoint times and reloads until
- * asked to stop.
- */
-void
-state_worker_main(Datum main_arg)
+/* What the worker's loop keeps between its rounds. */
+typedef struct WorkerRounds
 {
 	TimestampTz last_checkpoint;
-	TimestampTz last_sweep = 0;
-	bool		sweeping = true;
-	bool		busy = false;
+	TimestampTz last_sweep;
+	bool		sweeping;		/* the last TTL sweep found work */
+	bool		busy;			/* sessions sent more than one round could take */
+} WorkerRounds;
+
+/*
+ * state_worker_start sets the worker up: signals, its connection, shared
+ * memory; after a server start or crash restart, the states back from
+ * rocksdb and the newest checkpoint, and logged states' WAL replayed.
+ * Sessions are served from its end on.
+ */
+static void
+state_worker_start(void)
+{
 	bool		recovering;
 	char	   *loaded = NULL;
 
@@ -355,66 +361,98 @@ state_worker_main(Datum main_arg)
 		state_worker_checkpoint(false);
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
-	last_checkpoint = GetCurrentTimestamp();
+}
 
-	while (!ShutdownRequestPending)
+/* Whether the worker takes checkpoints on its own. */
+static bool
+checkpoints_timed(void)
+{
+	return state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0';
+}
+
+/* How long the next round may sleep, in ms (-1: until woken). */
+static long
+round_timeout(const WorkerRounds *r)
+{
+	long		timeout = -1L;
+
+	if (checkpoints_timed())
 	{
-		long		timeout = -1L;
-		int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+		TimestampTz next = TimestampTzPlusMilliseconds(r->last_checkpoint,
+													   state_backend_checkpoint_interval_s * 1000L);
+		long		secs;
+		int			usecs;
 
-		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0')
-		{
-			TimestampTz next = TimestampTzPlusMilliseconds(last_checkpoint,
-														   state_backend_checkpoint_interval_s * 1000L);
-			long		secs;
-			int			usecs;
-
-			TimestampDifference(GetCurrentTimestamp(), next, &secs, &usecs);
-			timeout = secs * 1000L + usecs / 1000 + 1;
-			events |= WL_TIMEOUT;
-		}
-		if (state_backend_ttl_cleanup_key_groups > 0)
-		{
-			long		tick = sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS;
-
-			timeout = timeout < 0 ? tick : Min(timeout, tick);
-			events |= WL_TIMEOUT;
-		}
-		if (busy)
-		{
-			/* Sessions sent more than one round could take: no sleep. */
-			timeout = 0;
-			events |= WL_TIMEOUT;
-		}
-		(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			state_area_apply_limit();
-			rocks_apply_settings();
-		}
-		busy = state_worker_serve(4);
-		while (snapshot_run_pending())
-			;
-		if (state_backend_ttl_cleanup_key_groups > 0 &&
-			TimestampDifferenceExceeds(last_sweep, GetCurrentTimestamp(),
-									   sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS))
-		{
-			sweeping = state_worker_sweep();
-			last_sweep = GetCurrentTimestamp();
-		}
-		if (state_backend_checkpoint_interval_s > 0 && state_backend_checkpoint_dir[0] != '\0' &&
-			TimestampDifferenceExceeds(last_checkpoint, GetCurrentTimestamp(),
-									   state_backend_checkpoint_interval_s * 1000))
-		{
-			state_worker_checkpoint(false);
-			last_checkpoint = GetCurrentTimestamp();
-		}
+		TimestampDifference(GetCurrentTimestamp(), next, &secs, &usecs);
+		timeout = secs * 1000L + usecs / 1000 + 1;
 	}
+	if (state_backend_ttl_cleanup_key_groups > 0)
+	{
+		long		tick = r->sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS;
+
+		timeout = timeout < 0 ? tick : Min(timeout, tick);
+	}
+	return r->busy ? 0 : timeout;
+}
+
+/*
+ * state_worker_round is one round of the worker's loop: sleep until woken
+ * or the next timer, then reload settings, serve sessions, write snapshots
+ * asked for, sweep expired values and take a checkpoint when they are due.
+ */
+static void
+state_worker_round(WorkerRounds *r)
+{
+	long		timeout = round_timeout(r);
+	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0);
+
+	(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		state_area_apply_limit();
+		rocks_apply_settings();
+	}
+	r->busy = state_worker_serve(4);
+	while (snapshot_run_pending())
+		;
+	if (state_backend_ttl_cleanup_key_groups > 0 &&
+		TimestampDifferenceExceeds(r->last_sweep, GetCurrentTimestamp(),
+								   r->sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS))
+	{
+		r->sweeping = state_worker_sweep();
+		r->last_sweep = GetCurrentTimestamp();
+	}
+	if (checkpoints_timed() &&
+		TimestampDifferenceExceeds(r->last_checkpoint, GetCurrentTimestamp(),
+								   state_backend_checkpoint_interval_s * 1000))
+	{
+		state_worker_checkpoint(false);
+		r->last_checkpoint = GetCurrentTimestamp();
+	}
+}
+
+/*
+ * state_worker_main is the worker's body: set up and restore, then wait on
+ * the latch for snapshot requests, checkpoint times and reloads until
+ * asked to stop.
+ */
+void
+state_worker_main(Datum main_arg)
+{
+	WorkerRounds rounds;
+
+	state_worker_start();
+	rounds.last_checkpoint = GetCurrentTimestamp();
+	rounds.last_sweep = 0;
+	rounds.sweeping = true;
+	rounds.busy = false;
+	while (!ShutdownRequestPending)
+		state_worker_round(&rounds);
 
 	/* Finish what was asked, then the final checkpoint. */
 	while (snapshot_run_pending())

@@ -435,6 +435,103 @@ read_checked_text(const SnapshotSource *src, SrcFile *f)
 	return text;
 }
 
+/* A "database <oid> <name>" line: one more database of the snapshot. */
+static void
+manifest_add_database(SnapshotManifest *m, SrcFile *f, const char *rest, off_t lineoff)
+{
+	unsigned int oid;
+	char		enc[4 * NAMEDATALEN];
+	char		name[NAMEDATALEN];
+
+	if (sscanf(rest, "%u %255s", &oid, enc) != 2 || !decode_value(enc, name, sizeof(name)))
+		snapshot_file_corrupt(f, lineoff, "A database line of the MANIFEST is malformed.");
+	if (m->ndbs % 16 == 0 && m->ndbs > 0)
+	{
+		m->db_oids = repalloc(m->db_oids, sizeof(Oid) * (m->ndbs + 16));
+		m->db_names = repalloc(m->db_names, sizeof(char *) * (m->ndbs + 16));
+	}
+	m->db_oids[m->ndbs] = oid;
+	m->db_names[m->ndbs] = pstrdup(name);
+	m->ndbs++;
+}
+
+/* A "state ..." line: one more state, its descriptor and files. */
+static void
+manifest_add_state(SnapshotManifest *m, SrcFile *f, char *rest, off_t lineoff)
+{
+	if (m->nstates % 16 == 0 && m->nstates > 0)
+		m->states = repalloc(m->states, sizeof(SnapshotState) * (m->nstates + 16));
+	if (!parse_state_line(rest, &m->states[m->nstates]))
+		snapshot_file_corrupt(f, lineoff, "A state line of the MANIFEST is malformed.");
+	m->nstates++;
+}
+
+/* A "grant ..." line: a privilege on a state listed before it. */
+static void
+manifest_add_grant(SnapshotManifest *m, SrcFile *f, const char *rest, off_t lineoff)
+{
+	unsigned int id;
+	unsigned int role;
+	unsigned int privs;
+
+	if (sscanf(rest, "state=%u role_oid=%u privs=%u", &id, &role, &privs) != 3)
+		snapshot_file_corrupt(f, lineoff, "A grant line of the MANIFEST is malformed.");
+	for (int i = 0; i < m->nstates; i++)
+	{
+		StateDesc  *d = &m->states[i].desc;
+
+		if (d->id == id && d->ngrants < STATE_MAX_GRANTS)
+		{
+			d->grants[d->ngrants].role = role;
+			d->grants[d->ngrants].privs = (uint8) privs;
+			d->ngrants++;
+		}
+	}
+}
+
+/*
+ * manifest_parse_line reads one line after the first, "word rest", into m.
+ * Unknown words are ignored: later minor versions may add lines.
+ */
+static void
+manifest_parse_line(SnapshotManifest *m, SrcFile *f, const char *word, char *rest,
+					off_t lineoff)
+{
+	if (strcmp(word, "format_version") == 0)
+	{
+		if (atoi(rest) != SNAPSHOT_FORMAT_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("snapshot format version %d is not supported", atoi(rest)),
+					 errdetail("This release reads version %d.", SNAPSHOT_FORMAT_VERSION)));
+	}
+	else if (strcmp(word, "snapshot_id") == 0)
+		m->id = strtoll(rest, NULL, 10);
+	else if (strcmp(word, "format") == 0)
+		m->format = strcmp(rest, "canonical") == 0 ? SNAPSHOT_CANONICAL : SNAPSHOT_NATIVE;
+	else if (strcmp(word, "server_version_num") == 0)
+		m->server_version_num = atoi(rest);
+	else if (strcmp(word, "system_identifier") == 0)
+		m->system_identifier = strtou64(rest, NULL, 10);
+	else if (strcmp(word, "key_groups") == 0)
+		m->key_groups = atoi(rest);
+	else if (strcmp(word, "wal_position") == 0)
+	{
+		unsigned int hi;
+		unsigned int lo;
+
+		if (sscanf(rest, "%X/%X", &hi, &lo) != 2)
+			snapshot_file_corrupt(f, lineoff, "The MANIFEST's wal_position is malformed.");
+		m->wal_position = ((uint64) hi << 32) | lo;
+	}
+	else if (strcmp(word, "database") == 0)
+		manifest_add_database(m, f, rest, lineoff);
+	else if (strcmp(word, "state") == 0)
+		manifest_add_state(m, f, rest, lineoff);
+	else if (strcmp(word, "grant") == 0)
+		manifest_add_grant(m, f, rest, lineoff);
+}
+
 /*
  * snapshot_read_manifest reads and checks a snapshot's MANIFEST.  A missing
  * MANIFEST means "not a snapshot"; a damaged one is data_corrupted.
@@ -447,7 +544,6 @@ snapshot_read_manifest(const SnapshotSource *src)
 	char	   *text;
 	char	   *save = NULL;
 	int			lineno = 0;
-	off_t		lineoff = 0;
 
 	if (src->dir)
 	{
@@ -469,10 +565,9 @@ snapshot_read_manifest(const SnapshotSource *src)
 	{
 		char		word[64];
 		char	   *rest;
+		off_t		lineoff = line - text;
 
-		lineoff = line - text;
-		lineno++;
-		if (lineno == 1)
+		if (++lineno == 1)
 		{
 			if (strcmp(line, "state_backend snapshot") != 0)
 				snapshot_file_corrupt(&f, lineoff, "The MANIFEST does not start with \"state_backend snapshot\".");
@@ -483,79 +578,7 @@ snapshot_read_manifest(const SnapshotSource *src)
 		rest = line + strlen(word);
 		while (*rest == ' ')
 			rest++;
-		if (strcmp(word, "format_version") == 0)
-		{
-			if (atoi(rest) != SNAPSHOT_FORMAT_VERSION)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("snapshot format version %d is not supported", atoi(rest)),
-						 errdetail("This release reads version %d.", SNAPSHOT_FORMAT_VERSION)));
-		}
-		else if (strcmp(word, "snapshot_id") == 0)
-			m->id = strtoll(rest, NULL, 10);
-		else if (strcmp(word, "format") == 0)
-			m->format = strcmp(rest, "canonical") == 0 ? SNAPSHOT_CANONICAL : SNAPSHOT_NATIVE;
-		else if (strcmp(word, "server_version_num") == 0)
-			m->server_version_num = atoi(rest);
-		else if (strcmp(word, "system_identifier") == 0)
-			m->system_identifier = strtou64(rest, NULL, 10);
-		else if (strcmp(word, "key_groups") == 0)
-			m->key_groups = atoi(rest);
-		else if (strcmp(word, "wal_position") == 0)
-		{
-			unsigned int hi;
-			unsigned int lo;
-
-			if (sscanf(rest, "%X/%X", &hi, &lo) != 2)
-				snapshot_file_corrupt(&f, lineoff, "The MANIFEST's wal_position is malformed.");
-			m->wal_position = ((uint64) hi << 32) | lo;
-		}
-		else if (strcmp(word, "database") == 0)
-		{
-			unsigned int oid;
-			char		enc[4 * NAMEDATALEN];
-			char		name[NAMEDATALEN];
-
-			if (sscanf(rest, "%u %255s", &oid, enc) != 2 || !decode_value(enc, name, sizeof(name)))
-				snapshot_file_corrupt(&f, lineoff, "A database line of the MANIFEST is malformed.");
-			if (m->ndbs % 16 == 0 && m->ndbs > 0)
-			{
-				m->db_oids = repalloc(m->db_oids, sizeof(Oid) * (m->ndbs + 16));
-				m->db_names = repalloc(m->db_names, sizeof(char *) * (m->ndbs + 16));
-			}
-			m->db_oids[m->ndbs] = oid;
-			m->db_names[m->ndbs] = pstrdup(name);
-			m->ndbs++;
-		}
-		else if (strcmp(word, "state") == 0)
-		{
-			if (m->nstates % 16 == 0 && m->nstates > 0)
-				m->states = repalloc(m->states, sizeof(SnapshotState) * (m->nstates + 16));
-			if (!parse_state_line(rest, &m->states[m->nstates]))
-				snapshot_file_corrupt(&f, lineoff, "A state line of the MANIFEST is malformed.");
-			m->nstates++;
-		}
-		else if (strcmp(word, "grant") == 0)
-		{
-			unsigned int id;
-			unsigned int role;
-			unsigned int privs;
-
-			if (sscanf(rest, "state=%u role_oid=%u privs=%u", &id, &role, &privs) != 3)
-				snapshot_file_corrupt(&f, lineoff, "A grant line of the MANIFEST is malformed.");
-			for (int i = 0; i < m->nstates; i++)
-			{
-				StateDesc  *d = &m->states[i].desc;
-
-				if (d->id == id && d->ngrants < STATE_MAX_GRANTS)
-				{
-					d->grants[d->ngrants].role = role;
-					d->grants[d->ngrants].privs = (uint8) privs;
-					d->ngrants++;
-				}
-			}
-		}
-		/* Unknown lines are ignored: later minor versions may add some. */
+		manifest_parse_line(m, &f, word, rest, lineoff);
 	}
 	if (m->key_groups <= 0)
 		snapshot_file_corrupt(&f, 0, "The MANIFEST has no key_groups line.");
