@@ -192,7 +192,7 @@ SELECT slot_name, slot_type, restart_lsn IS NOT NULL AS keeps_wal
   FROM pg_replication_slots WHERE slot_name = 'state_backend';
 
 \echo
-\echo '== a TTL: a dedup set whose event ids expire (2 seconds here; 10 minutes in the README)'
+\echo '== a TTL: a dedup set whose event ids expire (2 seconds here; 10 minutes in docs/operations.md)'
 SELECT state.create_state('dedup', 'map', map_key_type => 'text', value_type => 'boolean',
                           ttl => '2 seconds');
 SELECT state.map_put('dedup', 'web', 'event-1', true);

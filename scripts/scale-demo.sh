@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/scale-demo.sh: the README's "Scaling out" path, on three local
+# scripts/scale-demo.sh: the "Scaling out" path of docs/operations.md, on three local
 # servers, checking its own result.
 #
 #   1. server 0 holds keyed and operator state, and takes a snapshot;
