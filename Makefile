@@ -24,6 +24,7 @@ OBJS = \
 	src/common/aggregate.o \
 	src/common/progress.o \
 	src/common/membuf.o \
+	src/common/ttl_clock.o \
 	src/ipc/channel.o \
 	src/ipc/channel_worker.o \
 	src/catalog/registry.o \

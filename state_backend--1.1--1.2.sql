@@ -17,3 +17,11 @@ CREATE FUNCTION state.aggregate(name text, key anycompatible, value anyelement, 
 RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate_text' LANGUAGE C CALLED ON NULL INPUT;
 CREATE FUNCTION state.aggregate(name text, key anycompatible, value text, VARIADIC more text[])
 RETURNS void AS 'MODULE_PATHNAME', 'state_aggregate_text' LANGUAGE C CALLED ON NULL INPUT;
+
+---------------------------------------------------------------- TTL clock
+
+-- For tests: moves the clock of state TTL forward, for every session, until
+-- the server restarts.  Superuser only.
+CREATE FUNCTION state._advance_ttl_clock(by interval)
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'state_advance_ttl_clock' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._advance_ttl_clock(interval) FROM PUBLIC;

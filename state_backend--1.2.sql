@@ -320,3 +320,11 @@ GRANT SELECT ON state.states TO PUBLIC;
 GRANT SELECT ON state.snapshots TO PUBLIC;
 GRANT SELECT ON state.stats TO PUBLIC;
 GRANT SELECT ON state.worker TO PUBLIC;
+
+---------------------------------------------------------------- TTL clock
+
+-- For tests: moves the clock of state TTL forward, for every session, until
+-- the server restarts.  Superuser only.
+CREATE FUNCTION state._advance_ttl_clock(by interval)
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'state_advance_ttl_clock' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._advance_ttl_clock(interval) FROM PUBLIC;

@@ -1,7 +1,9 @@
 --
 -- ttl: states whose values expire, as with Flink's StateTtlConfig.  Runs
 -- with the default backend of the pass (memory, then rocksdb).  TTLs are
--- 2 seconds: values written at 0 s, more at 1 s, everything checked at 2.2 s.
+-- an hour on the TTL clock, which the test moves (state._advance_ttl_clock)
+-- rather than waits for: values written at 0, more at 40 minutes,
+-- everything checked at 70 minutes.
 --
 
 -- The background cleanup stays off here, so that what is read is what
@@ -21,14 +23,14 @@ SELECT expect_error($$SELECT state.create_state('t_bad', 'value', ttl_update => 
 SELECT count(*) AS bad_states FROM state.states WHERE name = 't_bad';
 
 -- every kind takes a TTL; the view shows it
-SELECT state.create_state('t_v', 'value', 'text', 'int', ttl => '2 seconds');
-SELECT state.create_state('t_l', 'list', 'text', 'int', ttl => '2 seconds');
-SELECT state.create_state('t_m', 'map', 'text', 'int', map_key_type => 'text', ttl => '2 seconds');
-SELECT state.create_state('t_r', 'reducing', 'text', 'bigint', reducer => 'sum', ttl => '2 seconds');
-SELECT state.create_state('t_read', 'value', 'text', 'int', ttl => '2 seconds',
+SELECT state.create_state('t_v', 'value', 'text', 'int', ttl => '1 hour');
+SELECT state.create_state('t_l', 'list', 'text', 'int', ttl => '1 hour');
+SELECT state.create_state('t_m', 'map', 'text', 'int', map_key_type => 'text', ttl => '1 hour');
+SELECT state.create_state('t_r', 'reducing', 'text', 'bigint', reducer => 'sum', ttl => '1 hour');
+SELECT state.create_state('t_read', 'value', 'text', 'int', ttl => '1 hour',
                           ttl_update => 'on_read_and_write');
-SELECT state.create_state('t_write', 'value', 'text', 'int', ttl => '2 seconds');
-SELECT state.create_state('t_show', 'value', 'text', 'int', ttl => '2 seconds',
+SELECT state.create_state('t_write', 'value', 'text', 'int', ttl => '1 hour');
+SELECT state.create_state('t_show', 'value', 'text', 'int', ttl => '1 hour',
                           ttl_visibility => 'return_expired_if_not_cleaned_up');
 SELECT state.create_state('t_day', 'value', ttl => '1 day 02:00:00');
 SELECT state.create_state('t_none', 'value', 'text', 'int');
@@ -48,12 +50,12 @@ SELECT state.value_get('t_v', 'old', 0), state.list_get('t_l', 'k', NULL::int[])
        state.map_size('t_m', 'k'), state.value_get('t_r', 'k', 0::bigint);
 
 -- half way: fresh values next to the old ones, and reads that renew or not
-SELECT pg_sleep(1.0);
+SELECT state._advance_ttl_clock('40 minutes') IS NOT NULL AS clock_moved;
 SELECT state.value_set('t_v', 'fresh', 2);
 SELECT state.list_add('t_l', 'k', 3);
 SELECT state.map_put('t_m', 'k', 'fresh', 2);
 SELECT state.value_get('t_read', 'k', 0), state.value_get('t_write', 'k', 0);
-SELECT pg_sleep(1.2);
+SELECT state._advance_ttl_clock('30 minutes') IS NOT NULL AS clock_moved;
 
 -- the read renewed t_read, not t_write
 SELECT state.value_get('t_read', 'k', 0) AS renewed_by_read,
@@ -83,6 +85,15 @@ SELECT state.value_get('t_v', 'fresh', 0) AS fresh_after_compact;
 -- a write renews; a day-long TTL keeps its value
 SELECT state.value_set('t_day', 'k', '{"a": 1}');
 SELECT state.value_get('t_day', 'k', NULL::jsonb);
+
+-- the TTL clock moves only forward, and only for superusers
+SELECT expect_error($$SELECT state._advance_ttl_clock('-1 minute')$$);
+SELECT expect_error($$SELECT state._advance_ttl_clock('0 s')$$);
+CREATE ROLE t_plain;
+SET ROLE t_plain;
+SELECT expect_error($$SELECT state._advance_ttl_clock('1 minute')$$);
+RESET ROLE;
+DROP ROLE t_plain;
 
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 't\_%' ORDER BY name;
 ALTER SYSTEM RESET state_backend.ttl_cleanup_key_groups;

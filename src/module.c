@@ -34,6 +34,7 @@
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "common/ttl_clock.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
@@ -68,7 +69,8 @@ state_backend_shmem_request(void)
 											 add_size(snapshot_control_shmem_size(),
 													  state_area_shmem_size())),
 									add_size(add_size(channel_shmem_size(), rocks_cache_shmem_size()),
-											 state_stats_shmem_size())));
+											 add_size(state_stats_shmem_size(),
+													  ttl_clock_shmem_size()))));
 	state_locks_request();
 }
 
@@ -87,6 +89,7 @@ state_backend_shmem_startup(void)
 	channel_shmem_init();
 	rocks_cache_shmem_init();
 	state_stats_shmem_init();
+	ttl_clock_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -34,6 +34,8 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 
+#include "common/ttl_clock.h"
+
 /* A pair's value length that stands for NULL (a map entry's NULL value). */
 #define RECORD_NULL			PG_UINT32_MAX
 
@@ -183,8 +185,8 @@ record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
 #define RECORD_TTL_MAP_HDR	(sizeof(int64) + 1)
 
 /*
- * record_ttl_now is the clock as a TimestampTz, read without PostgreSQL's
- * help (RocksDB's threads read it too).
+ * record_ttl_now is the TTL clock (common/ttl_clock.c) as a TimestampTz,
+ * read without PostgreSQL's help (RocksDB's threads read it too).
  */
 static inline int64
 record_ttl_now(void)
@@ -194,7 +196,7 @@ record_ttl_now(void)
 	gettimeofday(&tv, NULL);
 	return ((int64) tv.tv_sec -
 			(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY) *
-		USECS_PER_SEC + tv.tv_usec;
+		USECS_PER_SEC + tv.tv_usec + ttl_clock_offset();
 }
 
 /* record_ttl_deadline is now + ttl, saturating at the end of time. */

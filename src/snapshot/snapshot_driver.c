@@ -35,6 +35,7 @@
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "common/ttl_clock.h"
 #include "format/records.h"
 #include "ipc/channel.h"
 #include "snapshot/canonical.h"
@@ -278,7 +279,8 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	/* A full snapshot leaves out what expired (as Flink's does). */
 	p->ttl = palloc(sizeof(TtlKind) * n);
 	p->nttl = 0;
-	p->ttl_now = job->info.started_at;	/* taken at the cut */
+	/* The TTL clock at the cut. */
+	p->ttl_now = job->info.started_at + ttl_clock_offset();
 	for (int i = 0; i < job->ndescs; i++)
 		if (job->descs[i].ttl > 0 && !p->native[i])
 		{

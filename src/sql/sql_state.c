@@ -25,6 +25,8 @@
 #include "common/aggregate.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "common/ttl_clock.h"
+#include "format/records.h"
 #include "ipc/channel.h"
 #include "logged.h"
 #include "sql/sql_common.h"
@@ -32,6 +34,7 @@
 
 PG_FUNCTION_INFO_V1(state_create_state);
 PG_FUNCTION_INFO_V1(state_drop_state);
+PG_FUNCTION_INFO_V1(state_advance_ttl_clock);
 PG_FUNCTION_INFO_V1(state_states);
 PG_FUNCTION_INFO_V1(state_clear);
 PG_FUNCTION_INFO_V1(state_truncate);
@@ -120,6 +123,18 @@ ttl_interval(int64 ttl)
 }
 
 /*
+ * interval_usecs is an interval in microseconds, a month counting 30 days
+ * as in interval arithmetic; false when that is out of range.
+ */
+static bool
+interval_usecs(const Interval *iv, int64 *usecs)
+{
+	return !pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY,
+								usecs) &&
+		!pg_add_s64_overflow(*usecs, iv->time, usecs);
+}
+
+/*
  * parse_ttl reads create_state's ttl, ttl_update and ttl_visibility
  * (arguments 7, 9 and 10) into desc.  A month counts 30 days, as in
  * interval arithmetic.
@@ -156,8 +171,7 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 		return;
 	}
 	iv = PG_GETARG_INTERVAL_P(7);
-	if (pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY, &ttl) ||
-		pg_add_s64_overflow(ttl, iv->time, &ttl))
+	if (!interval_usecs(iv, &ttl))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl is out of range")));
@@ -268,6 +282,31 @@ state_create_state(PG_FUNCTION_ARGS)
 	inherit_range(&desc);
 	(void) state_ops_create(&desc);
 	PG_RETURN_VOID();
+}
+
+/*
+ * _advance_ttl_clock(by): move the clock of state TTL forward by an
+ * interval for every session and the worker, until the server restarts,
+ * so that tests expire values without waiting (common/ttl_clock.c).
+ * Superuser only.  Returns the TTL clock's time.
+ */
+Datum
+state_advance_ttl_clock(PG_FUNCTION_ARGS)
+{
+	int64		by;
+
+	state_backend_check_available();
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to move the TTL clock"),
+				 errdetail("Only superusers may move it.")));
+	if (!interval_usecs(PG_GETARG_INTERVAL_P(0), &by) || by <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the TTL clock moves only forward, by a positive interval")));
+	(void) ttl_clock_advance(by);
+	PG_RETURN_TIMESTAMPTZ(record_ttl_now());
 }
 
 /* drop_state(name, if_exists) */

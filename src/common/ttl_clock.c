@@ -1,0 +1,54 @@
+/*
+ * common/ttl_clock.c
+ *		The clock of state TTL: the server's wall clock (Flink's processing
+ *		time) plus an offset in shared memory, zero but when a test moves
+ *		it forward (state._advance_ttl_clock), as Flink's tests give a state
+ *		backend a TtlTimeProvider of their own.  So tests of expiry wait on
+ *		no clock.  The offset is read without PostgreSQL's help: RocksDB's
+ *		compaction threads read it too.  Reading the clock is
+ *		format/records.h's record_ttl_now.
+ */
+#include "postgres.h"
+
+#include "port/atomics.h"
+#include "storage/shmem.h"
+
+#include "common/ttl_clock.h"
+
+/* Set in the postmaster at shared-memory start-up, inherited by children. */
+static pg_atomic_uint64 *clock_offset = NULL;
+
+Size
+ttl_clock_shmem_size(void)
+{
+	return sizeof(pg_atomic_uint64);
+}
+
+/* Under AddinShmemInitLock. */
+void
+ttl_clock_shmem_init(void)
+{
+	bool		found;
+
+	clock_offset = ShmemInitStruct("state_backend ttl clock", sizeof(pg_atomic_uint64), &found);
+	if (!found)
+		pg_atomic_init_u64(clock_offset, 0);
+}
+
+/* ttl_clock_offset: microseconds the TTL clock is ahead of the wall clock. */
+int64
+ttl_clock_offset(void)
+{
+	return clock_offset ? (int64) pg_atomic_read_u64(clock_offset) : 0;
+}
+
+/*
+ * ttl_clock_advance moves the TTL clock usecs (> 0) forward, for every
+ * process, until the server restarts; returns the new offset.
+ */
+int64
+ttl_clock_advance(int64 usecs)
+{
+	Assert(usecs > 0 && clock_offset != NULL);
+	return (int64) pg_atomic_add_fetch_u64(clock_offset, usecs);
+}

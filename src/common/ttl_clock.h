@@ -1,0 +1,13 @@
+/*
+ * common/ttl_clock.h
+ *		The clock TTL deadlines are measured on (ttl_clock.c).
+ */
+#ifndef STATE_BACKEND_TTL_CLOCK_H
+#define STATE_BACKEND_TTL_CLOCK_H
+
+extern Size ttl_clock_shmem_size(void);
+extern void ttl_clock_shmem_init(void);
+extern int64 ttl_clock_offset(void);
+extern int64 ttl_clock_advance(int64 usecs);
+
+#endif							/* STATE_BACKEND_TTL_CLOCK_H */
