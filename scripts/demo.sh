@@ -117,6 +117,18 @@ DO $$ BEGIN
      FROM unnest(ARRAY['clicks', 'latency', 'jitter', 'profile', 'events', 'cart', 'seen',
                        'balance', 'dedup', 'offsets']) AS n;
 END $$;
+-- one snapshot runs at a time: the demo's waits for a periodic checkpoint
+-- that may be running (the server takes one a minute)
+CREATE FUNCTION pg_temp.snapshot_when_free() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  LOOP
+    BEGIN
+      RETURN state.snapshot();
+    EXCEPTION WHEN object_in_use THEN
+      PERFORM state.wait_snapshot(id) FROM state.snapshots WHERE status = 'running';
+    END;
+  END LOOP;
+END $$;
 RESET client_min_messages;
 \set ECHO queries
 
@@ -215,11 +227,12 @@ SELECT name, kind, backend, key_type, value_type, map_key_type, reducer, ttl, ow
 
 \echo
 \echo '== a snapshot (a checkpoint under state_backend.checkpoint_dir), then restore'
-SELECT state.snapshot() AS snapshot_id \gset
+\echo '-- (state.snapshot(), once a periodic checkpoint that may be running is done)'
+SELECT pg_temp.snapshot_when_free() AS snapshot_id \gset
 SELECT state.reduce('clicks', 'alice', 1000) AS alice_after_snapshot;
 SELECT state.wait_snapshot(:snapshot_id) AS status;
 SELECT id, status, states, entries, bytes, incremental FROM state.snapshots WHERE id = :snapshot_id;
-SELECT state.restore(current_setting('state_backend.checkpoint_dir')) AS entries_restored;
+SELECT state.restore(path) AS entries_restored FROM state.snapshots WHERE id = :snapshot_id;
 SELECT state.value_get('clicks', 'alice', 0::bigint) AS alice_restored;
 SQL
 

@@ -16,7 +16,10 @@ SELECT set_config('lg.dir', current_setting('data_directory') || '/lg_checkpoint
 SELECT format('ALTER SYSTEM SET state_backend.checkpoint_dir = %L', current_setting('lg.dir')) \gexec
 \set ECHO all
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.3);
+-- a new session starts with the reloaded settings (this one takes them
+-- only when the postmaster's signal has reached it)
+\c
+SELECT set_config('lg.dir', current_setting('data_directory') || '/lg_checkpoints', false) IS NOT NULL AS ok;
 SELECT current_setting('state_backend.checkpoint_dir') = current_setting('lg.dir') AS dir_set;
 
 SELECT pg_current_wal_insert_lsn() AS lg_start \gset
@@ -65,7 +68,7 @@ SELECT state.value_get('lg_v', 1, -1) AS v1,
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'lg_%' ORDER BY name;
 ALTER SYSTEM RESET state_backend.checkpoint_dir;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.3);
+\c
 SELECT pg_drop_replication_slot('state_backend');
 SHOW state_backend.checkpoint_dir;
 DROP EXTENSION pg_walinspect;

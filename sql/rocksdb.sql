@@ -72,9 +72,12 @@ SELECT state.value_get('rk_val', -1, NULL::text), state.value_get('rk_sum', 'a',
 -- writes before an error in the same statement stay, as for heap states
 SELECT rk_error($$SELECT state.value_set('rk_val', i, (10 / (3 - i))::text) FROM generate_series(1, 5) AS i$$);
 SELECT state.value_get('rk_val', 1, NULL::text), state.value_get('rk_val', 2, NULL::text);
--- a posted write that fails raises its error in the statement that made it
+-- a write posted just before a drop of its state in the same statement
+-- lands before the drop or fails in that statement (which of them depends
+-- on when the worker wakes: 008_rocksdb.pl holds it to check the error)
 SELECT state.create_state('rk_gone', 'value', 'text', 'int', backend => 'rocksdb');
-SELECT rk_error($$SELECT state.value_set('rk_gone', 'k', 1), state.drop_state('rk_gone')$$);
+SELECT rk_error($$SELECT state.value_set('rk_gone', 'k', 1), state.drop_state('rk_gone')$$)
+       IN ('no error', '42704: state was dropped while this statement used it') AS either;
 SELECT count(*) FROM state.states WHERE name = 'rk_gone';
 -- the fold of a built-in reducer runs in the worker, atomically
 SELECT max(state.reduce('rk_sum', 'b', i)) FROM generate_series(1, 1000) AS i;

@@ -362,6 +362,8 @@ snapshot_writer_finish(SnapshotWriter *w)
 		CloseTransientFile(fd);
 		(void) durable_rename(tmp, final, ERROR);
 		fsync_dir(w->dir);
+		/* Complete and durable: nothing that fails after this removes it. */
+		w->made_dir = false;
 	}
 	else
 		memimage_build(w);

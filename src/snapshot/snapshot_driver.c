@@ -506,14 +506,18 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 		snapshot_control_keep_memory(job->id, image, len);
 	}
 	snapshot_writer_progress(w, &entries, &bytes);
-	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
 	release_backends(job->id);
+	/*
+	 * Retention and what follows a checkpoint (the WAL logged states keep)
+	 * come before "completed", so that whoever waits for it sees them done.
+	 */
 	if (job->is_checkpoint)
 	{
 		checkpoint_retain(job->id);
 		if (checkpoint_done_hook)
 			checkpoint_done_hook(job->info.wal_position);
 	}
+	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
 	ereport(DEBUG1,
 			(errmsg("state snapshot " INT64_FORMAT " completed: " INT64_FORMAT " entries, " INT64_FORMAT " bytes",
 					job->id, entries, bytes)));

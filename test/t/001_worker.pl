@@ -118,8 +118,10 @@ is($node->safe_psql('postgres', 'SHOW state_backend.memory_limit'), '128MB',
 
 ################################ pg_terminate_backend
 
-# Wait (up to 10 s) until the worker has really exited.
-my ($tret, $tout, $terr) = $node->psql('postgres', "SELECT pg_terminate_backend($wpid, 10000)");
+# Wait until the worker has really exited (it first waits up to 5 s for
+# sessions that still talk to it, longer on a loaded machine).
+my ($tret, $tout, $terr) = $node->psql('postgres',
+	"SELECT pg_terminate_backend($wpid, $PostgreSQL::Test::Utils::timeout_default * 1000)");
 is($tout, 't', 'pg_terminate_backend(worker) succeeds')
   or diag $terr;
 

@@ -152,11 +152,11 @@ is(scalar @complete, 1,
 # this is not a server start, and nothing written meanwhile may be replaced
 # by a checkpoint.
 my $old_worker = worker_pid($node);
+$log_offset = -s $node->logfile;
 is($node->safe_psql('postgres', "SELECT pg_terminate_backend($old_worker, 30000)"),
 	't', 'the state worker exits after pg_terminate_backend');
 $node->safe_psql('postgres',
 	q{SELECT state.value_set('v', 'while-worker-away', 7::bigint)});
-$log_offset = -s $node->logfile;
 ok(defined wait_for_worker($node, not => $old_worker, timeout => $TIMEOUT),
 	'a new state worker starts');
 $node->wait_for_log(qr/state_backend worker started/, $log_offset);

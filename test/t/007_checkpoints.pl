@@ -192,11 +192,18 @@ SELECT state.value_set('rq', 1, 'answered');
 ALTER SYSTEM SET state_backend.snapshot_cpu_percent = 1;
 SELECT pg_reload_conf();
 });
-usleep(500_000);
-my $paced = $node->safe_psql('postgres', 'SELECT state.snapshot()');
-usleep(300_000);
-is($node->safe_psql('postgres', qq{SELECT status FROM state.snapshots WHERE id = $paced}),
-	'running', 'a paced snapshot is still running');
+# The worker applies the reload asynchronously: take snapshots until one
+# runs paced, still running a while after it started (bounded).
+my ($paced, $running);
+for my $try (1 .. 20)
+{
+	$paced = $node->safe_psql('postgres', 'SELECT state.snapshot()');
+	usleep(300_000);
+	$running = $node->safe_psql('postgres', qq{SELECT status FROM state.snapshots WHERE id = $paced});
+	last if $running eq 'running';
+	wait_snapshot_status($node, $paced);
+}
+is($running, 'running', 'a paced snapshot is still running');
 is($node->safe_psql('postgres', q{SELECT state.value_get('rq', 1, ''::text)}),
 	'answered', 'the worker answers rocksdb calls while it rests');
 is($node->safe_psql('postgres', qq{SELECT state.cancel_snapshot($paced)}), 't',
@@ -204,7 +211,6 @@ is($node->safe_psql('postgres', qq{SELECT state.cancel_snapshot($paced)}), 't',
 is(wait_snapshot_status($node, $paced), 'cancelled', 'and it ends cancelled');
 $node->safe_psql('postgres',
 	q{ALTER SYSTEM RESET state_backend.snapshot_cpu_percent; SELECT pg_reload_conf()});
-usleep(300_000);
 is(wait_snapshot_status($node, $node->safe_psql('postgres', 'SELECT state.snapshot()')),
 	'completed', 'the next snapshot completes');
 

@@ -293,6 +293,7 @@ SELECT state.create_state('heap1', 'value', 'text', 'bigint', backend => 'memory
 SELECT state.value_set('heap1', 'a', 1::bigint);
 SELECT state.create_state('sw', 'value', 'text', 'text', backend => 'rocksdb');
 SELECT state.value_set('sw', 'a', 'A');
+SELECT state.create_state('sw_gone', 'value', 'text', 'int', backend => 'rocksdb');
 });
 
 # Sessions that will wait for the stopped worker with no timeout: one
@@ -364,8 +365,29 @@ for my $w ('reader', 'writer')
 	}
 	ok($done, "$w session: the cancelled statement ends while the worker is still stopped");
 }
+# A write posted to a state, then a drop of it in the same statement: the
+# drop marks the state before it waits for the stopped worker, so the worker
+# finds it dropped before it takes the write, which fails in that statement.
+my $dropper = $node->background_psql('postgres', on_error_stop => 0);
+$dropper->query_safe(q{\set VERBOSITY verbose});
+$dropper->query_safe(q{SET state_backend.request_timeout = 0});
+my $dropper_pid = $dropper->query_safe('SELECT pg_backend_pid()');
+$dropper->query_until(qr/waiting/,
+	"\\echo waiting\nSELECT state.value_set('sw_gone', 'k', 1), state.drop_state('sw_gone');\n");
+ok( $node->poll_query_until(
+		'postgres',
+		qq{SELECT state = 'active' AND wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $dropper_pid}),
+	'dropping session: waits for the stopped worker');
 ok(kill('CONT', $wpid), 'SIGCONT sent to the state worker');
 $stopped_pid = undef;
+$dropper->{stderr} = '';
+is($dropper->query(q{SELECT 'after-drop'}), 'after-drop', 'dropping session: its statement ended');
+like($dropper->{stderr}, qr/42704.*state was dropped while this statement used it/,
+	'a posted write to a state dropped in the same statement fails in it (42704)')
+  or diag $dropper->{stderr};
+$dropper->quit;
+is($node->safe_psql('postgres', q{SELECT count(*) FROM state.states WHERE name = 'sw_gone'}),
+	'0', 'the dropped state is gone');
 for my $w ('reader', 'writer')
 {
 	my $bg = $waiters{$w}{bg};

@@ -88,6 +88,8 @@ like(slurp_file($node->logfile, $log_offset),
 $log_offset = -s $node->logfile;
 $node->restart(mode => 'fast');
 ok(defined wait_for_worker($node), 'worker back');
+# A state call waits until the worker has restored, and so logged its warnings.
+is($node->safe_psql('postgres', $count), $filled, 'the states are back');
 unlike(slurp_file($node->logfile, $log_offset), qr/final checkpoint at the last shutdown failed/,
 	'once a checkpoint completes, the warning stops');
 

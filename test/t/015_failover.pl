@@ -88,7 +88,9 @@ my ($newest) = sort { $b <=> $a } map { /chk-(\d+)/ ? $1 : () } glob("$chkroot/c
 my ($cut) = slurp_file("$chkroot/chk-$newest/MANIFEST") =~ /^wal_position (\S+)$/m;
 ok(defined $cut, 'the checkpoint records its cut\'s WAL position');
 my $kept = '';
-for (1 .. 100)
+# The standby looks at the checkpoint directory once a second: wait as long
+# as any other wait of the suite.
+for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 {
 	$kept = $standby->safe_psql('postgres',
 		q{SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = 'state_backend'});

@@ -68,6 +68,8 @@ my $scratch = $node->data_dir . '/pg_state_backend/rocksdb-read-4194300-1';
 mkdir $scratch or die "mkdir $scratch: $!";
 $node->restart;
 ok(defined wait_for_worker($node), 'state worker running after the restart');
+# A state call waits until the worker is ready, which it is after its sweep.
+$node->safe_psql('postgres', 'SELECT count(*) FROM state.states');
 ok(!-d $scratch, 'a dead session\'s scratch directory is gone after the restart');
 $node->safe_psql('postgres',
 	q{SELECT state.aggregate(b || '_' || s, 1, 2::int8) FROM unnest(ARRAY['cnt', 'avg']) b, unnest(ARRAY['memory', 'rocksdb']) s});
