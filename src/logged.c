@@ -544,6 +544,8 @@ replay(HTAB *map, XLogRecPtr start)
 			{
 				if (replay_record(map, reader))
 					applied++;
+				/* Wholly applied: what is committed from here on holds it. */
+				state_wal_set_replaying(reader->EndRecPtr);
 				if (++since_flush >= REPLAY_FLUSH_EVERY)
 				{
 					keyed_backend_flush_all();
