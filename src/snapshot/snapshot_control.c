@@ -23,6 +23,7 @@
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "common/ttl_clock.h"
 #include "snapshot/snapshot_control.h"
 
 #define SNAPSHOT_HISTORY		64
@@ -459,6 +460,7 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	info->format = format;
 	info->status = SNAPSHOT_RUNNING;
 	info->started_at = GetCurrentTimestamp();
+	info->ttl_now = info->started_at + ttl_clock_offset();
 	info->states = *ndescs;
 	info->wal_position = *wal_position;
 	if (ctl->worker_latch)

@@ -46,6 +46,7 @@ typedef struct SnapshotInfo
 	int64		bytes;
 	bool		incremental;
 	XLogRecPtr	wal_position;	/* WAL insert position at the cut */
+	int64		ttl_now;		/* the TTL clock at the cut */
 	int			sqlerrcode;
 	char		error[512];
 	SnapshotPhase phase;

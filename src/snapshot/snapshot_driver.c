@@ -35,7 +35,6 @@
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
-#include "common/ttl_clock.h"
 #include "format/records.h"
 #include "ipc/channel.h"
 #include "snapshot/canonical.h"
@@ -279,8 +278,7 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	/* A full snapshot leaves out what expired (as Flink's does). */
 	p->ttl = palloc(sizeof(TtlKind) * n);
 	p->nttl = 0;
-	/* The TTL clock at the cut. */
-	p->ttl_now = job->info.started_at + ttl_clock_offset();
+	p->ttl_now = job->info.ttl_now;	/* taken at the cut */
 	for (int i = 0; i < job->ndescs; i++)
 		if (job->descs[i].ttl > 0 && !p->native[i])
 		{
@@ -435,7 +433,9 @@ write_native_files(WritePlan *p, SnapshotWriter *w)
 /*
  * hold_snapshot keeps a held snapshot (state_backend.snapshot_hold) from
  * writing anything until it is cancelled, which progress_yield raises, or
- * the server shuts down; sessions are served meanwhile.
+ * the server shuts down, which cancels it too; sessions are served
+ * meanwhile, but nothing else of the worker's loop runs (reloads, TTL
+ * sweeps, checkpoints).
  */
 static void
 hold_snapshot(int64 id)
@@ -450,15 +450,19 @@ hold_snapshot(int64 id)
 						 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("snapshot " INT64_FORMAT " was cancelled: the server shuts down", id)));
 }
 
 /*
  * write_snapshot writes the picked snapshot completely (MANIFEST last),
  * and keeps it in shared memory when it goes there.  *wp is the writer,
- * for the caller's cleanup.
+ * for the caller's cleanup; *durable is set once the snapshot's files are
+ * complete and durable, which nothing that fails later undoes.
  */
 static void
-write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
+write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *durable)
 {
 	WritePlan	p;
 	Oid		   *dboids;
@@ -498,6 +502,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp)
 	}
 	snapshot_control_phase(job->id, SNAPSHOT_PHASE_FINISHING, -1, -1);
 	snapshot_writer_finish(w);
+	*durable = !p.in_memory;
 	if (p.in_memory)
 	{
 		Size		len;
@@ -549,6 +554,25 @@ abandon_snapshot(SnapshotJob *job, SnapshotWriter *w, ErrorData *edata)
 }
 
 /*
+ * A snapshot whose files are complete and durable, but what follows them
+ * (retention, the logged states' slot) failed: it is completed, and the
+ * failure is reported.  Retention runs again after the next checkpoint.
+ */
+static void
+complete_durable(SnapshotJob *job, SnapshotWriter *w, ErrorData *edata)
+{
+	int64		entries;
+	int64		bytes;
+
+	release_backends(job->id);
+	snapshot_writer_progress(w, &entries, &bytes);
+	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
+	ereport(WARNING,
+			(errmsg("state snapshot " INT64_FORMAT " completed, but what follows it failed: %s",
+					job->id, edata->message)));
+}
+
+/*
  * snapshot_run_pending writes the running snapshot if the worker has not
  * taken it yet.  Returns whether it did.  Runs in the state worker; errors
  * are caught and recorded as the snapshot's failure.  While it runs,
@@ -559,6 +583,7 @@ snapshot_run_pending(void)
 {
 	SnapshotJob job;
 	SnapshotWriter *volatile w = NULL;
+	volatile bool durable = false;
 	MemoryContext cxt;
 	MemoryContext old;
 	ProgressHook prev_check;
@@ -575,7 +600,7 @@ snapshot_run_pending(void)
 	prev_check = progress_set_cancel_check(snapshot_check_cancel);
 	PG_TRY();
 	{
-		write_snapshot(&job, &w);
+		write_snapshot(&job, &w, &durable);
 	}
 	PG_CATCH();
 	{
@@ -587,7 +612,10 @@ snapshot_run_pending(void)
 		LWLockReleaseAll();
 		AbortOutOfAnyTransaction();
 		AtEOXact_Files(false);	/* files and directories the writers had open */
-		abandon_snapshot(&job, w, edata);
+		if (durable)
+			complete_durable(&job, w, edata);
+		else
+			abandon_snapshot(&job, w, edata);
 	}
 	PG_END_TRY();
 	(void) progress_set_cancel_check(prev_check);
