@@ -32,6 +32,8 @@ SELECT state.create_state('t_read', 'value', 'text', 'int', ttl => '1 hour',
 SELECT state.create_state('t_write', 'value', 'text', 'int', ttl => '1 hour');
 SELECT state.create_state('t_show', 'value', 'text', 'int', ttl => '1 hour',
                           ttl_visibility => 'return_expired_if_not_cleaned_up');
+SELECT state.create_state('t_mshow', 'map', 'text', 'int', map_key_type => 'text', ttl => '1 hour',
+                          ttl_visibility => 'return_expired_if_not_cleaned_up');
 SELECT state.create_state('t_day', 'value', ttl => '1 day 02:00:00');
 SELECT state.create_state('t_none', 'value', 'text', 'int');
 SELECT name, kind, ttl, ttl_update, ttl_visibility
@@ -45,6 +47,7 @@ SELECT state.map_put('t_m', 'k', 'null', NULL::int);
 SELECT state.reduce('t_r', 'k', 5::bigint), state.reduce('t_r', 'k', 6::bigint);
 SELECT state.value_set('t_read', 'k', 1), state.value_set('t_write', 'k', 1),
        state.value_set('t_show', 'k', 1);
+SELECT state.map_put('t_mshow', 'k', 'a', 1), state.map_put('t_mshow', 'k', 'b', 2);
 SELECT state.value_get('t_v', 'old', 0), state.list_get('t_l', 'k', NULL::int[]),
        state.map_get('t_m', 'k', 'old', 0), state.map_get('t_m', 'k', 'null', 0),
        state.map_size('t_m', 'k'), state.value_get('t_r', 'k', 0::bigint);
@@ -77,10 +80,21 @@ SELECT state.reduce('t_r', 'k', 1::bigint) AS reduced_after_expiry;
 -- that read cleans it up
 SELECT state.value_get('t_show', 'k', 0) AS expired_but_shown;
 SELECT state.value_get('t_show', 'k', 0) AS cleaned_up;
+-- so do map entries that map_entries meets: once, then they are gone
+SELECT * FROM state.map_entries('t_mshow', 'k', NULL::text, NULL::int) ORDER BY map_key;
+SELECT count(*) AS entries_after FROM state.map_entries('t_mshow', 'k', NULL::text, NULL::int);
 
 -- state.compact on a TTL state and on one without
 SELECT state.compact('t_v'), state.compact('t_none');
 SELECT state.value_get('t_v', 'fresh', 0) AS fresh_after_compact;
+
+-- an iteration of map entries under the default visibility gives their memory back
+SELECT state.map_put('t_m', 'k', 'old2', 5);
+SELECT state._advance_ttl_clock('61 minutes') IS NOT NULL AS clock_moved;
+SELECT count(*) AS shown FROM state.map_entries('t_m', 'k', NULL::text, NULL::int);
+-- (a heap state's at once; a rocksdb state's at its next compaction)
+SELECT entries, CASE backend WHEN 'rocksdb' THEN true ELSE bytes = 0 END AS memory_back
+  FROM state.states WHERE name = 't_m';
 
 -- a write renews; a day-long TTL keeps its value
 SELECT state.value_set('t_day', 'k', '{"a": 1}');
@@ -89,6 +103,7 @@ SELECT state.value_get('t_day', 'k', NULL::jsonb);
 -- the TTL clock moves only forward, and only for superusers
 SELECT expect_error($$SELECT state._advance_ttl_clock('-1 minute')$$);
 SELECT expect_error($$SELECT state._advance_ttl_clock('0 s')$$);
+SELECT expect_error($$SELECT state._advance_ttl_clock('2000 years')$$);
 CREATE ROLE t_plain;
 SET ROLE t_plain;
 SELECT expect_error($$SELECT state._advance_ttl_clock('1 minute')$$);

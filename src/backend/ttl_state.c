@@ -459,7 +459,10 @@ typedef struct TtlEntries
 	StringInfoData plain;
 } TtlEntries;
 
-/* StateEntryFn of map_iterate: pass on the entries that show. */
+/*
+ * StateEntryFn of map_iterate: pass on the entries that show, and clean up
+ * the expired ones it meets.
+ */
 static void
 entry_shown(void *arg, const char *mkey, uint32 mkeylen, const char *v, uint32 len)
 {
@@ -471,8 +474,14 @@ entry_shown(void *arg, const char *mkey, uint32 mkeylen, const char *v, uint32 l
 	if (v == NULL)
 		ttl_damaged(t->st);
 	map_value_read(t->st, v, len, &deadline, &value, &vlen);
-	if (deadline <= t->now && hides_expired(t->st))
-		return;
+	if (deadline <= t->now)
+	{
+		/* Met expired: cleaned up, as map_get does, so shown once at most. */
+		state_stats_count(t->st->slot, STATE_STAT_EXPIRED, 1);
+		(void) inner(t->st)->replace(t->st, t->key, mkey, mkeylen, v, len, NULL, 0);
+		if (hides_expired(t->st))
+			return;
+	}
 	t->count++;
 	if (t->fn == NULL)
 		return;

@@ -10,10 +10,19 @@
  */
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
 
 #include "common/ttl_clock.h"
+
+/* RocksDB's threads read the offset: it must be a plain atomic load. */
+#ifdef PG_HAVE_ATOMIC_U64_SIMULATION
+#error "the TTL clock needs native 64-bit atomics"
+#endif
+
+/* The TTL clock is never more than this far ahead (about 1000 years). */
+#define TTL_CLOCK_MAX_OFFSET	(INT64CONST(1000) * 365 * USECS_PER_DAY)
 
 /* Set in the postmaster at shared-memory start-up, inherited by children. */
 static pg_atomic_uint64 *clock_offset = NULL;
@@ -44,11 +53,21 @@ ttl_clock_offset(void)
 
 /*
  * ttl_clock_advance moves the TTL clock usecs (> 0) forward, for every
- * process, until the server restarts; returns the new offset.
+ * process, until the server restarts; returns the new offset, or -1 when
+ * it would take the clock more than TTL_CLOCK_MAX_OFFSET ahead (then the
+ * clock stays).
  */
 int64
 ttl_clock_advance(int64 usecs)
 {
+	uint64		old;
+
 	Assert(usecs > 0 && clock_offset != NULL);
-	return (int64) pg_atomic_add_fetch_u64(clock_offset, usecs);
+	old = pg_atomic_read_u64(clock_offset);
+	do
+	{
+		if (usecs > TTL_CLOCK_MAX_OFFSET - (int64) old)
+			return -1;
+	} while (!pg_atomic_compare_exchange_u64(clock_offset, &old, old + usecs));
+	return (int64) old + usecs;
 }

@@ -305,7 +305,11 @@ state_advance_ttl_clock(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the TTL clock moves only forward, by a positive interval")));
-	(void) ttl_clock_advance(by);
+	if (ttl_clock_advance(by) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("the TTL clock cannot move that far"),
+				 errdetail("It moves at most 1000 years ahead of the server's clock.")));
 	PG_RETURN_TIMESTAMPTZ(record_ttl_now());
 }
 
