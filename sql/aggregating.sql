@@ -81,6 +81,51 @@ SELECT expect_error($$SELECT state.value_get('ag_custom', 1, 0::int8)$$);
 RESET ROLE;
 SELECT state.revoke_access('ag_custom', 'ag_role', 'read');
 
+-- an aggregate a state folds with is neither dropped, renamed nor moved, nor
+-- its schema renamed (the state's snapshots name it by its signature)
+SELECT expect_error($$DROP AGGREGATE ag_plus(int8)$$);
+SELECT expect_error($$DROP FUNCTION ag_add(int8, int8) CASCADE$$);
+SELECT expect_error($$ALTER AGGREGATE ag_plus(int8) RENAME TO ag_plus_renamed$$);
+CREATE SCHEMA ag_elsewhere;
+SELECT expect_error($$ALTER AGGREGATE ag_plus(int8) SET SCHEMA ag_elsewhere$$);
+CREATE AGGREGATE ag_elsewhere.ag_plus(int8) (sfunc = ag_add, stype = int8, initcond = '0');
+SELECT state.create_state('ag_schema', 'aggregating', 'int', 'int8', aggregate => 'ag_elsewhere.ag_plus(int8)');
+SELECT expect_error($$ALTER SCHEMA ag_elsewhere RENAME TO ag_moved$$);
+SELECT state.drop_state('ag_schema');
+ALTER SCHEMA ag_elsewhere RENAME TO ag_moved;
+DROP SCHEMA ag_moved CASCADE;
+SELECT state.aggregate('ag_custom', 1, 1::int8);
+SELECT state.value_get('ag_custom', 1, 0::int8) AS still_folds;
+-- once no state uses it, it can go
+CREATE AGGREGATE ag_unused(int8) (sfunc = ag_add, stype = int8);
+DROP AGGREGATE ag_unused(int8);
+
+-- the aggregate's owner must be able to execute its component functions,
+-- as for a plain SELECT of the aggregate
+CREATE FUNCTION ag_definer_add(int8, int8) RETURNS int8 LANGUAGE sql STRICT SECURITY DEFINER
+    AS 'SELECT $1 + $2';
+CREATE ROLE ag_alice;
+GRANT USAGE ON SCHEMA state TO ag_alice;
+GRANT CREATE ON SCHEMA public TO ag_alice;
+SET ROLE ag_alice;
+CREATE AGGREGATE ag_alice_sum(int8) (sfunc = ag_definer_add, stype = int8);
+SELECT state.create_state('ag_alice_s', 'aggregating', 'int', 'int8', aggregate => 'ag_alice_sum(int8)');
+SELECT state.aggregate('ag_alice_s', 1, 5::int8);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION ag_definer_add(int8, int8) FROM PUBLIC;
+SET ROLE ag_alice;
+SELECT expect_error($$SELECT ag_alice_sum(x) FROM (VALUES (1::int8)) v(x)$$);
+SELECT expect_error($$SELECT state.aggregate('ag_alice_s', 1, 5::int8)$$);
+SELECT expect_error($$SELECT state.value_get('ag_alice_s', 1, 0::int8)$$);
+SELECT expect_error($$SELECT state.create_state('ag_alice_t', 'aggregating', 'int', 'int8', aggregate => 'ag_alice_sum(int8)')$$);
+SELECT state.drop_state('ag_alice_s');
+DROP AGGREGATE ag_alice_sum(int8);
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM ag_alice;
+REVOKE USAGE ON SCHEMA state FROM ag_alice;
+DROP ROLE ag_alice;
+DROP FUNCTION ag_definer_add(int8, int8);
+
 -- NULLs are skipped, even by a non-strict transition function (sum(int4))
 SELECT state.create_state('ag_sum4', 'aggregating', 'int', 'int', aggregate => 'sum(int4)');
 SELECT state.aggregate('ag_sum4', 1, NULL::int), state.aggregate('ag_sum4', 2, 5), state.aggregate('ag_sum4', 2, NULL::int);

@@ -102,13 +102,38 @@ SELECT expect_error($$SELECT state.aggregate('am_call', 'k', 1.5::float8, 'many'
 SELECT expect_error($$SELECT state.aggregate('am_call', 'k', 1.5::float8, VARIADIC NULL::int[])$$);
 SELECT expect_error($$SELECT state.aggregate('am_corr_memory', 1, 1::float8)$$);
 SELECT expect_error($$SELECT state.aggregate('am_hll_memory', 1, hll_hash_text('x'), 1)$$);
+SELECT expect_error($$SELECT state.aggregate('am_call', 'k', 1.5::float8, VARIADIC ARRAY[[1, 2], [3, 4]])$$);
 SELECT count(*) AS untouched FROM state.entries('am_call', ''::text, NULL::tdigest) WHERE key = 'k';
+
+-- a further argument of a collatable type gives the aggregate a collation,
+-- as an Agg node does (this transition function compares text)
+CREATE FUNCTION am_pick(text, int, text) RETURNS text LANGUAGE sql
+    AS 'SELECT CASE WHEN $1 IS NULL OR $3 > $1 THEN $3 ELSE $1 END';
+CREATE AGGREGATE am_max_label(int, text) (sfunc = am_pick, stype = text);
+SELECT state.create_state('am_label', 'aggregating', 'text', 'int', aggregate => 'am_max_label(int, text)');
+SELECT state.aggregate('am_label', 'k', 1, 'pear'), state.aggregate('am_label', 'k', 2, 'apple');
+SELECT state.value_get('am_label', 'k', ''::text) AS label,
+       (SELECT am_max_label(n, l) FROM (VALUES (1, 'pear'), (2, 'apple')) v(n, l)) AS same;
+-- a NULL further argument of a NOT NULL domain is refused, as a cast to it is
+CREATE DOMAIN am_nn AS int NOT NULL;
+CREATE FUNCTION am_dadd(int8, int8, am_nn) RETURNS int8 LANGUAGE sql AS 'SELECT coalesce($1, 0) + $2';
+CREATE AGGREGATE am_dsum(int8, am_nn) (sfunc = am_dadd, stype = int8);
+SELECT state.create_state('am_dom', 'aggregating', 'text', 'int8', aggregate => 'am_dsum(int8, am_nn)');
+SELECT state.aggregate('am_dom', 'k', 1::int8, 1);
+SELECT expect_error($$SELECT state.aggregate('am_dom', 'k', 1::int8, NULL)$$);
+SELECT state.value_get('am_dom', 'k', 0::int8) AS one_row;
+SELECT state.drop_state('am_label'), state.drop_state('am_dom');
+DROP AGGREGATE am_max_label(int, text);
+DROP AGGREGATE am_dsum(int8, am_nn);
+DROP FUNCTION am_pick, am_dadd;
+DROP DOMAIN am_nn;
 
 ---------------------------------------------------------------- what cannot be held
 -- string_agg's transition state is internal without serial functions in
 -- PostgreSQL 15: it could not be stored
 SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'text', aggregate => 'string_agg(text, text)')$$);
 -- arguments of pseudo-types
+SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'int', aggregate => 'count("any")')$$);
 SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'text', aggregate => 'json_object_agg("any", "any")')$$);
 -- the value type is the aggregate's first argument's
 SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'integer', aggregate => 'tdigest(double precision, integer)')$$);
@@ -116,6 +141,11 @@ SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'i
 CREATE FUNCTION am_keep(hll_hashval, hll_hashval) RETURNS hll_hashval LANGUAGE sql AS 'SELECT $2';
 CREATE AGGREGATE am_last(hll_hashval) (sfunc = am_keep, stype = hll_hashval);
 SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'hll_hashval', aggregate => 'am_last(hll_hashval)')$$);
+-- ... nor one made of a type without it (aclitem has none; arrays of it send
+-- their elements with it)
+CREATE FUNCTION am_keep_acl(aclitem[], int) RETURNS aclitem[] LANGUAGE sql AS 'SELECT $1';
+CREATE AGGREGATE am_acls(int) (sfunc = am_keep_acl, stype = aclitem[], initcond = '{}');
+SELECT expect_error($$SELECT state.create_state('am_x', 'aggregating', 'int', 'int', aggregate => 'am_acls(int)')$$);
 -- keys, map keys and the values of other kinds still need binary I/O
 SELECT expect_error($$SELECT state.create_state('am_x', 'value', 'int', 'hll_hashval')$$);
 SELECT expect_error($$SELECT state.create_state('am_x', 'value', 'hll_hashval', 'int')$$);
@@ -168,6 +198,8 @@ DROP VIEW am_now;
 DROP VIEW am_expected;
 DROP TABLE am_rows, am_backends, am_conf;
 DROP AGGREGATE am_last(hll_hashval);
+DROP AGGREGATE am_acls(int);
+DROP FUNCTION am_keep_acl;
 DROP FUNCTION am_keep, am_pct, am_read, am_path;
 DROP EXTENSION hll;
 DROP EXTENSION tdigest;

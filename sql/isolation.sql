@@ -53,10 +53,31 @@ SELECT state.truncate('iso');
 SELECT state.drop_state('iso');
 SELECT expect_error($$SELECT state.drop_state('iso_here')$$);
 
--- DROP EXTENSION removes this database's states
+-- a DROP EXTENSION rolled back to a savepoint, or undone by an exception
+-- block, drops no state
 SELECT state.create_state('iso_ext', 'value', 'text', 'text');
 SELECT state.value_set('iso_ext', 'k', 'kept?');
+BEGIN;
+SAVEPOINT before_drop;
 DROP EXTENSION state_backend;
+ROLLBACK TO SAVEPOINT before_drop;
+COMMIT;
+DO $$
+BEGIN
+    DROP EXTENSION state_backend;
+    RAISE EXCEPTION 'undo the drop';
+EXCEPTION WHEN raise_exception THEN
+    NULL;
+END
+$$;
+SELECT state.value_get('iso_ext', 'k', NULL::text) AS kept;
+-- DROP EXTENSION removes this database's states, from a released
+-- savepoint too
+BEGIN;
+SAVEPOINT dropping;
+DROP EXTENSION state_backend;
+RELEASE SAVEPOINT dropping;
+COMMIT;
 CREATE EXTENSION state_backend;
 SELECT count(*) FROM state.states;
 SELECT expect_error($$SELECT state.value_get('iso_ext', 'k', NULL::text)$$);

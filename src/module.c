@@ -14,12 +14,15 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "parser/parse_func.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "tcop/utility.h"
@@ -57,6 +60,8 @@ static int	column_changes = 0;
 
 /* A database whose states go when the dropping transaction commits. */
 static Oid	pending_drop_dbid = InvalidOid;
+/* The subtransaction that made the drop: its abort undoes it. */
+static SubTransactionId pending_drop_subid = InvalidSubTransactionId;
 static List *pending_altered_roles = NIL;	/* in TopTransactionContext */
 
 static void
@@ -111,6 +116,37 @@ note_role_names(void)
 }
 
 /*
+ * note_drop notes that the current (sub)transaction drops the states of a
+ * database, at its commit.  ROLLBACK TO SAVEPOINT, or an exception block,
+ * forgets it again (state_backend_subxact_callback).
+ */
+static void
+note_drop(Oid dbid)
+{
+	pending_drop_dbid = dbid;
+	pending_drop_subid = GetCurrentSubTransactionId();
+}
+
+/*
+ * A subtransaction that noted a drop: its abort forgets the drop, its
+ * commit hands it to its parent.
+ */
+static void
+state_backend_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							   SubTransactionId parentSubid, void *arg)
+{
+	if (!OidIsValid(pending_drop_dbid) || pending_drop_subid != mySubid)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		pending_drop_dbid = InvalidOid;
+		pending_drop_subid = InvalidSubTransactionId;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		pending_drop_subid = parentSubid;
+}
+
+/*
  * A type that a state holds, or a role that owns a state or has access to
  * one, cannot be dropped, and the attributes of a row type that a state's
  * types contain cannot be added, dropped or retyped.  DROP EXTENSION
@@ -154,11 +190,13 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 		registry_check_type_unused(objectId, false);
 	else if (classId == AuthIdRelationId)
 		registry_check_role_unused(objectId);
+	else if (classId == ProcedureRelationId)
+		registry_check_aggregate_unused(objectId, "drop");
 	else if (classId == DatabaseRelationId)
-		pending_drop_dbid = objectId;
+		note_drop(objectId);
 	else if (classId == ExtensionRelationId &&
 			 objectId == get_extension_oid("state_backend", true))
-		pending_drop_dbid = MyDatabaseId;
+		note_drop(MyDatabaseId);
 }
 
 /* Whether a statement may add, drop or change the type of columns. */
@@ -190,6 +228,54 @@ changes_columns(const Node *stmt)
 }
 
 /*
+ * An aggregate that a state folds with keeps its name and schema: its
+ * snapshots name it by its signature.  A rename or move of it, or a rename
+ * of its schema, is refused before it runs.
+ */
+static void
+check_aggregate_renames(const Node *stmt)
+{
+	ObjectType	type;
+	Node	   *object;
+	const char *action;
+
+	if (IsA(stmt, RenameStmt))
+	{
+		type = ((const RenameStmt *) stmt)->renameType;
+		object = ((const RenameStmt *) stmt)->object;
+		action = "rename";
+		if (type == OBJECT_SCHEMA)
+		{
+			Oid			nsp = get_namespace_oid(((const RenameStmt *) stmt)->subname, true);
+			StateDesc  *descs;
+			int		   *slots;
+			int			n = OidIsValid(nsp) ? registry_list(MyDatabaseId, &descs, &slots) : 0;
+
+			for (int i = 0; i < n; i++)
+				if (OidIsValid(descs[i].aggregate) &&
+					get_func_namespace(descs[i].aggregate) == nsp)
+					registry_check_aggregate_unused(descs[i].aggregate, "rename the schema of");
+			return;
+		}
+	}
+	else if (IsA(stmt, AlterObjectSchemaStmt))
+	{
+		type = ((const AlterObjectSchemaStmt *) stmt)->objectType;
+		object = ((const AlterObjectSchemaStmt *) stmt)->object;
+		action = "move";
+	}
+	else
+		return;
+	if (type == OBJECT_AGGREGATE || type == OBJECT_ROUTINE || type == OBJECT_FUNCTION)
+	{
+		Oid			fn = LookupFuncWithArgs(type, castNode(ObjectWithArgs, object), true);
+
+		if (OidIsValid(fn))
+			registry_check_aggregate_unused(fn, action);
+	}
+}
+
+/*
  * Statements that change columns are marked while they run, so that the
  * object-access hook tells them from harmless ALTERs of a column (a
  * rename, statistics, NOT NULL), which fire the same hook.
@@ -202,6 +288,7 @@ state_backend_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	bool		mark = changes_columns(pstmt->utilityStmt);
 
+	check_aggregate_renames(pstmt->utilityStmt);
 	if (mark)
 		column_changes++;
 	PG_TRY();
@@ -276,6 +363,7 @@ _PG_init(void)
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = state_backend_process_utility;
 	RegisterXactCallback(state_backend_xact_callback, NULL);
+	RegisterSubXactCallback(state_backend_subxact_callback, NULL);
 	rocks_client_init();
 
 	state_worker_register();

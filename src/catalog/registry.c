@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 
 #include "catalog/registry.h"
 #include "catalog/stats.h"
@@ -505,6 +506,71 @@ registry_check_type_unused(Oid type, bool altering)
 }
 
 /*
+ * find_state looks for a state that match(desc, arg) picks, in the
+ * registry's slots, and copies its name to *name.  match runs under the
+ * registry lock: it only compares fields.
+ */
+static bool
+find_state(bool (*match) (const StateDesc *d, const void *arg), const void *arg,
+		   NameData *name)
+{
+	bool		found = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !found; i++)
+	{
+		StateDesc  *d = &registry->slots[i].desc;
+
+		found = d->id != 0 && match(d, arg);
+		if (found)
+			*name = d->name;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}
+
+/* A state of this database that folds with aggregate *arg. */
+static bool
+folds_with(const StateDesc *d, const void *arg)
+{
+	return d->dbid == MyDatabaseId && d->kind == STATE_KIND_AGGREGATING &&
+		d->aggregate == *(const Oid *) arg;
+}
+
+/* A state, of any database, that role *arg owns or holds a grant on. */
+static bool
+depends_on_role(const StateDesc *d, const void *arg)
+{
+	Oid			role = *(const Oid *) arg;
+
+	if (d->owner == role)
+		return true;
+	for (int g = 0; g < d->ngrants; g++)
+		if (d->grants[g].role == role)
+			return true;
+	return false;
+}
+
+/*
+ * registry_check_aggregate_unused refuses to drop, rename or move an
+ * aggregate that a state of this database folds with: its reads would
+ * find no aggregate, and its snapshots name the aggregate by its
+ * signature.  action is "drop", "rename" or "move".
+ */
+void
+registry_check_aggregate_unused(Oid aggfnoid, const char *action)
+{
+	NameData	holder;
+
+	if (find_state(folds_with, &aggfnoid, &holder))
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot %s aggregate %s because state \"%s\" uses it",
+						action, format_procedure(aggfnoid), NameStr(holder)),
+				 errhint("Drop the state first with state.drop_state().")));
+}
+
+/*
  * registry_set_owner_name records a role's new name in the states it owns,
  * so that snapshots name their owners as they are called now.
  */
@@ -530,23 +596,8 @@ void
 registry_check_role_unused(Oid role)
 {
 	NameData	holder;
-	bool		used = false;
 
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	for (int i = 0; i < registry->nslots && !used; i++)
-	{
-		StateDesc  *d = &registry->slots[i].desc;
-
-		if (d->id == 0)
-			continue;
-		used = d->owner == role;
-		for (int g = 0; g < d->ngrants && !used; g++)
-			used = d->grants[g].role == role;
-		if (used)
-			holder = d->name;
-	}
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	if (used)
+	if (find_state(depends_on_role, &role, &holder))
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 				 errmsg("role \"%s\" cannot be dropped because state \"%s\" depends on it",

@@ -34,11 +34,13 @@
 #include "parser/parse_coerce.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "common/aggregate.h"
 
@@ -54,18 +56,44 @@ aggregate_form(Oid aggfnoid, HeapTuple *tup)
 	return (Form_pg_aggregate) GETSTRUCT(*tup);
 }
 
-/* Whether a type has binary send and receive functions. */
+/*
+ * Whether a type has binary send and receive functions, and so do the
+ * types it is made of.
+ */
 static bool
 type_has_binary_io(Oid type)
 {
-	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	HeapTuple	tup;
+	Form_pg_type typ;
 	bool		ok;
+	Oid			elem;
+	Oid			base;
+	Oid			relid;
 
+	check_stack_depth();
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
 	if (!HeapTupleIsValid(tup))
 		return false;
-	ok = OidIsValid(((Form_pg_type) GETSTRUCT(tup))->typsend) &&
-		OidIsValid(((Form_pg_type) GETSTRUCT(tup))->typreceive);
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	ok = OidIsValid(typ->typsend) && OidIsValid(typ->typreceive);
+	elem = IsTrueArrayType(typ) ? typ->typelem : InvalidOid;
+	base = typ->typtype == TYPTYPE_DOMAIN ? typ->typbasetype : InvalidOid;
+	relid = typ->typtype == TYPTYPE_COMPOSITE ? typ->typrelid : InvalidOid;
 	ReleaseSysCache(tup);
+	/* Arrays, domains and rows send their elements, base and columns too. */
+	if (ok && OidIsValid(elem))
+		ok = type_has_binary_io(elem);
+	if (ok && OidIsValid(base))
+		ok = type_has_binary_io(base);
+	if (ok && OidIsValid(relid))
+	{
+		TupleDesc	td = lookup_rowtype_tupdesc(type, -1);
+
+		for (int i = 0; i < td->natts && ok; i++)
+			if (!TupleDescAttr(td, i)->attisdropped)
+				ok = type_has_binary_io(TupleDescAttr(td, i)->atttypid);
+		ReleaseTupleDesc(td);
+	}
 	return ok;
 }
 
@@ -79,11 +107,44 @@ refuse(Oid aggfnoid, const char *why, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
-/* Whether a type is a pseudo-type other than internal, or polymorphic. */
+/* Whether a type is a pseudo-type (internal, polymorphic ones included). */
 static bool
 pseudo_type(Oid type)
 {
-	return type != INTERNALOID && get_typtype(type) == TYPTYPE_PSEUDO;
+	return get_typtype(type) == TYPTYPE_PSEUDO;
+}
+
+/* One of an aggregate's functions, which its owner must be able to execute. */
+static void
+check_component(Oid aggfnoid, Oid owner, Oid fn)
+{
+	if (OidIsValid(fn) && pg_proc_aclcheck(fn, owner, ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", format_procedure(fn)),
+				 errdetail("It is a function of aggregate %s, whose owner must be able to execute it.",
+						   format_procedure(aggfnoid))));
+}
+
+/*
+ * check_component_functions checks, as an Agg node does, that the
+ * aggregate's owner may execute its transition, final, serial and deserial
+ * functions (EXECUTE can be revoked on them apart from the aggregate).
+ */
+static void
+check_component_functions(Oid aggfnoid, Form_pg_aggregate agg)
+{
+	HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u", aggfnoid);
+	owner = ((Form_pg_proc) GETSTRUCT(proc))->proowner;
+	ReleaseSysCache(proc);
+	check_component(aggfnoid, owner, agg->aggtransfn);
+	check_component(aggfnoid, owner, agg->aggfinalfn);
+	check_component(aggfnoid, owner, agg->aggserialfn);
+	check_component(aggfnoid, owner, agg->aggdeserialfn);
 }
 
 /*
@@ -104,6 +165,7 @@ aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc)
 	int			nargs;
 	char	   *sig;
 
+	check_component_functions(aggfnoid, agg);
 	ReleaseSysCache(tup);
 	if (kind != AGGKIND_NORMAL)
 		refuse(aggfnoid, "It is an ordered-set or hypothetical-set aggregate.",
@@ -122,13 +184,16 @@ aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc)
 			refuse(aggfnoid, psprintf("Its argument %d is of pseudo-type %s.", i + 1,
 									  format_type_be(argtypes[i])),
 				   "Use an aggregate declared for the state's value type.");
-	if (pseudo_type(transtype) ||
+	if ((transtype != INTERNALOID && pseudo_type(transtype)) ||
 		(OidIsValid(finalfn) && pseudo_type(get_func_rettype(finalfn))))
 		refuse(aggfnoid, "It is polymorphic.", "Use an aggregate declared for the state's value type.");
 	if (transtype != INTERNALOID && !type_has_binary_io(transtype))
 		refuse(aggfnoid, psprintf("Its transition type %s has no binary send and receive functions, so snapshots in canonical format could not hold the state.",
 								  format_type_be(transtype)),
 			   NULL);
+	/* As for a state's own types: a restore checks it again. */
+	if (transtype != INTERNALOID && pg_type_aclcheck(transtype, owner, ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error_type(ACLCHECK_NO_PRIV, transtype);
 	if (argtypes[0] != input_type)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -229,6 +294,7 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for aggregate %s", format_procedure(desc->aggregate))));
 	}
+	check_component_functions(desc->aggregate, agg);
 	old = MemoryContextSwitchTo(mcxt);
 
 	run->nargs = nargs;
@@ -270,7 +336,11 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	ReleaseSysCache(tup);
 
 	codec_init(&run->image, desc->agg_type.oid, mcxt);
-	run->collation = type_is_collatable(desc->value_type) ? DEFAULT_COLLATION_OID : InvalidOid;
+	/* As an Agg node gives its aggregates, when any argument is collatable. */
+	run->collation = InvalidOid;
+	for (int i = 0; i < nargs; i++)
+		if (type_is_collatable(argtypes[i]))
+			run->collation = DEFAULT_COLLATION_OID;
 	/*
 	 * As an Agg node has them: an ExprContext whose per-tuple memory holds
 	 * the transition state (AggCheckCallContext's aggcontext, where

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 
@@ -32,7 +33,8 @@ typedef struct AggCall
 	int			nmore;			/* run->nargs - 1 */
 	Coercion   *coerce;			/* per further argument */
 	TypeCodec  *codecs;
-	void	  **domain_cache;	/* NULL entries for types that are no domain */
+	bool	   *domain;			/* the argument's type is a domain */
+	void	  **domain_cache;
 	char	  **what;			/* "argument 2 of its aggregate" */
 	Datum	   *more;			/* one call's further arguments */
 	bool	   *more_null;
@@ -60,6 +62,7 @@ call_agg(StateCall *call)
 	ac->nmore = ac->run->nargs - 1;
 	ac->coerce = palloc0(sizeof(Coercion) * Max(ac->nmore, 1));
 	ac->codecs = palloc0(sizeof(TypeCodec) * Max(ac->nmore, 1));
+	ac->domain = palloc0(sizeof(bool) * Max(ac->nmore, 1));
 	ac->domain_cache = palloc0(sizeof(void *) * Max(ac->nmore, 1));
 	ac->what = palloc0(sizeof(char *) * Max(ac->nmore, 1));
 	ac->more = palloc0(sizeof(Datum) * Max(ac->nmore, 1));
@@ -69,6 +72,7 @@ call_agg(StateCall *call)
 		Oid			type = ac->run->argtypes[i + 1];
 
 		codec_init(&ac->codecs[i], type, call->mcxt);
+		ac->domain[i] = get_typtype(type) == TYPTYPE_DOMAIN;
 		ac->what[i] = psprintf("argument %d of its aggregate to be", i + 2);
 	}
 	MemoryContextSwitchTo(old);
@@ -89,7 +93,8 @@ aggregating_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 
 /*
  * One further argument, of type "from", into the call's datums; NULL is
- * kept as NULL.  Returns whether it was NULL.
+ * kept as NULL (but for a domain that refuses it, as CoerceToDomain
+ * would).  Returns whether it was NULL.
  */
 static bool
 take_more(StateCall *call, AggCall *ac, int i, Datum d, bool isnull, Oid from)
@@ -97,10 +102,14 @@ take_more(StateCall *call, AggCall *ac, int i, Datum d, bool isnull, Oid from)
 	ac->more_null[i] = isnull;
 	ac->more[i] = (Datum) 0;
 	if (isnull)
+	{
+		if (ac->domain[i])
+			domain_check((Datum) 0, true, ac->codecs[i].typid, &ac->domain_cache[i],
+						 call->mcxt);
 		return true;
+	}
 	ac->more[i] = state_call_coerce_arg(call, &ac->coerce[i], &ac->codecs[i],
-										get_typtype(ac->codecs[i].typid) == TYPTYPE_DOMAIN ?
-										&ac->domain_cache[i] : NULL,
+										ac->domain[i] ? &ac->domain_cache[i] : NULL,
 										d, from, ac->what[i]);
 	return false;
 }
@@ -122,9 +131,31 @@ check_more_count(StateCall *call, AggCall *ac, int given)
 }
 
 /*
- * gather_more reads the further arguments of a call, from argument 3 on:
- * one by one, or as one array (a VARIADIC call, or text read with the
- * types' input functions).  Returns whether any is NULL.
+ * count_more checks the number of further arguments of a call, from
+ * argument 3 on: one by one, or in one array (a VARIADIC call, or text read
+ * with the types' input functions), counted before it is taken apart.
+ */
+static void
+count_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
+{
+	ArrayType  *arr;
+
+	if (!array)
+	{
+		check_more_count(call, ac, Max(PG_NARGS() - 3, 0));
+		return;
+	}
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the VARIADIC argument of aggregate() must not be null")));
+	arr = PG_GETARG_ARRAYTYPE_P(3);
+	check_more_count(call, ac, ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)));
+}
+
+/*
+ * gather_more reads the further arguments of a call (counted already) into
+ * the call's datums.  Returns whether any is NULL.
  */
 static bool
 gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
@@ -133,15 +164,14 @@ gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
 
 	if (!array)
 	{
-		check_more_count(call, ac, PG_NARGS() - 3);
 		for (int i = 0; i < ac->nmore; i++)
 			any_null |= take_more(call, ac, i, PG_GETARG_DATUM(3 + i), PG_ARGISNULL(3 + i),
 								  state_call_argtype(fcinfo, 3 + i));
 	}
 	else
 	{
-		ArrayType  *arr;
-		Oid			elemtype;
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(3);
+		Oid			elemtype = ARR_ELEMTYPE(arr);
 		int16		elemlen;
 		bool		elembyval;
 		char		elemalign;
@@ -149,16 +179,9 @@ gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
 		bool	   *nulls;
 		int			n;
 
-		if (PG_ARGISNULL(3))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("the VARIADIC argument of aggregate() must not be null")));
-		arr = PG_GETARG_ARRAYTYPE_P(3);
-		elemtype = ARR_ELEMTYPE(arr);
 		get_typlenbyvalalign(elemtype, &elemlen, &elembyval, &elemalign);
 		deconstruct_array(arr, elemtype, elemlen, elembyval, elemalign, &elems, &nulls, &n);
-		check_more_count(call, ac, n);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n && i < ac->nmore; i++)
 			any_null |= take_more(call, ac, i, elems[i], nulls[i], elemtype);
 	}
 	return any_null;
@@ -177,20 +200,24 @@ aggregate_call(FunctionCallInfo fcinfo, bool text_more)
 										STATE_PRIV_READ | STATE_PRIV_WRITE);
 	AggFold		f;
 	bool		more_null = false;
+	bool		array = PG_NARGS() > 3 &&
+		(text_more || get_fn_expr_variadic(fcinfo->flinfo));
 
 	f.call = call;
 	f.agg = call_agg(call);
 	state_call_key(call, fcinfo, 1);
-	if (PG_NARGS() > 3)
-		more_null = gather_more(call, f.agg, fcinfo,
-								text_more || get_fn_expr_variadic(fcinfo->flinfo));
-	else
-		check_more_count(call, f.agg, 0);
+	count_more(call, f.agg, fcinfo, array);
+	/* NULL values are skipped, as SQL's aggregates skip them. */
+	if (PG_ARGISNULL(2))
+		PG_RETURN_VOID();
+	if (f.agg->nmore > 0)
+		more_null = gather_more(call, f.agg, fcinfo, array);
 	/*
-	 * NULL values are skipped, as SQL's aggregates skip them; a NULL among
-	 * the further arguments too when the transition function is strict.
+	 * So is a row with a NULL among the further arguments when the
+	 * transition function is strict, as an Agg node skips it; a non-strict
+	 * one is given the NULL.
 	 */
-	if (PG_ARGISNULL(2) || (more_null && f.agg->run->strict))
+	if (more_null && f.agg->run->strict)
 		PG_RETURN_VOID();
 	resetStringInfo(&call->buf);
 	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
