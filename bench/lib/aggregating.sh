@@ -6,9 +6,10 @@
 #
 #   per statement (pgbench -M prepared, -c AG_CLIENTS, random keys of
 #     AG_KEYS preloaded text keys, memory states): aggregate() with
-#     avg(float8), beside reduce() with sum on the same values and the
-#     unlogged table's UPDATE of a (count, sum) pair, each the mean of two
-#     runs in the order A B C C B A
+#     avg(float8), and with corr(float8, float8) (an aggregate of two
+#     arguments, the second passed after the value), beside reduce() with
+#     sum on the same values and the unlogged table's UPDATE of a (count,
+#     sum) pair, each the mean of two runs in the order A B C D D C B A
 #   entries() of NKEYS keys of a memory state, beside SELECT * of an
 #     unlogged table of the same rows (both summed, so every row is read;
 #     the best of three)
@@ -46,11 +47,14 @@ ag_best() {
 }
 
 t_ag=$(date +%s)
-log "aggregating cases: $AG_KEYS keys, aggregate avg(float8) beside reduce sum and a table UPDATE"
+log "aggregating cases: $AG_KEYS keys, aggregate avg(float8) and corr(float8, float8) beside reduce sum and a table UPDATE"
 if ! sql bench >>"$WORK/out/aggregating.log" 2>&1 <<EOF; then
 SELECT state.create_state('ag_avg', 'aggregating', 'text', 'float8', backend => 'memory', aggregate => 'avg(float8)');
 SELECT state.create_state('ag_sum', 'reducing', 'text', 'float8', backend => 'memory', reducer => 'sum');
-SELECT count(state.aggregate('ag_avg', i::text, i::float8)), count(state.reduce('ag_sum', i::text, i::float8))
+SELECT state.create_state('ag_corr', 'aggregating', 'text', 'float8', backend => 'memory',
+                          aggregate => 'corr(float8, float8)');
+SELECT count(state.aggregate('ag_avg', i::text, i::float8)), count(state.reduce('ag_sum', i::text, i::float8)),
+       count(state.aggregate('ag_corr', i::text, i::float8, i::float8))
   FROM generate_series(1, $AG_KEYS) i;
 CREATE UNLOGGED TABLE ag_t (k text PRIMARY KEY, n bigint, s float8);
 INSERT INTO ag_t SELECT i::text, 1, i FROM generate_series(1, $AG_KEYS) i;
@@ -61,11 +65,12 @@ EOF
 else
 	declare -A ag_stmt=(
 		[aggregate]="SELECT state.aggregate('ag_avg', :k::text, :k::float8);"
+		[aggregate2]="SELECT state.aggregate('ag_corr', :k::text, :k::float8, :k::float8);"
 		[reduce]="SELECT state.reduce('ag_sum', :k::text, :k::float8);"
 		[update]="UPDATE ag_t SET n = n + 1, s = s + :k::float8 WHERE k = :k::text;"
 	)
-	declare -A ag_sum=([aggregate]=0 [reduce]=0 [update]=0)
-	for op in aggregate reduce update update reduce aggregate; do
+	declare -A ag_sum=([aggregate]=0 [aggregate2]=0 [reduce]=0 [update]=0)
+	for op in aggregate aggregate2 reduce update update reduce aggregate2 aggregate; do
 		out="$WORK/out/ag-$op.txt"
 		tps=$(stmt_tps "$out" "$AG_KEYS" "$AG_CLIENTS" "${ag_stmt[$op]}")
 		if [ -z "$tps" ]; then
@@ -77,7 +82,7 @@ else
 		# The table is vacuumed between runs, as the statement group does.
 		[ "$op" = update ] && sql1 "VACUUM ag_t" >/dev/null
 	done
-	for op in aggregate reduce update; do
+	for op in aggregate aggregate2 reduce update; do
 		tps=$(awk -v a="${ag_sum[$op]}" 'BEGIN { printf "%.1f", a / 2 }')
 		raw ag_tps "$op" "$tps"
 		printf '   %-10s %10.0f tps (mean of 2 runs)\n' "$op" "$tps" >&2

@@ -28,9 +28,10 @@ my $out = "\n### Aggregating states and entries()\n\n";
 if (%tps)
 {
 	$out .= "Per statement: `pgbench -M prepared`, $meta{ag_clients} clients, random keys of $meta{ag_keys}"
-	  . " preloaded text keys, memory states; each figure the mean of two runs (order A B C C B A).\n\n"
+	  . " preloaded text keys, memory states; each figure the mean of two runs (order A B C D D C B A).\n\n"
 	  . "| statement | tps | x reduce | x unlogged UPDATE |\n| --- | ---: | ---: | ---: |\n";
 	for my $op ([ 'aggregate', "`state.aggregate('ag_avg', k, v)`, avg(float8)" ],
+		[ 'aggregate2', "`state.aggregate('ag_corr', k, v, v)`, corr(float8, float8)" ],
 		[ 'reduce', "`state.reduce('ag_sum', k, v)`, sum" ],
 		[ 'update', '`UPDATE ag_t SET n = n + 1, s = s + v WHERE k = $1` (unlogged)' ])
 	{
