@@ -91,4 +91,35 @@ SELECT left(expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_v
 RESET ROLE;
 DROP ROLE sr_role;
 
+-- a snapshot kept in shared memory needs no file privilege: reading a state
+-- of it takes read access to the state, as the snapshot recorded it, and
+-- CONNECT on its database
+SELECT state.create_state('sr_mem', 'value', 'int', 'text', backend => 'memory');
+SELECT state.value_set('sr_mem', 1, 'kept');
+SELECT state.snapshot() AS memsnap \gset
+SELECT state.wait_snapshot(:memsnap);
+CREATE ROLE sr_reader;
+GRANT USAGE ON SCHEMA state TO sr_reader;
+GRANT EXECUTE ON FUNCTION state.snapshot_entries(text, text, anyelement, anycompatible, text) TO sr_reader;
+SET ROLE sr_reader;
+SELECT expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_mem', 0, ''::text)$$,
+                           'memory:' || :memsnap)) AS no_grant;
+RESET ROLE;
+SELECT state.grant_access('sr_mem', 'sr_reader', 'read');
+SELECT state.snapshot() AS memsnap \gset
+SELECT state.wait_snapshot(:memsnap);
+SET ROLE sr_reader;
+SELECT * FROM state.snapshot_entries('memory:' || :memsnap, 'sr_mem', 0, ''::text);
+RESET ROLE;
+REVOKE CONNECT ON DATABASE :"DBNAME" FROM PUBLIC;
+SET ROLE sr_reader;
+SELECT replace(expect_error(format($$SELECT * FROM state.snapshot_entries(%L, 'sr_mem', 0, ''::text)$$,
+                                   'memory:' || :memsnap)), :'DBNAME', '$DBNAME') AS no_connect;
+RESET ROLE;
+GRANT CONNECT ON DATABASE :"DBNAME" TO PUBLIC;
+SELECT state.revoke_access('sr_mem', 'sr_reader', 'read');
+REVOKE EXECUTE ON FUNCTION state.snapshot_entries(text, text, anyelement, anycompatible, text) FROM sr_reader;
+REVOKE USAGE ON SCHEMA state FROM sr_reader;
+DROP ROLE sr_reader;
+
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'sr\_%' ORDER BY name;

@@ -848,6 +848,26 @@ restore_on_start(uint32 kept_backends)
 }
 
 /*
+ * check_memory_read: a snapshot kept in shared memory is read with no file
+ * privilege, so reading one of its states takes what reading the state
+ * itself takes: read access to it, as the snapshot describes its owner and
+ * grants (this cluster's roles), and CONNECT on its database while that
+ * exists.
+ */
+static void
+check_memory_read(const StateDesc *d, Oid dbid)
+{
+	if (SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid)) &&
+		pg_database_aclcheck(dbid, GetUserId(), ACL_CONNECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for database \"%s\"", get_database_name(dbid)),
+				 errdetail("Reading state \"%s\" of a snapshot kept in shared memory needs CONNECT on its database.",
+						   NameStr(d->name))));
+	registry_check_access(d, STATE_PRIV_READ);
+}
+
+/*
  * snapshot_query_open finds, for snapshot_entries(), state "name" of the
  * section of database from_database of a snapshot, checked as a restore
  * checks it: privileges, its file, its types and aggregate found on this
@@ -872,6 +892,8 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("snapshot \"%s\" has no state \"%s\"", src->name, name)));
+	if (src->mem != NULL)
+		check_memory_read(&q->st->desc, in.source_dbid);
 	q->desc = q->st->desc;
 	q->desc.backend = snapshot_state_backend(src, q->st);
 	if (q->st->native &&
