@@ -53,8 +53,17 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 					 errmsg("could not open file \"%s\": %m", src)));
 		if (!crc_only)
 		{
+			/*
+			 * A file of ours left by an interrupted copy goes; then the
+			 * temporary name must be new, so a link of another name there
+			 * is never written through.
+			 */
 			snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-			out = OpenTransientFile(tmp, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+			if (unlink(tmp) != 0 && errno != ENOENT)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not remove file \"%s\": %m", tmp)));
+			out = OpenTransientFile(tmp, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY);
 			if (out < 0)
 				ereport(ERROR,
 						(errcode_for_file_access(),
@@ -333,7 +342,8 @@ read_list(const char *path)
 
 /*
  * plain_file_name: a name that can only mean a file of the directory it is
- * joined to: not empty, bounded, no '/', no "..".
+ * joined to: not empty, bounded, no '/', no "..", and not one of the
+ * temporary names rocks_copy_file writes through ("<name>.tmp").
  */
 static bool
 plain_file_name(const char *name)
@@ -341,7 +351,8 @@ plain_file_name(const char *name)
 	size_t		len = strlen(name);
 
 	return len > 0 && len <= MAX_FILE_NAME && strchr(name, '/') == NULL &&
-		strstr(name, "..") == NULL;
+		strstr(name, "..") == NULL &&
+		!(len >= 4 && strcmp(name + len - 4, ".tmp") == 0);
 }
 
 /*
@@ -399,6 +410,10 @@ rocks_files_read(const char *snapdir, ListedFile **files, char *path, Size pathl
 			(strcmp(kind, "sst") != 0 && strcmp(kind, "meta") != 0))
 			continue;
 		check_listed_file(path, f);
+		/* Each name once: a copy or link made under it must be the only one. */
+		for (int i = 0; i < n; i++)
+			if (strcmp((*files)[i].name, f->name) == 0)
+				list_corrupt(path, psprintf("It lists the file \"%s\" twice.", f->name));
 		f->sst = strcmp(kind, "sst") == 0;
 		n++;
 	}

@@ -1,0 +1,92 @@
+# A native snapshot's rocksdb/FILES, crafted with valid checksums, cannot
+# make a reader write through the snapshot's own files.  snapshot_entries
+# lays the listed files out in a scratch directory (SST files linked, the
+# others copied through "<name>.tmp"): a listed name that is one of those
+# temporary names, or a name listed twice, is refused as damage (XX001),
+# and every file of the snapshot stays byte for byte as it was.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use StateBackendTAP;
+use SnapshotFiles;
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $node = new_state_node('snapshot_files');
+ok(defined wait_for_worker($node), 'state worker running');
+
+$node->safe_psql('postgres', q{
+SELECT state.create_state('r', 'value', 'int', 'text', backend => 'rocksdb');
+SELECT count(state.value_set('r', i, repeat('x', 50))) FROM generate_series(1, 2000) i;
+});
+my $id = $node->safe_psql('postgres', qq{SELECT state.snapshot('$tmp/base', 'native')});
+is(wait_snapshot_status($node, $id), 'completed', 'a native snapshot of a rocksdb state');
+my $read = q{SELECT count(*) FROM state.snapshot_entries(%s, 'r', 0, ''::text)};
+is($node->safe_psql('postgres', sprintf($read, "'$tmp/base'")), '2000',
+	'snapshot_entries reads it');
+
+# FILES without its checksum line, as lines of "kind name where size crc".
+sub files_lines
+{
+	my ($dir) = @_;
+	my @lines = split /\n/, slurp_bytes("$dir/rocksdb/FILES");
+	pop @lines if $lines[-1] =~ /^crc32c /;
+	return @lines;
+}
+
+sub write_files
+{
+	my ($dir, @lines) = @_;
+	my $body = join("\n", @lines) . "\n";
+	spew_bytes("$dir/rocksdb/FILES", $body . sprintf("crc32c %08X\n", crc32c($body)));
+}
+
+# Every file of a snapshot with its contents.
+sub contents
+{
+	my ($dir) = @_;
+	my %c;
+	for my $f (split /\n/, `find '$dir' -type f | sort`)
+	{
+		$c{$f} = slurp_bytes($f);
+	}
+	return \%c;
+}
+
+my @base = files_lines("$tmp/base");
+my ($sst) = grep { /^sst / } @base;
+my ($meta) = grep { /^meta / } @base;
+ok(defined $sst && defined $meta, 'FILES lists SST and other files');
+my @sst = split / /, $sst;
+my @meta = split / /, $meta;
+
+my %cases = (
+	# an SST linked, first, under the name the copy of a listed file goes
+	# through
+	'tmp_name' => [ join(' ', 'sst', "$meta[1].tmp", @sst[ 2 .. 4 ]), @base ],
+	# one name listed twice, for two different files
+	'twice' => [ join(' ', 'sst', $meta[1], @sst[ 2 .. 4 ]), @base ],
+);
+for my $case (sort keys %cases)
+{
+	my $dir = "$tmp/$case";
+	system('cp', '-a', "$tmp/base", $dir) == 0 or die "cp: $!";
+	write_files($dir, @{ $cases{$case} });
+	my $before = contents($dir);
+	my $err = sql_error($node, sprintf($read, "'$dir'"));
+	is($err->{sqlstate}, 'XX001', "$case: snapshot_entries refuses the FILES list (XX001)")
+	  or diag $err->{message};
+	$err = sql_error($node, "SELECT state.restore('$dir')");
+	is($err->{sqlstate}, 'XX001', "$case: restore refuses it too");
+	is_deeply(contents($dir), $before, "$case: every file of the snapshot is as it was");
+}
+is($node->safe_psql('postgres', q{SELECT count(*) FROM state.entries('r', 0, ''::text)}),
+	'2000', 'the state is untouched');
+is(log_crashes($node), 0, 'no crash in the log');
+$node->stop;
+done_testing();
