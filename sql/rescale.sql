@@ -124,4 +124,35 @@ SELECT rs_error($$SELECT state.restore(ARRAY[]::text[])$$);
 SELECT rs_error($$SELECT state.restore(ARRAY[NULL]::text[])$$);
 SELECT rs_contents() = :'original' AS unchanged;
 
+---------------------------------------------------------------- states only some parts have
+-- Each of 2 parts creates a state the other lacks (as Flink registers a
+-- state where its keys are) and is snapshotted; merged, each such state
+-- holds every key group, empty where a part had none of it.
+SELECT state.restore(rs_path('full_native'), parallelism => 2, part => 0) > 0 AS part_0;
+SELECT state.create_state('rs_only0', 'value', 'int', 'int');
+SELECT count(state.value_set('rs_only0', k, k)) FROM generate_series(1, 100) k
+ WHERE state.part_for('rs_only0', k, 2) = 0;
+SELECT rs_take('only_part0', 'native');
+SELECT state.restore(rs_path('full_native'), parallelism => 2, part => 1) > 0 AS part_1;
+SELECT count(*) AS no_only0 FROM state.states WHERE name = 'rs_only0';
+SELECT state.create_state('rs_only1', 'value', 'int', 'int');
+SELECT count(state.value_set('rs_only1', k, k)) FROM generate_series(1, 100) k
+ WHERE state.part_for('rs_only1', k, 2) = 1;
+SELECT rs_take('only_part1', 'native');
+SELECT state.restore(ARRAY[rs_path('only_part0'), rs_path('only_part1')]) > 0 AS merged;
+SELECT name, key_groups FROM state.states WHERE name IN ('rs_only0', 'rs_only1', 'rs_v') ORDER BY name;
+SELECT (SELECT count(*) FROM state.keys('rs_only0', NULL::int)) AS only0_keys,
+       (SELECT count(*) FROM state.keys('rs_only1', NULL::int)) AS only1_keys,
+       rs_contents() = :'original' AS rest_as_original;
+-- keys of the half a state was missing from are this server's now
+SELECT count(state.value_set('rs_only0', k, -k)) AS written FROM generate_series(1, 100) k
+ WHERE state.part_for('rs_only0', k, 2) = 1;
+-- and the same snapshots restore as either part, with the other half empty
+SELECT state.restore(ARRAY[rs_path('only_part0'), rs_path('only_part1')], parallelism => 2, part => 0) > 0 AS as_part_0;
+SELECT (SELECT count(*) FROM state.keys('rs_only0', NULL::int)) AS only0_keys,
+       (SELECT count(*) FROM state.keys('rs_only1', NULL::int)) AS only1_keys;
+-- (the full snapshot was taken before either state existed)
+SELECT state.restore(rs_path('full_native')) > 0 AS back_to_full;
+SELECT count(*) AS none_left FROM state.states WHERE name LIKE 'rs\_only%';
+
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'rs\_%' ORDER BY name;

@@ -47,60 +47,104 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging and backend.")));
 }
 
-/*
- * plan_range sets the key groups merged keyed state m holds here, from the
- * inputs that hold it, and which of them each input keeps.  Returns whether
- * the inputs hold every key group of it.
- */
-static bool
-plan_range(const RescaleInput *in, int n, const RestoreSplit *split, StateDesc *m,
-		   int mi, RescaleLoad *loads)
+/* The key groups one snapshot's section holds: those of its keyed states. */
+typedef struct SourceRange
 {
-	bool		whole;
-	int			max = state_backend_max_parallelism;
-	int			lo = max;
+	const char *source;
+	int			first;
+	int			last;
+	int			parts;
+} SourceRange;
+
+/*
+ * source_ranges finds, for each snapshot among the inputs, the key groups
+ * its keyed states hold (a part restored from several holds one range for
+ * all of them); a snapshot with no keyed state holds none.  Returns how many
+ * snapshots hold some, in *out (palloc'd).  Two snapshots holding the same
+ * key groups, or a gap between them, are refused.
+ */
+static int
+source_ranges(const RescaleInput *in, int n, SourceRange **out)
+{
+	SourceRange *r = palloc(sizeof(SourceRange) * Max(n, 1));
+	int			nr = 0;
+	int			lo = state_backend_max_parallelism;
 	int			hi = -1;
 	int			covered = 0;
-	int			parts = 0;
-	int			count = 0;
 
 	for (int i = 0; i < n; i++)
 	{
 		int			f,
-					l;
+					l,
+					k;
 
-		if (loads[i].merged != mi)
+		if (state_kind_is_operator(in[i].desc->kind))
 			continue;
 		held_range(in[i].desc, &f, &l);
-		for (int j = 0; j < i; j++)
+		/* The inputs of one snapshot share its name (the same pointer). */
+		for (k = 0; k < nr && r[k].source != in[i].source; k++)
+			;
+		if (k == nr)
 		{
-			int			f2,
-						l2;
-
-			if (loads[j].merged != mi)
-				continue;
-			held_range(in[j].desc, &f2, &l2);
-			if (f <= l2 && f2 <= l)
+			r[nr].source = in[i].source;
+			r[nr].first = f;
+			r[nr].last = l;
+			r[nr].parts = in[i].desc->range_parts;
+			nr++;
+		}
+		else
+		{
+			r[k].first = Min(r[k].first, f);
+			r[k].last = Max(r[k].last, l);
+		}
+	}
+	for (int i = 0; i < nr; i++)
+	{
+		for (int j = 0; j < i; j++)
+			if (r[i].first <= r[j].last && r[j].first <= r[i].last)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("snapshots \"%s\" and \"%s\" both hold key groups %d to %d of state \"%s\"",
-								in[j].source, in[i].source, Max(f, f2), Min(l, l2),
-								NameStr(m->name)),
+						 errmsg("snapshots \"%s\" and \"%s\" both hold key groups %d to %d",
+								r[j].source, r[i].source, Max(r[i].first, r[j].first),
+								Min(r[i].last, r[j].last)),
 						 errdetail("Snapshots merged must hold distinct key groups: one snapshot per part.")));
-		}
-		lo = Min(lo, f);
-		hi = Max(hi, l);
-		covered += l - f + 1;
-		if (parts == 0)
-			parts = in[i].desc->range_parts;
-		count++;
+		lo = Min(lo, r[i].first);
+		hi = Max(hi, r[i].last);
+		covered += r[i].last - r[i].first + 1;
 	}
-	if (count > 1 && covered != hi - lo + 1)
+	if (nr > 1 && covered != hi - lo + 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the snapshots hold key groups %d to %d of state \"%s\" with a gap",
-						lo, hi, NameStr(m->name)),
+				 errmsg("the snapshots hold key groups %d to %d with a gap", lo, hi),
 				 errdetail("Snapshots merged must hold contiguous key groups: consecutive parts.")));
+	*out = r;
+	return nr;
+}
+
+/*
+ * plan_range sets the key groups merged keyed state m holds here, and which
+ * of them each input of it keeps.  They are those of every snapshot merged,
+ * whether it holds the state or not: a part without the state (Flink's
+ * states registered where their keys were) had it empty there.  Returns
+ * whether the snapshots hold every key group.
+ */
+static bool
+plan_range(const SourceRange *r, int nr, const RescaleInput *in, int n,
+		   const RestoreSplit *split, StateDesc *m, int mi, RescaleLoad *loads)
+{
+	int			max = state_backend_max_parallelism;
+	int			lo = max;
+	int			hi = -1;
+	int			parts = 0;
+	bool		whole;
+
+	for (int i = 0; i < nr; i++)
+	{
+		lo = Min(lo, r[i].first);
+		hi = Max(hi, r[i].last);
+		if (parts == 0)
+			parts = r[i].parts;
+	}
 	whole = lo == 0 && hi == max - 1;
 	if (split->parallelism > 0)
 	{
@@ -118,7 +162,7 @@ plan_range(const RescaleInput *in, int n, const RestoreSplit *split, StateDesc *
 		hi = want_hi;
 		parts = split->parallelism;
 	}
-	else if (lo == 0 && hi == max - 1)
+	else if (whole)
 		parts = 0;
 	m->range_parts = parts;
 	m->range_first = parts > 0 ? lo : 0;
@@ -148,6 +192,8 @@ rescale_plan(const RescaleInput *in, int n, const RestoreSplit *split,
 	StateDesc  *m = palloc(sizeof(StateDesc) * Max(n, 1));
 	int		   *first = palloc(sizeof(int) * Max(n, 1));
 	int			nm = 0;
+	SourceRange *ranges;
+	int			nr;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -171,14 +217,16 @@ rescale_plan(const RescaleInput *in, int n, const RestoreSplit *split,
 			m[j].kind == STATE_KIND_UNION_LIST;
 		loads[i].skip = m[j].kind == STATE_KIND_BROADCAST;
 	}
+	nr = source_ranges(in, n, &ranges);
 	*whole = true;
 	for (int j = 0; j < nm; j++)
 	{
 		if (state_kind_is_operator(m[j].kind))
 			m[j].range_parts = m[j].range_first = m[j].range_last = 0;
-		else if (!plan_range(in, n, split, &m[j], j, loads))
+		else if (!plan_range(ranges, nr, in, n, split, &m[j], j, loads))
 			*whole = false;
 	}
+	pfree(ranges);
 	pfree(first);
 	*merged = m;
 	return nm;

@@ -20,7 +20,7 @@ typedef struct RestoreSplit
 /* One state of one snapshot, as the merge plan sees it. */
 typedef struct RescaleInput
 {
-	const char *source;			/* the snapshot, for messages */
+	const char *source;			/* the snapshot, for messages; one pointer per snapshot */
 	const StateDesc *desc;		/* as it will be here (types resolved) */
 } RescaleInput;
 
