@@ -460,6 +460,8 @@ rc_compact_status(const StateTarget *st, bool start)
 
 	request_begin(&req, st, NULL);
 	appendStringInfoChar(&req, start ? 1 : 0);
+	/* A list with a TTL: appended elements are merge operands (below). */
+	appendStringInfoChar(&req, st->desc->ttl > 0 && st->desc->kind == STATE_KIND_LIST ? 1 : 0);
 	initStringInfo(&reply);
 	rc_send_call(CHANNEL_OP_COMPACT, req.data, req.len, &reply, false);
 	status = reply.len > 0 ? reply.data[0] : ROCKS_COMPACT_DONE;

@@ -865,16 +865,26 @@ typedef struct CompactJob
 	bool		started;		/* a thread runs or has not been joined */
 	uint32		id;				/* the state it compacts */
 	rocksdb_column_family_handle_t *cf;
+	bool		twice;			/* a second pass (see compact_main) */
 	pthread_t	thread;
 	int			done;			/* set by the thread (atomically) */
 } CompactJob;
 
 static CompactJob job;
 
+/*
+ * The compaction thread.  RocksDB's C API runs a compaction filter on
+ * values, not on merge operands: a list's appended elements reach it only
+ * once a compaction has merged them into the value, so a list with a TTL
+ * is compacted twice, the second pass dropping what expired among them.
+ * (A pass after RocksDB was told to stop returns at once.)
+ */
 static void *
 compact_main(void *arg)
 {
 	rocksdb_compact_range_cf(rocks.db, job.cf, NULL, 0, NULL, 0);
+	if (job.twice)
+		rocksdb_compact_range_cf(rocks.db, job.cf, NULL, 0, NULL, 0);
 	__atomic_store_n(&job.done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -896,7 +906,7 @@ compact_reap(bool wait)
  * state's compaction runs (start again later).
  */
 int
-rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start)
+rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start, bool twice)
 {
 	sigset_t	saved;
 	int			rc;
@@ -909,6 +919,7 @@ rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start)
 	rocks_commit();
 	job.id = id;
 	job.cf = cf;
+	job.twice = twice;
 	job.done = 0;
 	rocks_block_signals(&saved);
 	rc = pthread_create(&job.thread, NULL, compact_main, NULL);

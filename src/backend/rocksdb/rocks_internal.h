@@ -59,7 +59,8 @@ typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 #define ROCKS_COMPACT_DONE		0
 #define ROCKS_COMPACT_RUNNING	1
 #define ROCKS_COMPACT_BUSY		2
-extern int	rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start);
+extern int	rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start,
+								  bool twice);
 extern void rocks_compact_forget(uint32 id);
 
 /* rocks_cache.c: entries sessions read in place; the worker writes them */

@@ -695,17 +695,18 @@ handle_size(Request *r, StringInfo reply)
 }
 
 /*
- * COMPACT: [start]: start a compaction of the state's column family from
- * end to end (start 1), or look at it (start 0); reply the status
- * (rocks_instance.c).  RocksDB's threads do the work while the worker goes
- * on serving.
+ * COMPACT: [start] [twice]: start a compaction of the state's column family
+ * from end to end (start 1), in two passes (twice 1), or look at it (start
+ * 0); reply the status (rocks_instance.c).  RocksDB's threads do the work
+ * while the worker goes on serving.
  */
 static void
 handle_compact(Request *r, StringInfo reply)
 {
-	if (r->restlen < 1)
+	if (r->restlen < 2)
 		elog(ERROR, "state_backend: short request");
-	appendStringInfoChar(reply, (char) rocks_compact_request(r->h.state_id, r->cf, r->rest[0] != 0));
+	appendStringInfoChar(reply, (char) rocks_compact_request(r->h.state_id, r->cf, r->rest[0] != 0,
+															 r->rest[1] != 0));
 }
 
 /*
