@@ -740,6 +740,19 @@ manifest_has_ranges(const SnapshotManifest *m)
 }
 
 /*
+ * Whether a snapshot holds states in a backend's own files (rocksdb's),
+ * whose keys carry the key group they were written in.
+ */
+static bool
+manifest_has_native(const SnapshotManifest *m)
+{
+	for (int i = 0; i < m->nstates; i++)
+		if (m->states[i].native)
+			return true;
+	return false;
+}
+
+/*
  * restore_into_database restores the current database from one snapshot,
  * or from several merged (nsrcs > 1, the snapshots of several parts), and
  * of that the part split names (parallelism 0: all of it).
@@ -754,15 +767,22 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
 	for (int i = 0; i < nsrcs; i++)
 	{
 		pick_section(&srcs[i], from_database, &in[i]);
-		/* Key-group ranges, and a split, count this server's key groups. */
-		if ((nsrcs > 1 || split->parallelism > 0 || manifest_has_ranges(in[i].m)) &&
+		/*
+		 * Key-group ranges, a split, and keys stored with their key group
+		 * (a backend's own files) count this server's key groups.
+		 */
+		if ((nsrcs > 1 || split->parallelism > 0 || manifest_has_ranges(in[i].m) ||
+			 manifest_has_native(in[i].m)) &&
 			in[i].m->key_groups != state_backend_max_parallelism)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("snapshot \"%s\" was taken with %d key groups, and this server has %d",
 							srcs[i].name, in[i].m->key_groups, state_backend_max_parallelism),
-					 errdetail("Parts of a snapshot are numbered in key groups: set state_backend.max_parallelism to %d.",
-							   in[i].m->key_groups)));
+					 errdetail(manifest_has_native(in[i].m) ?
+							   "Its rocksdb states' keys are stored under their key groups, which this server would not find." :
+							   "Parts of a snapshot are numbered in key groups."),
+					 errhint("Set state_backend.max_parallelism to %d, or restore a canonical snapshot.",
+							 in[i].m->key_groups)));
 	}
 	return restore_inputs(in, nsrcs, MyDatabaseId, backend_override, split, false, 0);
 }

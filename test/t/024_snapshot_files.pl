@@ -1,5 +1,8 @@
 # A native snapshot's rocksdb/FILES, crafted with valid checksums, cannot
-# make a reader write through the snapshot's own files.  snapshot_entries
+# make a reader write through the snapshot's own files; and a native
+# snapshot of rocksdb states, whose keys are stored under their key groups,
+# is not restored where state_backend.max_parallelism differs (the keys
+# would be unreachable), while a canonical one is.  snapshot_entries
 # lays the listed files out in a scratch directory (SST files linked, the
 # others copied through "<name>.tmp"): a listed name that is one of those
 # temporary names, or a name listed twice, is refused as damage (XX001),
@@ -87,6 +90,23 @@ for my $case (sort keys %cases)
 }
 is($node->safe_psql('postgres', q{SELECT count(*) FROM state.entries('r', 0, ''::text)}),
 	'2000', 'the state is untouched');
+
+# Another server, with 256 key groups.
+$id = $node->safe_psql('postgres', qq{SELECT state.snapshot('$tmp/canonical', 'canonical')});
+is(wait_snapshot_status($node, $id), 'completed', 'a canonical snapshot of the same state');
+my $other = new_state_node('other_key_groups', conf => "state_backend.max_parallelism = 256\n");
+ok(defined wait_for_worker($other), 'a server with 256 key groups');
+my $err = sql_error($other, "SELECT state.restore('$tmp/base')");
+is($err->{sqlstate}, '22023', 'the native snapshot of 128 key groups is refused there (22023)')
+  or diag $err->{message};
+like($err->{message}, qr/128 key groups/, '... naming its key groups');
+is($other->safe_psql('postgres', qq{SELECT state.restore('$tmp/canonical')}), '2000',
+	'the canonical snapshot restores there');
+is( $other->safe_psql('postgres',
+		q{SELECT count(*) FROM generate_series(1, 2000) k WHERE state.value_get('r', k, '') = repeat('x', 50)}),
+	'2000', 'and every key is found under 256 key groups');
 is(log_crashes($node), 0, 'no crash in the log');
+is(log_crashes($other), 0, 'no crash in the other server\'s log');
+$other->stop;
 $node->stop;
 done_testing();
