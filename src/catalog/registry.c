@@ -871,6 +871,19 @@ registry_adopt(const StateDesc *desc)
 	return false;
 }
 
+/*
+ * registry_reserve_id keeps id from being given to a new state: it names a
+ * state whose data a backend keeps without it being in the registry.
+ */
+void
+registry_reserve_id(uint32 id)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (registry->next_id <= id)
+		registry->next_id = id + 1;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
 /* registry_exists tells whether a database has a live state of that name. */
 bool
 registry_exists(Oid dbid, const char *name)

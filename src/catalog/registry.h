@@ -30,6 +30,7 @@ extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);
 extern void registry_check_type_unused(Oid type, bool altering);
 extern void registry_check_role_unused(Oid role);
 extern void registry_check_aggregate_unused(Oid aggfnoid, const char *action);
+extern void registry_reserve_id(uint32 id);
 extern void registry_set_owner_name(Oid role, const char *name);
 extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
 							   uint8 privs, bool grant);

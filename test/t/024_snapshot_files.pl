@@ -2,7 +2,10 @@
 # make a reader write through the snapshot's own files; and a native
 # snapshot of rocksdb states, whose keys are stored under their key groups,
 # is not restored where state_backend.max_parallelism differs (the keys
-# would be unreachable), while a canonical one is.  snapshot_entries
+# would be unreachable), while a canonical one is.  A server restarted with
+# another max_parallelism leaves its rocksdb states unused, with a warning,
+# refuses to create rocksdb states, and has them all back once the setting
+# is put back.  snapshot_entries
 # lays the listed files out in a scratch directory (SST files linked, the
 # others copied through "<name>.tmp"): a listed name that is one of those
 # temporary names, or a name listed twice, is refused as damage (XX001),
@@ -105,8 +108,29 @@ is($other->safe_psql('postgres', qq{SELECT state.restore('$tmp/canonical')}), '2
 is( $other->safe_psql('postgres',
 		q{SELECT count(*) FROM generate_series(1, 2000) k WHERE state.value_get('r', k, '') = repeat('x', 50)}),
 	'2000', 'and every key is found under 256 key groups');
+$other->stop;
+
+my $offset = -s $node->logfile;
+$node->append_conf('postgresql.conf', "state_backend.max_parallelism = 256\n");
+$node->restart;
+ok(defined wait_for_worker($node), 'restarted with 256 key groups');
+is(sql_error($node, q{SELECT state.value_get('r', 1, ''::text)})->{sqlstate}, '42704',
+	'the rocksdb state of 128 key groups is not served (42704)');
+like(slurp_file($node->logfile, $offset),
+	qr/WARNING:  1 rocksdb states are not loaded: their keys are stored under 128 key groups/,
+	'the log says why');
+is(sql_error($node, q{SELECT state.create_state('r2', 'value', 'int', 'int', backend => 'rocksdb')})->{sqlstate},
+	'55000', 'no rocksdb state is created meanwhile (55000)');
+$node->safe_psql('postgres', q{SELECT state.create_state('h', 'value', 'int', 'int', backend => 'memory')});
+is($node->safe_psql('postgres', q{SELECT string_agg(name, ',') FROM state.states}),
+	'h', 'heap states are');
+$node->append_conf('postgresql.conf', "state_backend.max_parallelism = 128\n");
+$node->restart;
+ok(defined wait_for_worker($node), 'restarted with 128 key groups again');
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) FROM generate_series(1, 2000) k WHERE state.value_get('r', k, '') = repeat('x', 50)}),
+	'2000', 'the rocksdb state is back with every key');
 is(log_crashes($node), 0, 'no crash in the log');
 is(log_crashes($other), 0, 'no crash in the other server\'s log');
-$other->stop;
 $node->stop;
 done_testing();

@@ -61,6 +61,52 @@ static uint64 synced_version = 0;
 #define APPLIED_LSN_KEY		"applied_lsn"
 
 /*
+ * The number of key groups the instance's keys are stored under (each key
+ * starts with its key group).  When state_backend.max_parallelism is not
+ * that number, its states' keys would not be found: they are left alone,
+ * unused, and no state is created in the instance (written_key_groups > 0)
+ * until the setting is put back.
+ */
+#define KEY_GROUPS_KEY		"key_groups"
+
+static int32 written_key_groups = 0;
+
+/* Store this server's key-group count as the instance's. */
+static void
+record_key_groups(void)
+{
+	int32		n = state_backend_max_parallelism;
+	char	   *err = NULL;
+
+	rocksdb_put_cf(rocks.db, rocks.wopts, rocks.deflt, KEY_GROUPS_KEY, strlen(KEY_GROUPS_KEY),
+				   (const char *) &n, sizeof(n), &err);
+	rocks_check(err, "record its key groups");
+	written_key_groups = 0;
+}
+
+/*
+ * check_key_groups reads the key groups the open instance was written
+ * with, and records this server's when it has none yet.
+ */
+static void
+check_key_groups(void)
+{
+	size_t		vlen;
+	char	   *v = rocks_get(rocks.deflt, KEY_GROUPS_KEY, strlen(KEY_GROUPS_KEY), &vlen);
+	int32		n = 0;
+
+	if (v != NULL && vlen == sizeof(n))
+		memcpy(&n, v, sizeof(n));
+	if (v != NULL)
+		rocksdb_free(v);
+	if (n > 0 && n != state_backend_max_parallelism)
+		written_key_groups = n;
+	else if (n == 0)
+		record_key_groups();
+}
+
+
+/*
  * rocks_check turns a RocksDB error into an ERROR with its message.  The C
  * API returns errors as malloc'd strings, never as exceptions.
  */
@@ -379,6 +425,7 @@ rocks_open(void)
 	rocks.batch = rocksdb_writebatch_create();
 	if (perf == NULL)
 		perf = rocksdb_perfcontext_create();
+	check_key_groups();
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
@@ -507,12 +554,22 @@ rocks_family(uint32 id, int slot)
 
 	rocks_open();
 	f = hash_search(families, &id, HASH_FIND, NULL);
-	if (f)
+	if (f && !f->unadopted)
 		return f->handle;
 	if (!registry_get(slot, id, &desc, &hidden))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("state was dropped while this statement used it")));
+	/* Reserved (rocks_adopt_states): never a new state's. */
+	if (f)
+		elog(ERROR, "state_backend: state %u names a rocksdb column family left unused", id);
+	if (written_key_groups > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("rocksdb states cannot be created: the rocksdb instance holds keys of %d key groups, and state_backend.max_parallelism is %d",
+						written_key_groups, state_backend_max_parallelism),
+				 errhint("Set state_backend.max_parallelism back to %d and restart the server.",
+						 written_key_groups)));
 	rocks_family_name(name, sizeof(name), &desc);
 	f = hash_search(families, &id, HASH_ENTER, &found);
 	f->handle = rocksdb_create_column_family(rocks.db, rocks_family_options(name), name, &err);
@@ -579,6 +636,7 @@ rocks_adopt_states(void)
 	RocksFamily *f;
 	uint32	   *orphans;
 	int			norphans = 0;
+	int			nforeign = 0;
 	char	   *err = NULL;
 
 	if (!rocks_open_existing())
@@ -607,6 +665,13 @@ rocks_adopt_states(void)
 			continue;
 		f->persisted = true;
 		f->desc = desc;
+		if (written_key_groups > 0)
+		{
+			/* Its keys are under other key groups: keep them, unused. */
+			f->unadopted = true;
+			nforeign++;
+			continue;
+		}
 		rocks_family_name(expected, sizeof(expected), &desc);
 		if (!state_desc_ttl_ok(&desc) || !state_desc_agg_ok(&desc) || strcmp(f->name, expected) != 0 ||
 			!state_desc_range_ok(&desc, state_backend_max_parallelism))
@@ -631,6 +696,20 @@ rocks_adopt_states(void)
 	rocksdb_iter_get_error(it, &err);
 	rocksdb_iter_destroy(it);
 	rocks_check(err, "read the state descriptors");
+	/* States left unused keep their ids: no new state may take one. */
+	hash_seq_init(&seq, families);
+	while ((f = hash_seq_search(&seq)) != NULL)
+		if (f->unadopted)
+			registry_reserve_id(f->id);
+	if (nforeign > 0)
+		ereport(WARNING,
+				(errmsg("%d rocksdb states are not loaded: their keys are stored under %d key groups, and state_backend.max_parallelism is %d",
+						nforeign, written_key_groups, state_backend_max_parallelism),
+				 errdetail("Their data stays on disk, unused, and no rocksdb state can be created meanwhile."),
+				 errhint("Set state_backend.max_parallelism back to %d and restart the server; to change it, move the states with a canonical snapshot first.",
+						 written_key_groups)));
+	else if (written_key_groups > 0)
+		record_key_groups();	/* no state left of the old count */
 
 	orphans = palloc(sizeof(uint32) * (hash_get_num_entries(families) + 1));
 	hash_seq_init(&seq, families);
