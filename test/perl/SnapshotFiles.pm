@@ -20,6 +20,8 @@ our @EXPORT = qw(
   write_kg
   read_manifest
   write_manifest
+  read_checked_lines
+  write_checked_lines
   manifest_state
   set_manifest_size
   list_image
@@ -189,22 +191,32 @@ sub write_kg
 	return length($out);
 }
 
-# The MANIFEST's lines, without its checksum line.
-sub read_manifest
+# The lines of a text file that ends with its checksum line ("crc32c
+# XXXXXXXX": a MANIFEST, rocksdb/FILES), without that line.
+sub read_checked_lines
 {
-	my ($dir) = @_;
-	my @lines = split /\n/, slurp_bytes("$dir/MANIFEST");
-	pop @lines if $lines[-1] =~ /^crc32c /;
+	my ($path) = @_;
+	my @lines = split /\n/, slurp_bytes($path);
+	pop @lines if @lines && $lines[-1] =~ /^crc32c /;
 	return @lines;
 }
+
+# Write such a file: the lines, then their checksum line.
+sub write_checked_lines
+{
+	my ($path, @lines) = @_;
+	my $body = join("\n", @lines) . "\n";
+	spew_bytes($path, $body . sprintf("crc32c %08X\n", crc32c($body)));
+	return;
+}
+
+# The MANIFEST's lines, without its checksum line.
+sub read_manifest { return read_checked_lines("$_[0]/MANIFEST"); }
 
 sub write_manifest
 {
 	my ($dir, @lines) = @_;
-	my $body = join("\n", @lines) . "\n";
-	spew_bytes("$dir/MANIFEST",
-		$body . sprintf("crc32c %08X\n", crc32c($body)));
-	return;
+	return write_checked_lines("$dir/MANIFEST", @lines);
 }
 
 # The fields of the MANIFEST's line of state $name.

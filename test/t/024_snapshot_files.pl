@@ -36,21 +36,9 @@ my $read = q{SELECT count(*) FROM state.snapshot_entries(%s, 'r', 0, ''::text)};
 is($node->safe_psql('postgres', sprintf($read, "'$tmp/base'")), '2000',
 	'snapshot_entries reads it');
 
-# FILES without its checksum line, as lines of "kind name where size crc".
-sub files_lines
-{
-	my ($dir) = @_;
-	my @lines = split /\n/, slurp_bytes("$dir/rocksdb/FILES");
-	pop @lines if $lines[-1] =~ /^crc32c /;
-	return @lines;
-}
-
-sub write_files
-{
-	my ($dir, @lines) = @_;
-	my $body = join("\n", @lines) . "\n";
-	spew_bytes("$dir/rocksdb/FILES", $body . sprintf("crc32c %08X\n", crc32c($body)));
-}
+# FILES's lines ("kind name where size crc"), without its checksum line.
+sub files_lines { return read_checked_lines("$_[0]/rocksdb/FILES"); }
+sub write_files { my ($dir, @lines) = @_; write_checked_lines("$dir/rocksdb/FILES", @lines); }
 
 # Every file of a snapshot with its contents.
 sub contents
