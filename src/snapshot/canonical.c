@@ -26,6 +26,7 @@
 #include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "common/progress.h"
 #include "common/settings.h"
@@ -370,6 +371,33 @@ state_snapshot_convert_main(Datum main_arg)
 	proc_exit(0);
 }
 
+/* How long a converter waits for a background worker slot, in ms. */
+#define CONVERTER_SLOT_WAIT_MS	30000
+
+/*
+ * register_converter registers a converter, waiting (serving sessions) for
+ * a background worker slot while none is free: the slot of the converter
+ * before it is free only once the postmaster has noted its exit, which on
+ * a busy machine comes a while after it stopped.  False when none came
+ * free in CONVERTER_SLOT_WAIT_MS.
+ */
+static bool
+register_converter(BackgroundWorker *bgw, BackgroundWorkerHandle **handle)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	while (!RegisterDynamicBackgroundWorker(bgw, handle))
+	{
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), CONVERTER_SLOT_WAIT_MS))
+			return false;
+		progress_yield();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	return true;
+}
+
 /*
  * canonical_convert_snapshot runs a converter for every database of a
  * snapshot, one after the other, and raises the first one's error.  Runs in
@@ -406,10 +434,12 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 		memcpy(bgw.bgw_extra, &descs[i].dbid, sizeof(Oid));
 		bgw.bgw_notify_pid = MyProcPid;
 
-		if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+		if (!register_converter(&bgw, &handle))
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("could not start a converter for canonical snapshot " INT64_FORMAT, id),
+					 errdetail("No background worker slot came free in %d seconds.",
+							   CONVERTER_SLOT_WAIT_MS / 1000),
 					 errhint("Raise max_worker_processes.")));
 		if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
 			ereport(ERROR,
