@@ -172,15 +172,10 @@ gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
 	{
 		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(3);
 		Oid			elemtype = ARR_ELEMTYPE(arr);
-		int16		elemlen;
-		bool		elembyval;
-		char		elemalign;
 		Datum	   *elems;
 		bool	   *nulls;
-		int			n;
+		int			n = state_array_elems(arr, &elems, &nulls);
 
-		get_typlenbyvalalign(elemtype, &elemlen, &elembyval, &elemalign);
-		deconstruct_array(arr, elemtype, elemlen, elembyval, elemalign, &elems, &nulls, &n);
 		for (int i = 0; i < n && i < ac->nmore; i++)
 			any_null |= take_more(call, ac, i, elems[i], nulls[i], elemtype);
 	}

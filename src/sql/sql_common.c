@@ -460,6 +460,24 @@ state_call_array_arg(StateCall *call, FunctionCallInfo fcinfo, int argno,
 }
 
 /*
+ * state_array_elems takes an array apart, whatever its element type:
+ * returns how many elements, in *elems and *nulls (palloc'd).
+ */
+int
+state_array_elems(ArrayType *arr, Datum **elems, bool **nulls)
+{
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+	return n;
+}
+
+/*
  * state_call_list_image appends the list image of an array's elements
  * (converted to the state's value type) to out.  NULL elements are refused:
  * a list holds values.
@@ -467,15 +485,10 @@ state_call_array_arg(StateCall *call, FunctionCallInfo fcinfo, int argno,
 void
 state_call_list_image(StateCall *call, ArrayType *arr, Oid elemtype, StringInfo out)
 {
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
 	Datum	   *elems;
 	bool	   *nulls;
-	int			n;
+	int			n = state_array_elems(arr, &elems, &nulls);
 
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 	{
 		int			begin;

@@ -95,6 +95,7 @@ extern ArrayType *state_call_array_arg(StateCall *call, FunctionCallInfo fcinfo,
 									   int argno, StateArgRole role, Oid *elemtype);
 extern Oid	state_call_argtype(FunctionCallInfo fcinfo, int argno);
 extern void state_call_reject_kind(StateCall *call, StateKind wanted);
+extern int	state_array_elems(ArrayType *arr, Datum **elems, bool **nulls);
 extern void state_call_list_image(StateCall *call, ArrayType *arr, Oid arrtype,
 								  StringInfo out);
 extern char *state_call_name_arg(FunctionCallInfo fcinfo);

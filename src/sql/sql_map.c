@@ -68,9 +68,6 @@ state_map_put_all(PG_FUNCTION_ARGS)
 	bool	   *vnulls;
 	int			nk;
 	int			nv;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
 
 	state_call_key(call, fcinfo, 1);
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
@@ -80,10 +77,8 @@ state_map_put_all(PG_FUNCTION_ARGS)
 						NameStr(call->desc.name))));
 	karr = state_call_array_arg(call, fcinfo, 2, ARG_MAP_KEY, &ktype);
 	varr = state_call_array_arg(call, fcinfo, 3, ARG_VALUE, &vtype);
-	get_typlenbyvalalign(ktype, &typlen, &typbyval, &typalign);
-	deconstruct_array(karr, ktype, typlen, typbyval, typalign, &keys, &knulls, &nk);
-	get_typlenbyvalalign(vtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(varr, vtype, typlen, typbyval, typalign, &vals, &vnulls, &nv);
+	nk = state_array_elems(karr, &keys, &knulls);
+	nv = state_array_elems(varr, &vals, &vnulls);
 	if (nk != nv)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
