@@ -257,6 +257,32 @@ SELECT state.drop_state('hd_huge');
 -- array type of its own (an array type) cannot be a list's element type.
 SELECT hd_error($$SELECT state.create_state('hd_la', 'list', 'int', 'int[]')$$);
 
+---------------------------------------------------------------- a fold into its own key
+-- An aggregate whose transition function aggregates into the key being
+-- folded would make the fold start again forever: refused (55006) at
+-- once.  Folding into another state from a fold is fine.
+CREATE FUNCTION hd_self_sfunc(s bigint, v bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM state.aggregate(current_setting('hd.target'), 1, v);
+    RETURN coalesce(s, 0) + v;
+END
+$$;
+CREATE AGGREGATE hd_self_sum(bigint) (sfunc = hd_self_sfunc, stype = bigint);
+SELECT state.create_state('hd_self', 'aggregating', 'int', 'bigint', aggregate => 'hd_self_sum(bigint)');
+SELECT state.create_state('hd_other', 'aggregating', 'int', 'bigint', aggregate => 'sum(bigint)');
+SET statement_timeout = '60s';
+SET hd.target = 'hd_self';
+SELECT hd_error($$SELECT state.aggregate('hd_self', 1, 5::bigint)$$);
+SET hd.target = 'hd_other';
+SELECT state.aggregate('hd_self', 1, 5::bigint);
+SELECT state.value_get('hd_self', 1, 0::bigint) AS folded,
+       state.value_get('hd_other', 1, 0::bigint) AS other;
+RESET statement_timeout;
+SELECT state.drop_state('hd_self');
+SELECT state.drop_state('hd_other');
+DROP AGGREGATE hd_self_sum(bigint);
+DROP FUNCTION hd_self_sfunc(bigint, bigint);
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state('hd_r');
 DROP FUNCTION hd_rewrite_files(text, text, text), hd_crc32c(bytea), hd_error(text), hd_path(text);

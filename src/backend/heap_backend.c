@@ -493,7 +493,8 @@ heap_merge(const StateTarget *st, const StateKey *key, const char *value,
 		HeapEntry  *e;
 		bool		same;
 
-		fn(found ? cur.data : NULL, found ? (uint32) cur.len : 0, value, len, out, arg);
+		keyed_fold_call(fn, st, key, found ? cur.data : NULL, found ? (uint32) cur.len : 0,
+						value, len, out, arg);
 		heap_op_begin(&op, st, key, LW_EXCLUSIVE);
 		heap_prepare_write(&op);
 		e = heap_find(&op, NULL);

@@ -159,3 +159,58 @@ keyed_backend_flush_all(void)
 		if (implementations[i]->flush)
 			implementations[i]->flush();
 }
+
+/*
+ * The merges whose fold runs in this process, innermost last.  A fold is
+ * PostgreSQL code and may call state functions; one that merges into the
+ * very key it folds would leave the outer merge folding again forever (the
+ * key changed under it each time), so it is refused.
+ */
+#define MAX_NESTED_FOLDS	16
+
+typedef struct Folding
+{
+	uint32		state_id;
+	const StateKey *key;
+} Folding;
+
+static Folding folding[MAX_NESTED_FOLDS];
+static int	nfolding = 0;
+
+/*
+ * keyed_fold_call runs a merge's fold for key of state st: backends call
+ * their StateMergeFn through it.
+ */
+void
+keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,
+				const char *cur, uint32 curlen, const char *in, uint32 inlen,
+				StringInfo out, void *arg)
+{
+	for (int i = 0; i < nfolding; i++)
+		if (folding[i].state_id == st->desc->id && folding[i].key->len == key->len &&
+			folding[i].key->hash == key->hash &&
+			memcmp(folding[i].key->data, key->data, key->len) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the fold of a key of state \"%s\" merges into that same key",
+							NameStr(st->desc->name)),
+					 errdetail("Its reducer or aggregate calls reduce or aggregate on the key it folds, which would never end."),
+					 errhint("Fold into another key or state.")));
+	if (nfolding == MAX_NESTED_FOLDS)
+	{
+		fn(cur, curlen, in, inlen, out, arg);
+		return;
+	}
+	folding[nfolding].state_id = st->desc->id;
+	folding[nfolding].key = key;
+	nfolding++;
+	PG_TRY();
+	{
+		fn(cur, curlen, in, inlen, out, arg);
+	}
+	PG_FINALLY();
+	{
+		nfolding--;
+	}
+	PG_END_TRY();
+}

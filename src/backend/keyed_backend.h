@@ -282,6 +282,9 @@ extern bool keyed_backend_lookup(const char *name, int *backend);
 extern bool keyed_backend_memory_snapshots(int backend);
 extern int	keyed_backend_operator_backend(int backend);
 extern void keyed_backend_flush_all(void);
+extern void keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,
+							const char *cur, uint32 curlen, const char *in, uint32 inlen,
+							StringInfo out, void *arg);
 extern const struct config_enum_entry keyed_backend_options[];
 
 #endif							/* STATE_BACKEND_KEYED_BACKEND_H */

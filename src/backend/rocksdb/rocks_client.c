@@ -293,7 +293,8 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 		StringInfoData reply;
 
 		resetStringInfo(out);
-		fn(found ? cur.data : NULL, found ? (uint32) cur.len : 0, value, len, out, arg);
+		keyed_fold_call(fn, st, key, found ? cur.data : NULL, found ? (uint32) cur.len : 0,
+						value, len, out, arg);
 		initStringInfo(&reply);
 		rc_cas(st, key, NULL, 0, found ? cur.data : NULL, (uint32) cur.len,
 			   out->data, out->len, &reply);
