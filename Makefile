@@ -23,6 +23,7 @@ OBJS = \
 	src/common/fold.o \
 	src/common/aggregate.o \
 	src/common/progress.o \
+	src/common/signing.o \
 	src/common/membuf.o \
 	src/common/ttl_clock.o \
 	src/ipc/channel.o \

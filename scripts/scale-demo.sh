@@ -10,6 +10,9 @@
 #   4. each server takes a snapshot;
 #   5. the three snapshots merge back onto server 0.
 #
+# The servers share one signing key file (state_backend.signing_key_file),
+# as the servers of one deployment do.
+#
 # It checks that every key is on exactly one server, and that the merge
 # equals the original, and exits non-zero otherwise.  Run as root or as a
 # user with sudo; the servers run as the postgres OS user, on Unix sockets
@@ -48,6 +51,9 @@ port = ${PORTS[$i]}
 listen_addresses = ''
 unix_socket_directories = '$DIR'
 shared_preload_libraries = 'state_backend'
+# One deployment: the servers share the key they sign snapshots with, so
+# that each trusts the others' native snapshots (docs/operations.md).
+state_backend.signing_key_file = '$DIR/deployment.key'
 EOF
 	as_pg "$PGBIN/pg_ctl" -D "$DIR/server$i" -l "$DIR/server$i.log" -w start >/dev/null
 	sql "$i" "CREATE EXTENSION state_backend"

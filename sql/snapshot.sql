@@ -754,8 +754,8 @@ SELECT state.restore('memory:' || :mem3) AS restored_by_superuser;
 SELECT count(*) AS differences FROM snap_diff();
 
 -- with pg_write_server_files and pg_read_server_files: snapshots to a path,
--- and restores of canonical ones; a native snapshot from a path is only
--- for superusers, since only the shape of its datums can be checked
+-- and restores of canonical ones, and of native ones that this server
+-- signed (one it did not sign is only for superusers: test/t/009)
 SET ROLE regress_sb_snap_files;
 SELECT take('files');
 SELECT take('files_canonical', 'canonical');

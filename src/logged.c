@@ -53,11 +53,13 @@
  * slot_keep makes the slot keep WAL from lsn on.  With create, a missing
  * slot is made (from lsn, or from the current position when lsn is
  * invalid); a slot that exists only moves, and only for a valid lsn.
- * Sessions making it and the worker moving it take LOCK_WAL_SLOT, so they
- * never meet on the slot.
+ * With pending, a logged state about to be created is counted, under the
+ * same lock, so that the worker does not drop the slot before the state is
+ * registered (slot_drop_unused).  Sessions making it and the worker moving
+ * or dropping it take LOCK_WAL_SLOT, so they never meet on the slot.
  */
 static void
-slot_keep(XLogRecPtr lsn, bool create)
+slot_keep(XLogRecPtr lsn, bool create, bool pending)
 {
 	LWLock	   *lock = state_backend_lock(LOCK_WAL_SLOT);
 	bool		exists;
@@ -66,6 +68,8 @@ slot_keep(XLogRecPtr lsn, bool create)
 	exists = SearchNamedReplicationSlot(LOGGED_SLOT_NAME, true) != NULL;
 	if ((!exists && !create) || (exists && lsn == InvalidXLogRecPtr))
 	{
+		if (pending && exists)
+			registry_logged_pending(1);
 		LWLockRelease(lock);
 		return;
 	}
@@ -97,6 +101,8 @@ slot_keep(XLogRecPtr lsn, bool create)
 	ReplicationSlotSave();
 	ReplicationSlotRelease();
 	ReplicationSlotsComputeRequiredLSN();
+	if (pending)
+		registry_logged_pending(1);
 	LWLockRelease(lock);
 }
 
@@ -131,7 +137,7 @@ slot_keep_in_worker(XLogRecPtr lsn, bool create)
 
 	PG_TRY();
 	{
-		slot_keep(lsn, create);
+		slot_keep(lsn, create, false);
 	}
 	PG_CATCH();
 	{
@@ -150,10 +156,9 @@ slot_keep_in_worker(XLogRecPtr lsn, bool create)
 
 /*
  * logged_check_create refuses a logged state where its WAL could not be
- * kept (object_not_in_prerequisite_state), and makes the slot that keeps it
- * if there is none yet: before the state's first record.
+ * kept (object_not_in_prerequisite_state).
  */
-void
+static void
 logged_check_create(void)
 {
 	if (state_backend_checkpoint_dir[0] == '\0')
@@ -167,7 +172,48 @@ logged_check_create(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a logged state needs wal_level \"replica\" or \"logical\" and max_replication_slots above 0"),
 				 errdetail("A replication slot keeps the WAL that recovery of logged states reads.")));
-	slot_keep(InvalidXLogRecPtr, true);
+}
+
+/*
+ * logged_before_restore, before a restore creates logged states: the slot
+ * that keeps their WAL is made if there is none, and they are counted
+ * pending until registered (snapshot/restore.c uncounts them).  Where WAL
+ * cannot be kept for them, they are restored as they are, as before
+ * logged states had a slot.
+ */
+void
+logged_before_restore(void)
+{
+	if (state_backend_checkpoint_dir[0] == '\0' || wal_level < WAL_LEVEL_REPLICA ||
+		max_replication_slots <= 0)
+		registry_logged_pending(1);
+	else
+		slot_keep(InvalidXLogRecPtr, true, true);
+}
+
+/*
+ * logged_create creates a logged state: refused where its WAL could not be
+ * kept (object_not_in_prerequisite_state), after making the slot that keeps
+ * it if there is none yet, before the state's first record.  Returns its
+ * registry slot.
+ */
+int
+logged_create(StateDesc *desc)
+{
+	int			slot;
+
+	logged_check_create();
+	slot_keep(InvalidXLogRecPtr, true, true);
+	PG_TRY();
+	{
+		slot = state_ops_create(desc);
+	}
+	PG_FINALLY();
+	{
+		registry_logged_pending(-1);
+	}
+	PG_END_TRY();
+	return slot;
 }
 
 /*
@@ -685,12 +731,92 @@ logged_recover(const char *dir)
 	return any;
 }
 
-/* logged_checkpoint_done: WAL before a completed checkpoint's cut can go. */
-void
-logged_checkpoint_done(XLogRecPtr wal_position)
+/*
+ * slot_drop_unused drops the slot when no logged state exists, is being
+ * restored or created; returns whether there is no slot any more.  A
+ * logical slot of the name is not ours, and stays.
+ */
+static bool
+slot_drop_unused(void)
 {
+	LWLock	   *lock = state_backend_lock(LOCK_WAL_SLOT);
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool gone = false;
+
+	PG_TRY();
+	{
+		ReplicationSlot *s;
+
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		s = SearchNamedReplicationSlot(LOGGED_SLOT_NAME, true);
+		if (s == NULL)
+			gone = true;
+		else if (!SlotIsLogical(s) && !registry_any_logged())
+		{
+			ReplicationSlotDrop(LOGGED_SLOT_NAME, true);
+			gone = true;
+			ereport(LOG,
+					(errmsg("state_backend dropped replication slot \"%s\": no logged state is left",
+							LOGGED_SLOT_NAME)));
+		}
+		LWLockRelease(lock);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		if (LWLockHeldByMe(lock))
+			LWLockRelease(lock);
+		EmitErrorReport();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	return gone;
+}
+
+/*
+ * logged_checkpoint_done: WAL before a completed checkpoint's cut can go.
+ * A checkpoint that holds no logged state, taken when none is left, needs
+ * none of it: the slot goes (recovery then has nothing to replay).
+ */
+void
+logged_checkpoint_done(XLogRecPtr wal_position, bool holds_logged)
+{
+	if (!holds_logged && slot_drop_unused())
+		return;
 	if (wal_position != InvalidXLogRecPtr)
 		slot_keep_in_worker(wal_position, false);
+}
+
+/*
+ * logged_wants_checkpoint, in the worker of a primary (looked at once a
+ * second): whether a checkpoint is due for the WAL that logged states keep,
+ * whatever state_backend.checkpoint_interval says: the slot holds more
+ * than max_wal_size, or it is left without a logged state (the checkpoint
+ * drops it).
+ */
+bool
+logged_wants_checkpoint(void)
+{
+	static TimestampTz last_look = 0;
+	XLogRecPtr	kept;
+	bool		exists;
+
+	if (RecoveryInProgress() || state_backend_checkpoint_dir[0] == '\0' ||
+		!TimestampDifferenceExceeds(last_look, GetCurrentTimestamp(), 1000))
+		return false;
+	last_look = GetCurrentTimestamp();
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	exists = SearchNamedReplicationSlot(LOGGED_SLOT_NAME, false) != NULL;
+	LWLockRelease(ReplicationSlotControlLock);
+	if (!exists)
+		return false;
+	if (!registry_any_logged())
+		return true;
+	kept = slot_position();
+	return kept != InvalidXLogRecPtr &&
+		GetXLogInsertRecPtr() - kept > (uint64) max_wal_size_mb * 1024 * 1024;
 }
 
 /*

@@ -41,6 +41,7 @@
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
+#include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
 #include "worker.h"
@@ -362,6 +363,7 @@ _PG_init(void)
 	object_access_hook = state_backend_object_access;
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = state_backend_process_utility;
+	restore_set_logged_hook(logged_before_restore);
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	RegisterSubXactCallback(state_backend_subxact_callback, NULL);
 	rocks_client_init();

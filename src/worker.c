@@ -39,6 +39,7 @@
 #include "common/area.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "common/signing.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
@@ -82,6 +83,13 @@ static MemoryContext sweep_cxt = NULL;
 /* Ticks of the background TTL cleanup, while a state needs it, and else. */
 #define STATE_WORKER_SWEEP_MS		100
 #define STATE_WORKER_IDLE_SWEEP_MS	1000
+
+/*
+ * How often the worker looks at the WAL that logged states keep, and the
+ * least time between checkpoints it takes for that (logged_wants_checkpoint).
+ */
+#define STATE_WORKER_WAL_LOOK_MS			1000
+#define STATE_WORKER_WAL_CHECKPOINT_GAP_MS	2000
 
 /*
  * state_worker_dispatch runs one request of a session: snapshots are the
@@ -293,6 +301,60 @@ typedef struct WorkerRounds
  * rocksdb and the newest checkpoint, and logged states' WAL replayed.
  * Sessions are served from its end on.
  */
+/*
+ * The signing key is made at start, so that it can be shared before the
+ * first snapshot; a failure (a read-only file system) leaves snapshots
+ * unsigned, with a warning, and the worker serving.
+ */
+static void
+ensure_signing_key(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		signing_key_ensure();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("state_backend has no signing key"),
+				 errdetail("Snapshots are written unsigned until the key file can be read or made.")));
+	}
+	PG_END_TRY();
+}
+
+/*
+ * start_hold: with state_backend.start_hold on, the start waits here, after
+ * the checkpoint is loaded and before the WAL of logged states is replayed,
+ * until the setting is turned off (reload) or the server stops, which then
+ * finds a start that did not finish (tests).
+ */
+static void
+start_hold(void)
+{
+	if (state_backend_start_hold)
+		ereport(LOG,
+				(errmsg("state_backend start holds after loading the checkpoint (state_backend.start_hold)")));
+	while (state_backend_start_hold && !ShutdownRequestPending)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+	if (ShutdownRequestPending)
+		proc_exit(1);
+}
+
 static void
 state_worker_start(void)
 {
@@ -308,6 +370,7 @@ state_worker_start(void)
 	/* No database: shared catalogs only (database names, roles). */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "state_backend worker");
+	ensure_signing_key();
 
 	/*
 	 * A promoted standby's rocksdb directory is a copy of a running
@@ -315,7 +378,7 @@ state_worker_start(void)
 	 * included, comes from the newest checkpoint.
 	 */
 	if (state_worker_wait_for_promotion())
-		rocks_set_aside();
+		rocks_set_aside("on a promoted standby it is a copy of the primary's");
 	recovering = !registry_is_ready();
 
 	(void) state_area();
@@ -337,11 +400,14 @@ state_worker_start(void)
 
 		rocks_sweep_read_scratch();
 		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
+		if (kept == 0)
+			rocks_begin_load();
 
 		logged_note_adopted();
 		state_wal_suppress(true);
 		loaded = restore_on_start(kept);
 		state_wal_suppress(false);
+		start_hold();
 	}
 	else
 	{
@@ -359,6 +425,7 @@ state_worker_start(void)
 	 */
 	if (recovering && logged_recover(loaded))
 		state_worker_checkpoint(false);
+	rocks_end_load();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 }
@@ -392,6 +459,9 @@ round_timeout(const WorkerRounds *r)
 
 		timeout = timeout < 0 ? tick : Min(timeout, tick);
 	}
+	/* A look each second at the WAL logged states keep. */
+	if (state_backend_checkpoint_dir[0] != '\0')
+		timeout = timeout < 0 ? STATE_WORKER_WAL_LOOK_MS : Min(timeout, STATE_WORKER_WAL_LOOK_MS);
 	return r->busy ? 0 : timeout;
 }
 
@@ -418,6 +488,13 @@ state_worker_round(WorkerRounds *r)
 		rocks_apply_settings();
 	}
 	r->busy = state_worker_serve(4);
+	if (rocks_failed())
+	{
+		/* Not written again in this process: a new worker opens it (rocks_check_space). */
+		ereport(LOG,
+				(errmsg("state_backend worker restarts: a write to the rocksdb instance failed")));
+		proc_exit(1);
+	}
 	while (snapshot_run_pending())
 		;
 	if (state_backend_ttl_cleanup_key_groups > 0 &&
@@ -430,6 +507,13 @@ state_worker_round(WorkerRounds *r)
 	if (checkpoints_timed() &&
 		TimestampDifferenceExceeds(r->last_checkpoint, GetCurrentTimestamp(),
 								   state_backend_checkpoint_interval_s * 1000))
+	{
+		state_worker_checkpoint(false);
+		r->last_checkpoint = GetCurrentTimestamp();
+	}
+	else if (TimestampDifferenceExceeds(r->last_checkpoint, GetCurrentTimestamp(),
+										STATE_WORKER_WAL_CHECKPOINT_GAP_MS) &&
+			 logged_wants_checkpoint())
 	{
 		state_worker_checkpoint(false);
 		r->last_checkpoint = GetCurrentTimestamp();

@@ -45,6 +45,7 @@ typedef struct RegistryShared
 {
 	pg_atomic_uint64 version;
 	bool		ready;			/* the worker has restored what it had to */
+	pg_atomic_uint32 logged_pending;	/* logged states being created */
 	uint32		next_id;
 	int			nslots;
 	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -81,6 +82,7 @@ registry_shmem_init(void)
 	{
 		pg_atomic_init_u64(&registry->version, 1);
 		registry->ready = false;
+		pg_atomic_init_u32(&registry->logged_pending, 0);
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
 		for (int i = 0; i < registry->nslots; i++)
@@ -449,6 +451,36 @@ registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	return n;
+}
+
+/*
+ * registry_logged_pending counts a logged state that a session is about to
+ * create (delta 1) or has created or failed to (-1): while one is, the
+ * slot that keeps its WAL must stay (logged.c).
+ */
+void
+registry_logged_pending(int delta)
+{
+	if (delta > 0)
+		pg_atomic_fetch_add_u32(&registry->logged_pending, 1);
+	else
+		pg_atomic_fetch_sub_u32(&registry->logged_pending, 1);
+}
+
+/*
+ * registry_any_logged: whether a logged state exists, hidden (being
+ * restored) or being dropped included, or is being created.
+ */
+bool
+registry_any_logged(void)
+{
+	bool		any = pg_atomic_read_u32(&registry->logged_pending) > 0;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots && !any; i++)
+		any = registry->slots[i].desc.id != 0 && registry->slots[i].desc.logged;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return any;
 }
 
 /*

@@ -27,6 +27,8 @@ extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_b
 							 StateDesc **old, int **oldslots);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);
+extern void registry_logged_pending(int delta);
+extern bool registry_any_logged(void);
 extern void registry_check_type_unused(Oid type, bool altering);
 extern void registry_check_role_unused(Oid role);
 extern void registry_check_aggregate_unused(Oid aggfnoid, const char *action);

@@ -505,3 +505,17 @@ aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull)
 	agg_end(run, CurrentMemoryContext);
 	return *isnull ? (Datum) 0 : result;
 }
+
+/* aggregate_transtype: an aggregate's transition type (InvalidOid: none). */
+Oid
+aggregate_transtype(Oid aggfnoid)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	Oid			transtype;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	transtype = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtranstype;
+	ReleaseSysCache(tup);
+	return transtype;
+}

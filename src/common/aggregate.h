@@ -42,6 +42,7 @@ typedef struct AggregateRun
 
 extern void aggregate_describe(Oid aggfnoid, Oid input_type, Oid owner, StateDesc *desc);
 extern void aggregate_resolve(StateDesc *desc);
+extern Oid	aggregate_transtype(Oid aggfnoid);
 extern AggregateRun *aggregate_run_init(const StateDesc *desc, MemoryContext mcxt);
 extern void aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 						   const Datum *more, const bool *more_null, StringInfo out);

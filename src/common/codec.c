@@ -17,6 +17,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "mb/pg_wchar.h"
 #include "utils/fmgroids.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
@@ -39,6 +40,8 @@ codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt)
 	codec->mcxt = mcxt;
 	get_typlenbyvalalign(typid, &codec->typlen, &codec->typbyval,
 						 &codec->typalign);
+	codec->text_like = basetype == TEXTOID || basetype == VARCHAROID ||
+		basetype == BPCHAROID || codec->typlen == -2;
 
 	if (type_is_rowtype(basetype) && basetype != RECORDOID)
 	{
@@ -176,8 +179,9 @@ codec_decode_composite(const TypeCodec *codec, const char *image, uint32 len)
  * codec_image_ok tells whether an image has the shape codec_encode gives
  * values of the codec's type: the type's length for fixed-length types, no
  * NUL in a cstring, and for composites one well-framed image per attribute
- * and nothing after them.  What lies inside a variable-length datum (an
- * array's or a jsonb's own structure) is not checked.
+ * and nothing after them, text in the server encoding.  What lies inside
+ * other variable-length datums (an array's or a jsonb's own structure) is
+ * not checked: see codec_images_checked.
  */
 bool
 codec_image_ok(const TypeCodec *codec, const char *image, uint32 len)
@@ -189,9 +193,11 @@ codec_image_ok(const TypeCodec *codec, const char *image, uint32 len)
 	{
 		if (codec->typlen > 0)
 			return len == (uint32) codec->typlen;
-		if (codec->typlen == -1)
-			return len <= MaxAllocSize - VARHDRSZ;
-		return memchr(image, '\0', len) == NULL;
+		if (codec->typlen == -1 && len > MaxAllocSize - VARHDRSZ)
+			return false;
+		if (codec->typlen == -2 && memchr(image, '\0', len) != NULL)
+			return false;
+		return !codec->text_like || pg_verifymbstr(image, len, true);
 	}
 	check_stack_depth();
 	for (int i = 0; i < codec->tupdesc->natts; i++)
@@ -213,6 +219,35 @@ codec_image_ok(const TypeCodec *codec, const char *image, uint32 len)
 		p += alen;
 	}
 	return p == end;
+}
+
+/*
+ * codec_images_checked tells whether codec_image_ok proves an image safe to
+ * hand to its type's own functions: any value of its shape is a value of
+ * the type.  So it is for types passed by value, bytea and text's kinds,
+ * a few fixed-length ones whose every bit pattern is a value, and
+ * composites of those; not for numeric, jsonb, arrays, ranges and the
+ * like, whose functions trust the structure inside the datum.
+ */
+bool
+codec_images_checked(const TypeCodec *codec)
+{
+	Oid			basetype;
+
+	if (codec->tupdesc != NULL)
+	{
+		for (int i = 0; i < codec->tupdesc->natts; i++)
+			if (!TupleDescAttr(codec->tupdesc, i)->attisdropped &&
+				!codec_images_checked(&codec->atts[i]))
+				return false;
+		return true;
+	}
+	if (codec->typbyval || codec->text_like)
+		return true;
+	basetype = getBaseType(codec->typid);
+	return basetype == BYTEAOID || basetype == UUIDOID || basetype == MACADDROID ||
+		basetype == MACADDR8OID || basetype == POINTOID || basetype == INTERVALOID ||
+		basetype == TIMETZOID;
 }
 
 /*

@@ -17,6 +17,7 @@ typedef struct TypeCodec
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
+	bool		text_like;		/* of text's storage: images in the server encoding */
 	/* composite types: a codec per attribute */
 	TupleDesc	tupdesc;
 	struct TypeCodec *atts;
@@ -36,6 +37,7 @@ typedef struct TypeCodec
 extern void codec_init(TypeCodec *codec, Oid typid, MemoryContext mcxt);
 extern void codec_encode(const TypeCodec *codec, Datum value, StringInfo buf);
 extern bool codec_image_ok(const TypeCodec *codec, const char *image, uint32 len);
+extern bool codec_images_checked(const TypeCodec *codec);
 extern Datum codec_decode(const TypeCodec *codec, const char *image, uint32 len);
 extern Datum codec_input(TypeCodec *codec, char *str);
 extern bytea *codec_send(TypeCodec *codec, Datum value);

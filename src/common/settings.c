@@ -17,6 +17,7 @@ int			state_backend_memory_limit_kb = 256 * 1024;
 int			state_backend_max_parallelism = 128;
 int			state_backend_max_states = 1024;
 char	   *state_backend_checkpoint_dir = NULL;
+char	   *state_backend_signing_key_file = NULL;
 int			state_backend_checkpoint_interval_s = 0;
 int			state_backend_checkpoints_retained = 1;
 int			state_backend_snapshot_cpu_percent = 50;
@@ -24,6 +25,7 @@ int			state_backend_ttl_cleanup_key_groups = 8;
 bool		state_backend_restore_on_start = true;
 bool		state_backend_track_stats = true;
 bool		state_backend_snapshot_hold = false;
+bool		state_backend_start_hold = false;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
 char	   *state_backend_rocksdb_dir = NULL;
@@ -78,6 +80,15 @@ define_snapshot_settings(void)
 							   PGC_SIGHUP,
 							   0,
 							   check_checkpoint_dir, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.signing_key_file",
+							   "File holding the key this server signs its snapshots with.",
+							   "Snapshots signed with this key are trusted as the server's own; servers that share the file trust each other's. Relative paths are under the data directory. The state worker creates the file when it does not exist.",
+							   &state_backend_signing_key_file,
+							   "state_backend.key",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.checkpoint_interval",
 							"The state worker takes a checkpoint this often (0: never).",
@@ -234,6 +245,15 @@ state_backend_define_settings(const struct config_enum_entry *backend_options,
 							 true,
 							 PGC_SUSET,
 							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.start_hold",
+							 "The state worker's start waits after loading the checkpoint, before replaying WAL, while this is on.",
+							 "A developer option, for tests of a start that does not finish.",
+							 &state_backend_start_hold,
+							 false,
+							 PGC_SIGHUP,
+							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("state_backend.snapshot_hold",

@@ -25,6 +25,8 @@
 #include "format/snapshot_format.h"
 
 #define MANIFEST_NAME	"MANIFEST"
+/* The MANIFEST's last line before its checksum, when signed. */
+#define SIGNATURE_PREFIX	"signature hmac-sha256 "
 #define KG_FILE_SUFFIX	".kg"
 
 typedef struct KgIndexEntry
@@ -51,6 +53,7 @@ typedef struct StateOut
 	int64		kg_entries;
 	int64		entries;
 	KgIndexEntry *index;
+	char		sha256[SIGNING_HEX_LEN];	/* of the finished file */
 } StateOut;
 
 struct SnapshotWriter

@@ -119,6 +119,7 @@ void
 manifest_build(SnapshotWriter *w)
 {
 	StringInfo	m = &w->manifest;
+	char		signature[SIGNING_HEX_LEN];
 
 	appendStringInfoString(m, "state_backend snapshot\n");
 	appendStringInfo(m, "format_version %d\n", SNAPSHOT_FORMAT_VERSION);
@@ -165,12 +166,18 @@ manifest_build(SnapshotWriter *w)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
 							 state_ttl_visibility_name(d->ttl_visibility));
-		appendStringInfo(m, " owner_oid=%u file=%s size=" INT64_FORMAT " entries=" INT64_FORMAT "\n",
+		appendStringInfo(m, " owner_oid=%u file=%s size=" INT64_FORMAT " entries=" INT64_FORMAT,
 						 d->owner, so->relpath, (int64) so->size, so->entries);
+		if (so->sha256[0] != '\0')
+			appendStringInfo(m, " sha256=%s", so->sha256);
+		appendStringInfoChar(m, '\n');
 		for (int g = 0; g < d->ngrants; g++)
 			appendStringInfo(m, "grant state=%u role_oid=%u privs=%u\n",
 							 d->id, d->grants[g].role, d->grants[g].privs);
 	}
+	/* Signed last, over every line before: see common/signing.c. */
+	if (w->dir && signing_sign(m->data, m->len, signature))
+		appendStringInfo(m, "%s%s\n", SIGNATURE_PREFIX, signature);
 	appendStringInfo(m, "crc32c %08X\n", kg_crc(m->data, m->len));
 }
 
@@ -276,6 +283,10 @@ parse_state_line(char *line, SnapshotState *st)
 			st->size = strtoll(v, NULL, 10);
 		else if (strcmp(tok, "entries") == 0)
 			st->entries = strtoll(v, NULL, 10);
+		else if (strcmp(tok, "sha256") == 0)
+			ok &= strlen(v) == SIGNING_HEX_LEN - 1 &&
+				strspn(v, "0123456789abcdef") == SIGNING_HEX_LEN - 1 &&
+				strlcpy(st->sha256, v, sizeof(st->sha256)) < sizeof(st->sha256);
 	}
 	st->desc.key_type = st->desc.types[STATE_TYPE_KEY].oid;
 	st->desc.value_type = st->desc.types[STATE_TYPE_VALUE].oid;
@@ -533,6 +544,22 @@ manifest_parse_line(SnapshotManifest *m, SrcFile *f, const char *word, char *res
 }
 
 /*
+ * signature_ok: whether the MANIFEST's text (without its checksum line)
+ * ends with a signature line that this server's key made of every line
+ * before it.
+ */
+static bool
+signature_ok(const char *text)
+{
+	const char *line = strrchr(text, '\n');
+
+	line = line ? line + 1 : text;
+	if (strncmp(line, SIGNATURE_PREFIX, strlen(SIGNATURE_PREFIX)) != 0)
+		return false;
+	return signing_verify(text, line - text, line + strlen(SIGNATURE_PREFIX));
+}
+
+/*
  * snapshot_read_manifest reads and checks a snapshot's MANIFEST.  A missing
  * MANIFEST means "not a snapshot"; a damaged one is data_corrupted.
  */
@@ -558,6 +585,7 @@ snapshot_read_manifest(const SnapshotSource *src)
 					 errdetail("It has no MANIFEST: a snapshot that did not complete, or another directory.")));
 	}
 	text = read_checked_text(src, &f);
+	m->signed_by_key = signature_ok(text);
 	m->states = palloc0(sizeof(SnapshotState) * 16);
 	m->db_oids = palloc0(sizeof(Oid) * 16);
 	m->db_names = palloc0(sizeof(char *) * 16);

@@ -11,6 +11,7 @@
 #include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 
+#include "common/signing.h"
 #include "common/types.h"
 
 #define SNAPSHOT_FORMAT_VERSION	1
@@ -37,6 +38,7 @@ typedef struct SnapshotState
 	bool		native;			/* a list of its backend's own files */
 	int64		size;
 	int64		entries;
+	char		sha256[SIGNING_HEX_LEN];	/* of its file; "" if not given */
 	int			ngrants;
 	NameData	grant_roles[STATE_MAX_GRANTS];
 	uint8		grant_privs[STATE_MAX_GRANTS];
@@ -56,6 +58,7 @@ typedef struct SnapshotManifest
 	int			ndbs;
 	Oid		   *db_oids;
 	char	  **db_names;
+	bool		signed_by_key;	/* its signature is this server's key's */
 } SnapshotManifest;
 
 /*
@@ -98,6 +101,9 @@ extern char *snapshot_writer_memory_image(SnapshotWriter *w, Size *len);
 
 /* Reading and verifying (restore). */
 extern SnapshotManifest *snapshot_read_manifest(const SnapshotSource *src);
+extern bool snapshot_trusted(const SnapshotSource *src, const SnapshotManifest *m);
+extern void snapshot_verify_digest(const SnapshotSource *src, const SnapshotManifest *m,
+								   const SnapshotState *st);
 extern void snapshot_verify_state(const SnapshotSource *src,
 								  const SnapshotManifest *m,
 								  const SnapshotState *st);

@@ -26,6 +26,48 @@ typedef struct RewriteContext
 } RewriteContext;
 
 /*
+ * snapshot_trusted: whether a snapshot's images may be handed to their
+ * types' own functions as they are, as the server's own data is.  It is
+ * so for what this server wrote where only it writes (shared memory, its
+ * checkpoint_dir), and for a snapshot signed with its key
+ * (common/signing.c), once snapshot_verify_digest has checked the files
+ * used.  Anything else is checked image by image or refused
+ * (snapshot/restore.c).
+ */
+bool
+snapshot_trusted(const SnapshotSource *src, const SnapshotManifest *m)
+{
+	return src->trusted || m->signed_by_key;
+}
+
+/*
+ * snapshot_verify_digest checks a state's file against the digest that a
+ * signed MANIFEST gives for it, when the snapshot's trust comes from its
+ * signature: a file changed after it was signed is data_corrupted.
+ */
+void
+snapshot_verify_digest(const SnapshotSource *src, const SnapshotManifest *m,
+					   const SnapshotState *st)
+{
+	char		path[MAXPGPATH];
+	char		actual[SIGNING_HEX_LEN];
+
+	if (src->trusted || !m->signed_by_key || src->dir == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", src->dir, st->file);
+	if (st->sha256[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot \"%s\" gives no digest of its file \"%s\"", src->name, st->file)));
+	file_digest_of(path, actual);
+	if (strcmp(actual, st->sha256) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snapshot file \"%s\" was changed after its snapshot was signed", path),
+				 errdetail("Its SHA-256 digest is %s; the signed MANIFEST says %s.", actual, st->sha256)));
+}
+
+/*
  * snapshot_verify_state checks a state's file completely: size, header,
  * every block's checksum and structure, the index and the entry count.
  */

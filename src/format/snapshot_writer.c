@@ -324,6 +324,15 @@ snapshot_writer_refresh_sizes(SnapshotWriter *w)
 void
 snapshot_writer_finish(SnapshotWriter *w)
 {
+	/* The MANIFEST names each file's digest, and is signed. */
+	if (w->dir)
+		for (int i = 0; i < w->nstates; i++)
+		{
+			char		path[MAXPGPATH];
+
+			snprintf(path, sizeof(path), "%s/%s", w->dir, w->states[i].relpath);
+			file_digest_of(path, w->states[i].sha256);
+		}
 	manifest_build(w);
 
 	if (w->dir)

@@ -28,6 +28,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 
 #include "backend/keyed_backend.h"
@@ -357,6 +358,55 @@ snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st)
 	return backend;
 }
 
+/* untrusted_refused: the error for what an untrusted snapshot cannot give. */
+static void
+untrusted_refused(const SnapshotSource *src, const StateDesc *d, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("snapshot \"%s\" is not trusted, and state \"%s\" holds %s",
+					src->name, NameStr(d->name), what),
+			 errdetail("A snapshot is trusted when it is under state_backend.checkpoint_dir or signed with this server's key (state_backend.signing_key_file); the images of any other are checked before use, and these cannot be."),
+			 errhint("Restore a canonical snapshot (format => 'canonical'), or give this server the signing key file of the server that took the snapshot.")));
+}
+
+/*
+ * check_untrusted_state refuses a state of an untrusted snapshot whose
+ * images would reach a type's or aggregate's own functions unchecked:
+ * states in a backend's own files (not read entry by entry before use),
+ * native images of types whose image is more than its shape (a jsonb's,
+ * a numeric's, an array's structure: codec_images_checked), and the
+ * serialized transition states of an aggregate, which its deserialization
+ * function trusts.  Canonical images of other types go through the types'
+ * receive functions, which check them.
+ */
+static void
+check_untrusted_state(const SnapshotSource *src, const SnapshotManifest *m,
+					  const SnapshotState *st, const StateDesc *d)
+{
+	if (st->native)
+		untrusted_refused(src, d, psprintf("%s native files", st->backend));
+	if (d->kind == STATE_KIND_AGGREGATING && aggregate_transtype(d->aggregate) == INTERNALOID)
+		untrusted_refused(src, d, psprintf("serialized transition states of aggregate %s",
+										   format_procedure(d->aggregate)));
+	if (m->format == SNAPSHOT_NATIVE)
+	{
+		const Oid	types[3] = {d->key_type, state_desc_image_type(d), d->map_key_type};
+
+		for (int i = 0; i < 3; i++)
+		{
+			TypeCodec	codec;
+
+			if (!OidIsValid(types[i]))
+				continue;
+			codec_init(&codec, types[i], CurrentMemoryContext);
+			if (!codec_images_checked(&codec))
+				untrusted_refused(src, d, psprintf("native images of type %s",
+												   format_type_be(types[i])));
+		}
+	}
+}
+
 /*
  * check_section picks the states of section source_dbid that are to be
  * restored into target_dbid and checks all of them, files included, before
@@ -399,6 +449,8 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		d->dbid = target_dbid;
 		sec->source_backends[sec->n] = backend;
 		sec->native[sec->n] = st->native;
+		if (!trust_oids && !snapshot_trusted(src, m))
+			check_untrusted_state(src, m, st, d);
 		if (st->native)
 			check_native_state(d, backend);
 		else
@@ -406,6 +458,9 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		sec->states[sec->n++] = st;
 	}
 	verify_native_files(src->dir, sec->states, sec->source_backends, sec->native, sec->n);
+	/* After the checksums, which name where a file is damaged. */
+	for (int i = 0; i < sec->n; i++)
+		snapshot_verify_digest(src, m, sec->states[i]);
 }
 
 /*
@@ -465,6 +520,14 @@ log_restored(const StateDesc *descs, const int *slots, int n)
 		keyed_backend_for(descs[i].backend)->iterate(&target, -1, log_entry,
 													 unconstify(StateDesc *, &descs[i]));
 	}
+}
+
+static RestoreLoggedHook restore_logged_hook = NULL;
+
+void
+restore_set_logged_hook(RestoreLoggedHook hook)
+{
+	restore_logged_hook = hook;
 }
 
 static bool
@@ -625,12 +688,18 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 	int			nm;
 	volatile int created = 0;
 	volatile bool holding = false;
+	volatile bool pending = false;
 	int64		total = 0;
 	bool		whole;
 
 	nm = plan_inputs(in, nin, target_dbid, backend_override, split, trust_oids,
 					 kept_backends, &merged, &whole);
 	slots = palloc(sizeof(int) * Max(nm, 1));
+	if (!trust_oids && any_logged(merged, nm) && restore_logged_hook)
+	{
+		restore_logged_hook();
+		pending = true;
+	}
 
 	/* Load into hidden states; publish them all at once. */
 	PG_TRY();
@@ -641,6 +710,11 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
 				registry_create(&merged[j], true);
 			created = j + 1;
+		}
+		if (pending)
+		{
+			pending = false;
+			registry_logged_pending(-1);
 		}
 		total = load_inputs(in, nin, merged, slots, trust_oids);
 		/* An operator list is shared out of the whole job's only. */
@@ -658,6 +732,8 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 	}
 	PG_CATCH();
 	{
+		if (pending)
+			registry_logged_pending(-1);
 		if (holding)
 			snapshot_control_hold_cuts(false);
 		for (int j = 0; j < created; j++)
@@ -707,16 +783,16 @@ pick_section(const SnapshotSource *src, const char *from_database, RestoreInput 
 	}
 	/*
 	 * Native images are loaded as they are, as PostgreSQL loads its own data
-	 * files: only their shape can be checked, not a datum's own structure
-	 * (a jsonb's, a numeric's).  So a native snapshot that this server did
-	 * not write is for superusers; canonical ones go through the types'
-	 * receive functions.
+	 * files.  A native snapshot that this server cannot trust (see
+	 * snapshot_trusted) is for superusers, and even then only of types
+	 * whose images can be checked (check_untrusted_state); canonical ones
+	 * go through the types' receive functions.
 	 */
-	if (m->format == SNAPSHOT_NATIVE && !src->trusted && !superuser())
+	if (m->format == SNAPSHOT_NATIVE && !snapshot_trusted(src, m) && !superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to restore native snapshot \"%s\"", src->name),
-				 errdetail("Only superusers may restore a native snapshot from outside state_backend.checkpoint_dir."),
+				 errdetail("Only superusers may restore a native snapshot that is neither under state_backend.checkpoint_dir nor signed with this server's key."),
 				 errhint("Restore a canonical snapshot (format => 'canonical') instead.")));
 	if (!found && !(from_database == NULL && m->ndbs == 0))
 		ereport(ERROR,
@@ -924,6 +1000,8 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 						name, src->name),
 				 errhint("Read it from a canonical snapshot (format => 'canonical'), or restore it.")));
 	resolve_desc(&q->desc, q->m);
+	if (!snapshot_trusted(src, q->m))
+		check_untrusted_state(src, q->m, q->st, &q->desc);
 	if (q->st->native)
 	{
 		bool		native = true;
@@ -932,6 +1010,7 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 	}
 	else
 		snapshot_verify_state(src, q->m, q->st);
+	snapshot_verify_digest(src, q->m, q->st);
 }
 
 typedef struct QueryRead

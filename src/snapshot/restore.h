@@ -13,6 +13,15 @@ extern int64 restore_into_database(const SnapshotSource *srcs, int nsrcs,
 								   const RestoreSplit *split);
 extern char *restore_on_start(uint32 kept_backends);
 
+/*
+ * Called in a session before a restore creates logged states, so that the
+ * WAL it writes for them is kept from their first record on: it counts a
+ * logged state pending (registry_logged_pending), which restore uncounts
+ * once the states are registered (module.c installs logged.c's).
+ */
+typedef void (*RestoreLoggedHook) (void);
+extern void restore_set_logged_hook(RestoreLoggedHook hook);
+
 /* Reading one state of a snapshot with SQL (snapshot_entries). */
 typedef struct SnapshotQuery
 {

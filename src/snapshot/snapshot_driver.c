@@ -520,7 +520,13 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 	{
 		checkpoint_retain(job->id);
 		if (checkpoint_done_hook)
-			checkpoint_done_hook(job->info.wal_position);
+		{
+			bool		holds_logged = false;
+
+			for (int i = 0; i < job->ndescs; i++)
+				holds_logged |= job->descs[i].logged;
+			checkpoint_done_hook(job->info.wal_position, holds_logged);
+		}
 	}
 	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);
 	ereport(DEBUG1,

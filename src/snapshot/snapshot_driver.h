@@ -16,9 +16,10 @@ extern bool snapshot_run_pending(void);
 
 /*
  * Called in the worker when a checkpoint completes, with the WAL position
- * of its cut (the worker installs logged.c's; NULL: nothing).
+ * of its cut and whether it holds a logged state (the worker installs
+ * logged.c's; NULL: nothing).
  */
-typedef void (*CheckpointDoneHook) (XLogRecPtr wal_position);
+typedef void (*CheckpointDoneHook) (XLogRecPtr wal_position, bool holds_logged);
 extern void snapshot_set_checkpoint_hook(CheckpointDoneHook hook);
 
 #endif							/* STATE_BACKEND_SNAPSHOT_DRIVER_H */

@@ -277,10 +277,11 @@ state_create_state(PG_FUNCTION_ARGS)
 		aggregate_describe(PG_GETARG_OID(11), desc.value_type, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
-	if (desc.logged)
-		logged_check_create();
 	inherit_range(&desc);
-	(void) state_ops_create(&desc);
+	if (desc.logged)
+		(void) logged_create(&desc);
+	else
+		(void) state_ops_create(&desc);
 	PG_RETURN_VOID();
 }
 

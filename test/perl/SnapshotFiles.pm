@@ -30,6 +30,7 @@ our @EXPORT = qw(
   parse_map
   slurp_bytes
   spew_bytes
+  copy_dir
 );
 
 my @CRC_TABLE;
@@ -73,6 +74,14 @@ sub spew_bytes
 	open(my $fh, '>:raw', $path) or die "open $path: $!";
 	print $fh $data;
 	close $fh;
+	return;
+}
+
+# A copy of a snapshot directory (or any file tree), to damage.
+sub copy_dir
+{
+	my ($from, $to) = @_;
+	system('cp', '-a', $from, $to) == 0 or die "cp -a $from $to failed";
 	return;
 }
 

@@ -585,7 +585,7 @@ sub files_of
 	my (@shared, @all);
 	for my $l (split /\n/, slurp_file("$dir/rocksdb/FILES"))
 	{
-		next unless $l =~ /^(sst|meta) (\S+) (\S+) (\d+) ([0-9A-F]+)$/;
+		next unless $l =~ /^(sst|meta) (\S+) (\S+) (\d+) ([0-9A-F]+)(?: [0-9a-f]{64})?$/;
 		my ($where, $size) = ($3, $4);
 		push @all, [ "$dir/$where", $size ];
 		push @shared, $1 if $where =~ m{^\.\./shared/([^/]+)$};

@@ -9,9 +9,10 @@
 # - The same bad map image restored into the rocksdb backend: refused in
 #   the session, and the worker lives on.
 # - A MANIFEST with two states of one name, or a state without a type.
-# - Who may restore: a native snapshot from a path only a superuser; a
-#   member of pg_read_server_files a canonical one, and the server's own
-#   checkpoints under state_backend.checkpoint_dir.
+# - Who may restore: an unsigned native snapshot from a path only a
+#   superuser; a member of pg_read_server_files a canonical one, and the
+#   server's own checkpoints under state_backend.checkpoint_dir (signed
+#   snapshots: test/t/025_snapshot_trust.pl).
 # - Roles: by OID from this cluster's snapshots (renames change nothing),
 #   by name and without grants from another cluster's, and never a state
 #   owned by a role the restoring role is not.
@@ -61,13 +62,6 @@ my $read_all = q{SELECT state.value_get('big', 1, 0::bigint) || '|' ||
 is($node->safe_psql('postgres', $read_all), $expected, 'states as written');
 
 my $copies = 0;
-
-sub copy_dir
-{
-	my ($from, $to) = @_;
-	system('cp', '-a', $from, $to) == 0 or die "cp -a $from $to failed";
-	return;
-}
 
 # A copy of the base snapshot with one state's only entry's image changed
 # by $edit (given the image, returns the new one).
@@ -175,8 +169,11 @@ $node->safe_psql('postgres', q{
 SELECT state.grant_access(n, 'reader', 'write') FROM unnest(ARRAY['big', 'lst', 'mp']) n;
 });
 
-my $r = sql_error($node, "SET ROLE reader; SELECT state.restore('$base')");
-is($r->{sqlstate}, '42501', 'a native snapshot from a path needs a superuser')
+my $unsigned = "$tmp/unsigned";
+copy_dir($base, $unsigned);
+write_manifest($unsigned, grep { !/^signature / } read_manifest($unsigned));
+my $r = sql_error($node, "SET ROLE reader; SELECT state.restore('$unsigned')");
+is($r->{sqlstate}, '42501', 'an unsigned native snapshot from a path needs a superuser')
   or diag $r->{stderr};
 like($r->{stderr}, qr/canonical/, 'the hint points to a canonical snapshot');
 $node->safe_psql('postgres', "SET ROLE reader; SELECT state.restore('$canonical')");
@@ -185,7 +182,7 @@ is($node->safe_psql('postgres', $read_all), $expected,
 $node->safe_psql('postgres', "SET ROLE reader; SELECT state.restore('$chkroot')");
 is($node->safe_psql('postgres', $read_all), $expected,
 	'a checkpoint of this server restores for pg_read_server_files');
-$r = sql_error($node, "SET ROLE reader; SELECT state.restore('$chkroot/../base')");
+$r = sql_error($node, "SET ROLE reader; SELECT state.restore('$chkroot/../unsigned')");
 is($r->{sqlstate}, '42501', 'a path that climbs out of the checkpoint directory is not one');
 
 # Roles on restore.  A snapshot of this cluster names roles by OID, so a

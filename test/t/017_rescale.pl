@@ -16,9 +16,11 @@ use StateBackendTAP;
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $nkeys = 100_000;
-my $source = new_state_node('source');
+# One deployment: the servers share the key they sign snapshots with.
+my $key = "state_backend.signing_key_file = '$dir/deployment.key'\n";
+my $source = new_state_node('source', conf => $key);
 my @parts = map {
-	new_state_node("part$_", conf => "state_backend.checkpoint_dir = '$dir/checkpoints_$_'\n")
+	new_state_node("part$_", conf => "state_backend.checkpoint_dir = '$dir/checkpoints_$_'\n$key")
 } 0 .. 2;
 ok(defined wait_for_worker($_), $_->name . ': state worker running') for $source, @parts;
 

@@ -18,9 +18,12 @@ extern void rocks_cache_shmem_init(void);
 /* The instance (state worker only). */
 extern bool rocks_open_existing(void);
 extern void rocks_close(void);
+extern bool rocks_failed(void);
 extern void rocks_apply_settings(void);
 extern bool rocks_adopt_states(void);
-extern void rocks_set_aside(void);
+extern void rocks_set_aside(const char *why);
+extern void rocks_begin_load(void);
+extern void rocks_end_load(void);
 extern void rocks_sweep_read_scratch(void);
 extern void rocks_sync_registry(void);
 

@@ -24,21 +24,25 @@
 #include "backend/rocksdb/rocks_files.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "common/signing.h"
 
 #define FILES_NAME		"FILES"
 #define COPY_CHUNK		(1024 * 1024)
 
 /*
  * rocks_copy_file copies src to dst (which must not exist) through a temporary
- * name, synced, and returns the CRC-32C of the bytes; crc_only just reads.
+ * name, synced, and returns the CRC-32C of the bytes (and their SHA-256 in
+ * sha256, unless NULL); crc_only just reads.
  */
 pg_crc32c
-rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
+rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
+				char *sha256)
 {
 	char		tmp[MAXPGPATH];
 	char	   *buf = palloc(COPY_CHUNK);
 	volatile int in = -1;
 	volatile int out = -1;
+	FileDigest *volatile digest = NULL;
 	pg_crc32c	crc;
 	int			n;
 
@@ -46,6 +50,8 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 	*size = 0;
 	PG_TRY();
 	{
+		if (sha256)
+			digest = file_digest_begin();
 		in = OpenTransientFile(src, O_RDONLY | PG_BINARY);
 		if (in < 0)
 			ereport(ERROR,
@@ -73,6 +79,8 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 		{
 			progress_beat();
 			COMP_CRC32C(crc, buf, n);
+			if (digest)
+				file_digest_add(digest, buf, n);
 			*size += n;
 			if (out >= 0)
 			{
@@ -95,9 +103,15 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not fsync file \"%s\": %m", tmp)));
+		if (digest)
+		{
+			file_digest_end(digest, sha256);
+			digest = NULL;
+		}
 	}
 	PG_FINALLY();
 	{
+		file_digest_discard(digest);
 		/* Closed here, also on error: the worker has no transaction to do it. */
 		if (in >= 0)
 			CloseTransientFile(in);
@@ -184,6 +198,7 @@ rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
 	bool		sst = strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".sst") == 0;
 	pg_crc32c	crc;
 	int64		size;
+	char		sha256[SIGNING_HEX_LEN];
 	struct stat st;
 
 	if (cp->n == cp->cap)
@@ -200,12 +215,12 @@ rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
 		snprintf(dst, sizeof(dst), "%s/%s-%s", shared_dir, tag, name);
 		if (stat(dst, &st) == 0)
 		{
-			crc = rocks_copy_file(dst, NULL, true, &size);
+			crc = rocks_copy_file(dst, NULL, true, &size, sha256);
 			cp->reused = true;
 		}
 		else
 		{
-			crc = rocks_copy_file(src, dst, false, &size);
+			crc = rocks_copy_file(src, dst, false, &size, sha256);
 			cp->written += size;
 		}
 	}
@@ -213,11 +228,11 @@ rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
 	{
 		snprintf(cf->where, sizeof(cf->where), "rocksdb/%s", name);
 		snprintf(dst, sizeof(dst), "%s/%s", rdir, name);
-		crc = rocks_copy_file(src, dst, false, &size);
+		crc = rocks_copy_file(src, dst, false, &size, sha256);
 		cp->written += size;
 	}
-	appendStringInfo(&cp->text, "%s %s %s " INT64_FORMAT " %08X\n",
-					 sst ? "sst" : "meta", name, cf->where, size, crc);
+	appendStringInfo(&cp->text, "%s %s %s " INT64_FORMAT " %08X %s\n",
+					 sst ? "sst" : "meta", name, cf->where, size, crc, sha256);
 }
 
 /*
@@ -236,8 +251,8 @@ rocks_files_write_list(CopiedFiles *cp, const StateDesc *desc,
 
 	rocks_family_name(family, sizeof(family), desc);
 	initStringInfo(&lst);
-	appendStringInfo(&lst, "state_backend sst list\nfiles rocksdb/%s\nfamily %s\n",
-					 FILES_NAME, family);
+	appendStringInfo(&lst, "state_backend sst list\nfiles rocksdb/%s %s\nfamily %s\n",
+					 FILES_NAME, cp->files_sha256, family);
 	for (int f = 0; f < rocksdb_livefiles_count(live); f++)
 	{
 		const char *name = rocksdb_livefiles_name(live, f);
@@ -282,6 +297,8 @@ rocks_files_finish(CopiedFiles *cp, const char *dir)
 	snprintf(path, sizeof(path), "%s/rocksdb/%s", dir, FILES_NAME);
 	cp->written += cp->text.len;
 	write_text_file(path, &cp->text);
+	/* Each state's list names it by its digest (the signed chain). */
+	file_digest_of(path, cp->files_sha256);
 }
 
 static void
@@ -405,8 +422,9 @@ rocks_files_read(const char *snapdir, ListedFile **files, char *path, Size pathl
 			*files = repalloc(*files, sizeof(ListedFile) * cap);
 		}
 		f = &(*files)[n];
-		if (sscanf(line, "%7s %1023s %1023s %lld %X", kind, f->name, f->where,
-				   &f->size, &f->crc) != 5 ||
+		f->sha256[0] = '\0';
+		if (sscanf(line, "%7s %1023s %1023s %lld %X %64s", kind, f->name, f->where,
+				   &f->size, &f->crc, f->sha256) < 5 ||
 			(strcmp(kind, "sst") != 0 && strcmp(kind, "meta") != 0))
 			continue;
 		check_listed_file(path, f);
@@ -430,6 +448,8 @@ rocks_files_verify(const char *snapdir, const char *const *lists, int nlists)
 	char		path[MAXPGPATH];
 	ListedFile *files;
 	int			n = rocks_files_read(snapdir, &files, path, sizeof(path));
+	char		sha256[SIGNING_HEX_LEN];
+	char		files_sha256[SIGNING_HEX_LEN];
 
 	for (int i = 0; i < n; i++)
 	{
@@ -447,16 +467,35 @@ rocks_files_verify(const char *snapdir, const char *const *lists, int nlists)
 		if (st.st_size != files[i].size)
 			list_corrupt(file, psprintf("It has %lld bytes; %s says %lld.",
 										(long long) st.st_size, path, files[i].size));
-		actual = rocks_copy_file(file, NULL, true, &got);
+		actual = rocks_copy_file(file, NULL, true, &got, sha256);
 		if (actual != files[i].crc)
 			list_corrupt(file, psprintf("Its checksum is %08X; %s says %08X.",
 										actual, path, files[i].crc));
+		if (files[i].sha256[0] != '\0' && strcmp(sha256, files[i].sha256) != 0)
+			list_corrupt(file, psprintf("Its SHA-256 digest is %s; %s says %s.",
+										sha256, path, files[i].sha256));
 		CHECK_FOR_INTERRUPTS();
 	}
+	/*
+	 * A list that names FILES by its digest (a signed MANIFEST names the
+	 * list's) must name this FILES.
+	 */
+	file_digest_of(path, files_sha256);
 	for (int i = 0; i < nlists; i++)
 	{
-		snprintf(path, sizeof(path), "%s/%s", snapdir, lists[i]);
-		(void) read_list(path);
+		char		list[MAXPGPATH];
+		char	   *text;
+		char	   *line;
+		char		named[SIGNING_HEX_LEN];
+
+		snprintf(list, sizeof(list), "%s/%s", snapdir, lists[i]);
+		text = read_list(list);
+		line = strstr(text, "\nfiles ");
+		if (line && sscanf(line, "\nfiles %*s %64s", named) == 1 &&
+			strcmp(named, files_sha256) != 0)
+			list_corrupt(list, psprintf("It names a FILES of digest %s; %s has %s.",
+										named, path, files_sha256));
+		pfree(text);
 	}
 }
 

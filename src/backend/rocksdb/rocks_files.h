@@ -7,6 +7,8 @@
 
 #include "port/pg_crc32c.h"
 
+#include "common/signing.h"
+
 #include "backend/rocksdb/rocks_internal.h"
 
 /* One line of rocksdb/FILES. */
@@ -17,6 +19,7 @@ typedef struct ListedFile
 	char		where[MAXPGPATH];	/* relative to the snapshot root */
 	long long	size;
 	unsigned int crc;
+	char		sha256[SIGNING_HEX_LEN];	/* "" when not given */
 } ListedFile;
 
 /* One file of the checkpoint, as FILES lists it. */
@@ -35,11 +38,12 @@ typedef struct CopiedFiles
 	StringInfoData text;		/* rocksdb/FILES */
 	int64		written;		/* bytes written, not yet reported */
 	bool		reused;			/* shared files were already there */
+	char		files_sha256[SIGNING_HEX_LEN];	/* of FILES, once written */
 } CopiedFiles;
 
 
 extern pg_crc32c rocks_copy_file(const char *src, const char *dst, bool crc_only,
-								 int64 *size);
+								 int64 *size, char *sha256);
 extern void rocks_instance_tag(char *buf, Size len);
 
 /* Writing a snapshot's files. */

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "common/file_perm.h"
 #include "miscadmin.h"
@@ -70,6 +71,36 @@ static uint64 synced_version = 0;
 #define KEY_GROUPS_KEY		"key_groups"
 
 static int32 written_key_groups = 0;
+
+/*
+ * Set, durably, before the first column family that a start-up load from a
+ * checkpoint creates (rocks_begin_load), and removed once the loaded
+ * states' descriptors are stored (rocks_end_load).  Until then the states
+ * are hidden and have no descriptor: an instance found with it was left by
+ * a start that did not finish, and holds nothing that is kept; the states
+ * come from the checkpoint again (rocks_adopt_states).
+ */
+#define LOADING_KEY			"loading_from_checkpoint"
+
+static bool load_running = false;	/* between rocks_begin_load and _end_ */
+static bool loading_marked = false; /* LOADING_KEY was written */
+
+/* Write or remove LOADING_KEY, synced. */
+static void
+mark_loading(bool on)
+{
+	rocksdb_writeoptions_t *sync = rocksdb_writeoptions_create();
+	char	   *err = NULL;
+
+	rocksdb_writeoptions_set_sync(sync, 1);
+	if (on)
+		rocksdb_put_cf(rocks.db, sync, rocks.deflt, LOADING_KEY, strlen(LOADING_KEY), "1", 1, &err);
+	else
+		rocksdb_delete_cf(rocks.db, sync, rocks.deflt, LOADING_KEY, strlen(LOADING_KEY), &err);
+	rocksdb_writeoptions_destroy(sync);
+	rocks_check(err, on ? "mark a load from a checkpoint" : "end a load from a checkpoint");
+	loading_marked = on;
+}
 
 /* Store this server's key-group count as the instance's. */
 static void
@@ -310,13 +341,14 @@ rocks_dir_exists(void)
 
 /*
  * rocks_set_aside moves the instance's directory out of the way, unopened,
- * to <rocksdb_dir>.set-aside (replacing an older one there): after a
- * standby's promotion, what the directory holds is the copy pg_basebackup
- * took of a running primary's files, not a consistent instance, and
- * rocksdb states are loaded from the newest checkpoint instead.
+ * to <rocksdb_dir>.set-aside (replacing an older one there), because of
+ * why: after a standby's promotion, what the directory holds is the copy
+ * pg_basebackup took of a running primary's files, not a consistent
+ * instance; after a start that did not finish loading, a part of a
+ * checkpoint.  rocksdb states are loaded from the newest checkpoint.
  */
 void
-rocks_set_aside(void)
+rocks_set_aside(const char *why)
 {
 	char		aside[MAXPGPATH];
 	struct stat st;
@@ -333,13 +365,82 @@ rocks_set_aside(void)
 				 errmsg("could not rename \"%s\" to \"%s\": %m",
 						state_backend_rocksdb_dir, aside)));
 	ereport(LOG,
-			(errmsg("state_backend set the rocksdb directory aside as \"%s\": on a promoted standby it is a copy of the primary's, and rocksdb states are loaded from the newest checkpoint",
-					aside)));
+			(errmsg("state_backend set the rocksdb directory aside as \"%s\": %s, so rocksdb states are loaded from the newest checkpoint",
+					aside, why)));
+}
+
+/*
+ * The room RocksDB may need on the file system of rocksdb_dir beyond what
+ * a write adds: a flush of every write buffer (twice, for the compaction
+ * that may follow) and its logs and MANIFEST.  RocksDB does not survive a
+ * write that fails for want of space (it aborts at the next one), so it
+ * is given none to fail: below this much free space, nothing is written.
+ */
+static uint64
+space_needed(void)
+{
+	return ((uint64) state_backend_rocksdb_write_buffer_mb * 2 + 8) * 1024 * 1024;
+}
+
+/*
+ * rocks_check_space raises disk_full, before RocksDB is asked to write,
+ * when the file system of rocksdb_dir has less room than space_needed.
+ */
+void
+rocks_check_space(void)
+{
+	struct statvfs fs;
+	char		dir[MAXPGPATH];
+	uint64		avail;
+
+	strlcpy(dir, state_backend_rocksdb_dir, sizeof(dir));
+	/* Before the instance exists: the nearest directory that does. */
+	while (statvfs(dir, &fs) != 0)
+	{
+		char	   *slash = strrchr(dir, '/');
+
+		if (errno != ENOENT || slash == NULL)
+			return;				/* nothing to measure: RocksDB will say */
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (strcmp(dir, "/") == 0 && statvfs(dir, &fs) != 0)
+			return;
+	}
+	avail = (uint64) fs.f_bavail * fs.f_frsize;
+	if (avail < space_needed())
+		ereport(ERROR,
+				(errcode(ERRCODE_DISK_FULL),
+				 errmsg("rocksdb states cannot be written: the file system of \"%s\" has %llu kB free, and %llu kB must stay free",
+						state_backend_rocksdb_dir, (unsigned long long) (avail / 1024),
+						(unsigned long long) (space_needed() / 1024)),
+				 errdetail("RocksDB keeps room for a flush of its write buffers (twice state_backend.rocksdb_write_buffer_size, and 8 MB)."),
+				 errhint("Free space on that file system; rocksdb states are written again once there is room.")));
+}
+
+/* After a failed write RocksDB must not be written again: see space_needed. */
+static void
+check_not_failed(void)
+{
+	if (rocks.failed)
+		ereport(ERROR,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("the rocksdb instance stopped after a failed write"),
+				 errdetail("The state worker restarts, and opens it again once there is room.")));
+}
+
+/* Whether a write failed: the worker then restarts (worker.c). */
+bool
+rocks_failed(void)
+{
+	return rocks.failed;
 }
 
 /*
  * rocks_open opens (creating if need be) the instance with every column
- * family it has.
+ * family it has.  Opening writes (a log, a MANIFEST): not below
+ * space_needed.
  */
 void
 rocks_open(void)
@@ -356,6 +457,8 @@ rocks_open(void)
 
 	if (rocks.db)
 		return;
+	check_not_failed();
+	rocks_check_space();
 	rocks_options_ready();
 	rocks_apply_settings();
 	if (pg_mkdir_p(state_backend_rocksdb_dir, pg_dir_create_mode) != 0 && errno != EEXIST)
@@ -439,6 +542,8 @@ rocks_flush_all(void)
 	RocksFamily *f;
 	char	   *err = NULL;
 
+	rocks_check_space();
+
 	rocksdb_flush_cf(rocks.db, rocks.flushopts, rocks.deflt, &err);
 	rocks_check(err, "flush");
 	hash_seq_init(&seq, families);
@@ -483,6 +588,9 @@ rocks_close(void)
 		return;
 	rocks_compact_forget(0);
 	rocksdb_cancel_all_background_work(rocks.db, 1);
+	/* After a failed write, closing would write: the process ends instead. */
+	if (rocks.failed)
+		return;
 	/* Every column family handle goes before the instance. */
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
@@ -571,6 +679,8 @@ rocks_family(uint32 id, int slot)
 				 errhint("Set state_backend.max_parallelism back to %d and restart the server.",
 						 written_key_groups)));
 	rocks_family_name(name, sizeof(name), &desc);
+	if (load_running && !loading_marked)
+		mark_loading(true);
 	f = hash_search(families, &id, HASH_ENTER, &found);
 	f->handle = rocksdb_create_column_family(rocks.db, rocks_family_options(name), name, &err);
 	if (err)
@@ -623,10 +733,51 @@ rocks_sync_registry(void)
 	synced_version = version;
 }
 
+/* Whether the open instance was left by a load that did not finish. */
+static bool
+load_was_interrupted(void)
+{
+	size_t		vlen;
+	char	   *v = rocks_get(rocks.deflt, LOADING_KEY, strlen(LOADING_KEY), &vlen);
+
+	if (v == NULL)
+		return false;
+	rocksdb_free(v);
+	return true;
+}
+
+/*
+ * rocks_begin_load: the states restored at start until rocks_end_load come
+ * from a checkpoint, into an instance that keeps none of its own.
+ */
+void
+rocks_begin_load(void)
+{
+	load_running = true;
+}
+
+/*
+ * rocks_end_load, once every state is loaded and published: their
+ * descriptors are stored, then the instance is marked whole again.
+ */
+void
+rocks_end_load(void)
+{
+	load_running = false;
+	if (!loading_marked || !rocks.db)
+		return;
+	rocks_commit();
+	rocks_sync_registry();
+	mark_loading(false);
+}
+
 /*
  * rocks_adopt_states puts the descriptors kept in the instance back into
  * a fresh registry (server start, crash restart), and drops column
  * families that have none (states dropped or being restored at the crash).
+ * An instance that a start-up load left unfinished is set aside instead:
+ * returns false, as for no instance, and the checkpoint's rocksdb states
+ * are loaded again.
  */
 bool
 rocks_adopt_states(void)
@@ -641,6 +792,12 @@ rocks_adopt_states(void)
 
 	if (!rocks_open_existing())
 		return false;
+	if (load_was_interrupted())
+	{
+		rocks_close();
+		rocks_set_aside("a start that loaded rocksdb states from a checkpoint did not finish");
+		return false;
+	}
 	it = rocksdb_create_iterator_cf(rocks.db, rocks.ropts, rocks.deflt);
 	for (rocksdb_iter_seek(it, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX));
 		 rocksdb_iter_valid(it); rocksdb_iter_next(it))
@@ -744,9 +901,12 @@ rocks_commit(void)
 		rocksdb_writebatch_put_cf(rocks.batch, rocks.deflt, APPLIED_LSN_KEY,
 								  strlen(APPLIED_LSN_KEY), (const char *) &v, sizeof(v));
 	}
+	check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);
 	rocks.batch_lsn = InvalidXLogRecPtr;
+	if (err)
+		rocks.failed = true;
 	/* The batch's keys left the cache; they come back with what it wrote. */
 	rocks_cache_committed(err == NULL);
 	rocks_check(err, "write");

@@ -48,9 +48,12 @@ typedef struct RocksInstance
 	rocksdb_column_family_handle_t *deflt;
 	rocksdb_writebatch_t *batch;	/* posted writes of one session's round */
 	XLogRecPtr	batch_lsn;		/* end of the WAL records of its logged writes */
+	bool		failed;			/* a write failed: RocksDB is not called again */
 } RocksInstance;
 
 extern RocksInstance rocks;
+
+extern void rocks_check_space(void);
 
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 							 const char *v, size_t vlen);

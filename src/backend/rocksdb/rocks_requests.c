@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/codec.h"
@@ -709,6 +710,40 @@ handle_compact(Request *r, StringInfo reply)
 															 r->rest[1] != 0));
 }
 
+/* Whether a request may write to the instance. */
+static bool
+op_writes(ChannelOp op)
+{
+	switch (op)
+	{
+		case CHANNEL_OP_GET:
+		case CHANNEL_OP_MAP_GET:
+		case CHANNEL_OP_SCAN:
+		case CHANNEL_OP_LENGTH:
+		case CHANNEL_OP_SIZE:
+			return false;
+		default:
+			return true;
+	}
+}
+
+/*
+ * Writes are refused before they reach RocksDB when its file system is
+ * nearly full (rocks_check_space); the file system is looked at every
+ * 10 ms while there is room, at every write while there is not.
+ */
+static void
+check_space_now_and_then(void)
+{
+	static TimestampTz last_ok = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (now - last_ok < 10 * 1000)
+		return;
+	rocks_check_space();
+	last_ok = now;
+}
+
 /*
  * rocks_handle_request runs one state request from a session.  Writes
  * that answer nothing are gathered in a batch, committed before the next
@@ -743,6 +778,8 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 		}
 		return true;
 	}
+	if (op_writes(op))
+		check_space_now_and_then();
 	request_parse(payload, len, &r);
 	switch (op)
 	{

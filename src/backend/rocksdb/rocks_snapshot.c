@@ -448,7 +448,7 @@ stage_snapshot(const char *snapdir, const char *scratch)
 		snprintf(dst, sizeof(dst), "%s/%s", scratch, files[i].name);
 		/* RocksDB only reads SST files: a link will do, a symbolic one too. */
 		if (!files[i].sst || (link(src, dst) != 0 && symlink(src, dst) != 0))
-			(void) rocks_copy_file(src, dst, false, &size);
+			(void) rocks_copy_file(src, dst, false, &size, NULL);
 	}
 }
 
