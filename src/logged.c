@@ -400,7 +400,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 				 errmsg("malformed state_backend WAL record")));
 	if (!hidden)
 		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
-	b = keyed_backend_for(d.backend);
+	b = keyed_backend_by_id(d.backend);
 	/* It keeps its id: WAL and checkpoints name it so. */
 	slot = registry_create_as(&d);
 	target.desc = &d;
@@ -440,7 +440,7 @@ discard_hidden(HTAB *map)
 static void
 replay_change(ReplayTarget *t, const StateWalRecord *rec)
 {
-	const KeyedStateBackend *b = keyed_backend_for(t->desc.backend);
+	const KeyedStateBackend *b = keyed_backend_by_id(t->desc.backend);
 	StateTarget st;
 	StateKey	key;
 
@@ -647,7 +647,7 @@ map_kept(HTAB *map)
 {
 	for (int i = 0; i < nadopted; i++)
 	{
-		const KeyedStateBackend *b = keyed_backend_for(adopted[i].backend);
+		const KeyedStateBackend *b = keyed_backend_by_id(adopted[i].backend);
 		StateDesc	cur;
 		int			slot = registry_find(adopted[i].id, &cur);
 

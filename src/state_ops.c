@@ -88,7 +88,7 @@ finish_drop(const StateDesc *desc, int slot, bool confirm)
 
 	target.desc = desc;
 	target.slot = slot;
-	keyed_backend_for(desc->backend)->drop(&target, confirm);
+	keyed_backend_by_id(desc->backend)->drop(&target, confirm);
 	registry_free_slot(desc, slot);
 }
 
@@ -100,7 +100,7 @@ finish_drop(const StateDesc *desc, int slot, bool confirm)
 int
 state_ops_create(StateDesc *desc)
 {
-	const KeyedStateBackend *backend = keyed_backend_for(desc->backend);
+	const KeyedStateBackend *backend = keyed_backend_by_id(desc->backend);
 	int			slot = registry_create(desc, false);
 	StateTarget target;
 
@@ -175,7 +175,7 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, uint32 keep_backends,
 
 	for (int i = 0; i < n && sync_catalogs; i++)
 	{
-		const KeyedStateBackend *b = keyed_backend_for(descs[i].backend);
+		const KeyedStateBackend *b = keyed_backend_by_id(descs[i].backend);
 		bool		done = b->sync_catalog == NULL;
 
 		for (int j = 0; j < nsynced && !done; j++)

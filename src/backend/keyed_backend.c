@@ -60,9 +60,13 @@ state_key_set(StateKey *key, const char *data, uint32 len)
 	key->key_group = (uint16) key_group_for_hash(key->hash, state_backend_max_parallelism);
 }
 
-/* keyed_backend_for returns the implementation behind a backend id. */
+/*
+ * keyed_backend_by_id returns the implementation behind a backend id: what
+ * stores a state's images as they are (with their deadlines, for a state
+ * with a TTL).  Restores, replays and snapshots move these.
+ */
 const KeyedStateBackend *
-keyed_backend_for(int backend)
+keyed_backend_by_id(int backend)
 {
 	if (backend < 0 || backend >= STATE_BACKEND_COUNT)
 		elog(ERROR, "state_backend: unknown backend %d", backend);
@@ -70,15 +74,15 @@ keyed_backend_for(int backend)
 }
 
 /*
- * keyed_backend_of returns what a state's operations go through: its
+ * keyed_state_ops returns what a state's operations go through: its
  * backend, or for a state with a TTL the TTL layer over it (ttl_state.c).
  * Images pass below it with their deadlines: what restores, replays and
- * snapshots move is the backend's own (keyed_backend_for).
+ * snapshots move is the backend's own (keyed_backend_by_id).
  */
 const KeyedStateBackend *
-keyed_backend_of(const StateDesc *desc)
+keyed_state_ops(const StateDesc *desc)
 {
-	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_for(desc->backend);
+	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
 }
 
 /* keyed_backend_all returns every implementation once; *n gets how many. */

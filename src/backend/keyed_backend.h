@@ -273,8 +273,8 @@ extern bool ttl_image_visible(const StateDesc *desc, const char *img, uint32 len
 							  StringInfo out);
 
 /* backend/keyed_backend.c: the backends by id and name. */
-extern const KeyedStateBackend *keyed_backend_for(int backend);
-extern const KeyedStateBackend *keyed_backend_of(const StateDesc *desc);
+extern const KeyedStateBackend *keyed_backend_by_id(int backend);
+extern const KeyedStateBackend *keyed_state_ops(const StateDesc *desc);
 extern const KeyedStateBackend *const *keyed_backend_all(int *n);
 extern const char *keyed_backend_name(int backend);
 extern int	keyed_backend_parse(const char *name);

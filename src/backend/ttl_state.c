@@ -3,7 +3,9 @@
  *		State TTL (Flink's StateTtlConfig): the layer between the SQL
  *		functions and the backend of a state with a time to live.
  *
- * It is a KeyedStateBackend over the state's own one (keyed_backend_of).
+ * It is a KeyedStateBackend over the state's own one (keyed_backend_by_id,
+ * which stores the images with their deadlines); keyed_state_ops hands it
+ * out for every state with a TTL.
  * Going down, it gives each value a deadline, now + ttl (format/records.h:
  * "ttl value"): a value or reducing result as a whole, each list element,
  * each map entry.  Coming up, it drops what expired, unless the state
@@ -48,7 +50,7 @@ static StringInfoData scratch;
 static const KeyedStateBackend *
 inner(const StateTarget *st)
 {
-	return keyed_backend_for(st->desc->backend);
+	return keyed_backend_by_id(st->desc->backend);
 }
 
 static inline bool
@@ -768,7 +770,7 @@ ttl_state_sweep(void)
 	pass++;
 	for (int i = 0; i < n; i++)
 	{
-		if (descs[i].ttl == 0 || keyed_backend_for(descs[i].backend)->compact != NULL)
+		if (descs[i].ttl == 0 || keyed_backend_by_id(descs[i].backend)->compact != NULL)
 			continue;
 		tracks[nt] = sweep_track(descs[i].id, pass);
 		targets[nt].desc = &live[nt];
@@ -798,7 +800,7 @@ ttl_state_sweep(void)
 /*
  * The operations that move images as they are stored (replace, and those
  * of restores, replay and snapshots) are the backend's own: they go to
- * keyed_backend_for, not through here.
+ * keyed_backend_by_id, not through here.
  */
 const KeyedStateBackend ttl_keyed_backend = {
 	.name = "ttl",

@@ -268,6 +268,15 @@ static int
 registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 {
 	int			free_slot = -1;
+	StateDesc	check = *desc;
+	const char *why;
+
+	/* What every reader of a stored descriptor holds it to (its id comes below). */
+	if (check.id == 0)
+		check.id = 1;
+	if ((why = state_desc_problem(&check, state_backend_max_parallelism)) != NULL)
+		elog(ERROR, "state_backend: state \"%s\" would be stored with %s",
+			 NameStr(desc->name), why);
 
 	state_backend_check_loaded();
 	if (!hidden)

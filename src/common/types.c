@@ -121,3 +121,63 @@ state_ttl_visibility_parse(const char *name, StateTtlVisibility *v)
 		*v = (StateTtlVisibility) i;
 	return i >= 0;
 }
+
+/* A name field that ends within its NAMEDATALEN bytes. */
+static bool
+name_ok(const NameData *n)
+{
+	return memchr(NameStr(*n), '\0', NAMEDATALEN) != NULL;
+}
+
+/* A type's length as PostgreSQL could have it (none: InvalidOid). */
+static bool
+type_shape_ok(const StateType *t)
+{
+	if (!name_ok(&t->nspname) || !name_ok(&t->typname))
+		return false;
+	if (!OidIsValid(t->oid))
+		return true;
+	if (!(t->typlen > 0 || t->typlen == -1 || t->typlen == -2))
+		return false;
+	return !t->typbyval || t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8;
+}
+
+/*
+ * state_desc_problem is the one rule a descriptor must hold to, wherever
+ * it comes from (built by create_state, read from a MANIFEST, a WAL record
+ * or RocksDB): NULL when it holds, else what is wrong, for a message.
+ * key_groups is the key-group count its range must lie in.
+ */
+const char *
+state_desc_problem(const StateDesc *d, int key_groups)
+{
+	if ((int) d->kind < 0 || d->kind > STATE_KIND_LAST)
+		return "an unknown kind";
+	if ((int) d->reducer < STATE_REDUCER_NONE || d->reducer > STATE_REDUCER_MAX ||
+		(d->kind == STATE_KIND_REDUCING) != (d->reducer != STATE_REDUCER_NONE))
+		return "a reducer where its kind has none, or none where it needs one";
+	if (d->id == 0 || !name_ok(&d->name) || NameStr(d->name)[0] == '\0' ||
+		!name_ok(&d->owner_name))
+		return "no id or no name";
+	if (d->ngrants < 0 || d->ngrants > STATE_MAX_GRANTS)
+		return "more grants than a state has";
+	for (int i = 0; i < 3; i++)
+	{
+		const StateType *t = &d->types[i];
+		bool		wanted = i != STATE_TYPE_MAP_KEY || state_kind_layout(d->kind) == STATE_KIND_MAP;
+
+		if ((wanted && !OidIsValid(t->oid)) || !type_shape_ok(t))
+			return "not the types its kind needs";
+	}
+	/* Operator states are heap states with no TTL and no key-group range. */
+	if (state_kind_is_operator(d->kind) && (d->ttl > 0 || d->range_parts > 0))
+		return "a TTL or a key-group range on an operator state";
+	/* An aggregating state names its aggregate and the type of its images. */
+	if (!state_desc_agg_ok(d) || !type_shape_ok(&d->agg_type))
+		return "an aggregate where its kind has none, or none where it needs one";
+	if (!state_desc_ttl_ok(d))
+		return "TTL settings this version does not know";
+	if (!state_desc_range_ok(d, key_groups))
+		return "a key-group range outside its key groups";
+	return NULL;
+}

@@ -231,6 +231,8 @@ state_desc_agg_ok(const StateDesc *d)
 	return (d->kind == STATE_KIND_AGGREGATING) == (named && OidIsValid(d->agg_type.oid));
 }
 
+extern const char *state_desc_problem(const StateDesc *d, int key_groups);
+
 /* Names, for messages, views and the snapshot MANIFEST (common/types.c). */
 extern const char *state_kind_name(StateKind kind);
 extern bool state_kind_parse(const char *name, StateKind *kind);

@@ -300,38 +300,6 @@ parse_state_line(char *line, SnapshotState *st)
 	return ok && st->desc.id != 0 && NameStr(st->desc.name)[0] != '\0';
 }
 
-/* A type's length as PostgreSQL could have it (none: InvalidOid). */
-static bool
-type_shape_ok(const StateType *t)
-{
-	if (!OidIsValid(t->oid))
-		return true;
-	if (!(t->typlen > 0 || t->typlen == -1 || t->typlen == -2))
-		return false;
-	return !t->typbyval || t->typlen == 1 || t->typlen == 2 || t->typlen == 4 || t->typlen == 8;
-}
-
-/* A state's types as its kind needs them: a key, a value, a map's map key. */
-static bool
-state_types_ok(const StateDesc *d)
-{
-	for (int i = 0; i < 3; i++)
-	{
-		const StateType *t = &d->types[i];
-		bool		wanted = i != STATE_TYPE_MAP_KEY || state_kind_layout(d->kind) == STATE_KIND_MAP;
-
-		if ((wanted && !OidIsValid(t->oid)) || !type_shape_ok(t))
-			return false;
-	}
-	/* Operator states are heap states with no TTL and no key-group range. */
-	if (state_kind_is_operator(d->kind) && (d->ttl > 0 || d->range_parts > 0))
-		return false;
-	/* An aggregating state names its aggregate and the type of its images. */
-	if (!state_desc_agg_ok(d) || !type_shape_ok(&d->agg_type))
-		return false;
-	return (d->kind == STATE_KIND_REDUCING) == (d->reducer != STATE_REDUCER_NONE);
-}
-
 /* A state's name within its database, as a hash key. */
 typedef struct StateNameKey
 {
@@ -374,6 +342,7 @@ check_manifest(SrcFile *f, SnapshotManifest *m)
 	HTAB	   *ids = manifest_set("MANIFEST state ids", sizeof(uint32));
 	HTAB	   *names = manifest_set("MANIFEST state names", sizeof(StateNameKey));
 	StateNameKey name;
+	const char *why;
 
 	for (int d = 0; d < m->ndbs; d++)
 		for (int e = 0; e < d; e++)
@@ -392,10 +361,8 @@ check_manifest(SrcFile *f, SnapshotManifest *m)
 			}
 		if (!listed)
 			snapshot_file_corrupt(f, 0, "The MANIFEST has a state of a database it does not list.");
-		if (!state_types_ok(&st->desc))
-			snapshot_file_corrupt(f, 0, "The MANIFEST has a state without the types or reducer its kind needs.");
-		if (!state_desc_range_ok(&st->desc, m->key_groups))
-			snapshot_file_corrupt(f, 0, "The MANIFEST has a state whose key-group range is not within its key groups.");
+		if ((why = state_desc_problem(&st->desc, m->key_groups)) != NULL)
+			snapshot_file_corrupt(f, 0, psprintf("The MANIFEST has a state with %s.", why));
 		if (st->native && m->format != SNAPSHOT_NATIVE)
 			snapshot_file_corrupt(f, 0, "The MANIFEST of a canonical snapshot lists a backend's native files.");
 		if (!manifest_note_unique(ids, &st->desc.id))

@@ -132,27 +132,6 @@ state_wal_replaying(void)
 	return replaying_end;
 }
 
-static bool
-name_ok(const NameData *n)
-{
-	return memchr(NameStr(*n), '\0', NAMEDATALEN) != NULL;
-}
-
-/* A descriptor from WAL holds together as far as this layer can tell. */
-static bool
-desc_ok(const StateDesc *d)
-{
-	if ((int) d->kind < 0 || d->kind > STATE_KIND_LAST ||
-		(int) d->reducer < STATE_REDUCER_NONE || d->reducer > STATE_REDUCER_MAX ||
-		d->ngrants < 0 || d->ngrants > STATE_MAX_GRANTS || d->id == 0 ||
-		!name_ok(&d->name) || !name_ok(&d->owner_name) || NameStr(d->name)[0] == '\0')
-		return false;
-	for (int i = 0; i < 3; i++)
-		if (!name_ok(&d->types[i].nspname) || !name_ok(&d->types[i].typname))
-			return false;
-	return true;
-}
-
 bool
 state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 {
@@ -194,8 +173,7 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		if (!state_desc_size_ok(rec->valuelen))
 			return false;
 		state_desc_read(&rec->desc, rec->value, rec->valuelen);
-		if (!desc_ok(&rec->desc) || !state_desc_ttl_ok(&rec->desc) || !state_desc_agg_ok(&rec->desc) ||
-			!state_desc_range_ok(&rec->desc, state_backend_max_parallelism) ||
+		if (state_desc_problem(&rec->desc, state_backend_max_parallelism) != NULL ||
 			rec->desc.id != rec->state_id)
 			return false;
 	}

@@ -285,7 +285,7 @@ restore_native_files(const char *dir, const Section *sec, const RescaleLoad *loa
 			const RescaleLoad *l = &loads[i];
 
 			if (!sec->native[i] || l->skip ||
-				keyed_backend_for(sec->descs[i].backend) != all[b])
+				keyed_backend_by_id(sec->descs[i].backend) != all[b])
 				continue;
 			items[count].from_id = sec->states[i]->desc.id;
 			items[count].to_id = merged[l->merged].id;
@@ -309,9 +309,9 @@ restore_native_files(const char *dir, const Section *sec, const RescaleLoad *loa
 static void
 check_native_state(const StateDesc *d, int source_backend)
 {
-	const KeyedStateBackend *from = keyed_backend_for(source_backend);
+	const KeyedStateBackend *from = keyed_backend_by_id(source_backend);
 
-	if (keyed_backend_for(d->backend) != from || from->snapshot->restore_native == NULL)
+	if (keyed_backend_by_id(d->backend) != from || from->snapshot->restore_native == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("state \"%s\" is kept as %s files in this native snapshot",
@@ -336,7 +336,7 @@ verify_native_files(const char *dir, SnapshotState **states, const int *source_b
 		int			nlists = 0;
 
 		for (int i = 0; i < n; i++)
-			if (native[i] && keyed_backend_for(source_backends[i]) == all[b])
+			if (native[i] && keyed_backend_by_id(source_backends[i]) == all[b])
 				lists[nlists++] = states[i]->file;
 		if (nlists > 0)
 			all[b]->snapshot->verify_native(dir, lists, nlists);
@@ -477,7 +477,7 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 
 	c.target.desc = desc;
 	c.target.slot = slot;
-	c.backend = keyed_backend_for(desc->backend);
+	c.backend = keyed_backend_by_id(desc->backend);
 	c.n = 0;
 	c.kg_first = load->kg_first;
 	c.kg_last = load->kg_last;
@@ -517,7 +517,7 @@ log_restored(const StateDesc *descs, const int *slots, int n)
 		target.desc = &descs[i];
 		target.slot = slots[i];
 		(void) state_wal_log_create(&descs[i], true);
-		keyed_backend_for(descs[i].backend)->iterate(&target, -1, log_entry,
+		keyed_backend_by_id(descs[i].backend)->iterate(&target, -1, log_entry,
 													 unconstify(StateDesc *, &descs[i]));
 	}
 }
@@ -607,7 +607,7 @@ chunk_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32
 	ChunkArg   *a = arg;
 	StateKey	k;
 	StringInfoData chunk;
-	const KeyedStateBackend *b = keyed_backend_for(a->target->desc->backend);
+	const KeyedStateBackend *b = keyed_backend_by_id(a->target->desc->backend);
 
 	state_key_set(&k, key, keylen);
 	initStringInfo(&chunk);
@@ -631,7 +631,7 @@ chunk_operator_lists(const StateDesc *merged, const int *slots, int nm,
 
 		quiet.logged = false;
 		if (merged[j].kind == STATE_KIND_OPERATOR_LIST)
-			keyed_backend_for(merged[j].backend)->iterate(&target, -1, chunk_entry, &a);
+			keyed_backend_by_id(merged[j].backend)->iterate(&target, -1, chunk_entry, &a);
 	}
 }
 
@@ -993,7 +993,7 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 	q->desc = q->st->desc;
 	q->desc.backend = snapshot_state_backend(src, q->st);
 	if (q->st->native &&
-		(src->dir == NULL || keyed_backend_for(q->desc.backend)->snapshot->read_native == NULL))
+		(src->dir == NULL || keyed_backend_by_id(q->desc.backend)->snapshot->read_native == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("state \"%s\" of snapshot \"%s\" is kept in files its backend alone reads",
@@ -1056,7 +1056,7 @@ snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
 	r.fn = fn;
 	r.arg = arg;
 	if (q->st->native)
-		return keyed_backend_for(q->desc.backend)->snapshot->read_native(q->src->dir, &q->st->desc,
+		return keyed_backend_by_id(q->desc.backend)->snapshot->read_native(q->src->dir, &q->st->desc,
 																		 query_entry, &r);
 	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
 }

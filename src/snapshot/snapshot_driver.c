@@ -267,7 +267,7 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	p->any_native = false;
 	for (int i = 0; i < job->ndescs; i++)
 	{
-		const KeyedStateBackend *b = keyed_backend_for(job->descs[i].backend);
+		const KeyedStateBackend *b = keyed_backend_by_id(job->descs[i].backend);
 
 		p->backends[i] = keyed_backend_name(job->descs[i].backend);
 		p->native[i] = b->snapshot->write_native != NULL &&
@@ -311,7 +311,7 @@ states_of(const WritePlan *p, const KeyedStateBackend *b, bool native, bool *out
 	for (int s = 0; s < p->job->ndescs; s++)
 	{
 		out[s] = p->native[s] == native &&
-			keyed_backend_for(p->job->descs[s].backend) == b;
+			keyed_backend_by_id(p->job->descs[s].backend) == b;
 		any |= out[s];
 	}
 	return any;

@@ -81,7 +81,7 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	call->desc = *desc;
 	call->target.desc = &call->desc;
 	call->target.slot = slot;
-	call->backend = keyed_backend_of(desc);
+	call->backend = keyed_state_ops(desc);
 	codec_init(&call->codecs[ARG_KEY], desc->key_type, call->mcxt);
 	codec_init(&call->codecs[ARG_VALUE], desc->value_type, call->mcxt);
 	if (OidIsValid(desc->map_key_type))

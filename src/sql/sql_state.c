@@ -368,7 +368,7 @@ state_states(PG_FUNCTION_ARGS)
 		int64		bytes;
 
 		memset(nulls, 0, sizeof(nulls));
-		keyed_backend_of(d)->size(&target, &entries, &bytes);
+		keyed_state_ops(d)->size(&target, &entries, &bytes);
 		values[0] = CStringGetTextDatum(NameStr(d->name));
 		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
 		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
@@ -566,7 +566,7 @@ state_stats(PG_FUNCTION_ARGS)
 		int64		bytes;
 
 		state_stats_read(slots[i], counts);
-		keyed_backend_of(d)->size(&target, &entries, &bytes);
+		keyed_state_ops(d)->size(&target, &entries, &bytes);
 		values[0] = CStringGetTextDatum(NameStr(d->name));
 		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
 		values[2] = Int64GetDatum((int64) counts[STATE_STAT_READS]);

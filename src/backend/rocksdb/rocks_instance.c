@@ -830,8 +830,8 @@ rocks_adopt_states(void)
 			continue;
 		}
 		rocks_family_name(expected, sizeof(expected), &desc);
-		if (!state_desc_ttl_ok(&desc) || !state_desc_agg_ok(&desc) || strcmp(f->name, expected) != 0 ||
-			!state_desc_range_ok(&desc, state_backend_max_parallelism))
+		if (state_desc_problem(&desc, state_backend_max_parallelism) != NULL ||
+			strcmp(f->name, expected) != 0)
 		{
 			/* Read in the wrong layout, its values would be lost: keep them. */
 			f->unadopted = true;
