@@ -30,6 +30,12 @@ my $node = new_state_node(
 	init => { allows_streaming => 1 });
 ok(defined wait_for_worker($node), 'state worker running');
 
+# A logged state that make_states never drops: with none left for a moment,
+# the worker would take a checkpoint of its own (and drop the slot), which
+# would decide which unlogged states a crash brings back.
+$node->safe_psql('postgres',
+	q{SELECT state.create_state('anchor', 'value', 'int', 'int', logged => true)});
+
 # What a client sees of the states, in one line.
 my $probe = q{
 SELECT (SELECT coalesce(sum(state.value_get('hr', k, 0::bigint)), 0)
@@ -51,7 +57,7 @@ sub make_states
 {
 	$node->safe_psql(
 		'postgres', q{
-SELECT state.drop_state(name) FROM state.states;
+SELECT state.drop_state(name) FROM state.states WHERE name <> 'anchor';
 DROP SEQUENCE IF EXISTS s;
 CREATE SEQUENCE s;
 SELECT state.create_state('hr', 'reducing', 'int', 'bigint', reducer => 'sum', logged => true);
