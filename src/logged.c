@@ -390,7 +390,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	{
 		if (!(t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name))))
 			return false;
-		state_ops_publish(t->desc.dbid, &t->desc, 1, ~(uint32) 0, true);
+		state_ops_publish(t->desc.dbid, &t->desc, 1, STATE_PUBLISH_KEEP_ALL, true);
 		t->hidden = false;
 		return true;
 	}
@@ -418,7 +418,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	PG_END_TRY();
 	/* Published alone: every other state of the database stays. */
 	if (!hidden)
-		state_ops_publish(d.dbid, &d, 1, ~(uint32) 0, true);
+		state_ops_publish(d.dbid, &d, 1, STATE_PUBLISH_KEEP_ALL, true);
 	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr, hidden);
 	return true;
 }

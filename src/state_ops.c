@@ -146,15 +146,27 @@ state_ops_discard(const StateDesc *desc, int slot)
 		finish_drop(desc, slot, false);
 }
 
+/* A state whose backend kept its data across the restart. */
+static bool
+state_kept_by_backend(const StateDesc *desc)
+{
+	return keyed_backend_kept_data(desc->backend);
+}
+
+static bool
+state_keep_every(const StateDesc *desc)
+{
+	return true;
+}
+
 /*
  * state_ops_publish makes a restore take effect: the hidden states descs
- * replace the database's states at one instant (but those of the backends
- * in keep_backends, as bits of their ids), then the replaced states' data
- * is removed.  With sync_catalogs, the backends of published states that
+ * replace the database's states at one instant (but those keep says),
+ * then the replaced states' data is removed.  With sync_catalogs, the backends of published states that
  * keep descriptors of their own store them before this returns.
  */
 void
-state_ops_publish(Oid dbid, const StateDesc *descs, int n, uint32 keep_backends,
+state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep,
 				  bool sync_catalogs)
 {
 	uint32	   *ids = palloc(sizeof(uint32) * Max(n, 1));
@@ -166,7 +178,10 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, uint32 keep_backends,
 
 	for (int i = 0; i < n; i++)
 		ids[i] = descs[i].id;
-	nold = registry_publish(dbid, ids, n, keep_backends, &old, &oldslots);
+	nold = registry_publish(dbid, ids, n,
+							keep == STATE_PUBLISH_KEEP_ALL ? state_keep_every :
+							keep == STATE_PUBLISH_KEEP_KEPT ? state_kept_by_backend : NULL,
+							&old, &oldslots);
 	for (int i = 0; i < nold; i++)
 		finish_drop(&old[i], oldslots[i], true);
 	pfree(old);

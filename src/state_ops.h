@@ -13,8 +13,16 @@ extern void state_ops_check_list_type(Oid type);
 extern int	state_ops_create(StateDesc *desc);
 extern bool state_ops_drop(const StateDesc *desc, int slot);
 extern void state_ops_discard(const StateDesc *desc, int slot);
+/* Which of a database's states a publish leaves in place. */
+typedef enum StatePublishKeep
+{
+	STATE_PUBLISH_REPLACE,		/* none: a restore replaces them all */
+	STATE_PUBLISH_KEEP_KEPT,	/* those whose backend kept its data (start) */
+	STATE_PUBLISH_KEEP_ALL		/* every one: a state published beside them */
+} StatePublishKeep;
+
 extern void state_ops_publish(Oid dbid, const StateDesc *descs, int n,
-							  uint32 keep_backends, bool sync_catalogs);
+							  StatePublishKeep keep, bool sync_catalogs);
 extern void state_ops_drop_database(Oid dbid);
 
 #endif							/* STATE_BACKEND_STATE_OPS_H */

@@ -396,16 +396,13 @@ state_worker_start(void)
 	 */
 	if (recovering)
 	{
-		uint32		kept;
-
 		rocks_sweep_read_scratch();
-		kept = rocks_adopt_states() ? (uint32) 1 << STATE_BACKEND_ROCKSDB : 0;
-		if (kept == 0)
+		if (!rocks_adopt_states())
 			rocks_begin_load();
 
 		logged_note_adopted();
 		state_wal_suppress(true);
-		loaded = restore_on_start(kept);
+		loaded = restore_on_start();
 		state_wal_suppress(false);
 		start_hold();
 	}

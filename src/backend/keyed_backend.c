@@ -85,6 +85,18 @@ keyed_state_ops(const StateDesc *desc)
 	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
 }
 
+/*
+ * keyed_backend_kept_data: whether the states of a backend came back from
+ * its own storage at this start (KeyedStateBackend.kept_data).
+ */
+bool
+keyed_backend_kept_data(int backend)
+{
+	const KeyedStateBackend *b = keyed_backend_by_id(backend);
+
+	return b->kept_data != NULL && b->kept_data();
+}
+
 /* keyed_backend_all returns every implementation once; *n gets how many. */
 const KeyedStateBackend *const *
 keyed_backend_all(int *n)

@@ -260,6 +260,14 @@ typedef struct KeyedStateBackend
 	 */
 	XLogRecPtr	(*applied_lsn) (void);
 
+	/*
+	 * In the state worker at server start, after the backend opened its
+	 * storage: whether its states came back from it (their descriptors
+	 * adopted into the registry), so that a checkpoint's copies of them are
+	 * not loaded over them.  NULL: never (states come from checkpoints).
+	 */
+	bool		(*kept_data) (void);
+
 	/* The backend's own figures, for state.worker.  NULL: it has none. */
 	void		(*figures) (StateFigureFn fn, void *arg);
 
@@ -282,6 +290,7 @@ extern bool keyed_backend_lookup(const char *name, int *backend);
 extern bool keyed_backend_memory_snapshots(int backend);
 extern int	keyed_backend_operator_backend(int backend);
 extern void keyed_backend_flush_all(void);
+extern bool keyed_backend_kept_data(int backend);
 extern void keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,
 							const char *cur, uint32 curlen, const char *in, uint32 inlen,
 							StringInfo out, void *arg);

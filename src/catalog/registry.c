@@ -387,13 +387,14 @@ registry_free_slot(const StateDesc *desc, int slot)
 /*
  * registry_publish makes a restore take effect: at one instant every visible
  * state of the database is marked as dropping and the hidden states given
- * (created by the restore) become visible.  States of the backends in
- * keep_backends (bits of backend ids) stay.  The states marked go to *old
+ * (created by the restore) become visible.  States that keep (if given;
+ * called under the registry lock, so it takes none) says to keep stay.
+ * The states marked go to *old
  * and *oldslots (palloc'd; the count is returned): the caller removes their
  * data and frees their slots.
  */
 int
-registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
+registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 				 StateDesc **old, int **oldslots)
 {
 	int			nold = 0;
@@ -407,7 +408,7 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
 
 		if (s->desc.id == 0 || s->desc.dbid != dbid || s->dropping || s->hidden)
 			continue;
-		if (keep_backends & ((uint32) 1 << s->desc.backend))
+		if (keep && keep(&s->desc))
 			continue;
 		s->dropping = true;
 		if (s->desc.logged)

@@ -23,7 +23,9 @@ extern int	registry_create(StateDesc *desc, bool hidden);
 extern int	registry_create_as(const StateDesc *desc);
 extern bool registry_mark_dropping(const StateDesc *desc, int slot);
 extern void registry_free_slot(const StateDesc *desc, int slot);
-extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, uint32 keep_backends,
+/* Whether registry_publish keeps a state the restore does not replace. */
+typedef bool (*RegistryKeepFn) (const StateDesc *desc);
+extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 							 StateDesc **old, int **oldslots);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);

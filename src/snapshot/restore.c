@@ -410,13 +410,13 @@ check_untrusted_state(const SnapshotSource *src, const SnapshotManifest *m,
 /*
  * check_section picks the states of section source_dbid that are to be
  * restored into target_dbid and checks all of them, files included, before
- * anything changes.  At server start (trust_oids) states of kept_backends
- * keep their working data, and so does a state named like one that did.
+ * anything changes.  At server start (trust_oids) states of backends that
+ * kept their data keep it, and so does a state named like one that did.
  */
 static void
 check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec,
 			  Oid source_dbid, Oid target_dbid, int backend_override,
-			  bool trust_oids, uint32 kept_backends)
+			  bool trust_oids)
 {
 	int			cap = Max(m->nstates, 1);
 
@@ -436,7 +436,7 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 			continue;
 		*d = st->desc;
 		backend = snapshot_state_backend(src, st);
-		if (trust_oids && (kept_backends & ((uint32) 1 << backend)))
+		if (trust_oids && keyed_backend_kept_data(backend))
 			continue;
 		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
 			continue;
@@ -555,7 +555,7 @@ typedef struct RestoreInput
  */
 static int
 plan_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
-			const RestoreSplit *split, bool trust_oids, uint32 kept_backends,
+			const RestoreSplit *split, bool trust_oids,
 			StateDesc **merged, bool *whole)
 {
 	int			nflat = 0;
@@ -572,7 +572,7 @@ plan_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 					 errmsg("a canonical checkpoint cannot be loaded at server start"),
 					 errhint("Restore it with state.restore().")));
 		check_section(in[i].src, in[i].m, &in[i].sec, in[i].source_dbid, target_dbid,
-					  backend_override, trust_oids, kept_backends);
+					  backend_override, trust_oids);
 		nflat += in[i].sec.n;
 	}
 	flat = palloc(sizeof(RescaleInput) * Max(nflat, 1));
@@ -681,7 +681,7 @@ load_inputs(RestoreInput *in, int nin, const StateDesc *merged, const int *slots
  */
 static int64
 restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
-			   const RestoreSplit *split, bool trust_oids, uint32 kept_backends)
+			   const RestoreSplit *split, bool trust_oids)
 {
 	StateDesc  *merged;
 	int		   *slots;
@@ -693,7 +693,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 	bool		whole;
 
 	nm = plan_inputs(in, nin, target_dbid, backend_override, split, trust_oids,
-					 kept_backends, &merged, &whole);
+					 &merged, &whole);
 	slots = palloc(sizeof(int) * Max(nm, 1));
 	if (!trust_oids && any_logged(merged, nm) && restore_logged_hook)
 	{
@@ -744,7 +744,8 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 
 	PG_TRY();
 	{
-		state_ops_publish(target_dbid, merged, nm, trust_oids ? kept_backends : 0,
+		state_ops_publish(target_dbid, merged, nm,
+						  trust_oids ? STATE_PUBLISH_KEEP_KEPT : STATE_PUBLISH_REPLACE,
 						  !trust_oids);
 	}
 	PG_FINALLY();
@@ -860,18 +861,18 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
 					 errhint("Set state_backend.max_parallelism to %d, or restore a canonical snapshot.",
 							 in[i].m->key_groups)));
 	}
-	return restore_inputs(in, nsrcs, MyDatabaseId, backend_override, split, false, 0);
+	return restore_inputs(in, nsrcs, MyDatabaseId, backend_override, split, false);
 }
 
 /*
  * restore_on_start loads every database's states from the newest complete
  * checkpoint, in the state worker at server start, but for the states of
- * kept_backends (bits of backend ids), which kept their working data.  A
+ * backends that kept their working data (keyed_backend_kept_data).  A
  * section that cannot be loaded is reported and skipped: the server must
  * come up.  Returns the checkpoint's directory, or NULL when none was read.
  */
 char *
-restore_on_start(uint32 kept_backends)
+restore_on_start(void)
 {
 	char	   *dir;
 	int64		id;
@@ -892,6 +893,7 @@ restore_on_start(uint32 kept_backends)
 	memset(&src, 0, sizeof(src));
 	src.dir = dir;
 	src.name = dir;
+	src.trusted = true;			/* the server's own checkpoint */
 	PG_TRY();
 	{
 		m = snapshot_read_manifest(&src);
@@ -921,7 +923,7 @@ restore_on_start(uint32 kept_backends)
 		{
 			RestoreInput in = {&src, m, dbid};
 			RestoreSplit whole = {0, 0};
-			int64		n = restore_inputs(&in, 1, dbid, -1, &whole, true, kept_backends);
+			int64		n = restore_inputs(&in, 1, dbid, -1, &whole, true);
 
 			ereport(LOG,
 					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",

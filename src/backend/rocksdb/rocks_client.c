@@ -632,6 +632,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.flush = rc_flush,
 	.sync_catalog = rocks_client_sync_registry,
 	.applied_lsn = rocks_applied_lsn,
+	.kept_data = rocks_kept_data,
 	.figures = rc_figures,
 	.snapshot = &rocks_snapshot_strategy,
 };

@@ -83,6 +83,7 @@ static int32 written_key_groups = 0;
 #define LOADING_KEY			"loading_from_checkpoint"
 
 static bool load_running = false;	/* between rocks_begin_load and _end_ */
+static bool states_adopted = false; /* rocks_adopt_states found an instance */
 static bool loading_marked = false; /* LOADING_KEY was written */
 
 /* Write or remove LOADING_KEY, synced. */
@@ -879,7 +880,15 @@ rocks_adopt_states(void)
 		family_drop(f);
 	}
 	synced_version = registry_version();
+	states_adopted = true;
 	return true;
+}
+
+/* KeyedStateBackend.kept_data: rocksdb states came back from the instance. */
+bool
+rocks_kept_data(void)
+{
+	return states_adopted;
 }
 
 /* Commit the writes gathered from one session's requests. */

@@ -54,6 +54,7 @@ typedef struct RocksInstance
 extern RocksInstance rocks;
 
 extern void rocks_check_space(void);
+extern bool rocks_kept_data(void);
 
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 							 const char *v, size_t vlen);
