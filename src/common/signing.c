@@ -65,17 +65,11 @@ digest_owner_push(void)
 	return saved;
 }
 
+/* bin in lower-case hex, NUL-terminated: PostgreSQL's hex_encode. */
 static void
 to_hex(const uint8 *bin, int len, char *hex)
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (int i = 0; i < len; i++)
-	{
-		hex[2 * i] = digits[bin[i] >> 4];
-		hex[2 * i + 1] = digits[bin[i] & 0xF];
-	}
-	hex[2 * len] = '\0';
+	hex[hex_encode((const char *) bin, len, hex)] = '\0';
 }
 
 /*
