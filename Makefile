@@ -37,6 +37,7 @@ OBJS = \
 	src/format/snapshot_writer.o \
 	src/format/snapshot_reader.o \
 	src/backend/keyed_backend.o \
+	src/backend/providers.o \
 	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
@@ -49,6 +50,7 @@ OBJS = \
 	src/backend/rocksdb/rocks_files.o \
 	src/backend/rocksdb/rocks_ttl.o \
 	src/backend/rocksdb/rocks_snapshot.o \
+	src/backend/rocksdb/rocks_provider.o \
 	src/snapshot/snapshot_control.o \
 	src/snapshot/snapshot_driver.o \
 	src/snapshot/canonical.o \
@@ -72,6 +74,9 @@ EXTENSION = state_backend
 DATA = state_backend--1.2.sql state_backend--1.0.sql state_backend--1.1.sql \
 	state_backend--1.0--1.1.sql state_backend--1.1--1.2.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
+# The provider API, for libraries that register backends of their own:
+# $(includedir_server)/extension/state_backend/state_backend_api.h
+HEADERS = src/api/state_backend_api.h
 
 REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf

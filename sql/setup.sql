@@ -31,9 +31,10 @@ $$;
 SELECT expect_error('SELECT 1/0');
 SELECT expect_error('SELECT 1');
 
--- settings: defaults and the test configuration (the suite runs twice: with
--- the default backend, memory, and with rocksdb; test/regress-rocksdb.conf)
-SELECT boot_val, setting IN ('memory', 'rocksdb') AS suite_backend
+-- settings: defaults and the test configuration (the suite runs three times:
+-- with the default backend, memory, with rocksdb (test/regress-rocksdb.conf)
+-- and with lmdb, a backend of another library (test/regress-lmdb.conf))
+SELECT boot_val, setting IN ('memory', 'rocksdb', 'lmdb') AS suite_backend
   FROM pg_settings WHERE name = 'state_backend.backend';
 SHOW state_backend.max_parallelism;
 SHOW state_backend.memory_limit;

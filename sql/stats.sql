@@ -39,7 +39,8 @@ SELECT value AS requests_before FROM state.worker WHERE name = 'requests' \gset
 SELECT state.create_state('st_r', 'value', 'int', 'int', backend => 'rocksdb');
 SELECT count(state.value_set('st_r', i, i)) FROM generate_series(1, 100) i;
 SELECT (SELECT value FROM state.worker WHERE name = 'requests') > :requests_before AS served;
-SELECT name, value >= 0 AS known FROM state.worker ORDER BY name;
+-- (the figures of a backend another library registers come and go with it)
+SELECT name, value >= 0 AS known FROM state.worker WHERE name NOT LIKE 'lmdb\_%' ORDER BY name;
 
 -- a state made again under the same name starts from zero
 SELECT state.drop_state('st_m');

@@ -394,10 +394,12 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 		t->hidden = false;
 		return true;
 	}
-	if (d.backend < 0 || d.backend >= STATE_BACKEND_COUNT)
+	if (keyed_backend_provider(d.backend) == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("malformed state_backend WAL record")));
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the WAL of logged state \"%s\" names backend %d, which is not registered on this server",
+						NameStr(d.name), d.backend),
+				 errhint("Add the library that provides it to shared_preload_libraries.")));
 	if (!hidden)
 		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
 	b = keyed_backend_by_id(d.backend);

@@ -29,9 +29,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "backend/heap_table.h"
-#include "backend/keyed_backend.h"
-#include "backend/rocksdb/rocks.h"
+#include "backend/providers.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/area.h"
@@ -71,10 +69,10 @@ state_backend_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 
-	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), heap_state_shmem_size()),
+	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), keyed_backends_shmem_size()),
 											 add_size(snapshot_control_shmem_size(),
 													  state_area_shmem_size())),
-									add_size(add_size(channel_shmem_size(), rocks_cache_shmem_size()),
+									add_size(channel_shmem_size(),
 											 add_size(state_stats_shmem_size(),
 													  ttl_clock_shmem_size()))));
 	state_locks_request();
@@ -90,10 +88,9 @@ state_backend_shmem_startup(void)
 	state_locks_init();
 	state_area_shmem_init();
 	registry_shmem_init();
-	heap_state_shmem_init();
+	keyed_backends_shmem_init();
 	snapshot_control_shmem_init();
 	channel_shmem_init();
-	rocks_cache_shmem_init();
 	state_stats_shmem_init();
 	ttl_clock_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
@@ -351,7 +348,7 @@ _PG_init(void)
 		return;
 
 	state_backend_mark_loaded();
-	state_backend_define_settings(keyed_backend_options, STATE_BACKEND_MEMORY);
+	state_backend_define_settings(keyed_backend_setting_ok);
 	state_wal_register();
 
 	prev_shmem_request_hook = shmem_request_hook;
@@ -366,7 +363,7 @@ _PG_init(void)
 	restore_set_logged_hook(logged_before_restore);
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	RegisterSubXactCallback(state_backend_subxact_callback, NULL);
-	rocks_client_init();
+	keyed_backends_init();
 
 	state_worker_register();
 }

@@ -173,7 +173,7 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 	StateDesc  *old;
 	int		   *oldslots;
 	int			nold;
-	const KeyedStateBackend *synced[STATE_BACKEND_COUNT];
+	const KeyedStateBackend *synced[STATE_BACKEND_MAX_PROVIDERS];
 	int			nsynced = 0;
 
 	for (int i = 0; i < n; i++)

@@ -7,9 +7,9 @@
  *		state_backend.checkpoint_interval, and a last one at a clean
  *		shutdown.
  *
- * It also owns the RocksDB instance of rocksdb states and serves the
- * sessions' requests about them (ipc/channel.c, backend/rocksdb/) between
- * everything else, and while it writes snapshots: it installs the progress
+ * It also starts and stops the storage of every backend that needs the
+ * worker (backend/providers.h) and serves the sessions' requests to them
+ * (ipc/channel.c) between everything else, and while it writes snapshots: it installs the progress
  * hooks of common/progress.h, so that long jobs keep sessions served
  * without calling the worker.  This file is the only caller of the
  * request-serving loop.  Heap state is read and written in place by every
@@ -33,7 +33,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/rocksdb/rocks.h"
 #include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
@@ -93,16 +92,19 @@ static MemoryContext sweep_cxt = NULL;
 
 /*
  * state_worker_dispatch runs one request of a session: snapshots are the
- * worker's own, everything else is about rocksdb states.
+ * worker's own, the rest is for the backend it is addressed to.
  */
 static bool
-state_worker_dispatch(ChannelOp op, const char *payload, uint32 len, StringInfo reply)
+state_worker_dispatch(uint16 target, uint16 kind, const char *payload, uint32 len,
+					  StringInfo reply)
 {
-	if (op == CHANNEL_OP_SNAPSHOT)
+	if (target == CHANNEL_TARGET_WORKER)
+	{
+		if (kind != CHANNEL_WORKER_SNAPSHOT)
+			elog(ERROR, "state_backend: unknown worker request %u", kind);
 		return snapshot_handle_request(payload, len, reply);
-	if (op == CHANNEL_OP_RESTORE_NATIVE)
-		return rocks_handle_restore(payload, len, reply);
-	return rocks_handle_request(op, payload, len, reply);
+	}
+	return keyed_backends_handle_request(target, kind, payload, len, reply);
 }
 
 /*
@@ -119,7 +121,7 @@ state_worker_serve(int max_rounds)
 
 	PG_TRY();
 	{
-		rocks_sync_registry();
+		keyed_backends_worker_round();
 	}
 	PG_CATCH();
 	{
@@ -182,13 +184,13 @@ state_worker_yield(void)
 	(void) state_worker_serve(1);
 }
 
-/* Close RocksDB on the way out, whatever the reason. */
+/* Close every backend's storage on the way out, whatever the reason. */
 static void
 state_worker_on_exit(int code, Datum arg)
 {
 	progress_set_hooks(NULL, NULL);
 	channel_worker_detach();
-	rocks_close();
+	keyed_backends_worker_stop();
 }
 
 /*
@@ -298,7 +300,8 @@ typedef struct WorkerRounds
 /*
  * state_worker_start sets the worker up: signals, its connection, shared
  * memory; after a server start or crash restart, the states back from
- * rocksdb and the newest checkpoint, and logged states' WAL replayed.
+ * the backends that keep them and the newest checkpoint, and logged
+ * states' WAL replayed.
  * Sessions are served from its end on.
  */
 /*
@@ -359,6 +362,7 @@ static void
 state_worker_start(void)
 {
 	bool		recovering;
+	bool		promoted;
 	char	   *loaded = NULL;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -373,12 +377,11 @@ state_worker_start(void)
 	ensure_signing_key();
 
 	/*
-	 * A promoted standby's rocksdb directory is a copy of a running
-	 * primary's files: set it aside, so that every state, rocksdb ones
-	 * included, comes from the newest checkpoint.
+	 * What a backend kept on a promoted standby is a copy of a running
+	 * primary's files: the backends set it aside, so that every state comes
+	 * from the newest checkpoint.
 	 */
-	if (state_worker_wait_for_promotion())
-		rocks_set_aside("on a promoted standby it is a copy of the primary's");
+	promoted = state_worker_wait_for_promotion();
 	recovering = !registry_is_ready();
 
 	(void) state_area();
@@ -391,15 +394,13 @@ state_worker_start(void)
 
 	/*
 	 * Restore only into fresh shared memory (server start, crash restart):
-	 * a worker restarted on its own finds the states live.  rocksdb states
-	 * come back from their own instance first.
+	 * a worker restarted on its own finds the states live.  States of a
+	 * backend that keeps its data come back from it first.
 	 */
 	if (recovering)
 	{
-		rocks_sweep_read_scratch();
-		if (!rocks_adopt_states())
-			rocks_begin_load();
-
+		keyed_backends_worker_start(promoted ? STATE_WORKER_START_PROMOTED :
+									STATE_WORKER_START_FRESH);
 		logged_note_adopted();
 		state_wal_suppress(true);
 		loaded = restore_on_start();
@@ -408,7 +409,7 @@ state_worker_start(void)
 	}
 	else
 	{
-		(void) rocks_open_existing();
+		keyed_backends_worker_start(STATE_WORKER_START_AGAIN);
 		if (state_backend_checkpoint_dir[0] != '\0')
 			snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	}
@@ -422,7 +423,7 @@ state_worker_start(void)
 	 */
 	if (recovering && logged_recover(loaded))
 		state_worker_checkpoint(false);
-	rocks_end_load();
+	keyed_backends_worker_ready();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
 }
@@ -471,6 +472,7 @@ static void
 state_worker_round(WorkerRounds *r)
 {
 	long		timeout = round_timeout(r);
+	const char *failed;
 	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0);
 
 	(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
@@ -482,14 +484,16 @@ state_worker_round(WorkerRounds *r)
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 		state_area_apply_limit();
-		rocks_apply_settings();
+		keyed_backends_worker_reload();
 	}
 	r->busy = state_worker_serve(4);
-	if (rocks_failed())
+	failed = keyed_backends_worker_failed();
+	if (failed != NULL)
 	{
-		/* Not written again in this process: a new worker opens it (rocks_check_space). */
+		/* Not written again in this process: a new worker opens it afresh. */
 		ereport(LOG,
-				(errmsg("state_backend worker restarts: a write to the rocksdb instance failed")));
+				(errmsg("state_backend worker restarts: a write to the storage of backend \"%s\" failed",
+						failed)));
 		proc_exit(1);
 	}
 	while (snapshot_run_pending())

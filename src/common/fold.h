@@ -13,20 +13,7 @@
 
 #include "common/types.h"
 
-/*
- * StateFold describes a fold as a request can carry it: the reducer, the
- * value type and its storage, the function ("+" for sum, the btree
- * comparison for min and max) and the collation to call it with.
- */
-typedef struct StateFold
-{
-	StateReducer kind;
-	Oid			type;
-	Oid			fn;
-	Oid			collation;
-	int16		typlen;
-	bool		typbyval;
-} StateFold;
+/* StateFold is in the provider API (api/state_backend_api.h). */
 
 extern Datum state_fold(StateReducer kind, FmgrInfo *fn, Oid collation,
 						Datum cur, Datum in);

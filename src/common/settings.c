@@ -12,7 +12,7 @@
 
 #include "common/settings.h"
 
-int			state_backend_default_backend = 0;
+char	   *state_backend_default_backend = NULL;
 int			state_backend_memory_limit_kb = 256 * 1024;
 int			state_backend_max_parallelism = 128;
 int			state_backend_max_states = 1024;
@@ -149,19 +149,16 @@ define_snapshot_settings(void)
  * _PG_init while the library is preloaded.
  */
 void
-state_backend_define_settings(const struct config_enum_entry *backend_options,
-							  int default_backend)
+state_backend_define_settings(GucStringCheckHook backend_check)
 {
-	state_backend_default_backend = default_backend;
-	DefineCustomEnumVariable("state_backend.backend",
-							 "Backend of states created without an explicit backend.",
-							 "memory (alias jobmanager), filesystem or rocksdb.",
-							 &state_backend_default_backend,
-							 default_backend,
-							 backend_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
+	DefineCustomStringVariable("state_backend.backend",
+							   "Backend of states created without an explicit backend.",
+							   "A registered backend's name: memory (alias jobmanager), filesystem, rocksdb, or one a library in shared_preload_libraries registers.",
+							   &state_backend_default_backend,
+							   "memory",
+							   PGC_USERSET,
+							   0,
+							   backend_check, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.memory_limit",
 							"Shared memory available to all heap states together.",

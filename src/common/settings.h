@@ -9,7 +9,7 @@
 #include "utils/guc.h"
 
 /* state_backend.backend: a StateBackendId (backend/keyed_backend.h). */
-extern int	state_backend_default_backend;
+extern char *state_backend_default_backend;
 extern int	state_backend_memory_limit_kb;
 extern int	state_backend_max_parallelism;
 extern int	state_backend_max_states;
@@ -36,7 +36,6 @@ extern int	state_backend_rocksdb_write_buffer_mb;
  * names and ids come from their owner (backend/keyed_backend.c) through
  * module.c, so that this file names no backend.
  */
-extern void state_backend_define_settings(const struct config_enum_entry *backend_options,
-										  int default_backend);
+extern void state_backend_define_settings(GucStringCheckHook backend_check);
 
 #endif							/* STATE_BACKEND_SETTINGS_H */

@@ -1,7 +1,9 @@
 /*
  * common/types.h
- *		The domain types every layer shares: state kinds, reducers, the
- *		per-state descriptor kept in the registry, and privileges.
+ *		The domain types every layer shares.  The state kinds, reducers,
+ *		privileges and the per-state descriptor kept in the registry are
+ *		part of the provider API (api/state_backend_api.h); here are the
+ *		host's rules about them: stored layouts, checks and names.
  *
  * Which backends exist, and their ids, belong to backend/keyed_backend.h;
  * a descriptor only carries the id.  Lock numbers are in common/locks.h,
@@ -12,148 +14,7 @@
 
 #include "postgres.h"
 
-typedef enum StateKind
-{
-	STATE_KIND_VALUE,
-	STATE_KIND_LIST,
-	STATE_KIND_MAP,
-	STATE_KIND_REDUCING,
-	/* Operator state (Flink's OperatorStateBackend): no keys, heap only. */
-	STATE_KIND_OPERATOR_LIST,	/* split evenly when a snapshot is split */
-	STATE_KIND_UNION_LIST,		/* every part gets all of it */
-	STATE_KIND_BROADCAST,		/* a map; every part gets all of it */
-	/* Keyed again: a PostgreSQL aggregate's transition state per key. */
-	STATE_KIND_AGGREGATING
-} StateKind;
-
-#define STATE_KIND_LAST		STATE_KIND_AGGREGATING
-
-/* Is it operator state, which has no keys? */
-static inline bool
-state_kind_is_operator(StateKind kind)
-{
-	return kind >= STATE_KIND_OPERATOR_LIST && kind <= STATE_KIND_BROADCAST;
-}
-
-/*
- * The kind whose image layout a kind's state has: operator lists are kept
- * as a list under one key, broadcast state as a map (format/records.h);
- * an aggregating state's image is one value, as a reducing state's.
- */
-static inline StateKind
-state_kind_layout(StateKind kind)
-{
-	if (kind == STATE_KIND_OPERATOR_LIST || kind == STATE_KIND_UNION_LIST)
-		return STATE_KIND_LIST;
-	if (kind == STATE_KIND_BROADCAST)
-		return STATE_KIND_MAP;
-	return kind;
-}
-
-typedef enum StateReducer
-{
-	STATE_REDUCER_NONE,
-	STATE_REDUCER_SUM,
-	STATE_REDUCER_MIN,
-	STATE_REDUCER_MAX
-} StateReducer;
-
-/*
- * State TTL (Flink's StateTtlConfig): what renews a value's time to live,
- * and whether a read may return a value that expired but is still stored.
- */
-typedef enum StateTtlUpdate
-{
-	STATE_TTL_ON_CREATE_AND_WRITE,
-	STATE_TTL_ON_READ_AND_WRITE
-} StateTtlUpdate;
-
-typedef enum StateTtlVisibility
-{
-	STATE_TTL_NEVER_RETURN_EXPIRED,
-	STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP
-} StateTtlVisibility;
-
-/* Privileges a state's owner can grant to other roles. */
-#define STATE_PRIV_READ		0x01
-#define STATE_PRIV_WRITE	0x02
-
-#define STATE_MAX_GRANTS	16
-
-typedef struct StateGrant
-{
-	Oid			role;
-	uint8		privs;
-} StateGrant;
-
-/*
- * A type as a state declares it: its OID in this cluster, and what a
- * snapshot records to find it again elsewhere and to check that its stored
- * form still matches.
- */
-typedef struct StateType
-{
-	Oid			oid;
-	NameData	nspname;
-	NameData	typname;
-	int16		typlen;
-	bool		typbyval;
-} StateType;
-
-/* Indexes of StateDesc.types */
-#define STATE_TYPE_KEY		0
-#define STATE_TYPE_VALUE	1
-#define STATE_TYPE_MAP_KEY	2
-
-/* Room for an aggregate's schema-qualified signature, "nsp.name(type)". */
-#define STATE_AGG_SIGNATURE_LEN	256
-
-/*
- * StateDesc describes one named state of one database.  It lives in a slot
- * of the shared registry; backends work on a local copy and reach the slot's
- * counters through its index.  A slot whose id is 0 is free.  State ids are
- * never reused, so an id alone identifies a state across databases.
- */
-typedef struct StateDesc
-{
-	uint32		id;
-	Oid			dbid;
-	NameData	name;
-	StateKind	kind;
-	int			backend;		/* a StateBackendId: backend/keyed_backend.h */
-	StateReducer reducer;
-	Oid			key_type;
-	Oid			value_type;
-	Oid			map_key_type;	/* InvalidOid unless kind is map */
-	StateType	types[3];		/* key, value, map key (STATE_TYPE_*) */
-	Oid			owner;
-	NameData	owner_name;
-	int			ngrants;
-	StateGrant	grants[STATE_MAX_GRANTS];
-	bool		logged;			/* changes go to WAL (format/state_wal.h) */
-	StateTtlUpdate ttl_update;
-	StateTtlVisibility ttl_visibility;
-	int64		ttl;			/* time to live in microseconds; 0: none */
-
-	/*
-	 * The key groups this server holds of the state, after a restore of one
-	 * part of several (snapshot/rescale.c): range_parts is the number of
-	 * parts, [range_first, range_last] the key groups.  0: every one.
-	 */
-	int32		range_parts;
-	int32		range_first;
-	int32		range_last;
-
-	/*
-	 * An aggregating state's aggregate (pg_aggregate.aggfnoid), its
-	 * schema-qualified signature (how snapshots name it), and the type its
-	 * images hold: the transition type, or bytea when that is internal and
-	 * goes through the aggregate's serial functions (common/aggregate.c).
-	 */
-	Oid			aggregate;
-	char		agg_signature[STATE_AGG_SIGNATURE_LEN];
-	StateType	agg_type;
-} StateDesc;
+#include "api/state_backend_api.h"
 
 /* The sizes of descriptors stored before "logged", "ttl", "range_*", "agg*" came. */
 #define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)

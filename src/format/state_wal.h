@@ -28,12 +28,12 @@
 /* Record kinds: the high bits of a record's info byte. */
 #define STATE_WAL_CREATE		0x00	/* a state appeared: its descriptor */
 #define STATE_WAL_DROP			0x10	/* a state was dropped */
-#define STATE_WAL_PUT			0x20	/* a key's whole value image */
-#define STATE_WAL_APPEND		0x30	/* list elements appended to a key */
-#define STATE_WAL_REMOVE		0x40	/* a key's state removed */
-#define STATE_WAL_MAP_PUT		0x50	/* one map entry set */
-#define STATE_WAL_MAP_REMOVE	0x60	/* one map entry removed */
-#define STATE_WAL_TRUNCATE		0x70	/* every key of a state removed */
+#define STATE_WAL_PUT		STATE_CHANGE_PUT
+#define STATE_WAL_APPEND		STATE_CHANGE_APPEND
+#define STATE_WAL_REMOVE		STATE_CHANGE_REMOVE
+#define STATE_WAL_MAP_PUT		STATE_CHANGE_MAP_PUT
+#define STATE_WAL_MAP_REMOVE		STATE_CHANGE_MAP_REMOVE
+#define STATE_WAL_TRUNCATE		STATE_CHANGE_TRUNCATE
 #define STATE_WAL_CREATE_HIDDEN	0x80	/* a state being restored, not yet seen */
 
 /* One record, decoded.  Pointers are into the record's data. */

@@ -5,7 +5,7 @@
  *
  * Every backend owns one slot (by its PGPROC number) of two single-producer
  * single-consumer byte rings in shared memory.  A message is a header
- * (payload length, sequence number, and the op or the reply's SQLSTATE)
+ * (payload length, sequence number, and the envelope or the reply's SQLSTATE)
  * followed by its payload; messages larger than a ring stream through it.
  * The worker drains every slot's requests in turn, hands each to a
  * dispatcher, and writes replies back, keeping what does not fit yet in
@@ -19,8 +19,9 @@
  * the slot's generation, the worker drops what it held for the slot and
  * acknowledges, and both streams restart clean.
  *
- * The requests' meaning is in backend/rocksdb/ (sender, server) and
- * worker.c (dispatcher); these files only move bytes.
+ * A request is an envelope (target, kind); its meaning is its target's
+ * (a backend, or the worker's snapshots), handed on by worker.c's
+ * dispatcher: these files only move bytes.
  */
 #include "postgres.h"
 
@@ -174,7 +175,7 @@ channel_attach(void)
 	if (MyProc == NULL || MyProc->pgprocno >= channel_shared->nslots)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("rocksdb states cannot be used from this process")));
+				 errmsg("states served by the state worker cannot be used from this process")));
 	my_slot = &channel_shared->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
 	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
@@ -196,7 +197,7 @@ channel_timed_out(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("state worker did not answer within %d ms", state_backend_request_timeout_ms),
-			 errdetail("rocksdb states are served by the state worker, which is %s. The request may still be carried out when it resumes.",
+			 errdetail("These states are served by the state worker, which is %s. The request may still be carried out when it resumes.",
 					   pg_atomic_read_u32(&channel_shared->worker_pid) == 0 ? "not running" : "busy"),
 			 errhint("Check the server log, or raise state_backend.request_timeout.")));
 }
@@ -215,7 +216,7 @@ channel_worker_restarted(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("the state worker restarted while serving this session"),
-			 errdetail("Changes to rocksdb states made by this statement may not have been applied.")));
+			 errdetail("Changes to states served by the state worker made by this statement may not have been applied.")));
 }
 
 /*
@@ -393,7 +394,7 @@ channel_write(const char *data, Size len, ChannelWait *w)
 
 /* channel_send writes one whole request; returns its sequence number. */
 static uint32
-channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
+channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, uint32 len,
 			 uint32 *sent_generation)
 {
 	RequestHeader hdr;
@@ -403,7 +404,7 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("request of %u bytes is too large for the state worker", len),
-				 errdetail("A key and value sent to a rocksdb state may take at most %zu bytes.",
+				 errdetail("A key and value sent to the state worker may take at most %zu bytes.",
 						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
 
@@ -419,7 +420,9 @@ channel_send(ChannelOp op, bool want_reply, const char *payload, uint32 len,
 	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel_shared->worker_generation));
 	hdr.len = len;
 	hdr.seq = ++next_seq;
-	hdr.op = op | (want_reply ? CHANNEL_WANT_REPLY : 0);
+	Assert((kind & CHANNEL_WANT_REPLY) == 0);
+	hdr.target = target;
+	hdr.kind = kind | (want_reply ? CHANNEL_WANT_REPLY : 0);
 	pg_atomic_write_u32(&my_slot->last_seq, next_seq);
 
 	/* Wait for room for the header, so a message starts whole. */
@@ -510,11 +513,11 @@ channel_raise(const ReplyHeader *hdr, StringInfo msg)
  * at once.  If it fails, the next channel_call or channel_sync raises it.
  */
 void
-channel_post(ChannelOp op, const char *payload, uint32 len)
+channel_post(uint16 target, uint16 kind, const char *payload, uint32 len)
 {
 	uint32		generation;
 
-	(void) channel_send(op, false, payload, len, &generation);
+	(void) channel_send(target, kind, false, payload, len, &generation);
 	if (!have_pending)
 		pending_generation = generation;
 	else if (pending_generation != generation)
@@ -551,11 +554,11 @@ channel_posts_applied(void)
  * worker lives instead of state_backend.request_timeout.
  */
 void
-channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
-			 bool long_running)
+channel_call(uint16 target, uint16 kind, const char *payload, uint32 len,
+			 StringInfo reply, bool long_running)
 {
 	uint32		generation;
-	uint32		seq = channel_send(op, true, payload, len, &generation);
+	uint32		seq = channel_send(target, kind, true, payload, len, &generation);
 	ChannelWait w;
 
 	/* Posted requests that a restarted worker dropped would be lost. */
@@ -590,13 +593,14 @@ channel_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply,
  * int64 (a count, an id).
  */
 int64
-channel_call_int64(ChannelOp op, const char *payload, uint32 len, bool long_running)
+channel_call_int64(uint16 target, uint16 kind, const char *payload, uint32 len,
+				   bool long_running)
 {
 	StringInfoData reply;
 	int64		n;
 
 	initStringInfo(&reply);
-	channel_call(op, payload, len, &reply, long_running);
+	channel_call(target, kind, payload, len, &reply, long_running);
 	if (reply.len != sizeof(n))
 		elog(ERROR, "state_backend: malformed reply from the state worker");
 	memcpy(&n, reply.data, sizeof(n));
@@ -624,7 +628,7 @@ channel_sync(void)
 	if (!have_pending)
 		return;
 	initStringInfo(&reply);
-	channel_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
+	channel_call(CHANNEL_TARGET_ALL, STATE_REQUEST_SYNC, NULL, 0, &reply, false);
 	pfree(reply.data);
 }
 

@@ -6,8 +6,10 @@
  * to the worker, replies from it.  A request either wants a reply (a round
  * trip) or is pipelined (the session goes on; a failure is reported as an
  * error reply that surfaces at the next round trip or sync of the same
- * statement).  What the requests mean is up to backend/rocksdb/ and the
- * worker's dispatcher (worker.c).
+ * statement).  Every request is an envelope: the target it is for (a
+ * backend's id, or the worker's own requests) and a kind that the target
+ * defines; what it means is up to the target.  The worker's dispatcher
+ * (worker.c) hands it on.
  */
 #ifndef STATE_BACKEND_CHANNEL_H
 #define STATE_BACKEND_CHANNEL_H
@@ -15,39 +17,27 @@
 #include "access/xlogdefs.h"
 #include "lib/stringinfo.h"
 
-/* Request kinds. */
-typedef enum ChannelOp
-{
-	CHANNEL_OP_FLUSH = 0,		/* worker-internal: end of one slot's requests */
-	CHANNEL_OP_SYNC,			/* nothing: the reply says all before it is done */
-	CHANNEL_OP_OPEN,			/* a new state: create its storage */
-	CHANNEL_OP_GET,
-	CHANNEL_OP_PUT,
-	CHANNEL_OP_REMOVE,
-	CHANNEL_OP_APPEND,
-	CHANNEL_OP_CAS,
-	CHANNEL_OP_FOLD,
-	CHANNEL_OP_MAP_GET,
-	CHANNEL_OP_MAP_PUT,
-	CHANNEL_OP_MAP_REMOVE,
-	CHANNEL_OP_SCAN,
-	CHANNEL_OP_LENGTH,
-	CHANNEL_OP_TRUNCATE,
-	CHANNEL_OP_SIZE,
-	CHANNEL_OP_SNAPSHOT,
-	CHANNEL_OP_RESTORE_NATIVE,
-	CHANNEL_OP_COMPACT,
-	CHANNEL_OP_FIGURES			/* rocksdb's own figures (state.worker) */
-} ChannelOp;
+#include "api/state_backend_api.h"
+
+/*
+ * Targets besides a backend's id: the worker's own requests (snapshots),
+ * and every backend that serves requests (the end of a round, a sync; the
+ * kinds STATE_REQUEST_ROUND_END and STATE_REQUEST_SYNC of the provider API).
+ */
+#define CHANNEL_TARGET_WORKER	0xFFFF
+#define CHANNEL_TARGET_ALL		0xFFFE
+
+/* The worker's own request kinds (CHANNEL_TARGET_WORKER). */
+#define CHANNEL_WORKER_SNAPSHOT	1
 
 extern Size channel_shmem_size(void);
 extern void channel_shmem_init(void);
 
 /* Session side. */
-extern void channel_post(ChannelOp op, const char *payload, uint32 len);
-extern void channel_call(ChannelOp op, const char *payload, uint32 len,
+extern void channel_post(uint16 target, uint16 kind, const char *payload, uint32 len);
+extern void channel_call(uint16 target, uint16 kind, const char *payload, uint32 len,
 						 StringInfo reply, bool long_running);
-extern int64 channel_call_int64(ChannelOp op, const char *payload, uint32 len,
+extern int64 channel_call_int64(uint16 target, uint16 kind, const char *payload, uint32 len,
 								bool long_running);
 extern void channel_sync(void);
 extern void channel_wake_worker(void);
@@ -59,12 +49,13 @@ extern XLogRecPtr channel_session_lsn(void);
 /* Worker side. */
 /*
  * A handler runs one request and says whether it produced a reply.  After
- * a slot's requests of one round it is called with CHANNEL_OP_FLUSH, so
- * that writes it gathered can be committed; an error then is reported to
- * the session as the failure of its last request of the round.
+ * a slot's requests of one round it is called with CHANNEL_TARGET_ALL and
+ * STATE_REQUEST_ROUND_END, so that writes gathered can be committed; an
+ * error then is reported to the session as the failure of its last request
+ * of the round.
  */
-typedef bool (*ChannelHandler) (ChannelOp op, const char *payload, uint32 len,
-								StringInfo reply);
+typedef bool (*ChannelHandler) (uint16 target, uint16 kind, const char *payload,
+								uint32 len, StringInfo reply);
 extern void channel_worker_begin(void);
 extern void channel_worker_attach(void);
 extern void channel_worker_detach(void);

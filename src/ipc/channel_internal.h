@@ -5,7 +5,7 @@
  *		ring primitives (channel.c); the session's side is in channel.c,
  *		the worker's in channel_worker.c.
  *
- * A message is a header (payload length, sequence number, and the op or
+ * A message is a header (payload length, sequence number, and the envelope or
  * the reply's SQLSTATE) followed by its payload.  Each ring has one
  * producer and one consumer: the session writes requests and reads
  * replies, the worker the other way round.
@@ -65,10 +65,11 @@ typedef struct RequestHeader
 {
 	uint32		len;
 	uint32		seq;
-	uint32		op;				/* ChannelOp, CHANNEL_WANT_REPLY */
+	uint16		target;			/* a backend's id, or CHANNEL_TARGET_* */
+	uint16		kind;			/* the target's; CHANNEL_WANT_REPLY */
 } RequestHeader;
 
-#define CHANNEL_WANT_REPLY		0x100
+#define CHANNEL_WANT_REPLY		0x8000
 
 typedef struct ReplyHeader
 {

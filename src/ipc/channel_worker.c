@@ -276,13 +276,13 @@ worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *
 				   const char *payload, StringInfo reply)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	bool		want_reply = (hdr->op & CHANNEL_WANT_REPLY) != 0;
-	ChannelOp	op = (ChannelOp) (hdr->op & ~CHANNEL_WANT_REPLY);
+	bool		want_reply = (hdr->kind & CHANNEL_WANT_REPLY) != 0;
+	uint16		kind = hdr->kind & ~CHANNEL_WANT_REPLY;
 
 	resetStringInfo(reply);
 	PG_TRY();
 	{
-		bool		answered = handler(op, payload, hdr->len, reply);
+		bool		answered = handler(hdr->target, kind, payload, hdr->len, reply);
 
 		if (want_reply || answered)
 			worker_add_reply(ws, hdr->seq, 0, reply->data, reply->len);
@@ -383,7 +383,8 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		}
 		if (done > 0)
 		{
-			last.op = CHANNEL_OP_FLUSH;
+			last.target = CHANNEL_TARGET_ALL;
+			last.kind = STATE_REQUEST_ROUND_END;
 			last.len = 0;
 			worker_run_request(handler, ws, &last, NULL, &reply);
 		}

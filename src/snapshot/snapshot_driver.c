@@ -85,6 +85,9 @@ cut_backends(void *arg)
 			all[i]->snapshot->cut(c->id, copy_descs_at_cut, c);
 	if (!c->done)
 		copy_descs_at_cut(c);
+	for (int i = 0; i < n; i++)
+		if (all[i]->snapshot->after_cut)
+			all[i]->snapshot->after_cut(c->id);
 }
 
 /* Every backend lets go of snapshot id's cut.  Never raises an error. */
@@ -162,7 +165,7 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 	appendBinaryStringInfo(&req, (const char *) &hold, sizeof(hold));
 	if (path)
 		appendStringInfoString(&req, path);
-	id = channel_call_int64(CHANNEL_OP_SNAPSHOT, req.data, req.len, true);
+	id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data, req.len, true);
 	pfree(req.data);
 	return id;
 }

@@ -219,8 +219,8 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.key_type = state_kind_is_operator(desc.kind) ? INT4OID :
 		regtype_arg(fcinfo, 2, "key_type");
 	desc.value_type = regtype_arg(fcinfo, 3, "value_type");
-	desc.backend = PG_ARGISNULL(4) ? state_backend_default_backend :
-		keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	desc.backend = keyed_backend_parse(PG_ARGISNULL(4) ? state_backend_default_backend :
+									   text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	if (state_kind_is_operator(desc.kind))
 		desc.backend = keyed_backend_operator_backend(desc.backend);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)

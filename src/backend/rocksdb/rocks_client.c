@@ -34,11 +34,11 @@ static ExecutorEnd_hook_type prev_executor_end = NULL;
  * they are run at once.
  */
 static void
-rc_send_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply, bool long_running)
+rc_send_call(RocksReqKind op, const char *payload, uint32 len, StringInfo reply, bool long_running)
 {
 	if (!channel_is_worker())
 	{
-		channel_call(op, payload, len, reply, long_running);
+		channel_call(STATE_BACKEND_ROCKSDB_ID, op, payload, len, reply, long_running);
 		return;
 	}
 	resetStringInfo(reply);
@@ -47,7 +47,7 @@ rc_send_call(ChannelOp op, const char *payload, uint32 len, StringInfo reply, bo
 
 /* In the worker: run a request whose reply is not wanted. */
 static void
-rc_run_here(ChannelOp op, const char *payload, uint32 len)
+rc_run_here(RocksReqKind op, const char *payload, uint32 len)
 {
 	StringInfoData reply;
 
@@ -57,16 +57,16 @@ rc_run_here(ChannelOp op, const char *payload, uint32 len)
 }
 
 static void
-rc_send_post(ChannelOp op, const char *payload, uint32 len)
+rc_send_post(RocksReqKind op, const char *payload, uint32 len)
 {
 	if (channel_is_worker())
 		rc_run_here(op, payload, len);
 	else
-		channel_post(op, payload, len);
+		channel_post(STATE_BACKEND_ROCKSDB_ID, op, payload, len);
 }
 
 static int64
-rc_send_call_int64(ChannelOp op, const char *payload, uint32 len, bool long_running)
+rc_send_call_int64(RocksReqKind op, const char *payload, uint32 len, bool long_running)
 {
 	StringInfoData reply;
 	int64		n;
@@ -106,7 +106,7 @@ request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
  * "skip" more flag bytes and an image, which goes to out.  Frees req.
  */
 static bool
-rc_call_found(ChannelOp op, StringInfo req, StringInfo out, StringInfo flags, int skip)
+rc_call_found(RocksReqKind op, StringInfo req, StringInfo out, StringInfo flags, int skip)
 {
 	StringInfoData reply;
 	bool		found;
@@ -155,12 +155,12 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 		}
 	}
 	request_begin(&req, st, key);
-	return rc_call_found(CHANNEL_OP_GET, &req, out, NULL, 0);
+	return rc_call_found(ROCKS_REQ_GET, &req, out, NULL, 0);
 }
 
 /* A posted write: the key, then data. */
 static void
-rc_post(ChannelOp op, const StateTarget *st, const StateKey *key,
+rc_post(RocksReqKind op, const StateTarget *st, const StateKey *key,
 		const char *data, uint32 len)
 {
 	StringInfoData req;
@@ -174,12 +174,12 @@ rc_post(ChannelOp op, const StateTarget *st, const StateKey *key,
 static void
 rc_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len)
 {
-	rc_post(CHANNEL_OP_PUT, st, key, value, len);
+	rc_post(ROCKS_REQ_PUT, st, key, value, len);
 }
 
 /* A round trip whose reply is one boolean. */
 static bool
-rc_call_bool(ChannelOp op, StringInfo req)
+rc_call_bool(RocksReqKind op, StringInfo req)
 {
 	StringInfoData reply;
 	bool		b;
@@ -194,7 +194,7 @@ rc_call_bool(ChannelOp op, StringInfo req)
 
 /* A round trip whose reply is one int64. */
 static int64
-rc_call_int64(ChannelOp op, StringInfo req, bool long_running)
+rc_call_int64(RocksReqKind op, StringInfo req, bool long_running)
 {
 	int64		n = rc_send_call_int64(op, req->data, req->len, long_running);
 
@@ -208,13 +208,13 @@ rc_remove(const StateTarget *st, const StateKey *key)
 	StringInfoData req;
 
 	request_begin(&req, st, key);
-	return rc_call_bool(CHANNEL_OP_REMOVE, &req);
+	return rc_call_bool(ROCKS_REQ_REMOVE, &req);
 }
 
 static void
 rc_append(const StateTarget *st, const StateKey *key, const char *elems, uint32 len)
 {
-	rc_post(CHANNEL_OP_APPEND, st, key, elems, len);
+	rc_post(ROCKS_REQ_APPEND, st, key, elems, len);
 }
 
 /*
@@ -243,7 +243,7 @@ rc_cas(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkey
 	appendBinaryStringInfo(&req, expect ? expect : "", expectlen);
 	if (value)
 		appendBinaryStringInfo(&req, value, len);
-	rc_send_call(CHANNEL_OP_CAS, req.data, req.len, reply, false);
+	rc_send_call(ROCKS_REQ_CAS, req.data, req.len, reply, false);
 	pfree(req.data);
 }
 
@@ -281,7 +281,7 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 		request_begin(&req, st, key);
 		appendBinaryStringInfo(&req, (const char *) fold, sizeof(StateFold));
 		appendBinaryStringInfo(&req, value, len);
-		rc_send_call(CHANNEL_OP_FOLD, req.data, req.len, out, false);
+		rc_send_call(ROCKS_REQ_FOLD, req.data, req.len, out, false);
 		pfree(req.data);
 		return;
 	}
@@ -325,7 +325,7 @@ rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	request_begin(&req, st, key);
 	appendBinaryStringInfo(&req, mkey, mkeylen);
 	initStringInfo(&flags);
-	found = rc_call_found(CHANNEL_OP_MAP_GET, &req, out, &flags, 1);
+	found = rc_call_found(ROCKS_REQ_MAP_GET, &req, out, &flags, 1);
 	*isnull = found && flags.data[0] != 0;
 	pfree(flags.data);
 	return found;
@@ -341,7 +341,7 @@ rc_map_put(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	appendBinaryStringInfo(&req, (const char *) &mkeylen, sizeof(uint32));
 	appendBinaryStringInfo(&req, mkey, mkeylen);
 	rocks_map_value(&req, isnull ? NULL : value, len);
-	rc_send_post(CHANNEL_OP_MAP_PUT, req.data, req.len);
+	rc_send_post(ROCKS_REQ_MAP_PUT, req.data, req.len);
 	pfree(req.data);
 }
 
@@ -352,7 +352,7 @@ rc_map_remove(const StateTarget *st, const StateKey *key, const char *mkey, uint
 
 	request_begin(&req, st, key);
 	appendBinaryStringInfo(&req, mkey, mkeylen);
-	return rc_call_bool(CHANNEL_OP_MAP_REMOVE, &req);
+	return rc_call_bool(ROCKS_REQ_MAP_REMOVE, &req);
 }
 
 /*
@@ -383,7 +383,7 @@ rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_k
 		appendStringInfoChar(&req, map_of_key ? 1 : 0);
 		appendBinaryStringInfo(&req, (const char *) &clen, sizeof(uint32));
 		appendBinaryStringInfo(&req, cursor.data, cursor.len);
-		rc_send_call(CHANNEL_OP_SCAN, req.data, req.len, &reply, false);
+		rc_send_call(ROCKS_REQ_SCAN, req.data, req.len, &reply, false);
 		pfree(req.data);
 
 		/* [more?][cursor length][cursor] then pairs */
@@ -418,7 +418,7 @@ rc_length(const StateTarget *st, const StateKey *key)
 	StringInfoData req;
 
 	request_begin(&req, st, key);
-	return rc_call_int64(CHANNEL_OP_LENGTH, &req, false);
+	return rc_call_int64(ROCKS_REQ_LENGTH, &req, false);
 }
 
 static void
@@ -433,7 +433,7 @@ rc_truncate(const StateTarget *st)
 	StringInfoData req;
 
 	request_begin(&req, st, NULL);
-	return rc_call_int64(CHANNEL_OP_TRUNCATE, &req, true);
+	return rc_call_int64(ROCKS_REQ_TRUNCATE, &req, true);
 }
 
 static void
@@ -444,7 +444,7 @@ rc_size(const StateTarget *st, int64 *entries, int64 *bytes)
 
 	request_begin(&req, st, NULL);
 	initStringInfo(&reply);
-	rc_send_call(CHANNEL_OP_SIZE, req.data, req.len, &reply, true);
+	rc_send_call(ROCKS_REQ_SIZE, req.data, req.len, &reply, true);
 	memcpy(entries, reply.data, sizeof(int64));
 	memcpy(bytes, reply.data + sizeof(int64), sizeof(int64));
 	pfree(req.data);
@@ -464,7 +464,7 @@ rc_compact_status(const StateTarget *st, bool start)
 	/* A list with a TTL: appended elements are merge operands (below). */
 	appendStringInfoChar(&req, st->desc->ttl > 0 && st->desc->kind == STATE_KIND_LIST ? 1 : 0);
 	initStringInfo(&reply);
-	rc_send_call(CHANNEL_OP_COMPACT, req.data, req.len, &reply, false);
+	rc_send_call(ROCKS_REQ_COMPACT, req.data, req.len, &reply, false);
 	status = reply.len > 0 ? reply.data[0] : ROCKS_COMPACT_DONE;
 	pfree(req.data);
 	pfree(reply.data);
@@ -508,7 +508,7 @@ rc_create(const StateTarget *st)
 
 	request_begin(&req, st, NULL);
 	initStringInfo(&reply);
-	rc_send_call(CHANNEL_OP_OPEN, req.data, req.len, &reply, true);
+	rc_send_call(ROCKS_REQ_OPEN, req.data, req.len, &reply, true);
 	pfree(req.data);
 	pfree(reply.data);
 }
@@ -535,7 +535,7 @@ rocks_client_sync_registry(void)
 	initStringInfo(&reply);
 	PG_TRY();
 	{
-		rc_send_call(CHANNEL_OP_SYNC, NULL, 0, &reply, false);
+		rc_send_call(STATE_REQUEST_SYNC, NULL, 0, &reply, false);
 	}
 	PG_CATCH();
 	{
@@ -579,7 +579,7 @@ static void
 rc_flush(void)
 {
 	if (channel_is_worker())
-		rc_run_here(CHANNEL_OP_FLUSH, NULL, 0);
+		rc_run_here(STATE_REQUEST_ROUND_END, NULL, 0);
 	else
 		channel_sync();
 }
@@ -601,7 +601,7 @@ rc_figures(StateFigureFn fn, void *arg)
 	bool		have;
 
 	initStringInfo(&reply);
-	rc_send_call(CHANNEL_OP_FIGURES, NULL, 0, &reply, false);
+	rc_send_call(ROCKS_REQ_FIGURES, NULL, 0, &reply, false);
 	have = reply.len == sizeof(figures);
 	if (have)
 		memcpy(figures, reply.data, sizeof(figures));

@@ -16,6 +16,59 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/rocksdb/rocks.h"
+#include "ipc/channel.h"
+
+/*
+ * What sessions ask the state worker about rocksdb states (the kind of a
+ * request addressed to the rocksdb backend; the worker's end of a round
+ * and a session's sync are the host's STATE_REQUEST_ROUND_END and
+ * STATE_REQUEST_SYNC).
+ */
+typedef enum RocksReqKind
+{
+	ROCKS_REQ_OPEN = 1,			/* a new state: create its storage */
+	ROCKS_REQ_GET,
+	ROCKS_REQ_PUT,
+	ROCKS_REQ_REMOVE,
+	ROCKS_REQ_APPEND,
+	ROCKS_REQ_CAS,
+	ROCKS_REQ_FOLD,
+	ROCKS_REQ_MAP_GET,
+	ROCKS_REQ_MAP_PUT,
+	ROCKS_REQ_MAP_REMOVE,
+	ROCKS_REQ_SCAN,
+	ROCKS_REQ_LENGTH,
+	ROCKS_REQ_TRUNCATE,
+	ROCKS_REQ_SIZE,
+	ROCKS_REQ_RESTORE_NATIVE,
+	ROCKS_REQ_COMPACT,
+	ROCKS_REQ_FIGURES			/* RocksDB's own figures (state.worker) */
+} RocksReqKind;
+
+/* The shared cache of entries sessions read in place (rocks_cache.c). */
+extern Size rocks_cache_shmem_size(void);
+extern void rocks_cache_shmem_init(void);
+
+/* The instance (state worker only). */
+extern bool rocks_open_existing(void);
+extern void rocks_close(void);
+extern bool rocks_failed(void);
+extern void rocks_apply_settings(void);
+extern bool rocks_adopt_states(void);
+extern void rocks_set_aside(const char *why);
+extern void rocks_begin_load(void);
+extern void rocks_end_load(void);
+extern void rocks_sweep_read_scratch(void);
+extern void rocks_sync_registry(void);
+
+/* Requests of sessions, served by the worker. */
+extern bool rocks_handle_request(RocksReqKind op, const char *payload, uint32 len,
+								 StringInfo reply);
+extern bool rocks_handle_restore(const char *payload, uint32 len, StringInfo reply);
+
+/* Sessions: the statement and transaction hooks (from _PG_init). */
+extern void rocks_client_init(void);
+
 
 /*
  * Every state request starts with this header, then the key image (keylen

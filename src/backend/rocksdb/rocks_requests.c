@@ -6,7 +6,7 @@
  *
  * Writes that answer nothing are gathered in the instance's write batch
  * and committed before the next read and at the end of a session's
- * requests of one round (CHANNEL_OP_FLUSH): one write, and with
+ * requests of one round (STATE_REQUEST_ROUND_END): one write, and with
  * state_backend.rocksdb_sync one fsync, per session per round.  The worker
  * is the only writer, so a read and the write that follows it are atomic.
  * What is stored, byte by byte, is rocks_keys.c's.
@@ -712,15 +712,15 @@ handle_compact(Request *r, StringInfo reply)
 
 /* Whether a request may write to the instance. */
 static bool
-op_writes(ChannelOp op)
+op_writes(RocksReqKind op)
 {
 	switch (op)
 	{
-		case CHANNEL_OP_GET:
-		case CHANNEL_OP_MAP_GET:
-		case CHANNEL_OP_SCAN:
-		case CHANNEL_OP_LENGTH:
-		case CHANNEL_OP_SIZE:
+		case ROCKS_REQ_GET:
+		case ROCKS_REQ_MAP_GET:
+		case ROCKS_REQ_SCAN:
+		case ROCKS_REQ_LENGTH:
+		case ROCKS_REQ_SIZE:
 			return false;
 		default:
 			return true;
@@ -748,20 +748,20 @@ check_space_now_and_then(void)
  * rocks_handle_request runs one state request from a session.  Writes
  * that answer nothing are gathered in a batch, committed before the next
  * read and at the end of the session's requests of a round
- * (CHANNEL_OP_FLUSH).  Returns whether a reply was produced.
+ * (STATE_REQUEST_ROUND_END).  Returns whether a reply was produced.
  */
 bool
-rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo reply)
+rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInfo reply)
 {
 	Request		r;
 
-	if (op == CHANNEL_OP_FLUSH)
+	if (op == STATE_REQUEST_ROUND_END)
 	{
 		if (rocks.db)
 			rocks_commit();
 		return false;
 	}
-	if (op == CHANNEL_OP_FIGURES)
+	if (op == ROCKS_REQ_FIGURES)
 	{
 		int64		figures[ROCKS_FIGURE_COUNT];
 
@@ -769,7 +769,7 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			appendBinaryStringInfo(reply, (const char *) figures, sizeof(figures));
 		return true;
 	}
-	if (op == CHANNEL_OP_SYNC)
+	if (op == STATE_REQUEST_SYNC)
 	{
 		if (rocks.db)
 		{
@@ -783,9 +783,9 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 	request_parse(payload, len, &r);
 	switch (op)
 	{
-		case CHANNEL_OP_OPEN:
+		case ROCKS_REQ_OPEN:
 			return true;		/* request_parse created the family */
-		case CHANNEL_OP_PUT:
+		case ROCKS_REQ_PUT:
 			if (r.h.kind == STATE_KIND_MAP)
 				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
 			else
@@ -796,12 +796,12 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 			}
 			request_log(&r, STATE_WAL_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
-		case CHANNEL_OP_APPEND:
+		case ROCKS_REQ_APPEND:
 			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										r.rest, r.restlen);
 			request_log(&r, STATE_WAL_APPEND, NULL, 0, r.rest, r.restlen, false);
 			return false;
-		case CHANNEL_OP_MAP_PUT:
+		case ROCKS_REQ_MAP_PUT:
 			handle_map_put(&r);
 			return false;
 		default:
@@ -812,10 +812,10 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 	rocks_commit();
 	switch (op)
 	{
-		case CHANNEL_OP_GET:
+		case ROCKS_REQ_GET:
 			handle_get(&r, reply);
 			break;
-		case CHANNEL_OP_REMOVE:
+		case ROCKS_REQ_REMOVE:
 			{
 				bool		existed = key_exists(&r);
 
@@ -831,31 +831,31 @@ rocks_handle_request(ChannelOp op, const char *payload, uint32 len, StringInfo r
 				reply_bool(reply, existed);
 			}
 			break;
-		case CHANNEL_OP_CAS:
+		case ROCKS_REQ_CAS:
 			handle_cas(&r, reply);
 			break;
-		case CHANNEL_OP_FOLD:
+		case ROCKS_REQ_FOLD:
 			handle_fold(&r, reply);
 			break;
-		case CHANNEL_OP_MAP_GET:
+		case ROCKS_REQ_MAP_GET:
 			handle_map_get(&r, reply);
 			break;
-		case CHANNEL_OP_MAP_REMOVE:
+		case ROCKS_REQ_MAP_REMOVE:
 			handle_map_remove(&r, reply);
 			break;
-		case CHANNEL_OP_SCAN:
+		case ROCKS_REQ_SCAN:
 			handle_scan(&r, reply);
 			break;
-		case CHANNEL_OP_LENGTH:
+		case ROCKS_REQ_LENGTH:
 			handle_length(&r, reply);
 			break;
-		case CHANNEL_OP_TRUNCATE:
+		case ROCKS_REQ_TRUNCATE:
 			handle_truncate(&r, reply);
 			break;
-		case CHANNEL_OP_SIZE:
+		case ROCKS_REQ_SIZE:
 			handle_size(&r, reply);
 			break;
-		case CHANNEL_OP_COMPACT:
+		case ROCKS_REQ_COMPACT:
 			handle_compact(&r, reply);
 			break;
 		default:

@@ -703,7 +703,7 @@ rocks_snapshot_restore_native(const char *snapdir, const NativeRestoreItem *item
 	appendBinaryStringInfo(&req, snapdir, dirlen);
 	appendBinaryStringInfo(&req, (const char *) &count, sizeof(int32));
 	appendBinaryStringInfo(&req, (const char *) items, sizeof(NativeRestoreItem) * nitems);
-	total = channel_call_int64(CHANNEL_OP_RESTORE_NATIVE, req.data, req.len, true);
+	total = channel_call_int64(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_RESTORE_NATIVE, req.data, req.len, true);
 	pfree(req.data);
 	return total;
 }

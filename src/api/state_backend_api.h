@@ -1,0 +1,652 @@
+/*
+ * state_backend_api.h
+ *		The provider API of state_backend: what a library implements to
+ *		offer a backend that keyed state can be created in, and what
+ *		state_backend offers it in return.
+ *
+ * Installed as $(includedir_server)/extension/state_backend/state_backend_api.h.
+ * The built-in backends (memory, filesystem, rocksdb) register through
+ * this very API.  A provider library is listed after state_backend in
+ * shared_preload_libraries and registers in its _PG_init:
+ *
+ *		const StateBackendHost *host = state_backend_host_find();
+ *		host->register_backend(&my_provider);
+ *
+ * It has no link-time dependency on state_backend: the host's table of
+ * services is reached through find_rendezvous_variable().  Everything a
+ * provider sees is here; registry slots, shared-memory pointers and the
+ * request channel's layout stay the host's.
+ *
+ * Images.  A backend stores opaque byte images; equal keys have equal
+ * images.  The layouts it may need to look into are fixed by this API
+ * (integers are uint32 in the server's byte order):
+ *
+ *	list image	elements back to back, each [length][bytes]; appending
+ *				is concatenating
+ *	map image	pairs back to back, each [key length][value length, or
+ *				STATE_IMAGE_NULL][key][value]
+ *
+ * The host's map_image_* services edit map images.  For a state with a TTL
+ * the images carry deadlines, which the host's TTL layer reads and writes:
+ * the backend stores them as they come.
+ */
+#ifndef STATE_BACKEND_API_H
+#define STATE_BACKEND_API_H
+
+#include "access/xlogdefs.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+
+/*
+ * The version of this API.  A provider built against another version is
+ * refused at registration: the tables' layouts may differ.
+ */
+#define STATE_BACKEND_API_VERSION	1
+
+/* The name of the rendezvous variable that holds the host's table. */
+#define STATE_BACKEND_API_RENDEZVOUS	"state_backend_api"
+
+/* A map image's value length that stands for a NULL value. */
+#define STATE_IMAGE_NULL	PG_UINT32_MAX
+
+/* ---------------------------------------------------------------------
+ * States as a backend sees them
+ * ---------------------------------------------------------------------
+ */
+
+typedef enum StateKind
+{
+	STATE_KIND_VALUE,
+	STATE_KIND_LIST,
+	STATE_KIND_MAP,
+	STATE_KIND_REDUCING,
+	/* Operator state (Flink's OperatorStateBackend): no keys, heap only. */
+	STATE_KIND_OPERATOR_LIST,	/* split evenly when a snapshot is split */
+	STATE_KIND_UNION_LIST,		/* every part gets all of it */
+	STATE_KIND_BROADCAST,		/* a map; every part gets all of it */
+	/* Keyed again: a PostgreSQL aggregate's transition state per key. */
+	STATE_KIND_AGGREGATING
+} StateKind;
+
+#define STATE_KIND_LAST		STATE_KIND_AGGREGATING
+
+/* Is it operator state, which has no keys? */
+static inline bool
+state_kind_is_operator(StateKind kind)
+{
+	return kind >= STATE_KIND_OPERATOR_LIST && kind <= STATE_KIND_BROADCAST;
+}
+
+/*
+ * The kind whose image layout a kind's state has: operator lists are kept
+ * as a list under one key, broadcast state as a map; an aggregating
+ * state's image is one value, as a reducing state's.  A backend stores
+ * value, list and map images; it never needs to know more.
+ */
+static inline StateKind
+state_kind_layout(StateKind kind)
+{
+	if (kind == STATE_KIND_OPERATOR_LIST || kind == STATE_KIND_UNION_LIST)
+		return STATE_KIND_LIST;
+	if (kind == STATE_KIND_BROADCAST)
+		return STATE_KIND_MAP;
+	return kind;
+}
+
+typedef enum StateReducer
+{
+	STATE_REDUCER_NONE,
+	STATE_REDUCER_SUM,
+	STATE_REDUCER_MIN,
+	STATE_REDUCER_MAX
+} StateReducer;
+
+/*
+ * State TTL (Flink's StateTtlConfig): what renews a value's time to live,
+ * and whether a read may return a value that expired but is still stored.
+ */
+typedef enum StateTtlUpdate
+{
+	STATE_TTL_ON_CREATE_AND_WRITE,
+	STATE_TTL_ON_READ_AND_WRITE
+} StateTtlUpdate;
+
+typedef enum StateTtlVisibility
+{
+	STATE_TTL_NEVER_RETURN_EXPIRED,
+	STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP
+} StateTtlVisibility;
+
+/* Privileges a state's owner can grant to other roles. */
+#define STATE_PRIV_READ		0x01
+#define STATE_PRIV_WRITE	0x02
+
+#define STATE_MAX_GRANTS	16
+
+typedef struct StateGrant
+{
+	Oid			role;
+	uint8		privs;
+} StateGrant;
+
+/*
+ * A type as a state declares it: its OID in this cluster, and what a
+ * snapshot records to find it again elsewhere and to check that its stored
+ * form still matches.
+ */
+typedef struct StateType
+{
+	Oid			oid;
+	NameData	nspname;
+	NameData	typname;
+	int16		typlen;
+	bool		typbyval;
+} StateType;
+
+/* Indexes of StateDesc.types */
+#define STATE_TYPE_KEY		0
+#define STATE_TYPE_VALUE	1
+#define STATE_TYPE_MAP_KEY	2
+
+/* Room for an aggregate's schema-qualified signature, "nsp.name(type)". */
+#define STATE_AGG_SIGNATURE_LEN	256
+
+/*
+ * StateDesc describes one named state of one database.  A backend reads
+ * id (unique in the cluster, never reused), kind, name (for messages),
+ * logged and ttl; the rest is the host's.
+ */
+typedef struct StateDesc
+{
+	uint32		id;
+	Oid			dbid;
+	NameData	name;
+	StateKind	kind;
+	int			backend;		/* the registered backend's id */
+	StateReducer reducer;
+	Oid			key_type;
+	Oid			value_type;
+	Oid			map_key_type;	/* InvalidOid unless kind is map */
+	StateType	types[3];		/* key, value, map key (STATE_TYPE_*) */
+	Oid			owner;
+	NameData	owner_name;
+	int			ngrants;
+	StateGrant	grants[STATE_MAX_GRANTS];
+	bool		logged;			/* changes go to WAL: log_change */
+	StateTtlUpdate ttl_update;
+	StateTtlVisibility ttl_visibility;
+	int64		ttl;			/* time to live in microseconds; 0: none */
+
+	/*
+	 * The key groups this server holds of the state, after a restore of one
+	 * part of several: range_parts is the number of parts, [range_first,
+	 * range_last] the key groups.  0: every one.
+	 */
+	int32		range_parts;
+	int32		range_first;
+	int32		range_last;
+
+	/*
+	 * An aggregating state's aggregate (pg_aggregate.aggfnoid), its
+	 * schema-qualified signature (how snapshots name it), and the type its
+	 * images hold.
+	 */
+	Oid			aggregate;
+	char		agg_signature[STATE_AGG_SIGNATURE_LEN];
+	StateType	agg_type;
+} StateDesc;
+
+/*
+ * StateFold describes a built-in fold (sum, min, max) as a request can
+ * carry it to another process: the reducer, the value type and its storage,
+ * the function ("+" for sum, the btree comparison for min and max) and the
+ * collation to call it with.  Opaque to a backend that folds in the
+ * session (it calls the StateMergeFn it is given).
+ */
+typedef struct StateFold
+{
+	StateReducer kind;
+	Oid			type;
+	Oid			fn;
+	Oid			collation;
+	int16		typlen;
+	bool		typbyval;
+} StateFold;
+
+/* A key as the backends see it: its image, hash and key group. */
+typedef struct StateKey
+{
+	const char *data;
+	uint32		len;
+	uint32		hash;
+	uint16		key_group;		/* < state_backend.max_parallelism */
+} StateKey;
+
+/*
+ * The state an operation applies to: its descriptor, and a handle that
+ * the host's services take (a backend never interprets it).
+ */
+typedef struct StateTarget
+{
+	const StateDesc *desc;
+	int			slot;
+} StateTarget;
+
+/*
+ * StateMergeFn folds the image "in" into the current image "cur" (NULL when
+ * the key has no state yet) and writes the result to "out".  It is
+ * PostgreSQL code (a type's "+" or comparison, maybe a user's function), so
+ * a backend calls it (through the host's fold_call) with no lock held, and
+ * stores the result only if the key's image is still "cur", folding again
+ * otherwise: merges of one key never lose an update, and a fold that reads
+ * the state does not deadlock.
+ */
+typedef void (*StateMergeFn) (const char *cur, uint32 curlen,
+							  const char *in, uint32 inlen,
+							  StringInfo out, void *arg);
+
+/*
+ * StateEntryFn receives one entry of an iteration: a key and its whole
+ * value image, or a map key and its value (value NULL for a NULL value).
+ * It is never called with a lock held, so it may allocate and raise errors.
+ */
+typedef void (*StateEntryFn) (void *arg, const char *key, uint32 keylen,
+							  const char *value, uint32 valuelen);
+
+/* StateFigureFn receives one of a backend's own figures (state.worker). */
+typedef void (*StateFigureFn) (void *arg, const char *name, int64 value, bool isnull);
+
+/* One state to copy out of a backend's native snapshot files. */
+typedef struct NativeRestoreItem
+{
+	uint32		from_id;		/* the state's id in the snapshot */
+	uint32		to_id;			/* the hidden state it goes to */
+	int			to_slot;		/* its handle (StateTarget.slot) */
+	StateKind	kind;
+	int32		kg_first;		/* only keys of these key groups */
+	int32		kg_last;
+} NativeRestoreItem;
+
+/* The host's writer of one snapshot (write_native gets it). */
+typedef struct SnapshotWriter SnapshotWriter;
+
+/* ---------------------------------------------------------------------
+ * What a backend implements
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * SnapshotStrategy: a backend's part of a snapshot (Flink's
+ * SnapshotStrategy).  The host calls it for each backend, in the state
+ * worker.  Callbacks a backend does not need are NULL.
+ */
+typedef struct SnapshotStrategy
+{
+	/*
+	 * The slow part of the cut of snapshot id, before its instant.  The
+	 * worker serves no request between this and the instant, so a backend
+	 * whose states only the worker changes freezes them here; one whose
+	 * states sessions change in place takes what stops its writers here and
+	 * lets go of it in after_cut.
+	 */
+	void		(*prepare) (int64 id);
+
+	/*
+	 * The instant of the cut, under the snapshot lock.  A backend whose
+	 * states change under its own locks holds them all and calls
+	 * at_cut(arg) meanwhile, which copies the registry's descriptors.
+	 */
+	void		(*cut) (int64 id, void (*at_cut) (void *arg), void *arg);
+
+	/* After every backend's cut, still under the snapshot lock. */
+	void		(*after_cut) (int64 id);
+
+	/*
+	 * Append the entries of key group kg of this backend's states, as of the
+	 * cut, as entry records ([state id] then a pair (key, image): the host's
+	 * put_entry writes one), for the states whose "collect" flag is set.
+	 */
+	void		(*collect) (int64 id, const StateDesc *descs, const bool *collect,
+							int ndescs, int key_group, StringInfo records);
+
+	/*
+	 * In a native snapshot on disk: write the backend's own files for its
+	 * states under dir (a checkpoint's shared files under shared_dir, when
+	 * given), and tell the writer each state's list file.  *reused: files
+	 * were shared with earlier checkpoints.  NULL: the backend's states are
+	 * key-group files (collect) in native snapshots too.
+	 */
+	void		(*write_native) (int64 id, const char *dir, const char *shared_dir,
+								 const StateDesc *descs, const bool *mine, int ndescs,
+								 SnapshotWriter *w, bool *reused);
+
+	/* The snapshot ended (completed, failed or cancelled): let go of the cut. */
+	void		(*release) (int64 id);
+
+	/* Check a native snapshot's own files (state list files as named). */
+	void		(*verify_native) (const char *snapdir, const char *const *lists, int nlists);
+
+	/* Copy states out of a native snapshot's own files; returns the keys. */
+	int64		(*restore_native) (const char *snapdir, const NativeRestoreItem *items,
+								   int nitems);
+
+	/*
+	 * Read, in a session, one state's entries out of a native snapshot's own
+	 * files (verified before), as key and stored value images; desc is the
+	 * state as the snapshot describes it (its id there).  Returns how many.
+	 * NULL: they cannot be read but by a restore.
+	 */
+	int64		(*read_native) (const char *snapdir, const StateDesc *desc, StateEntryFn fn,
+								void *arg);
+
+	/* Checkpoints under root were removed: drop files none of them uses. */
+	void		(*after_retention) (const char *root);
+
+	/* What the native files are called in messages ("RocksDB"). */
+	const char *native_files_name;
+} SnapshotStrategy;
+
+/*
+ * KeyedStateBackend: where a state's images are kept.  Called in sessions
+ * (and in the state worker for restores, replays and snapshots), never with
+ * a lock of the host's held.
+ */
+typedef struct KeyedStateBackend
+{
+	const char *name;
+
+	/* Whole image of a key's state: value, list, or reducing result. */
+	bool		(*get) (const StateTarget *st, const StateKey *key, StringInfo out);
+	void		(*put) (const StateTarget *st, const StateKey *key,
+						const char *value, uint32 len);
+	bool		(*remove) (const StateTarget *st, const StateKey *key);
+
+	/*
+	 * Compare and set: if the key's whole image (mkey NULL), or the value
+	 * of its map entry mkey, is still "expect", store "value" instead, or
+	 * remove the key or the map entry when value is NULL.  expect NULL: the
+	 * key has no state (never with a map key).  Returns whether it did.
+	 */
+	bool		(*replace) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							const char *expect, uint32 expectlen,
+							const char *value, uint32 len);
+
+	/* ListState: append list elements (in list image form). */
+	void		(*append) (const StateTarget *st, const StateKey *key,
+						   const char *elems, uint32 len);
+
+	/*
+	 * ReducingState: fold a value in; the result image goes to "out".
+	 * fold is NULL when only fn can fold.
+	 */
+	void		(*merge) (const StateTarget *st, const StateKey *key,
+						  const char *value, uint32 len,
+						  StateMergeFn fn, void *arg, const StateFold *fold,
+						  StringInfo out);
+
+	/* MapState entries of one key. */
+	bool		(*map_get) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							StringInfo out, bool *isnull);
+	void		(*map_put) (const StateTarget *st, const StateKey *key,
+							const char *mkey, uint32 mkeylen,
+							const char *value, uint32 len, bool isnull);
+	bool		(*map_remove) (const StateTarget *st, const StateKey *key,
+							   const char *mkey, uint32 mkeylen);
+	void		(*map_iterate) (const StateTarget *st, const StateKey *key,
+								StateEntryFn fn, void *arg);
+
+	/* Elements of a list, or entries of a map, under one key. */
+	int64		(*length) (const StateTarget *st, const StateKey *key);
+
+	/* Every key of a state, or of one key group of it (key_group >= 0). */
+	void		(*iterate) (const StateTarget *st, int key_group,
+							StateEntryFn fn, void *arg);
+
+	/* Remove every key of the state; returns how many there were. */
+	int64		(*truncate) (const StateTarget *st);
+
+	/*
+	 * Reclaim the storage of a state's expired values the backend's own way
+	 * and wait for it.  NULL: the host's TTL layer sweeps the state key by
+	 * key, on request and in the background.
+	 */
+	void		(*compact) (const StateTarget *st);
+
+	/*
+	 * For the TTL layer's sweep: remove, in place, what expired at now in one
+	 * key group of a TTL state; *min_deadline gets the earliest deadline left
+	 * (PG_INT64_MAX: none).  Returns how many keys went, or -1 when it cannot
+	 * now; NULL when it never can.  Then the sweep goes key by key (iterate,
+	 * replace).
+	 */
+	int64		(*expire) (const StateTarget *st, int key_group, int64 now,
+						   int64 *min_deadline);
+
+	/* A new state: set up its storage (NULL when there is nothing to do). */
+	void		(*create) (const StateTarget *st);
+
+	/*
+	 * A state being dropped: remove its data and whatever else the backend
+	 * keeps for it.  confirm waits until that is durable; it is false when
+	 * the caller may be handling an error.
+	 */
+	void		(*drop) (const StateTarget *st, bool confirm);
+
+	/* Number of keys and bytes of memory or storage the state holds. */
+	void		(*size) (const StateTarget *st, int64 *entries, int64 *bytes);
+
+	/*
+	 * Wait until every write this session made is applied, raising the
+	 * error of any that failed (NULL: writes are applied when they return).
+	 */
+	void		(*flush) (void);
+
+	/*
+	 * Make the registry's latest changes to this backend's states durable
+	 * (states published by a restore), when the backend keeps descriptors
+	 * of its own.  NULL: nothing to do.
+	 */
+	void		(*sync_catalog) (void);
+
+	/*
+	 * In the state worker, for a backend whose states keep their data
+	 * across a restart: the end of the last WAL record whose change that
+	 * data holds, so that recovery does not apply it twice.  NULL: states
+	 * come back only from checkpoints.
+	 */
+	XLogRecPtr	(*applied_lsn) (void);
+
+	/*
+	 * In the state worker at server start, after the backend opened its
+	 * storage: whether its states came back from it (their descriptors
+	 * adopted into the registry), so that a checkpoint's copies of them are
+	 * not loaded over them.  NULL: never (states come from checkpoints).
+	 */
+	bool		(*kept_data) (void);
+
+	/* The backend's own figures, for state.worker.  NULL: it has none. */
+	void		(*figures) (StateFigureFn fn, void *arg);
+
+	const SnapshotStrategy *snapshot;
+} KeyedStateBackend;
+
+/* How the state worker starts (StateBackendProvider.worker_start). */
+typedef enum StateWorkerStart
+{
+	STATE_WORKER_START_FRESH,	/* server start or crash restart: fresh
+								 * shared memory, states to be restored */
+	STATE_WORKER_START_PROMOTED,	/* as FRESH, on a promoted standby: what
+									 * the backend kept is a copy of the
+									 * primary's, to be set aside */
+	STATE_WORKER_START_AGAIN	/* the worker alone restarted: states are live */
+} StateWorkerStart;
+
+/* StateBackendProvider.flags */
+#define STATE_PROVIDER_MEMORY_SNAPSHOTS	0x0001	/* its states may be in a
+												 * snapshot kept in shared
+												 * memory */
+#define STATE_PROVIDER_OPERATOR_STATE	0x0002	/* operator states asked for
+												 * in it stay in it (else they
+												 * go to memory) */
+
+/*
+ * StateBackendProvider: one registered backend.  Every routine but ops may
+ * be NULL.  The worker routines run in the state worker; requests reach
+ * handle_request through the host's channel (channel_call/channel_post,
+ * addressed to the provider's id).
+ */
+typedef struct StateBackendProvider
+{
+	uint32		api_version;	/* STATE_BACKEND_API_VERSION */
+	uint32		size;			/* sizeof(StateBackendProvider) */
+	const char *name;			/* what state_backend.backend names; also in
+								 * MANIFESTs */
+	int32		id;				/* stable: stored in descriptors and WAL;
+								 * 0..15 are the host's, a provider takes
+								 * one of 16..32767 */
+	uint32		flags;			/* STATE_PROVIDER_* */
+	const KeyedStateBackend *ops;
+
+	/* Shared memory: asked for and set up with the host's. */
+	Size		(*shmem_size) (void);
+	void		(*shmem_init) (void);
+
+	/* The state worker: start (before states are restored), ready, stop. */
+	void		(*worker_start) (StateWorkerStart how);
+	void		(*worker_ready) (void);
+	void		(*worker_stop) (void);
+	/* After a configuration reload in the worker. */
+	void		(*worker_reload) (void);
+	/* Before each round of serving requests; between every one of them. */
+	void		(*worker_round) (void);
+	/* Whether the worker must exit for its storage to be opened afresh. */
+	bool		(*worker_failed) (void);
+
+	/*
+	 * One request sent by a session (kind < STATE_REQUEST_MAX_KIND), the end
+	 * of a session's requests of one round (STATE_REQUEST_ROUND_END: commit
+	 * what was gathered), or a session's sync (STATE_REQUEST_SYNC: make its
+	 * earlier requests applied): returns whether a reply was produced.
+	 */
+	bool		(*handle_request) (uint16 kind, const char *payload, uint32 len,
+								   StringInfo reply);
+} StateBackendProvider;
+
+/* Request kinds a provider's handle_request gets from the host itself. */
+#define STATE_REQUEST_ROUND_END	0x7FFF
+#define STATE_REQUEST_SYNC		0x7FFE	/* reply once every earlier request of
+										 * the session is applied */
+#define STATE_REQUEST_MAX_KIND	0x7FF0	/* a provider's kinds are below */
+
+/* Change kinds for log_change (the WAL records of logged states). */
+#define STATE_CHANGE_PUT			0x20	/* a key's whole value image */
+#define STATE_CHANGE_APPEND			0x30	/* list elements appended */
+#define STATE_CHANGE_REMOVE			0x40	/* a key's state removed */
+#define STATE_CHANGE_MAP_PUT		0x50	/* one map entry set */
+#define STATE_CHANGE_MAP_REMOVE		0x60	/* one map entry removed */
+#define STATE_CHANGE_TRUNCATE		0x70	/* every key of a state removed */
+
+/* ---------------------------------------------------------------------
+ * What the host offers
+ * ---------------------------------------------------------------------
+ */
+typedef struct StateBackendHost
+{
+	uint32		api_version;	/* STATE_BACKEND_API_VERSION */
+	uint32		size;			/* sizeof(StateBackendHost) */
+
+	/*
+	 * Register a backend, in _PG_init of a library in
+	 * shared_preload_libraries.  Raises an error for a duplicate name or id,
+	 * another API version, or outside the preload.
+	 */
+	void		(*register_backend) (const StateBackendProvider *provider);
+
+	/* Run a merge's fold (StateMergeFn) for a key of a state. */
+	void		(*fold_call) (StateMergeFn fn, const StateTarget *st, const StateKey *key,
+							  const char *cur, uint32 curlen, const char *in, uint32 inlen,
+							  StringInfo out, void *arg);
+
+	/*
+	 * Log a change of a logged state to WAL (nothing for other states, or
+	 * while the worker replays).  Call it where the change is made visible
+	 * to others, so that WAL order is the order of changes.  Returns the end
+	 * of the record (InvalidXLogRecPtr: none).
+	 */
+	XLogRecPtr	(*log_change) (const StateTarget *st, uint8 kind, const StateKey *key,
+							   const char *mkey, uint32 mkeylen,
+							   const char *value, uint32 len, bool isnull);
+
+	/* Account a state's keys and bytes (shown in state.states). */
+	void		(*add_usage) (const StateTarget *st, int64 entries, int64 bytes);
+	void		(*usage) (const StateTarget *st, int64 *entries, int64 *bytes);
+
+	/* A long job's progress: keep the worker's sessions served. */
+	void		(*progress) (void);
+
+	/* Append an entry record (snapshot collect). */
+	void		(*put_entry) (StringInfo records, uint32 state_id, const char *key,
+							  uint32 keylen, const char *image, uint32 imagelen);
+
+	/*
+	 * Map images: find a map key (its value, *isnull for a NULL one; false
+	 * when absent), write to out the image with mkey set or removed (remove
+	 * returns false, writing nothing, when absent), count entries and visit
+	 * them.  Each raises data_corrupted for a malformed image.
+	 */
+	bool		(*map_image_find) (const char *img, uint32 len, const char *mkey,
+								   uint32 mkeylen, const char **value, uint32 *vallen,
+								   bool *isnull);
+	void		(*map_image_put) (StringInfo out, const char *img, uint32 len,
+								  const char *mkey, uint32 mkeylen,
+								  const char *value, uint32 vallen, bool isnull);
+	bool		(*map_image_remove) (StringInfo out, const char *img, uint32 len,
+									 const char *mkey, uint32 mkeylen);
+	int64		(*map_image_count) (const char *img, uint32 len);
+	void		(*map_image_iterate) (const char *img, uint32 len, StateEntryFn fn,
+									  void *arg);
+	/* The elements of a list image (data_corrupted when malformed). */
+	int64		(*list_image_count) (const char *img, uint32 len);
+
+	/*
+	 * Send a request to the provider's own handle_request in the state
+	 * worker and wait for its reply (long_running: the wait may take
+	 * minutes), or post one that wants none.
+	 */
+	void		(*channel_call) (int32 provider_id, uint16 kind, const char *payload,
+								 uint32 len, StringInfo reply, bool long_running);
+	void		(*channel_post) (int32 provider_id, uint16 kind, const char *payload,
+								 uint32 len);
+} StateBackendHost;
+
+/*
+ * state_backend_host_find returns the host's table, for a provider's
+ * _PG_init; an error when state_backend is not loaded or of another API.
+ */
+static inline const StateBackendHost *
+state_backend_host_find(void)
+{
+	void	  **slot = find_rendezvous_variable(STATE_BACKEND_API_RENDEZVOUS);
+	const StateBackendHost *host;
+
+	/* Listed after this library, or not at all: load it now. */
+	if (*slot == NULL)
+		load_file("$libdir/state_backend", false);
+	host = (const StateBackendHost *) *slot;
+	if (host == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("state_backend is not loaded"),
+				 errhint("List state_backend before this library in shared_preload_libraries.")));
+	if (host->api_version != STATE_BACKEND_API_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state_backend offers provider API version %u, this library was built for version %u",
+						host->api_version, STATE_BACKEND_API_VERSION),
+				 errhint("Rebuild the library against the installed state_backend_api.h.")));
+	return host;
+}
+
+#endif							/* STATE_BACKEND_API_H */

@@ -1,0 +1,661 @@
+/*
+ * backend/providers.c
+ *		The registered backends, and the host's side of the provider API
+ *		(api/state_backend_api.h): registration, lookup by id and by name,
+ *		the worker's calls into every backend, and the services a backend
+ *		gets from the host.
+ *
+ * memory, filesystem (both the heap, backend/heap_backend.c) and rocksdb
+ * (backend/rocksdb/rocks_provider.c) register here like any library's
+ * backend, in _PG_init; a library in shared_preload_libraries after
+ * state_backend registers through the table that the rendezvous variable
+ * "state_backend_api" holds.  Ids are what descriptors, WAL records and
+ * RocksDB store; names are what settings, create_state and MANIFESTs say.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "backend/heap_table.h"
+#include "backend/keyed_backend.h"
+#include "backend/providers.h"
+#include "backend/rocksdb/rocks.h"
+#include "catalog/registry.h"
+#include "common/progress.h"
+#include "format/records.h"
+#include "format/state_wal.h"
+#include "ipc/channel.h"
+
+/* Ids below this are the host's own (memory, filesystem, rocksdb). */
+#define PROVIDER_FIRST_FOREIGN_ID	16
+#define PROVIDER_MAX_ID				32767
+#define MAX_PROVIDERS				STATE_BACKEND_MAX_PROVIDERS
+
+static const StateBackendProvider *providers[MAX_PROVIDERS];
+static int	nproviders = 0;
+
+/* The same by id, for the ids a state's every call looks up. */
+#define PROVIDER_FAST_IDS			64
+static const StateBackendProvider *by_id[PROVIDER_FAST_IDS];
+
+/* Each distinct KeyedStateBackend once, the heap last (its cut is the instant). */
+static const KeyedStateBackend *implementations[MAX_PROVIDERS];
+static int	nimplementations = 0;
+
+static Size heap_provider_shmem_size(void);
+static void heap_provider_shmem_init(void);
+
+static const StateBackendProvider memory_provider = {
+	.api_version = STATE_BACKEND_API_VERSION,
+	.size = sizeof(StateBackendProvider),
+	.name = "memory",
+	.id = STATE_BACKEND_MEMORY_ID,
+	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_OPERATOR_STATE,
+	.ops = &heap_keyed_backend,
+	.shmem_size = heap_provider_shmem_size,
+	.shmem_init = heap_provider_shmem_init,
+};
+
+/* The heap again; its snapshots are never kept in shared memory. */
+static const StateBackendProvider filesystem_provider = {
+	.api_version = STATE_BACKEND_API_VERSION,
+	.size = sizeof(StateBackendProvider),
+	.name = "filesystem",
+	.id = STATE_BACKEND_FILESYSTEM_ID,
+	.flags = STATE_PROVIDER_OPERATOR_STATE,
+	.ops = &heap_keyed_backend,
+};
+
+static Size
+heap_provider_shmem_size(void)
+{
+	return heap_state_shmem_size();
+}
+
+static void
+heap_provider_shmem_init(void)
+{
+	heap_state_shmem_init();
+}
+
+static void register_backend(const StateBackendProvider *p);
+static const StateBackendHost host;
+
+/* ------------------------------------------------------------ registration */
+
+/* A name a setting can carry: lower-case letters, digits and "_". */
+static bool
+provider_name_ok(const char *name)
+{
+	size_t		len = strlen(name);
+
+	if (len == 0 || len >= NAMEDATALEN || !(name[0] >= 'a' && name[0] <= 'z'))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+			  name[i] == '_'))
+			return false;
+	return true;
+}
+
+static void
+provider_add(const StateBackendProvider *p)
+{
+	bool		seen = false;
+
+	for (int i = 0; i < nproviders; i++)
+	{
+		if (providers[i]->id == p->id)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("state backend id %d of \"%s\" is already registered by backend \"%s\"",
+							p->id, p->name, providers[i]->name)));
+		if (strcmp(providers[i]->name, p->name) == 0 || strcmp(p->name, "jobmanager") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("state backend \"%s\" is already registered", p->name)));
+	}
+	if (nproviders == MAX_PROVIDERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many state backends registered (at most %d)", MAX_PROVIDERS)));
+	providers[nproviders++] = p;
+	if (p->id < PROVIDER_FAST_IDS)
+		by_id[p->id] = p;
+
+	for (int i = 0; i < nimplementations; i++)
+		seen |= implementations[i] == p->ops;
+	if (!seen)
+	{
+		/* The heap stays last. */
+		int			at = nimplementations;
+
+		if (at > 0 && implementations[at - 1] == &heap_keyed_backend)
+		{
+			implementations[at] = implementations[at - 1];
+			at--;
+		}
+		implementations[at] = p->ops;
+		nimplementations++;
+	}
+}
+
+/*
+ * register_backend is the API's register_backend: a library's backend, in
+ * its _PG_init while shared_preload_libraries is being loaded.
+ */
+static void
+register_backend(const StateBackendProvider *p)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("state backend \"%s\" must be registered while shared_preload_libraries is loaded",
+						p && p->name ? p->name : "?"),
+				 errhint("Add its library to shared_preload_libraries, after state_backend, and restart the server.")));
+	if (p == NULL || p->api_version != STATE_BACKEND_API_VERSION ||
+		p->size != sizeof(StateBackendProvider))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a state backend was built for another version of the provider API"),
+				 errdetail("This server offers version %d.", STATE_BACKEND_API_VERSION),
+				 errhint("Rebuild it against the installed state_backend_api.h.")));
+	if (p->name == NULL || !provider_name_ok(p->name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid state backend name \"%s\"", p->name ? p->name : ""),
+				 errdetail("A backend's name is lower-case letters, digits and underscores, starting with a letter.")));
+	if (p->id < PROVIDER_FIRST_FOREIGN_ID || p->id > PROVIDER_MAX_ID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state backend \"%s\" has id %d, outside %d..%d",
+						p->name, p->id, PROVIDER_FIRST_FOREIGN_ID, PROVIDER_MAX_ID)));
+	if (p->ops == NULL || p->ops->get == NULL || p->ops->put == NULL ||
+		p->ops->snapshot == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state backend \"%s\" has no data operations or snapshot strategy",
+						p->name)));
+	provider_add(p);
+}
+
+/*
+ * keyed_backends_init registers the built-in backends and publishes the
+ * host's table for other libraries.  From _PG_init.
+ */
+void
+keyed_backends_init(void)
+{
+	void	  **slot = find_rendezvous_variable(STATE_BACKEND_API_RENDEZVOUS);
+
+	provider_add(&memory_provider);
+	provider_add(&filesystem_provider);
+	provider_add(rocks_provider());
+	*slot = (void *) &host;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+/* keyed_backend_provider returns the registered backend of an id, or NULL. */
+const StateBackendProvider *
+keyed_backend_provider(int backend)
+{
+	if (backend >= 0 && backend < PROVIDER_FAST_IDS)
+		return by_id[backend];
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->id == backend)
+			return providers[i];
+	return NULL;
+}
+
+/*
+ * keyed_backend_by_id returns the implementation behind a backend id: what
+ * stores a state's images as they are (with their deadlines, for a state
+ * with a TTL).  Restores, replays and snapshots move these.
+ */
+const KeyedStateBackend *
+keyed_backend_by_id(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("state backend %d is not registered on this server", backend),
+				 errhint("Add the library that provides it to shared_preload_libraries.")));
+	return p->ops;
+}
+
+/*
+ * keyed_state_ops returns what a state's operations go through: its
+ * backend, or for a state with a TTL the TTL layer over it (ttl_state.c).
+ * Images pass below it with their deadlines: what restores, replays and
+ * snapshots move is the backend's own (keyed_backend_by_id).
+ */
+const KeyedStateBackend *
+keyed_state_ops(const StateDesc *desc)
+{
+	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
+}
+
+/*
+ * keyed_backend_flush_all waits until every write this session made, in
+ * every backend, is applied; the error of one that failed is raised.
+ */
+void
+keyed_backend_flush_all(void)
+{
+	int			n;
+	const KeyedStateBackend *const *all = keyed_backend_all(&n);
+
+	for (int i = 0; i < n; i++)
+		if (all[i]->flush)
+			all[i]->flush();
+}
+
+/* keyed_backend_all returns every implementation once; *n gets how many. */
+const KeyedStateBackend *const *
+keyed_backend_all(int *n)
+{
+	*n = nimplementations;
+	return implementations;
+}
+
+const char *
+keyed_backend_name(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	return p ? p->name : "unknown";
+}
+
+/* keyed_backend_lookup reads a backend name; false when it names none. */
+bool
+keyed_backend_lookup(const char *name, int *backend)
+{
+	if (strcmp(name, "jobmanager") == 0)
+		name = "memory";		/* Flink's name of the memory backend */
+	for (int i = 0; i < nproviders; i++)
+		if (strcmp(providers[i]->name, name) == 0)
+		{
+			*backend = providers[i]->id;
+			return true;
+		}
+	return false;
+}
+
+/* keyed_backend_names lists the registered names, for messages. */
+char *
+keyed_backend_names(void)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 0; i < nproviders; i++)
+		appendStringInfo(&s, "%s%s%s", i == 0 ? "" : ", ",
+						 i == nproviders - 1 && i > 0 ? "and " : "",
+						 providers[i]->name);
+	return s.data;
+}
+
+/*
+ * keyed_backend_parse reads a backend name (Flink's "jobmanager" is the
+ * memory backend), or raises invalid_parameter_value.
+ */
+int
+keyed_backend_parse(const char *name)
+{
+	int			backend;
+
+	if (!keyed_backend_lookup(name, &backend))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown state backend \"%s\"", name),
+				 errhint("The backends registered on this server are %s (memory is also called jobmanager).",
+						 keyed_backend_names())));
+	return backend;
+}
+
+/* Can a state of this backend be in a snapshot kept in shared memory? */
+bool
+keyed_backend_memory_snapshots(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	return p != NULL && (p->flags & STATE_PROVIDER_MEMORY_SNAPSHOTS) != 0;
+}
+
+/*
+ * keyed_backend_operator_backend is where an operator state asked for in
+ * a backend lives: operator state is in shared memory unless the backend
+ * says it keeps it, as Flink's DefaultOperatorStateBackend is a heap
+ * backend whatever the keyed one is.
+ */
+int
+keyed_backend_operator_backend(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	if (p != NULL && (p->flags & STATE_PROVIDER_OPERATOR_STATE) != 0)
+		return backend;
+	return STATE_BACKEND_MEMORY_ID;
+}
+
+/*
+ * keyed_backend_kept_data: whether the states of a backend came back from
+ * its own storage at this start (KeyedStateBackend.kept_data).
+ */
+bool
+keyed_backend_kept_data(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	return p != NULL && p->ops->kept_data != NULL && p->ops->kept_data();
+}
+
+/*
+ * keyed_backend_setting_ok is the check of state_backend.backend: while the
+ * libraries are preloaded a provider may not have registered yet, so any
+ * name a backend could have passes; later only registered ones.
+ */
+bool
+keyed_backend_setting_ok(char **newval, void **extra, GucSource source)
+{
+	int			backend;
+
+	if (process_shared_preload_libraries_in_progress || nproviders == 0)
+		return provider_name_ok(*newval);
+	if (keyed_backend_lookup(*newval, &backend))
+		return true;
+	GUC_check_errdetail("The backends registered on this server are %s.", keyed_backend_names());
+	return false;
+}
+
+/* ------------------------------------------------------------ the worker's calls */
+
+Size
+keyed_backends_shmem_size(void)
+{
+	Size		size = 0;
+
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->shmem_size)
+			size = add_size(size, providers[i]->shmem_size());
+	return size;
+}
+
+void
+keyed_backends_shmem_init(void)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->shmem_init)
+			providers[i]->shmem_init();
+}
+
+void
+keyed_backends_worker_start(StateWorkerStart how)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->worker_start)
+			providers[i]->worker_start(how);
+}
+
+void
+keyed_backends_worker_ready(void)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->worker_ready)
+			providers[i]->worker_ready();
+}
+
+/* On the way out: never raises. */
+void
+keyed_backends_worker_stop(void)
+{
+	for (int i = nproviders - 1; i >= 0; i--)
+		if (providers[i]->worker_stop)
+			providers[i]->worker_stop();
+}
+
+void
+keyed_backends_worker_reload(void)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->worker_reload)
+			providers[i]->worker_reload();
+}
+
+void
+keyed_backends_worker_round(void)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->worker_round)
+			providers[i]->worker_round();
+}
+
+/* The name of a backend whose storage failed (the worker must exit), or NULL. */
+const char *
+keyed_backends_worker_failed(void)
+{
+	for (int i = 0; i < nproviders; i++)
+		if (providers[i]->worker_failed && providers[i]->worker_failed())
+			return providers[i]->name;
+	return NULL;
+}
+
+/*
+ * keyed_backends_handle_request runs a request addressed to a backend (its
+ * id), or one for every backend that serves requests (CHANNEL_TARGET_ALL:
+ * the end of a round, a sync): whether a reply was produced.
+ */
+bool
+keyed_backends_handle_request(uint16 target, uint16 kind, const char *payload, uint32 len,
+							  StringInfo reply)
+{
+	const StateBackendProvider *p;
+
+	if (target == CHANNEL_TARGET_ALL)
+	{
+		for (int i = 0; i < nproviders; i++)
+			if (providers[i]->handle_request)
+				(void) providers[i]->handle_request(kind, payload, len, reply);
+		return kind == STATE_REQUEST_SYNC;
+	}
+	p = keyed_backend_provider(target);
+	if (p == NULL || p->handle_request == NULL)
+		elog(ERROR, "state_backend: a request for backend %d, which serves none", (int) target);
+	return p->handle_request(kind, payload, len, reply);
+}
+
+/* ------------------------------------------------------------ the host's services */
+
+static XLogRecPtr
+host_log_change(const StateTarget *st, uint8 kind, const StateKey *key,
+				const char *mkey, uint32 mkeylen, const char *value, uint32 len, bool isnull)
+{
+	if (!st->desc->logged)
+		return InvalidXLogRecPtr;
+	if (kind != STATE_CHANGE_PUT && kind != STATE_CHANGE_APPEND && kind != STATE_CHANGE_REMOVE &&
+		kind != STATE_CHANGE_MAP_PUT && kind != STATE_CHANGE_MAP_REMOVE &&
+		kind != STATE_CHANGE_TRUNCATE)
+		elog(ERROR, "state_backend: unknown change kind 0x%x", kind);
+	return state_wal_log(kind, st->desc->id, key ? key->data : NULL, key ? key->len : 0,
+						 mkey, mkeylen, value, len, isnull);
+}
+
+static void
+host_add_usage(const StateTarget *st, int64 entries, int64 bytes)
+{
+	registry_add_usage(st->slot, entries, bytes);
+}
+
+static void
+host_usage(const StateTarget *st, int64 *entries, int64 *bytes)
+{
+	registry_usage(st->slot, entries, bytes);
+}
+
+static void
+host_put_entry(StringInfo records, uint32 state_id, const char *key, uint32 keylen,
+			   const char *image, uint32 imagelen)
+{
+	record_put_entry(records, state_id, key, keylen, image, imagelen);
+}
+
+static void
+map_image_corrupt(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("a stored map image is damaged")));
+}
+
+/* The pair of mkey in a map image: its offset (-1: none) and size. */
+static int64
+map_image_seek(const char *img, uint32 len, const char *mkey, uint32 mkeylen, uint32 *size)
+{
+	return record_find_pair(img, len, mkey, mkeylen, size);
+}
+
+static void
+map_image_check(const char *img, uint32 len)
+{
+	uint32		off = 0;
+	RecordPair	p;
+	RecordRead	r;
+
+	while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
+		;
+	if (r != RECORD_END)
+		map_image_corrupt();
+}
+
+static bool
+host_map_image_find(const char *img, uint32 len, const char *mkey, uint32 mkeylen,
+					const char **value, uint32 *vallen, bool *isnull)
+{
+	uint32		size;
+	int64		at;
+	uint32		off;
+	RecordPair	p;
+
+	map_image_check(img, len);
+	at = map_image_seek(img, len, mkey, mkeylen, &size);
+	if (at < 0)
+		return false;
+	off = (uint32) at;
+	if (record_next_pair(img, len, &off, &p) != RECORD_OK)
+		map_image_corrupt();
+	*value = p.value;
+	*vallen = p.vallen;
+	*isnull = p.value == NULL;
+	return true;
+}
+
+static void
+host_map_image_put(StringInfo out, const char *img, uint32 len, const char *mkey,
+				   uint32 mkeylen, const char *value, uint32 vallen, bool isnull)
+{
+	uint32		size = 0;
+	int64		at;
+
+	map_image_check(img, len);
+	at = map_image_seek(img, len, mkey, mkeylen, &size);
+	if (at < 0)
+		appendBinaryStringInfo(out, img, len);
+	else
+	{
+		appendBinaryStringInfo(out, img, (int) at);
+		appendBinaryStringInfo(out, img + at + size, (int) (len - at - size));
+	}
+	record_put_pair(out, mkey, mkeylen, isnull ? NULL : value, vallen);
+}
+
+static bool
+host_map_image_remove(StringInfo out, const char *img, uint32 len, const char *mkey,
+					  uint32 mkeylen)
+{
+	uint32		size = 0;
+	int64		at;
+
+	map_image_check(img, len);
+	at = map_image_seek(img, len, mkey, mkeylen, &size);
+	if (at < 0)
+		return false;
+	appendBinaryStringInfo(out, img, (int) at);
+	appendBinaryStringInfo(out, img + at + size, (int) (len - at - size));
+	return true;
+}
+
+static int64
+host_map_image_count(const char *img, uint32 len)
+{
+	map_image_check(img, len);
+	return record_count_pairs(img, len);
+}
+
+static void
+host_map_image_iterate(const char *img, uint32 len, StateEntryFn fn, void *arg)
+{
+	uint32		off = 0;
+	RecordPair	p;
+
+	map_image_check(img, len);
+	while (record_next_pair(img, len, &off, &p) == RECORD_OK)
+		fn(arg, p.key, p.keylen, p.value, p.vallen);
+}
+
+static int64
+host_list_image_count(const char *img, uint32 len)
+{
+	uint32		off = 0;
+	const char *data;
+	uint32		datalen;
+	int64		n = 0;
+	RecordRead	r;
+
+	while ((r = record_next_elem(img, len, &off, &data, &datalen)) == RECORD_OK)
+		n++;
+	if (r != RECORD_END)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a stored list image is damaged")));
+	return n;
+}
+
+static void
+host_channel_call(int32 provider_id, uint16 kind, const char *payload, uint32 len,
+				  StringInfo reply, bool long_running)
+{
+	if (kind >= STATE_REQUEST_MAX_KIND)
+		elog(ERROR, "state_backend: request kind %u is the host's", kind);
+	channel_call((uint16) provider_id, kind, payload, len, reply, long_running);
+}
+
+static void
+host_channel_post(int32 provider_id, uint16 kind, const char *payload, uint32 len)
+{
+	if (kind >= STATE_REQUEST_MAX_KIND)
+		elog(ERROR, "state_backend: request kind %u is the host's", kind);
+	channel_post((uint16) provider_id, kind, payload, len);
+}
+
+static const StateBackendHost host = {
+	.api_version = STATE_BACKEND_API_VERSION,
+	.size = sizeof(StateBackendHost),
+	.register_backend = register_backend,
+	.fold_call = keyed_fold_call,
+	.log_change = host_log_change,
+	.add_usage = host_add_usage,
+	.usage = host_usage,
+	.progress = progress_beat,
+	.put_entry = host_put_entry,
+	.map_image_find = host_map_image_find,
+	.map_image_put = host_map_image_put,
+	.map_image_remove = host_map_image_remove,
+	.map_image_count = host_map_image_count,
+	.map_image_iterate = host_map_image_iterate,
+	.list_image_count = host_list_image_count,
+	.channel_call = host_channel_call,
+	.channel_post = host_channel_post,
+};

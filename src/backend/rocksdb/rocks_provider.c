@@ -1,0 +1,65 @@
+/*
+ * backend/rocksdb/rocks_provider.c
+ *		The rocksdb backend as a provider: its place in the state worker's
+ *		life (open, adopt, load, serve, close) and in shared memory (the
+ *		entry cache), registered by providers.c like any library's backend.
+ */
+#include "postgres.h"
+
+#include "backend/providers.h"
+#include "backend/rocksdb/rocks_internal.h"
+
+/*
+ * At a start with fresh shared memory, rocksdb states come back from their
+ * own instance; when it has none to give (or they are a promoted standby's
+ * copy of the primary's, set aside first), the newest checkpoint loads
+ * them, marked as a load that did not finish until rocks_end_load.  A worker
+ * that restarted alone opens the instance its states live in.
+ */
+static void
+rp_worker_start(StateWorkerStart how)
+{
+	if (how == STATE_WORKER_START_AGAIN)
+	{
+		(void) rocks_open_existing();
+		return;
+	}
+	if (how == STATE_WORKER_START_PROMOTED)
+		rocks_set_aside("on a promoted standby it is a copy of the primary's");
+	rocks_sweep_read_scratch();
+	if (!rocks_adopt_states())
+		rocks_begin_load();
+}
+
+static bool
+rp_handle_request(uint16 kind, const char *payload, uint32 len, StringInfo reply)
+{
+	if (kind == ROCKS_REQ_RESTORE_NATIVE)
+		return rocks_handle_restore(payload, len, reply);
+	return rocks_handle_request((RocksReqKind) kind, payload, len, reply);
+}
+
+static const StateBackendProvider rocks_provider_def = {
+	.api_version = STATE_BACKEND_API_VERSION,
+	.size = sizeof(StateBackendProvider),
+	.name = "rocksdb",
+	.id = STATE_BACKEND_ROCKSDB_ID,
+	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS,
+	.ops = &rocks_keyed_backend,
+	.shmem_size = rocks_cache_shmem_size,
+	.shmem_init = rocks_cache_shmem_init,
+	.worker_start = rp_worker_start,
+	.worker_ready = rocks_end_load,
+	.worker_stop = rocks_close,
+	.worker_reload = rocks_apply_settings,
+	.worker_round = rocks_sync_registry,
+	.worker_failed = rocks_failed,
+	.handle_request = rp_handle_request,
+};
+
+const StateBackendProvider *
+rocks_provider(void)
+{
+	rocks_client_init();
+	return &rocks_provider_def;
+}
