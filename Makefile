@@ -6,6 +6,8 @@
 #                                 (specs/) on another, then the TAP tests
 #   make installcheck-rocksdb     the same pg_regress suite again, with
 #                                 state_backend.backend = rocksdb as default
+#   make installcheck-lmdb        and again with the lmdb provider
+#                                 (contrib/lmdb, installed first) as default
 # Run the servers as an unprivileged user; scripts/test.sh does all of it.
 
 MODULE_big = state_backend
@@ -86,6 +88,11 @@ REGRESS_ROCKSDB_OPTS = --temp-instance=tmp_check_rocksdb \
 	--temp-config=$(srcdir)/test/regress-rocksdb.conf \
 	--outputdir=output_rocksdb --dbname=$(CONTRIB_TESTDB)
 
+# Third pass: a backend from another library (contrib/lmdb).
+REGRESS_LMDB_OPTS = --temp-instance=tmp_check_lmdb \
+	--temp-config=$(srcdir)/test/regress-lmdb.conf \
+	--outputdir=output_lmdb --dbname=$(CONTRIB_TESTDB)
+
 # Interleavings of sessions (specs/): lock ordering around drop, restore,
 # snapshot and writes.
 ISOLATION = lock_order
@@ -109,4 +116,8 @@ include $(PGXS)
 installcheck-rocksdb: submake $(REGRESS_PREP)
 	$(pg_regress_installcheck) $(REGRESS_ROCKSDB_OPTS) $(REGRESS)
 
-EXTRA_CLEAN += tmp_check_rocksdb output_rocksdb tmp_check_iso output_iso
+.PHONY: installcheck-lmdb
+installcheck-lmdb: submake $(REGRESS_PREP)
+	$(pg_regress_installcheck) $(REGRESS_LMDB_OPTS) $(REGRESS)
+
+EXTRA_CLEAN += tmp_check_rocksdb output_rocksdb tmp_check_lmdb output_lmdb tmp_check_iso output_iso

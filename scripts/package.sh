@@ -8,8 +8,9 @@
 # of debian/control that are not met (apt-get build-dep).  Copies the tree,
 # without .git and build products, to a temporary directory and runs
 # `dpkg-buildpackage -us -uc -b` there, so this tree is left as it was.  The
-# .deb files (the package and its -dbgsym) are moved to OUTDIR (default
-# ./dist) and their paths printed, the package's last.  The build runs no
+# .deb files (the packages and their -dbgsym) are moved to OUTDIR (default
+# ./dist) and their paths printed: the -dbgsym ones, the lmdb provider's,
+# then the main package's last.  The build runs no
 # tests (scripts/test.sh does).  Environment:
 #   STATE_BACKEND_KEEP=1   keep the temporary build directory
 set -euo pipefail
@@ -74,12 +75,16 @@ debs=("$WORK"/*.deb)
 shopt -u nullglob
 [ ${#debs[@]} -gt 0 ] || die "dpkg-buildpackage made no .deb"
 main=
+provider=
 for deb in "${debs[@]}"; do
 	mv -f "$deb" "$OUT/"
 	case $deb in
 		*-dbgsym_*) echo "$OUT/$(basename "$deb")" ;;
+		*-state-backend-lmdb_*) provider=$OUT/$(basename "$deb") ;;
 		*) main=$OUT/$(basename "$deb") ;;
 	esac
 done
 [ -n "$main" ] || die "no package besides the -dbgsym one"
+[ -n "$provider" ] || die "no package of the lmdb provider"
+echo "$provider"
 echo "$main"

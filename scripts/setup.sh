@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: install what state_backend needs on Debian 12, then build
-# and install the extension into PostgreSQL 15.
+# and install the extension into PostgreSQL 15, and its lmdb provider
+# (contrib/lmdb).
 #
 #   scripts/setup.sh            as root, or as a user with sudo
 #
@@ -11,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev build-essential python3)
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev liblmdb-dev build-essential python3)
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
@@ -27,4 +28,8 @@ cd "$ROOT"
 make -s with_llvm=no PG_CONFIG="$PG_CONFIG"
 log "installing into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
 as_root make -s with_llvm=no PG_CONFIG="$PG_CONFIG" install
+# The lmdb provider: another library, built against the header just installed.
+log "building and installing contrib/lmdb (backend lmdb)"
+make -s -C contrib/lmdb with_llvm=no PG_CONFIG="$PG_CONFIG"
+as_root make -s -C contrib/lmdb with_llvm=no PG_CONFIG="$PG_CONFIG" install
 log "setup done"

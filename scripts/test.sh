@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh: build and install state_backend, then run the whole suite:
-# the pg_regress tests (sql/, expected/) twice, with the default backend
-# (memory, test/regress.conf) and with state_backend.backend = rocksdb
-# (test/regress-rocksdb.conf, `make installcheck-rocksdb`), the isolation
+# the pg_regress tests (sql/, expected/) three times, with the default backend
+# (memory, test/regress.conf), with state_backend.backend = rocksdb
+# (test/regress-rocksdb.conf, `make installcheck-rocksdb`) and with lmdb, the
+# backend of contrib/lmdb (test/regress-lmdb.conf), the isolation
 # specs (specs/, with the first pass), the TAP tests
 # (test/t/) and, when present, the benchmark harness's smoke mode (bench/smoke).
 # Before them it checks META.json, and builds and installs the Debian package
@@ -95,6 +96,7 @@ tar -C "$ROOT" -cf - \
 	--exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 	--exclude=./results --exclude=./tmp_check --exclude=./tmp_check_regress \
 	--exclude=./tmp_check_rocksdb --exclude=./output_rocksdb \
+	--exclude=./tmp_check_lmdb --exclude=./output_lmdb \
 	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
 	--exclude=./regression.diffs --exclude=./regression.out --exclude=./dist . |
 	tar -C "$SRC" -xf -
@@ -171,11 +173,15 @@ if [ "${STATE_BACKEND_PACKAGE:-1}" = 1 ]; then
 	# apt installs the package with what it depends on, or leaves all as it was.
 	if "$ROOT/scripts/package.sh" "$WORK/dist" >"$log" 2>&1 &&
 		deb=$(grep -v -- '-dbgsym_' "$log" | grep '^/.*\.deb$' | tail -n 1) && [ -n "$deb" ] &&
-		apt_get install -y --allow-downgrades "$deb" &&
+		lmdb_deb=$(grep -- '-state-backend-lmdb_' "$log" | grep -v -- '-dbgsym_' | tail -n 1) &&
+		[ -n "$lmdb_deb" ] &&
+		apt_get install -y --allow-downgrades "$deb" "$lmdb_deb" &&
+		[ "$(dpkg -S "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" 2>/dev/null | cut -d: -f1)" = \
+			"$(dpkg-deb -f "$lmdb_deb" Package)" ] &&
 		[ "$(dpkg -S "$("$PG_CONFIG" --pkglibdir)/state_backend.so" 2>/dev/null | cut -d: -f1)" = \
 			"$(dpkg-deb -f "$deb" Package)" ]; then
 		passed=$((passed + 1))
-		report+=("package      $(basename "$deb") built and installed; the tests run against it")
+		report+=("package      $(basename "$deb") and $(basename "$lmdb_deb") built and installed; the tests run against them")
 	else
 		tail -n 40 "$log"
 		failed=$((failed + 1)); report+=("package      build or install FAILED")
@@ -220,6 +226,7 @@ run_regress() {
 # every state backend.
 run_regress memory installcheck .
 run_regress rocksdb installcheck-rocksdb output_rocksdb
+run_regress lmdb installcheck-lmdb output_lmdb
 
 # ------------------------------------------------------------ TAP (prove)
 shopt -s nullglob

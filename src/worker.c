@@ -358,12 +358,38 @@ start_hold(void)
 		proc_exit(1);
 }
 
+/*
+ * The newest checkpoint holds states of a backend whose library is not
+ * loaded: serve nothing, take no checkpoint, and wait for the server to
+ * stop, so that nothing stored is lost.
+ */
+static void
+refuse_start(const char *backend)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("state_backend serves no state: the newest checkpoint holds states of backend \"%s\", which is not registered on this server",
+					backend),
+			 errdetail("No checkpoint is taken meanwhile, so nothing stored is lost."),
+			 errhint("Add the library that provides backend \"%s\" to shared_preload_libraries and restart the server.",
+					 backend)));
+	while (!ShutdownRequestPending)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	proc_exit(0);
+}
+
 static void
 state_worker_start(void)
 {
 	bool		recovering;
 	bool		promoted;
 	char	   *loaded = NULL;
+	const char *unregistered = NULL;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -403,8 +429,10 @@ state_worker_start(void)
 									STATE_WORKER_START_FRESH);
 		logged_note_adopted();
 		state_wal_suppress(true);
-		loaded = restore_on_start();
+		loaded = restore_on_start(&unregistered);
 		state_wal_suppress(false);
+		if (unregistered != NULL)
+			refuse_start(unregistered);
 		start_hold();
 	}
 	else

@@ -45,6 +45,7 @@ if [ "$MODE" = smoke ]; then
 	SNAP_SIZES=${BENCH_SNAPSHOT_KEYS:-10000}
 	SNAP_REPS=${BENCH_SNAPSHOT_REPS:-1}
 	LAT_SECS=${BENCH_LATENCY_SECONDS:-1}
+	LMDB_KEYS=${BENCH_LMDB_KEYS:-10000}
 else
 	SECS=${BENCH_SECONDS:-3}
 	WARMUP_1=${BENCH_WARMUP:-2}		# 1 client
@@ -59,20 +60,21 @@ else
 	SNAP_SIZES=${BENCH_SNAPSHOT_KEYS:-1000000 10000000}
 	SNAP_REPS=${BENCH_SNAPSHOT_REPS:-2}
 	LAT_SECS=${BENCH_LATENCY_SECONDS:-10}
+	LMDB_KEYS=${BENCH_LMDB_KEYS:-2000000}
 fi
 HOT=${BENCH_HOT_KEYS:-10}
 MAPKEYS=8						# map keys per key (preloaded, all present)
 PROTOCOL=${BENCH_PROTOCOL:-prepared}
 PORT=${BENCH_PORT:-5477}
 THREADS_MAX=2					# pgbench -j for multi-client runs
-ROCKSDB_CLIENTS=${BENCH_ROCKSDB_CLIENTS:-8}	# pgbench -c of the rocksdb group
+ROCKSDB_CLIENTS=${BENCH_ROCKSDB_CLIENTS:-8}	# pgbench -c of the rocksdb and lmdb groups
 # Only these operations run unless BENCH_OPS lists fewer (for quick looks).
 ALL_OPS="value_get value_set reduce list_add map_put map_get"
 OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats logged"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -204,6 +206,14 @@ if has_case rocksdb || has_case logged; then
 state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
 state_backend.rocksdb_write_buffer_size = '64MB'"
+fi
+# The lmdb group: the provider of contrib/lmdb, when it is installed.
+LMDB=0
+if has_case lmdb && [ -f "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" ]; then
+	LMDB=1
+	SERVER_CONF="$SERVER_CONF
+shared_preload_libraries = 'state_backend,state_backend_lmdb'
+state_backend_lmdb.map_size = '8GB'"
 fi
 # BENCH_SERVER_CONF: more lines for postgresql.conf (a setting to compare).
 if [ -n "${BENCH_SERVER_CONF:-}" ]; then
@@ -580,6 +590,34 @@ run_case() {
 	printf '   %-9s %-6s %-10s c=%-2s round %s %10.0f tps\n' "$op" "$keys" "$target" "$c" "$tag" "$tps" >&2
 }
 
+# run_group PREFIX KIND "OP:KEYS ..." TARGET...: a group's per-statement
+# cases on its own states (PREFIX: their names' prefix; KIND: its raw lines,
+# KIND and KIND's script lines), ROUNDS rounds at ROCKSDB_CLIENTS clients,
+# between the floors at the start and the end of each round.
+run_group() {
+	local prefix=$1 kind=$2 cases=$3 round c oc target
+	shift 3
+	STATE_PREFIX=$prefix
+	CASE_KIND=${kind}_tps
+	CASE_SCRIPT_KIND=${kind}_script
+	for round in $(seq 1 "$ROUNDS"); do
+		for c in $ROCKSDB_CLIENTS; do
+			run_case select1 - floor "$c" "$round"
+			run_case noop - floor "$c" "$round"
+			for oc in $cases; do
+				for target in "$@"; do
+					run_case "${oc%%:*}" "${oc#*:}" "$target" "$c" "$round"
+				done
+			done
+			run_case select1 - floor "$c" "$round-end"
+			run_case noop - floor "$c" "$round-end"
+		done
+	done
+	STATE_PREFIX=""
+	CASE_KIND=tps
+	CASE_SCRIPT_KIND=script
+}
+
 # Rounds: each round runs every case once, in the same order, so a burst of
 # other work on the machine costs one round of many cases rather than every
 # round of one case.  The report keeps each case's best round.
@@ -742,6 +780,17 @@ if has_case logged; then
 	. "$LIB/logged.sh"
 fi
 
+# bench/lib/lmdb.sh: the lmdb backend (contrib/lmdb) beside memory and
+# rocksdb: per statement, bulk load, snapshot and restore.
+if has_case lmdb; then
+	if [ "$LMDB" = 1 ] && [ "$ROCKSDB" = 1 ]; then
+		# shellcheck source-path=SCRIPTDIR source=lmdb.sh
+		. "$LIB/lmdb.sh"
+	else
+		note "lmdb cases skipped: state_backend_lmdb (contrib/lmdb) is not installed, or rocksdb is missing"
+	fi
+fi
+
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 raw failed "$FAILED"
 
@@ -763,6 +812,7 @@ perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
 perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl failed"
 perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
+perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
 else

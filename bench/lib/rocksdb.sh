@@ -89,28 +89,7 @@ sql1 "CHECKPOINT" >/dev/null
 RDB_CASES="value_get:random value_get:hot value_set:random reduce:hot"
 if [ "$rdb_loaded" = 1 ]; then
 	log "rocksdb per-statement cases: $ROUNDS round(s) of ${SECS}s after a warm-up of ${WARMUP_N}s, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
-	STATE_PREFIX=rdb_
-	CASE_KIND=rdb_tps
-	CASE_SCRIPT_KIND=rdb_script
-	for round in $(seq 1 "$ROUNDS"); do
-		for c in $ROCKSDB_CLIENTS; do
-			run_case select1 - floor "$c" "$round"
-			run_case noop - floor "$c" "$round"
-			for oc in $RDB_CASES; do
-				for target in "${RDB_TARGETS[@]}"; do
-					run_case "${oc%%:*}" "${oc#*:}" "$target" "$c" "$round"
-				done
-			done
-			run_case select1 - floor "$c" "$round-end"
-			run_case noop - floor "$c" "$round-end"
-		done
-	done
-	# shellcheck disable=SC2034  # read by run_case and script (bench.sh)
-	STATE_PREFIX=""
-	# shellcheck disable=SC2034
-	CASE_KIND=tps
-	# shellcheck disable=SC2034
-	CASE_SCRIPT_KIND=script
+	run_group rdb_ rdb "$RDB_CASES" "${RDB_TARGETS[@]}"
 fi
 meta rdb_statement_seconds "$(($(date +%s) - t_rdb))"
 

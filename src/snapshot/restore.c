@@ -344,18 +344,42 @@ verify_native_files(const char *dir, SnapshotState **states, const int *source_b
 	pfree(lists);
 }
 
-/* The backend a snapshot names for a state, or data_corrupted. */
+/*
+ * The backend a snapshot names for a state.  One not registered here (its
+ * library is not loaded) is refused, unless the state is in key-group
+ * files and goes to another backend (into > 0): then -1, as those files
+ * are read the same whatever backend wrote them.
+ */
 static int
-snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st)
+snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st, bool into)
 {
 	int			backend;
 
-	if (!keyed_backend_lookup(st->backend, &backend))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("snapshot \"%s\" names an unknown backend \"%s\" for state \"%s\"",
-						src->name, st->backend, NameStr(st->desc.name))));
-	return backend;
+	if (keyed_backend_lookup(st->backend, &backend))
+		return backend;
+	if (!st->native && into)
+		return -1;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("snapshot \"%s\" holds state \"%s\" of backend \"%s\", which is not registered on this server",
+					src->name, NameStr(st->desc.name), st->backend),
+			 errdetail("The backends registered here are %s.", keyed_backend_names()),
+			 st->native ?
+			 errhint("Load the library that provides it (shared_preload_libraries), or restore a canonical snapshot of it.") :
+			 errhint("Load the library that provides it (shared_preload_libraries), or restore it into another backend (backend => 'memory').")));
+	return -1;					/* keep the compiler quiet */
+}
+
+/* The first backend a MANIFEST names that is not registered here, or NULL. */
+static const char *
+manifest_unregistered(const SnapshotManifest *m)
+{
+	int			backend;
+
+	for (int i = 0; i < m->nstates; i++)
+		if (!keyed_backend_lookup(m->states[i].backend, &backend))
+			return m->states[i].backend;
+	return NULL;
 }
 
 /* untrusted_refused: the error for what an untrusted snapshot cannot give. */
@@ -435,7 +459,7 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		if (st->desc.dbid != source_dbid)
 			continue;
 		*d = st->desc;
-		backend = snapshot_state_backend(src, st);
+		backend = snapshot_state_backend(src, st, backend_override >= 0);
 		if (trust_oids && keyed_backend_kept_data(backend))
 			continue;
 		if (trust_oids && registry_exists(target_dbid, NameStr(d->name)))
@@ -870,9 +894,12 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
  * backends that kept their working data (keyed_backend_kept_data).  A
  * section that cannot be loaded is reported and skipped: the server must
  * come up.  Returns the checkpoint's directory, or NULL when none was read.
+ * A checkpoint that holds states of a backend not registered here is not
+ * loaded at all (*unregistered gets its name): the states could not be
+ * kept, and the next checkpoint would lose them.
  */
 char *
-restore_on_start(void)
+restore_on_start(const char **unregistered)
 {
 	char	   *dir;
 	int64		id;
@@ -880,6 +907,7 @@ restore_on_start(void)
 	SnapshotManifest *m;
 	MemoryContext cxt = CurrentMemoryContext;
 
+	*unregistered = NULL;
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return NULL;
 	snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
@@ -908,6 +936,9 @@ restore_on_start(void)
 		return NULL;
 	}
 	PG_END_TRY();
+	*unregistered = manifest_unregistered(m);
+	if (*unregistered != NULL)
+		return NULL;
 
 	for (int d = 0; d < m->ndbs; d++)
 	{
@@ -993,7 +1024,7 @@ snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *fro
 	if (src->mem != NULL)
 		check_memory_read(&q->st->desc, in.source_dbid);
 	q->desc = q->st->desc;
-	q->desc.backend = snapshot_state_backend(src, q->st);
+	q->desc.backend = snapshot_state_backend(src, q->st, false);
 	if (q->st->native &&
 		(src->dir == NULL || keyed_backend_by_id(q->desc.backend)->snapshot->read_native == NULL))
 		ereport(ERROR,

@@ -11,7 +11,7 @@
 extern int64 restore_into_database(const SnapshotSource *srcs, int nsrcs,
 								   const char *from_database, int backend_override,
 								   const RestoreSplit *split);
-extern char *restore_on_start(void);
+extern char *restore_on_start(const char **unregistered);
 
 /*
  * Called in a session before a restore creates logged states, so that the

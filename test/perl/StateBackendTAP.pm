@@ -42,8 +42,10 @@ sub new_state_node
 
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%{ $opts{init} // {} });
+	# lmdb => 1: the lmdb provider too (contrib/lmdb), a backend of another library.
+	my $libraries = $opts{lmdb} ? 'state_backend,state_backend_lmdb' : 'state_backend';
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'state_backend'\n")
+		"shared_preload_libraries = '$libraries'\n")
 	  if $preload;
 	# Keep logs readable: pgbench runs thousands of statements.
 	$node->append_conf('postgresql.conf', "log_statement = none\n");

@@ -10,8 +10,10 @@
 # moment, and that moment must lie between what the snapshotting session saw
 # just before state.snapshot() and just after it returned.
 #
-# The list l and the counter b are rocksdb states, the others heap states,
-# so the invariants also check that one cut holds across both backends.
+# The list l and the counter b are rocksdb states, the counter a an lmdb
+# state (contrib/lmdb: sessions write it in place, under LMDB's own lock),
+# the others heap states, so the invariants also check that one cut holds
+# across the three backends.
 #
 # Then the cut of the state descriptors: states dropped, created, truncated
 # and overwritten right after state.snapshot() returns (while the snapshot
@@ -33,7 +35,7 @@ my $NSNAP = 20;       # snapshots taken while the writer runs
 my $OKEYS = 500;      # keys of the overwritten state 'o'
 my $TIMEOUT = $PostgreSQL::Test::Utils::timeout_default;
 
-my $node = new_state_node('snapshot_consistency');
+my $node = new_state_node('snapshot_consistency', lmdb => 1);
 ok(defined wait_for_worker($node), 'state worker running');
 my $log_offset = -s $node->logfile;
 my $snapdir = $node->basedir . '/snapshots';
@@ -43,7 +45,7 @@ $node->safe_psql(
 	'postgres', q{
 SELECT state.create_state('s', 'value', 'bigint', 'bigint');
 SELECT state.create_state('l', 'list', 'bigint', 'bigint', backend => 'rocksdb');
-SELECT state.create_state('a', 'reducing', 'bigint', 'bigint', reducer => 'sum');
+SELECT state.create_state('a', 'reducing', 'bigint', 'bigint', reducer => 'sum', backend => 'lmdb');
 SELECT state.create_state('b', 'reducing', 'bigint', 'bigint', reducer => 'sum', backend => 'rocksdb');
 SELECT state.create_state('o', 'value', 'bigint', 'bigint');
 CREATE SEQUENCE seq;

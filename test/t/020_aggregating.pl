@@ -1,10 +1,11 @@
 # Aggregating states under concurrent writers: 4 pgbench clients fold
-# values into 10 hot keys of aggregating states on the memory and the
-# rocksdb backend (a sum of ones, and avg(int8), whose transition state is
-# internal and goes through its serial functions).  Every fold is kept: each
-# key's count is exactly the calls made on it, its average exact.  After a
-# checkpoint and a restart, both states come back (the heap one from the
-# checkpoint, the rocksdb one from its own files) and fold on.
+# values into 10 hot keys of aggregating states on the memory, the rocksdb
+# and the lmdb backend (contrib/lmdb, a backend of another library): a sum
+# of ones, and avg(int8), whose transition state is internal and goes
+# through its serial functions.  Every fold is kept: each key's count is
+# exactly the calls made on it, its average exact.  After a checkpoint and a
+# restart, every state comes back (heap and lmdb ones from the checkpoint,
+# the rocksdb one from its own files) and folds on.
 
 use strict;
 use warnings;
@@ -20,7 +21,7 @@ my $CLIENTS = 4;
 my $TX = 500;
 
 my $ckpt = PostgreSQL::Test::Utils::tempdir;
-my $node = new_state_node('aggregating', conf => "state_backend.checkpoint_dir = '$ckpt'\n");
+my $node = new_state_node('aggregating', lmdb => 1, conf => "state_backend.checkpoint_dir = '$ckpt'\n");
 ok(defined wait_for_worker($node), 'state worker running');
 my $log_offset = -s $node->logfile;
 
@@ -29,7 +30,7 @@ $node->safe_psql(
 CREATE UNLOGGED TABLE ag_log (k int);
 SELECT state.create_state('cnt_' || b, 'aggregating', 'int', 'int8', backend => b, aggregate => 'sum(int8)'),
        state.create_state('avg_' || b, 'aggregating', 'int', 'int8', backend => b, aggregate => 'avg(int8)')
-  FROM unnest(ARRAY['memory', 'rocksdb']) b;
+  FROM unnest(ARRAY['memory', 'rocksdb', 'lmdb']) b;
 });
 
 my $r = run_pgbench(
@@ -39,7 +40,8 @@ my $r = run_pgbench(
 		'aggregate.sql' => q{
 \set k random(1, 10)
 SELECT state.aggregate('cnt_memory', :k, 1::int8), state.aggregate('cnt_rocksdb', :k, 1::int8),
-       state.aggregate('avg_memory', :k, (:k * 2)::int8), state.aggregate('avg_rocksdb', :k, (:k * 2)::int8);
+       state.aggregate('avg_memory', :k, (:k * 2)::int8), state.aggregate('avg_rocksdb', :k, (:k * 2)::int8),
+       state.aggregate('cnt_lmdb', :k, 1::int8), state.aggregate('avg_lmdb', :k, (:k * 2)::int8);
 INSERT INTO ag_log VALUES (:k);
 }
 	});
@@ -47,7 +49,7 @@ is($r->{ret}, 0, 'pgbench exits 0');
 is($r->{processed}, $CLIENTS * $TX, 'every transaction went through');
 unlike($r->{stderr}, qr/ERROR/, 'no error') or diag $r->{stderr};
 
-for my $b ('memory', 'rocksdb')
+for my $b ('memory', 'rocksdb', 'lmdb')
 {
 	is( $node->safe_psql(
 			'postgres', qq{
@@ -72,9 +74,9 @@ ok(defined wait_for_worker($node), 'state worker running after the restart');
 $node->safe_psql('postgres', 'SELECT count(*) FROM state.states');
 ok(!-d $scratch, 'a dead session\'s scratch directory is gone after the restart');
 $node->safe_psql('postgres',
-	q{SELECT state.aggregate(b || '_' || s, 1, 2::int8) FROM unnest(ARRAY['cnt', 'avg']) b, unnest(ARRAY['memory', 'rocksdb']) s});
+	q{SELECT state.aggregate(b || '_' || s, 1, 2::int8) FROM unnest(ARRAY['cnt', 'avg']) b, unnest(ARRAY['memory', 'rocksdb', 'lmdb']) s});
 $node->safe_psql('postgres', 'INSERT INTO ag_log VALUES (1)');
-for my $b ('memory', 'rocksdb')
+for my $b ('memory', 'rocksdb', 'lmdb')
 {
 	is( $node->safe_psql(
 			'postgres', qq{

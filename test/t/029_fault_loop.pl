@@ -3,8 +3,9 @@
 # checkpoint, of a restore and of writes.  After each crash it must come
 # back with every acknowledged write of its logged states, and none twice:
 #
-# - "events" (rocksdb, logged list) gets unique numbers appended; after a
-#   crash it holds every acknowledged number exactly once, and of the
+# - "events" (rocksdb, logged list) and "levents" (lmdb, the backend of
+#   another library, logged list) get unique numbers appended; after a
+#   crash each holds every acknowledged number exactly once, and of the
 #   numbers of statements that did not return, each at most once;
 # - "count" (heap, logged sum) counts the same appends: never less than
 #   the acknowledged ones, never more than all that were tried;
@@ -34,12 +35,14 @@ note "fault loop seed $SEED, $ROUNDS crashes (STATE_BACKEND_FAULT_SEED=$SEED rep
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $node = new_state_node(
 	'fault_loop',
+	lmdb => 1,
 	conf => "state_backend.checkpoint_dir = '$tmp/checkpoints'\nstate_backend.checkpoints_retained = 2\n",
 	init => { allows_streaming => 1 });
 ok(defined wait_for_worker($node), 'state worker running');
 
 $node->safe_psql('postgres', q{
 SELECT state.create_state('events', 'list', 'int', 'int', backend => 'rocksdb', logged => true);
+SELECT state.create_state('levents', 'list', 'int', 'int', backend => 'lmdb', logged => true);
 SELECT state.create_state('count', 'reducing', 'int', 'bigint', reducer => 'sum', logged => true);
 CREATE DATABASE side;
 });
@@ -67,7 +70,8 @@ sub write_batch
 	$tried{$_} = 1 for @nums;
 	$tried_count += 50;
 	my ($ret) = $node->psql('postgres', sprintf(q{
-SELECT count(state.list_add('events', n %% 7, n)), count(state.reduce('count', 0, 1::bigint))
+SELECT count(state.list_add('events', n %% 7, n)), count(state.list_add('levents', n %% 7, n)),
+       count(state.reduce('count', 0, 1::bigint))
   FROM unnest('{%s}'::int[]) n}, join(',', @nums)), timeout => 30);
 	return 0 if $ret != 0;
 	$acked{$_} = 1 for @nums;
@@ -88,7 +92,7 @@ sub start_writer
 		$tried{$_} = 1 for @nums;
 		$tried_count += 50;
 		push @{ $w->{batches} }, \@nums;
-		$script .= sprintf(q{SELECT count(state.list_add('events', n %% 7, n)), count(state.reduce('count', 0, 1::bigint)) FROM unnest('{%s}'::int[]) n;
+		$script .= sprintf(q{SELECT count(state.list_add('events', n %% 7, n)), count(state.list_add('levents', n %% 7, n)), count(state.reduce('count', 0, 1::bigint)) FROM unnest('{%s}'::int[]) n;
 \echo acked %d
 }, join(',', @nums), $b);
 	}
@@ -116,11 +120,12 @@ sub finish_writer
 	return;
 }
 
-sub check_after_crash
+# One logged list after a crash: every acknowledged number once, nothing invented.
+sub check_list
 {
-	my ($round) = @_;
-	my $list = $node->safe_psql('postgres', q{
-SELECT string_agg(e::text, ',') FROM generate_series(0, 6) k, unnest(state.list_get('events', k, '{}'::int[])) e});
+	my ($round, $name) = @_;
+	my $list = $node->safe_psql('postgres', qq{
+SELECT string_agg(e::text, ',') FROM generate_series(0, 6) k, unnest(state.list_get('$name', k, '{}'::int[])) e});
 	my %seen;
 	my @dup;
 	for my $n (split /,/, $list)
@@ -129,11 +134,18 @@ SELECT string_agg(e::text, ',') FROM generate_series(0, 6) k, unnest(state.list_
 	}
 	my @lost = grep { !$seen{$_} } sort { $a <=> $b } keys %acked;
 	my @invented = grep { !$tried{$_} } keys %seen;
+	push @{ $failures{lost} }, "round $round: $name: " . scalar(@lost) . " acknowledged numbers lost (first $lost[0])" if @lost;
+	push @{ $failures{doubled} }, "round $round: $name: " . scalar(@dup) . " numbers twice (first $dup[0])" if @dup;
+	push @{ $failures{invented} }, "round $round: $name: numbers never written" if @invented;
+	return;
+}
+
+sub check_after_crash
+{
+	my ($round) = @_;
+	check_list($round, $_) for qw(events levents);
 	my $count = $node->safe_psql('postgres', q{SELECT state.value_get('count', 0, 0::bigint)});
 	my $m = $node->safe_psql('side', q{SELECT state.value_get('m', 1, '')});
-	push @{ $failures{lost} }, "round $round: " . scalar(@lost) . " acknowledged numbers lost (first $lost[0])" if @lost;
-	push @{ $failures{doubled} }, "round $round: " . scalar(@dup) . " numbers twice (first $dup[0])" if @dup;
-	push @{ $failures{invented} }, "round $round: numbers never written" if @invented;
 	push @{ $failures{count} }, "round $round: count $count outside [$acked_count, $tried_count]"
 	  if $count < $acked_count || $count > $tried_count;
 	push @{ $failures{side} }, "round $round: side value '$m'" if $m ne 'before' && $m ne 'restored';
