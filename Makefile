@@ -31,9 +31,12 @@ OBJS = \
 	src/ipc/channel.o \
 	src/ipc/channel_worker.o \
 	src/catalog/registry.o \
+	src/catalog/privileges.o \
+	src/catalog/ddl_guards.o \
 	src/catalog/stats.o \
 	src/format/records.o \
 	src/format/state_wal.o \
+	src/format/desc_image.o \
 	src/format/kg_file.o \
 	src/format/manifest.o \
 	src/format/snapshot_writer.o \
@@ -46,6 +49,8 @@ OBJS = \
 	src/backend/ttl_state.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
+	src/backend/rocksdb/rocks_options.o \
+	src/backend/rocksdb/rocks_compact.o \
 	src/backend/rocksdb/rocks_requests.o \
 	src/backend/rocksdb/rocks_client.o \
 	src/backend/rocksdb/rocks_cache.o \
@@ -58,6 +63,8 @@ OBJS = \
 	src/snapshot/canonical.o \
 	src/snapshot/checkpoint.o \
 	src/snapshot/restore.o \
+	src/snapshot/restore_check.o \
+	src/snapshot/snapshot_query.o \
 	src/snapshot/rescale.o \
 	src/sql/sql_common.o \
 	src/sql/sql_call_cache.o \

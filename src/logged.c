@@ -12,7 +12,7 @@
  * records from that position to the end of WAL, before sessions are
  * served, and the worker takes a checkpoint at once: the states' ids are
  * new ones, and WAL written from now on names them.  States whose backend
- * kept their data across the restart (rocksdb) skip the records their data
+ * kept their data across the restart (KeyedStateBackend.applied_lsn) skip the records their data
  * already holds.
  *
  * The slot "state_backend" keeps WAL from the newest checkpoint's position:
@@ -515,7 +515,7 @@ report_read_stop(XLogReaderState *reader, const char *errormsg, bool end_of_wal)
 				 errdetail("Logged states hold the changes before that point only.")));
 }
 
-/* Records applied between commits of posted writes (rocksdb's batch). */
+/* Records applied between commits of posted writes (a backend's batch: flush). */
 #define REPLAY_FLUSH_EVERY	10000
 
 /*

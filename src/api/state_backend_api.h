@@ -5,8 +5,7 @@
  *		state_backend offers it in return.
  *
  * Installed as $(includedir_server)/extension/state_backend/state_backend_api.h.
- * The built-in backends (memory, filesystem, rocksdb) register through
- * this very API.  A provider library is listed after state_backend in
+ * The built-in backends register through this very API.  A provider library is listed after state_backend in
  * shared_preload_libraries and registers in its _PG_init:
  *
  *		const StateBackendHost *host = state_backend_host_find();
@@ -164,10 +163,9 @@ typedef struct StateDesc
 	StateKind	kind;
 	int			backend;		/* the registered backend's id */
 	StateReducer reducer;
-	Oid			key_type;
-	Oid			value_type;
-	Oid			map_key_type;	/* InvalidOid unless kind is map */
-	StateType	types[3];		/* key, value, map key (STATE_TYPE_*) */
+	StateType	types[3];		/* key, value, map key (STATE_TYPE_*): the
+								 * map key's oid is InvalidOid unless the
+								 * kind is map */
 	Oid			owner;
 	NameData	owner_name;
 	int			ngrants;
@@ -342,7 +340,7 @@ typedef struct SnapshotStrategy
 	/* Checkpoints under root were removed: drop files none of them uses. */
 	void		(*after_retention) (const char *root);
 
-	/* What the native files are called in messages ("RocksDB"). */
+	/* What the native files are called in messages (the engine's name). */
 	const char *native_files_name;
 } SnapshotStrategy;
 

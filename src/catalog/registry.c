@@ -10,7 +10,8 @@
  * the slot (registry_free_slot); a writer holding an old id sees the mark
  * (registry_alive) and stops.  The registry never calls a backend: the data
  * is kept by the backends behind backend/keyed_backend.h, and state_ops.c
- * does both halves of a drop.
+ * does both halves of a drop.  Who may use a state is in privileges.c,
+ * what DDL may not do under a state in ddl_guards.c.
  */
 #include "postgres.h"
 
@@ -494,67 +495,13 @@ registry_any_logged(void)
 }
 
 /*
- * registry_check_type_unused raises an error when a state of the current
- * database (restores in progress included) holds keys or values whose
- * images depend on a type: dropping it (dependent_objects_still_exist) or
- * changing its attributes (feature_not_supported, as PostgreSQL refuses for
- * a type that a table column uses) would leave the stored images
- * undecodable.  A dropped type must be held directly; a changed one may be
- * held through domains, arrays, ranges or other composites.
- */
-void
-registry_check_type_unused(Oid type, bool altering)
-{
-	StateDesc  *descs = palloc(sizeof(StateDesc) * registry->nslots);
-	int			n = 0;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	for (int i = 0; i < registry->nslots; i++)
-	{
-		RegistrySlot *s = &registry->slots[i];
-
-		if (s->desc.id != 0 && s->desc.dbid == MyDatabaseId)
-			descs[n++] = s->desc;
-	}
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-
-	/* The catalog is read with no lock held. */
-	for (int i = 0; i < n; i++)
-	{
-		Oid			held[4] = {descs[i].key_type, descs[i].value_type, descs[i].map_key_type,
-		descs[i].agg_type.oid};
-
-		for (int k = 0; k < 4; k++)
-		{
-			if (!OidIsValid(held[k]) ||
-				!(altering ? codec_type_contains(held[k], type) : held[k] == type))
-				continue;
-			if (altering)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot alter type %s because state \"%s\" uses it",
-								format_type_be(type), NameStr(descs[i].name)),
-						 errdetail("The state holds images of %s values, which a change of its attributes would leave unreadable.",
-								   format_type_be(held[k])),
-						 errhint("Take a canonical snapshot, drop the state, alter the type, then create the state again and fill it.")));
-			ereport(ERROR,
-					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-					 errmsg("cannot drop type %s because state \"%s\" uses it",
-							format_type_be(type), NameStr(descs[i].name)),
-					 errhint("Drop the state first with state.drop_state().")));
-		}
-	}
-	pfree(descs);
-}
-
-/*
- * find_state looks for a state that match(desc, arg) picks, in the
+ * registry_find_match looks for a state that match(desc, arg) picks, in the
  * registry's slots, and copies its name to *name.  match runs under the
  * registry lock: it only compares fields.
  */
-static bool
-find_state(bool (*match) (const StateDesc *d, const void *arg), const void *arg,
-		   NameData *name)
+bool
+registry_find_match(bool (*match) (const StateDesc *d, const void *arg), const void *arg,
+					NameData *name)
 {
 	bool		found = false;
 
@@ -571,45 +518,27 @@ find_state(bool (*match) (const StateDesc *d, const void *arg), const void *arg,
 	return found;
 }
 
-/* A state of this database that folds with aggregate *arg. */
-static bool
-folds_with(const StateDesc *d, const void *arg)
-{
-	return d->dbid == MyDatabaseId && d->kind == STATE_KIND_AGGREGATING &&
-		d->aggregate == *(const Oid *) arg;
-}
-
-/* A state, of any database, that role *arg owns or holds a grant on. */
-static bool
-depends_on_role(const StateDesc *d, const void *arg)
-{
-	Oid			role = *(const Oid *) arg;
-
-	if (d->owner == role)
-		return true;
-	for (int g = 0; g < d->ngrants; g++)
-		if (d->grants[g].role == role)
-			return true;
-	return false;
-}
-
 /*
- * registry_check_aggregate_unused refuses to drop, rename or move an
- * aggregate that a state of this database folds with: its reads would
- * find no aggregate, and its snapshots name the aggregate by its
- * signature.  action is "drop", "rename" or "move".
+ * registry_copy_database copies into a palloc'd array the descriptors of
+ * every state of a database that holds a slot, hidden (being restored) and
+ * dropping ones too; returns how many.
  */
-void
-registry_check_aggregate_unused(Oid aggfnoid, const char *action)
+int
+registry_copy_database(Oid dbid, StateDesc **descs)
 {
-	NameData	holder;
+	int			n = 0;
 
-	if (find_state(folds_with, &aggfnoid, &holder))
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot %s aggregate %s because state \"%s\" uses it",
-						action, format_procedure(aggfnoid), NameStr(holder)),
-				 errhint("Drop the state first with state.drop_state().")));
+	*descs = palloc(sizeof(StateDesc) * Max(registry->nslots, 1));
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && s->desc.dbid == dbid)
+			(*descs)[n++] = s->desc;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return n;
 }
 
 /*
@@ -628,23 +557,6 @@ registry_set_owner_name(Oid role, const char *name)
 			namestrcpy(&d->owner_name, name);
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-}
-
-/*
- * registry_check_role_unused raises dependent_objects_still_exist when a
- * role owns a state or holds a grant on one, in any database.
- */
-void
-registry_check_role_unused(Oid role)
-{
-	NameData	holder;
-
-	if (find_state(depends_on_role, &role, &holder))
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("role \"%s\" cannot be dropped because state \"%s\" depends on it",
-						GetUserNameFromId(role, false), NameStr(holder)),
-				 errhint("Drop the state, or revoke the role's access to it, first.")));
 }
 
 /*
@@ -701,51 +613,6 @@ registry_set_grant(const StateDesc *desc, int slot, Oid role, uint8 privs,
 	}
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-}
-
-static bool
-registry_is_owner(const StateDesc *desc, Oid user)
-{
-	return user == desc->owner || superuser_arg(user) ||
-		has_privs_of_role(user, desc->owner);
-}
-
-/*
- * registry_check_access raises insufficient_privilege unless the current
- * user owns the state (or is a member of its owner, or a superuser) or was
- * granted all of "privs".
- */
-void
-registry_check_access(const StateDesc *desc, uint8 privs)
-{
-	Oid			user = GetUserId();
-	uint8		have = 0;
-
-	if (user == desc->owner)
-		return;
-	if (registry_is_owner(desc, user))
-		return;
-	for (int i = 0; i < desc->ngrants; i++)
-		if (has_privs_of_role(user, desc->grants[i].role))
-			have |= desc->grants[i].privs;
-	if ((have & privs) != privs)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for state \"%s\"", NameStr(desc->name)),
-				 errdetail("This needs %s access.",
-						   privs == STATE_PRIV_READ ? "read" :
-						   privs == STATE_PRIV_WRITE ? "write" : "read and write"),
-				 errhint("The owner can grant it with state.grant_access().")));
-}
-
-/* registry_check_owner raises insufficient_privilege unless owner. */
-void
-registry_check_owner(const StateDesc *desc)
-{
-	if (!registry_is_owner(desc, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of state \"%s\"", NameStr(desc->name))));
 }
 
 /*

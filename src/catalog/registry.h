@@ -36,6 +36,9 @@ extern void registry_check_role_unused(Oid role);
 extern void registry_check_aggregate_unused(Oid aggfnoid, const char *action);
 extern void registry_reserve_id(uint32 id);
 extern void registry_set_owner_name(Oid role, const char *name);
+extern bool registry_find_match(bool (*match) (const StateDesc *d, const void *arg),
+								const void *arg, NameData *name);
+extern int	registry_copy_database(Oid dbid, StateDesc **descs);
 extern void registry_set_grant(const StateDesc *desc, int slot, Oid role,
 							   uint8 privs, bool grant);
 extern void registry_check_access(const StateDesc *desc, uint8 privs);

@@ -8,8 +8,8 @@
  * A key's image is the aggregate's transition state: the datum image of
  * its transition type, or, for a transition type of internal, the bytea
  * its serial function makes, which its deserial function reads back.  So
- * every image is plain bytes that snapshots, WAL and RocksDB keep as they
- * keep any value.
+ * every image is plain bytes that snapshots, WAL and every backend keep as
+ * they keep any value.
  *
  * Transition, serial, deserial and final functions run with a stand-in
  * AggState as their context, as a plain aggregate's would in an Agg node:
@@ -244,7 +244,7 @@ aggregate_resolve(StateDesc *desc)
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("aggregate %s of state \"%s\" does not exist on this server",
 						desc->agg_signature, NameStr(desc->name))));
-	aggregate_describe(DatumGetObjectId(oid), desc->value_type, desc->owner, desc);
+	aggregate_describe(DatumGetObjectId(oid), desc->types[STATE_TYPE_VALUE].oid, desc->owner, desc);
 	if (desc->agg_type.oid != image_type)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -273,7 +273,7 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	Oid			image_type = agg->aggtranstype == INTERNALOID ? BYTEAOID : agg->aggtranstype;
 
 	(void) get_func_signature(desc->aggregate, &argtypes, &nargs);
-	if (agg->aggkind != AGGKIND_NORMAL || nargs < 1 || argtypes[0] != desc->value_type ||
+	if (agg->aggkind != AGGKIND_NORMAL || nargs < 1 || argtypes[0] != desc->types[STATE_TYPE_VALUE].oid ||
 		image_type != desc->agg_type.oid ||
 		(agg->aggtranstype == INTERNALOID &&
 		 (!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn))))

@@ -5,8 +5,8 @@
  * A key's key group is a stable hash of its image modulo
  * state_backend.max_parallelism, as Flink assigns keys to key groups.  It
  * is computed by the session for every call (StateKey.key_group) and
- * passed to the backend; neither backend stores it with an entry (the heap
- * derives it from the partition, RocksDB keys begin with it).
+ * passed to the backend, which may store it with an entry or derive it
+ * (the heap derives it from the partition).
  */
 #include "postgres.h"
 

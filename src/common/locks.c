@@ -64,7 +64,7 @@ state_backend_check_loaded(void)
  * state_backend_check_available raises an error unless states may be used
  * in this session: the library preloaded, and the server not in recovery.
  * A standby's states would be stale (heap states from a checkpoint, a
- * rocksdb directory copied from a running primary), so none is served
+ * backend's files copied from a running primary), so none is served
  * until the server is promoted and the state worker has loaded the newest
  * checkpoint.
  */

@@ -2,8 +2,8 @@
  * common/progress.h
  *		How long jobs stay live: the liveness rule, written once.
  *
- * The state worker serves every session's requests on rocksdb states, so
- * any step it takes blocks them.  The rule: a worker step that may take
+ * The state worker serves sessions' requests to the backends that need it,
+ * so any step it takes blocks them.  The rule: a worker step that may take
  * longer than state_backend.request_timeout must report progress, often
  * (every few milliseconds of work):
  *  - progress_yield() between units of a long job (a key group of a

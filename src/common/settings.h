@@ -8,7 +8,7 @@
 
 #include "utils/guc.h"
 
-/* state_backend.backend: a StateBackendId (backend/keyed_backend.h). */
+/* state_backend.backend: a registered backend's name (backend/providers.c). */
 extern char *state_backend_default_backend;
 extern int	state_backend_memory_limit_kb;
 extern int	state_backend_max_parallelism;

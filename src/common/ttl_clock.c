@@ -4,8 +4,8 @@
  *		time) plus an offset in shared memory, zero but when a test moves
  *		it forward (state._advance_ttl_clock), as Flink's tests give a state
  *		backend a TtlTimeProvider of their own.  So tests of expiry wait on
- *		no clock.  The offset is read without PostgreSQL's help: RocksDB's
- *		compaction threads read it too.  Reading the clock is
+ *		no clock.  The offset is read without PostgreSQL's help: a
+ *		backend's own threads (a storage engine's compaction) read it too.  Reading the clock is
  *		format/records.h's record_ttl_now.
  */
 #include "postgres.h"
@@ -16,7 +16,7 @@
 
 #include "common/ttl_clock.h"
 
-/* RocksDB's threads read the offset: it must be a plain atomic load. */
+/* Threads PostgreSQL did not start read the offset: a plain atomic load. */
 #ifdef PG_HAVE_ATOMIC_U64_SIMULATION
 #error "the TTL clock needs native 64-bit atomics"
 #endif

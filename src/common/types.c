@@ -145,7 +145,7 @@ type_shape_ok(const StateType *t)
 /*
  * state_desc_problem is the one rule a descriptor must hold to, wherever
  * it comes from (built by create_state, read from a MANIFEST, a WAL record
- * or RocksDB): NULL when it holds, else what is wrong, for a message.
+ * or a backend's own storage): NULL when it holds, else what is wrong.
  * key_groups is the key-group count its range must lie in.
  */
 const char *

@@ -16,42 +16,13 @@
 
 #include "api/state_backend_api.h"
 
-/* The sizes of descriptors stored before "logged", "ttl", "range_*", "agg*" came. */
-#define STATE_DESC_SIZE_1_0		offsetof(StateDesc, logged)
-#define STATE_DESC_SIZE_LOGGED	offsetof(StateDesc, ttl_update)
-#define STATE_DESC_SIZE_TTL		offsetof(StateDesc, range_parts)
-#define STATE_DESC_SIZE_RANGE	offsetof(StateDesc, aggregate)
-/* That layout ended in padding to its int64's alignment, which was stored too. */
-#define STATE_DESC_SIZE_RANGE_PADDED MAXALIGN(STATE_DESC_SIZE_RANGE)
-
-/* Does a descriptor's stored size name a layout this version reads? */
-static inline bool
-state_desc_size_ok(Size size)
-{
-	return size == sizeof(StateDesc) || size == STATE_DESC_SIZE_RANGE ||
-		size == STATE_DESC_SIZE_RANGE_PADDED || size == STATE_DESC_SIZE_TTL ||
-		size == STATE_DESC_SIZE_LOGGED || size == STATE_DESC_SIZE_1_0;
-}
-
-/*
- * state_desc_read fills a descriptor from a stored one of a size that
- * state_desc_size_ok accepts; fields a layout lacks are zero, and its
- * padding is not read as the fields that came after it.
- */
-static inline void
-state_desc_read(StateDesc *d, const char *stored, Size size)
-{
-	memset(d, 0, sizeof(StateDesc));
-	if (size == STATE_DESC_SIZE_RANGE_PADDED && size != sizeof(StateDesc))
-		size = STATE_DESC_SIZE_RANGE;
-	memcpy(d, stored, Min(size, sizeof(StateDesc)));
-}
+/* Descriptors as stored (WAL, RocksDB): format/desc_image.h. */
 
 /* The type a state's value images hold. */
 static inline Oid
 state_desc_image_type(const StateDesc *d)
 {
-	return d->kind == STATE_KIND_AGGREGATING ? d->agg_type.oid : d->value_type;
+	return d->kind == STATE_KIND_AGGREGATING ? d->agg_type.oid : d->types[STATE_TYPE_VALUE].oid;
 }
 
 /* Does a stored descriptor hold a key-group range of max_parallelism? */

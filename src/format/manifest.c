@@ -288,9 +288,6 @@ parse_state_line(char *line, SnapshotState *st)
 				strspn(v, "0123456789abcdef") == SIGNING_HEX_LEN - 1 &&
 				strlcpy(st->sha256, v, sizeof(st->sha256)) < sizeof(st->sha256);
 	}
-	st->desc.key_type = st->desc.types[STATE_TYPE_KEY].oid;
-	st->desc.value_type = st->desc.types[STATE_TYPE_VALUE].oid;
-	st->desc.map_key_type = st->desc.types[STATE_TYPE_MAP_KEY].oid;
 	/* file names are ours: db-<oid>/<id>.kg or .sst.lst, nothing else */
 	if (strstr(st->file, "..") != NULL || st->file[0] == '/' || st->file[0] == '\0')
 		return false;

@@ -21,10 +21,11 @@
  *
  * A deadline is a TimestampTz: the value expires once the clock reaches
  * it.  The TTL readers and the compaction of images in place call nothing
- * of PostgreSQL's, so RocksDB's threads may run them.
+ * of PostgreSQL's, so a backend's own threads (a storage engine's
+ * compaction) may run them.
  *
- * RocksDB's own key layout is in backend/rocksdb/rocks_keys.c; the
- * snapshot files' framing (headers, blocks, index) in format/format_internal.h.
+ * Each backend's own storage layout is its own (backend/); the snapshot
+ * files' framing (headers, blocks, index) in format/format_internal.h.
  */
 #ifndef STATE_BACKEND_RECORDS_H
 #define STATE_BACKEND_RECORDS_H
@@ -186,7 +187,7 @@ record_next_entry(const char *buf, uint32 len, uint32 *off, uint32 *state_id,
 
 /*
  * record_ttl_now is the TTL clock (common/ttl_clock.c) as a TimestampTz,
- * read without PostgreSQL's help (RocksDB's threads read it too).
+ * read without PostgreSQL's help (a backend's own threads read it too).
  */
 static inline int64
 record_ttl_now(void)

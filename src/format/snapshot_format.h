@@ -17,8 +17,9 @@
 #define SNAPSHOT_FORMAT_VERSION	1
 
 /*
- * A state that its backend keeps in native files of its own (rocksdb: SST
- * files) has a list file of this suffix instead of a key-group file.
+ * A state that its backend keeps in native files of its own has a list
+ * file of this suffix instead of a key-group file (the name is the first
+ * such backend's, kept so that older snapshots read as they were written).
  */
 #define SNAPSHOT_NATIVE_LIST_SUFFIX	".sst.lst"
 

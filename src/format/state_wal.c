@@ -22,6 +22,7 @@
 #include "access/xloginsert.h"
 
 #include "common/settings.h"
+#include "format/desc_image.h"
 #include "format/state_wal.h"
 
 /* Bytes before the images: id and key length; map records add two fields. */
@@ -79,9 +80,15 @@ state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
 XLogRecPtr
 state_wal_log_create(const StateDesc *desc, bool hidden)
 {
-	return state_wal_log(hidden ? STATE_WAL_CREATE_HIDDEN : STATE_WAL_CREATE, desc->id,
-						 NULL, 0, NULL, 0,
-						 (const char *) desc, sizeof(StateDesc), false);
+	StringInfoData img;
+	XLogRecPtr	end;
+
+	initStringInfo(&img);
+	state_desc_image_put(&img, desc);
+	end = state_wal_log(hidden ? STATE_WAL_CREATE_HIDDEN : STATE_WAL_CREATE, desc->id,
+						NULL, 0, NULL, 0, img.data, img.len, false);
+	pfree(img.data);
+	return end;
 }
 
 XLogRecPtr
@@ -170,9 +177,8 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		return false;
 	if (rec->kind == STATE_WAL_CREATE || rec->kind == STATE_WAL_CREATE_HIDDEN)
 	{
-		if (!state_desc_size_ok(rec->valuelen))
+		if (!state_desc_image_get(&rec->desc, rec->value, rec->valuelen))
 			return false;
-		state_desc_read(&rec->desc, rec->value, rec->valuelen);
 		if (state_desc_problem(&rec->desc, state_backend_max_parallelism) != NULL ||
 			rec->desc.id != rec->state_id)
 			return false;

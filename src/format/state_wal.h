@@ -6,7 +6,8 @@
  *
  * A logged state's change is written to WAL where it is made, at the
  * instant it is made: by the session under the heap partition's lock, by
- * the state worker as it applies a rocksdb write.  Records carry the
+ * the state worker as it applies a write it serves, by any backend under
+ * its own lock (the provider API's log_change).  Records carry the
  * state's id and byte images only; what they mean is applied again by
  * logged.c when the worker recovers.  PostgreSQL's own redo ignores them.
  */

@@ -43,10 +43,10 @@ canonical_codecs_init(StateCodecs *c, const StateDesc *desc, MemoryContext mcxt)
 	memset(c, 0, sizeof(StateCodecs));
 	c->kind = state_kind_layout(desc->kind);
 	c->ttl = desc->ttl > 0;
-	codec_init(&c->key, desc->key_type, mcxt);
+	codec_init(&c->key, desc->types[STATE_TYPE_KEY].oid, mcxt);
 	codec_init(&c->value, state_desc_image_type(desc), mcxt);
-	if (OidIsValid(desc->map_key_type))
-		codec_init(&c->map_key, desc->map_key_type, mcxt);
+	if (OidIsValid(desc->types[STATE_TYPE_MAP_KEY].oid))
+		codec_init(&c->map_key, desc->types[STATE_TYPE_MAP_KEY].oid, mcxt);
 }
 
 /* Convert one datum's image; to_canonical picks the direction. */

@@ -35,8 +35,8 @@ held_range(const StateDesc *d, int *first, int *last)
 static void
 check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const char *bsrc)
 {
-	if (a->kind != b->kind || a->key_type != b->key_type || a->value_type != b->value_type ||
-		a->map_key_type != b->map_key_type || a->reducer != b->reducer || a->ttl != b->ttl ||
+	if (a->kind != b->kind || a->types[STATE_TYPE_KEY].oid != b->types[STATE_TYPE_KEY].oid || a->types[STATE_TYPE_VALUE].oid != b->types[STATE_TYPE_VALUE].oid ||
+		a->types[STATE_TYPE_MAP_KEY].oid != b->types[STATE_TYPE_MAP_KEY].oid || a->reducer != b->reducer || a->ttl != b->ttl ||
 		a->ttl_update != b->ttl_update || a->ttl_visibility != b->ttl_visibility ||
 		a->logged != b->logged || a->backend != b->backend ||
 		strcmp(a->agg_signature, b->agg_signature) != 0 || a->agg_type.oid != b->agg_type.oid)

@@ -42,80 +42,9 @@
 #include "snapshot/checkpoint.h"
 #include "snapshot/rescale.h"
 #include "snapshot/restore.h"
+#include "snapshot/restore_internal.h"
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
-
-/*
- * An EntryReader hands on a snapshot state's entries as native images:
- * canonical images converted with the types' receive functions, native ones
- * from a file not ours checked for their shape first.
- */
-typedef struct EntryReader
-{
-	const StateDesc *desc;
-	const char *source;			/* for messages */
-	bool		canonical;
-	bool		check;
-	StateCodecs codecs;
-	StringInfoData key;
-	StringInfoData value;
-	MemoryContext tmp;
-} EntryReader;
-
-static void
-reader_init(EntryReader *r, const SnapshotSource *src, const SnapshotManifest *m,
-			const StateDesc *desc, bool check)
-{
-	r->desc = desc;
-	r->source = src->name;
-	r->canonical = m->format == SNAPSHOT_CANONICAL;
-	r->check = !r->canonical && check;
-	if (r->canonical || r->check)
-		canonical_codecs_init(&r->codecs, desc, CurrentMemoryContext);
-	if (r->canonical)
-	{
-		initStringInfo(&r->key);
-		initStringInfo(&r->value);
-		r->tmp = AllocSetContextCreate(CurrentMemoryContext, "restore entry",
-									   ALLOCSET_DEFAULT_SIZES);
-	}
-}
-
-/* reader_native turns an entry into native images, in place. */
-static void
-reader_native(EntryReader *r, const char **key, uint32 *keylen, const char **value,
-			  uint32 *vallen)
-{
-	if (r->canonical)
-	{
-		MemoryContext old = MemoryContextSwitchTo(r->tmp);
-
-		resetStringInfo(&r->key);
-		resetStringInfo(&r->value);
-		canonical_to_native(&r->codecs, true, *key, *keylen, &r->key);
-		canonical_to_native(&r->codecs, false, *value, *vallen, &r->value);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(r->tmp);
-		*key = r->key.data;
-		*keylen = r->key.len;
-		*value = r->value.data;
-		*vallen = r->value.len;
-	}
-	else if (r->check)
-	{
-		bool		key_ok = state_image_ok(&r->codecs, true, *key, *keylen);
-
-		if (!key_ok || !state_image_ok(&r->codecs, false, *value, *vallen))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("snapshot \"%s\" holds a malformed entry of state \"%s\"",
-							r->source, NameStr(r->desc->name)),
-					 errdetail("Its %s image does not have the shape of a %s.",
-							   key_ok ? "value" : "key",
-							   format_type_be(key_ok ? state_desc_image_type(r->desc) :
-											  r->desc->key_type))));
-	}
-}
 
 typedef struct LoadContext
 {
@@ -134,7 +63,7 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 	LoadContext *c = arg;
 	StateKey	k;
 
-	reader_native(&c->reader, &key, &keylen, &value, &vallen);
+	entry_reader_native(&c->reader, &key, &keylen, &value, &vallen);
 	state_key_set(&k, key, keylen);
 	if (c->kg_first >= 0 && (k.key_group < c->kg_first || k.key_group > c->kg_last))
 		return;					/* another part's */
@@ -144,123 +73,6 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 		c->backend->put(&c->target, &k, value, vallen);
 	c->n++;
 }
-
-/*
- * resolve_types points a restored descriptor at this cluster's types, found
- * by name.  Native images were written for the exact types of the cluster
- * that took them (enum values and arrays carry type OIDs), so a native
- * snapshot needs the same OIDs; a canonical one only the same names.
- */
-static void
-resolve_type(const StateDesc *d, StateType *t, bool native, const char *what, bool stored)
-{
-	StateType	now;
-	Oid			oid;
-
-	if (!OidIsValid(t->oid))
-		return;
-	oid = codec_find_type(t);
-	if (!OidIsValid(oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("type %s.%s of state \"%s\" does not exist",
-						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
-				 errhint("Create the type before restoring the snapshot.")));
-	codec_describe_type(oid, &now);
-	if (native && oid != t->oid)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("type %s.%s of state \"%s\" is not the type the native snapshot was taken with",
-						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name)),
-				 errdetail("Its OID is %u; the snapshot recorded %u. Native images may embed type OIDs.",
-						   oid, t->oid),
-				 errhint("Restore from a canonical snapshot (format => 'canonical').")));
-	state_ops_check_type(oid, what, stored);
-	if (now.typlen != t->typlen || now.typbyval != t->typbyval)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("type %s.%s of state \"%s\" is stored differently than when the snapshot was taken",
-						NameStr(t->nspname), NameStr(t->typname), NameStr(d->name))));
-	*t = now;
-}
-
-static void
-resolve_types(StateDesc *d, bool native)
-{
-	resolve_type(d, &d->types[STATE_TYPE_KEY], native, "a key", true);
-	resolve_type(d, &d->types[STATE_TYPE_VALUE], native, "a value",
-				 d->kind != STATE_KIND_AGGREGATING);
-	resolve_type(d, &d->types[STATE_TYPE_MAP_KEY], native, "a map key", true);
-	resolve_type(d, &d->agg_type, native, "an aggregate's transition state", true);
-	d->key_type = d->types[STATE_TYPE_KEY].oid;
-	d->value_type = d->types[STATE_TYPE_VALUE].oid;
-	d->map_key_type = d->types[STATE_TYPE_MAP_KEY].oid;
-	if (state_kind_layout(d->kind) == STATE_KIND_LIST)
-		state_ops_check_list_type(d->value_type);
-}
-
-/*
- * resolve_roles maps a restored state's owner and grants to roles of this
- * cluster.  A snapshot of this cluster (same system identifier) names
- * roles by OID, which renames do not change; the owner named by the
- * snapshot's OID is kept if that role still exists.  A snapshot of another
- * cluster names the owner by name, and its grants, whose OIDs mean nothing
- * here, are dropped.  An owner not found becomes the restoring role, and
- * so does any owner the restoring role could not have created the state
- * as: a restore gives no role more than it could do itself.
- */
-static void
-resolve_roles(StateDesc *d, bool same_cluster)
-{
-	Oid			owner = InvalidOid;
-	int			n = 0;
-
-	if (same_cluster && SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->owner)))
-		owner = d->owner;
-	else if (!same_cluster)
-		owner = get_role_oid(NameStr(d->owner_name), true);
-	if (!OidIsValid(owner) || !has_privs_of_role(GetUserId(), owner))
-		owner = GetUserId();
-	d->owner = owner;
-	namestrcpy(&d->owner_name, GetUserNameFromId(owner, false));
-
-	for (int g = 0; g < d->ngrants; g++)
-		if (same_cluster &&
-			SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(d->grants[g].role)))
-			d->grants[n++] = d->grants[g];
-	if (n < d->ngrants)
-		ereport(NOTICE,
-				(errmsg("%d grants of state \"%s\" were not restored",
-						d->ngrants - n, NameStr(d->name)),
-				 errdetail(same_cluster ? "Their roles no longer exist." :
-						   "The snapshot was taken by another cluster, whose role OIDs mean nothing here."),
-				 errhint("Grant them again with state.grant_access().")));
-	d->ngrants = n;
-}
-
-/*
- * resolve_desc maps a snapshot's state descriptor onto this server: its
- * types, roles and (for an aggregating state) aggregate.
- */
-static void
-resolve_desc(StateDesc *d, const SnapshotManifest *m)
-{
-	resolve_types(d, m->format == SNAPSHOT_NATIVE);
-	resolve_roles(d, m->system_identifier == GetSystemIdentifier());
-	if (d->kind == STATE_KIND_AGGREGATING)
-		aggregate_resolve(d);
-}
-
-/* The states of one section of a snapshot being restored. */
-typedef struct Section
-{
-	int			n;
-	SnapshotState **states;		/* as the snapshot has them */
-	StateDesc  *descs;			/* as they will be here */
-	int		   *source_backends;	/* their backend in the snapshot */
-	int		   *slots;
-	bool	   *native;			/* in their backend's own files */
-} Section;
 
 /*
  * restore_native_files has each backend with native files of its own copy
@@ -300,135 +112,6 @@ restore_native_files(const char *dir, const Section *sec, const RescaleLoad *loa
 	}
 	pfree(items);
 	return total;
-}
-
-/*
- * check_native_state checks that a state kept in its backend's own files
- * is restored into that backend.
- */
-static void
-check_native_state(const StateDesc *d, int source_backend)
-{
-	const KeyedStateBackend *from = keyed_backend_by_id(source_backend);
-
-	if (keyed_backend_by_id(d->backend) != from || from->snapshot->restore_native == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("state \"%s\" is kept as %s files in this native snapshot",
-						NameStr(d->name),
-						from->snapshot->native_files_name ? from->snapshot->native_files_name : from->name),
-				 errdetail("A native snapshot restores %s states into the %s backend only.",
-						   keyed_backend_name(source_backend), keyed_backend_name(source_backend)),
-				 errhint("Take a canonical snapshot (format => 'canonical') to move states across backends.")));
-}
-
-/* Every backend with native files verifies those of its states. */
-static void
-verify_native_files(const char *dir, SnapshotState **states, const int *source_backends,
-					const bool *native, int n)
-{
-	const char **lists = palloc(sizeof(char *) * Max(n, 1));
-	int			nb;
-	const KeyedStateBackend *const *all = keyed_backend_all(&nb);
-
-	for (int b = 0; b < nb; b++)
-	{
-		int			nlists = 0;
-
-		for (int i = 0; i < n; i++)
-			if (native[i] && keyed_backend_by_id(source_backends[i]) == all[b])
-				lists[nlists++] = states[i]->file;
-		if (nlists > 0)
-			all[b]->snapshot->verify_native(dir, lists, nlists);
-	}
-	pfree(lists);
-}
-
-/*
- * The backend a snapshot names for a state.  One not registered here (its
- * library is not loaded) is refused, unless the state is in key-group
- * files and goes to another backend (into > 0): then -1, as those files
- * are read the same whatever backend wrote them.
- */
-static int
-snapshot_state_backend(const SnapshotSource *src, const SnapshotState *st, bool into)
-{
-	int			backend;
-
-	if (keyed_backend_lookup(st->backend, &backend))
-		return backend;
-	if (!st->native && into)
-		return -1;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("snapshot \"%s\" holds state \"%s\" of backend \"%s\", which is not registered on this server",
-					src->name, NameStr(st->desc.name), st->backend),
-			 errdetail("The backends registered here are %s.", keyed_backend_names()),
-			 st->native ?
-			 errhint("Load the library that provides it (shared_preload_libraries), or restore a canonical snapshot of it.") :
-			 errhint("Load the library that provides it (shared_preload_libraries), or restore it into another backend (backend => 'memory').")));
-	return -1;					/* keep the compiler quiet */
-}
-
-/* The first backend a MANIFEST names that is not registered here, or NULL. */
-static const char *
-manifest_unregistered(const SnapshotManifest *m)
-{
-	int			backend;
-
-	for (int i = 0; i < m->nstates; i++)
-		if (!keyed_backend_lookup(m->states[i].backend, &backend))
-			return m->states[i].backend;
-	return NULL;
-}
-
-/* untrusted_refused: the error for what an untrusted snapshot cannot give. */
-static void
-untrusted_refused(const SnapshotSource *src, const StateDesc *d, const char *what)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("snapshot \"%s\" is not trusted, and state \"%s\" holds %s",
-					src->name, NameStr(d->name), what),
-			 errdetail("A snapshot is trusted when it is under state_backend.checkpoint_dir or signed with this server's key (state_backend.signing_key_file); the images of any other are checked before use, and these cannot be."),
-			 errhint("Restore a canonical snapshot (format => 'canonical'), or give this server the signing key file of the server that took the snapshot.")));
-}
-
-/*
- * check_untrusted_state refuses a state of an untrusted snapshot whose
- * images would reach a type's or aggregate's own functions unchecked:
- * states in a backend's own files (not read entry by entry before use),
- * native images of types whose image is more than its shape (a jsonb's,
- * a numeric's, an array's structure: codec_images_checked), and the
- * serialized transition states of an aggregate, which its deserialization
- * function trusts.  Canonical images of other types go through the types'
- * receive functions, which check them.
- */
-static void
-check_untrusted_state(const SnapshotSource *src, const SnapshotManifest *m,
-					  const SnapshotState *st, const StateDesc *d)
-{
-	if (st->native)
-		untrusted_refused(src, d, psprintf("%s native files", st->backend));
-	if (d->kind == STATE_KIND_AGGREGATING && aggregate_transtype(d->aggregate) == INTERNALOID)
-		untrusted_refused(src, d, psprintf("serialized transition states of aggregate %s",
-										   format_procedure(d->aggregate)));
-	if (m->format == SNAPSHOT_NATIVE)
-	{
-		const Oid	types[3] = {d->key_type, state_desc_image_type(d), d->map_key_type};
-
-		for (int i = 0; i < 3; i++)
-		{
-			TypeCodec	codec;
-
-			if (!OidIsValid(types[i]))
-				continue;
-			codec_init(&codec, types[i], CurrentMemoryContext);
-			if (!codec_images_checked(&codec))
-				untrusted_refused(src, d, psprintf("native images of type %s",
-												   format_type_be(types[i])));
-		}
-	}
 }
 
 /*
@@ -506,7 +189,7 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	c.kg_first = load->kg_first;
 	c.kg_last = load->kg_last;
 	c.append = load->append;
-	reader_init(&c.reader, src, m, desc, check);
+	entry_reader_init(&c.reader, src, m, desc, check);
 	snapshot_read_state(src, m, st, load_entry, &c);
 	CHECK_FOR_INTERRUPTS();
 	return c.n;
@@ -562,16 +245,6 @@ any_logged(const StateDesc *descs, int n)
 			return true;
 	return false;
 }
-
-/* One snapshot a restore reads: its section of one database. */
-typedef struct RestoreInput
-{
-	const SnapshotSource *src;
-	SnapshotManifest *m;
-	Oid			source_dbid;
-	Section		sec;
-	RescaleLoad *loads;			/* per state of sec: rescale_plan's */
-} RestoreInput;
 
 /*
  * plan_inputs checks every input's section and merges their states
@@ -782,78 +455,6 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 }
 
 /*
- * pick_section reads a snapshot's MANIFEST into an input and picks its
- * section of database from_database (default: the one named like the
- * current database, or the only one).
- */
-static void
-pick_section(const SnapshotSource *src, const char *from_database, RestoreInput *in)
-{
-	SnapshotManifest *m = snapshot_read_manifest(src);
-	char	   *current = get_database_name(MyDatabaseId);
-	const char *want = from_database ? from_database : current;
-	Oid			source = InvalidOid;
-	bool		found = false;
-
-	for (int d = 0; d < m->ndbs; d++)
-		if (strcmp(m->db_names[d], want) == 0)
-		{
-			source = m->db_oids[d];
-			found = true;
-		}
-	if (!found && from_database == NULL && m->ndbs == 1)
-	{
-		source = m->db_oids[0];
-		found = true;
-	}
-	/*
-	 * Native images are loaded as they are, as PostgreSQL loads its own data
-	 * files.  A native snapshot that this server cannot trust (see
-	 * snapshot_trusted) is for superusers, and even then only of types
-	 * whose images can be checked (check_untrusted_state); canonical ones
-	 * go through the types' receive functions.
-	 */
-	if (m->format == SNAPSHOT_NATIVE && !snapshot_trusted(src, m) && !superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to restore native snapshot \"%s\"", src->name),
-				 errdetail("Only superusers may restore a native snapshot that is neither under state_backend.checkpoint_dir nor signed with this server's key."),
-				 errhint("Restore a canonical snapshot (format => 'canonical') instead.")));
-	if (!found && !(from_database == NULL && m->ndbs == 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("snapshot \"%s\" has no states of database \"%s\"", src->name, want),
-				 m->ndbs > 1 ? errhint("Name the database to restore from with from_database.") : 0));
-	memset(in, 0, sizeof(RestoreInput));
-	in->src = src;
-	in->m = m;
-	in->source_dbid = source;
-}
-
-/* Does a snapshot hold a state of only some key groups? */
-static bool
-manifest_has_ranges(const SnapshotManifest *m)
-{
-	for (int i = 0; i < m->nstates; i++)
-		if (m->states[i].desc.range_parts > 0)
-			return true;
-	return false;
-}
-
-/*
- * Whether a snapshot holds states in a backend's own files (rocksdb's),
- * whose keys carry the key group they were written in.
- */
-static bool
-manifest_has_native(const SnapshotManifest *m)
-{
-	for (int i = 0; i < m->nstates; i++)
-		if (m->states[i].native)
-			return true;
-	return false;
-}
-
-/*
  * restore_into_database restores the current database from one snapshot,
  * or from several merged (nsrcs > 1, the snapshots of several parts), and
  * of that the part split names (parallelism 0: all of it).
@@ -880,7 +481,7 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
 					 errmsg("snapshot \"%s\" was taken with %d key groups, and this server has %d",
 							srcs[i].name, in[i].m->key_groups, state_backend_max_parallelism),
 					 errdetail(manifest_has_native(in[i].m) ?
-							   "Its rocksdb states' keys are stored under their key groups, which this server would not find." :
+							   "The keys in its backends' own files are stored under their key groups, which this server would not find." :
 							   "Parts of a snapshot are numbered in key groups."),
 					 errhint("Set state_backend.max_parallelism to %d, or restore a canonical snapshot.",
 							 in[i].m->key_groups)));
@@ -976,120 +577,3 @@ restore_on_start(const char **unregistered)
 	return dir;
 }
 
-/*
- * check_memory_read: a snapshot kept in shared memory is read with no file
- * privilege, so reading one of its states takes what reading the state
- * itself takes: read access to it, as the snapshot describes its owner and
- * grants (this cluster's roles), and CONNECT on its database while that
- * exists.
- */
-static void
-check_memory_read(const StateDesc *d, Oid dbid)
-{
-	if (SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid)) &&
-		pg_database_aclcheck(dbid, GetUserId(), ACL_CONNECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for database \"%s\"", get_database_name(dbid)),
-				 errdetail("Reading state \"%s\" of a snapshot kept in shared memory needs CONNECT on its database.",
-						   NameStr(d->name))));
-	registry_check_access(d, STATE_PRIV_READ);
-}
-
-/*
- * snapshot_query_open finds, for snapshot_entries(), state "name" of the
- * section of database from_database of a snapshot, checked as a restore
- * checks it: privileges, its file, its types and aggregate found on this
- * server.  A state its backend keeps in native files of its own (a rocksdb
- * state of a native snapshot) is read by that backend.
- */
-void
-snapshot_query_open(SnapshotQuery *q, const SnapshotSource *src, const char *from_database,
-					const char *name)
-{
-	RestoreInput in;
-
-	pick_section(src, from_database, &in);
-	q->src = src;
-	q->m = in.m;
-	q->st = NULL;
-	for (int i = 0; i < in.m->nstates; i++)
-		if (in.m->states[i].desc.dbid == in.source_dbid &&
-			strcmp(NameStr(in.m->states[i].desc.name), name) == 0)
-			q->st = &in.m->states[i];
-	if (q->st == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("snapshot \"%s\" has no state \"%s\"", src->name, name)));
-	if (src->mem != NULL)
-		check_memory_read(&q->st->desc, in.source_dbid);
-	q->desc = q->st->desc;
-	q->desc.backend = snapshot_state_backend(src, q->st, false);
-	if (q->st->native &&
-		(src->dir == NULL || keyed_backend_by_id(q->desc.backend)->snapshot->read_native == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("state \"%s\" of snapshot \"%s\" is kept in files its backend alone reads",
-						name, src->name),
-				 errhint("Read it from a canonical snapshot (format => 'canonical'), or restore it.")));
-	resolve_desc(&q->desc, q->m);
-	if (!snapshot_trusted(src, q->m))
-		check_untrusted_state(src, q->m, q->st, &q->desc);
-	if (q->st->native)
-	{
-		bool		native = true;
-
-		verify_native_files(src->dir, &q->st, &q->desc.backend, &native, 1);
-	}
-	else
-		snapshot_verify_state(src, q->m, q->st);
-	snapshot_verify_digest(src, q->m, q->st);
-}
-
-typedef struct QueryRead
-{
-	EntryReader reader;
-	const StateDesc *desc;
-	int64		now;
-	StringInfoData plain;		/* a TTL state's image as it shows */
-	SnapshotEntryFn fn;
-	void	   *arg;
-} QueryRead;
-
-static void
-query_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
-{
-	QueryRead  *r = arg;
-
-	reader_native(&r->reader, &key, &keylen, &value, &vallen);
-	if (r->desc->ttl > 0)
-	{
-		if (!ttl_image_visible(r->desc, value, vallen, r->now, &r->plain))
-			return;
-		value = r->plain.data;
-		vallen = r->plain.len;
-	}
-	r->fn(r->arg, key, keylen, value, vallen);
-}
-
-/*
- * snapshot_query_read hands fn the entries of the state snapshot_query_open
- * found, as native images of the values they show (what expired by now
- * left out).  Returns how many entries the file holds.
- */
-int64
-snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
-{
-	QueryRead	r;
-
-	reader_init(&r.reader, q->src, q->m, &q->desc, true);
-	r.desc = &q->desc;
-	r.now = record_ttl_now();
-	initStringInfo(&r.plain);
-	r.fn = fn;
-	r.arg = arg;
-	if (q->st->native)
-		return keyed_backend_by_id(q->desc.backend)->snapshot->read_native(q->src->dir, &q->st->desc,
-																		 query_entry, &r);
-	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
-}

@@ -5,7 +5,7 @@
  * One snapshot runs at a time.  state.snapshot() asks the worker
  * (snapshot_request_cut); the worker, or its own timer for a checkpoint,
  * calls snapshot_request, which makes the cut: each backend's strategy
- * prepares (rocksdb: a RocksDB checkpoint), then, at one instant under the
+ * prepares (one whose states the worker serves freezes them), then, at one instant under the
  * snapshot lock, cuts (heap: every partition locked, the epoch advanced)
  * while the registry's descriptors are copied.  The id is returned at once.
  * The worker then writes the snapshot key group by key group
@@ -146,8 +146,8 @@ snapshot_request(const char *path, SnapshotFormat format)
 
 /*
  * snapshot_request_cut is what state.snapshot() calls: the state worker
- * makes the cut, so that it falls between two of its requests on rocksdb
- * states as well as at one instant of every heap partition.  Requests a
+ * makes the cut, so that it falls between two of the requests it serves
+ * as well as at one instant of every heap partition.  Requests a
  * session posted before are served first, so its own writes are in.  The
  * request is the format, whether to hold the snapshot, and the path.
  */
@@ -255,7 +255,7 @@ typedef struct WritePlan
 
 /*
  * plan_write decides, per state, how it is written: a native snapshot on
- * disk holds the states of a backend with native files of its own (rocksdb)
+ * disk holds the states of a backend with native files of its own (write_native)
  * as those; everything else is key-group files.
  */
 static void

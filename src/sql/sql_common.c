@@ -82,10 +82,10 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	call->target.desc = &call->desc;
 	call->target.slot = slot;
 	call->backend = keyed_state_ops(desc);
-	codec_init(&call->codecs[ARG_KEY], desc->key_type, call->mcxt);
-	codec_init(&call->codecs[ARG_VALUE], desc->value_type, call->mcxt);
-	if (OidIsValid(desc->map_key_type))
-		codec_init(&call->codecs[ARG_MAP_KEY], desc->map_key_type, call->mcxt);
+	codec_init(&call->codecs[ARG_KEY], desc->types[STATE_TYPE_KEY].oid, call->mcxt);
+	codec_init(&call->codecs[ARG_VALUE], desc->types[STATE_TYPE_VALUE].oid, call->mcxt);
+	if (OidIsValid(desc->types[STATE_TYPE_MAP_KEY].oid))
+		codec_init(&call->codecs[ARG_MAP_KEY], desc->types[STATE_TYPE_MAP_KEY].oid, call->mcxt);
 	for (int r = 0; r < ARG_ROLE_COUNT; r++)
 		call->domain[r] = OidIsValid(call->codecs[r].typid) &&
 			get_typtype(call->codecs[r].typid) == TYPTYPE_DOMAIN;
@@ -418,7 +418,7 @@ state_call_result(StateCall *call, const char *image, uint32 len, Oid restype)
 {
 	Datum		value = codec_decode(&call->codecs[ARG_VALUE], image, len);
 
-	return state_call_result_datum(call, value, call->desc.value_type,
+	return state_call_result_datum(call, value, call->desc.types[STATE_TYPE_VALUE].oid,
 								   ARG_VALUE, restype);
 }
 

@@ -28,7 +28,7 @@ rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 
 	CHECK_FOR_INTERRUPTS();
 	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
-										call->desc.key_type, ARG_KEY, ctx->key_type);
+										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY, ctx->key_type);
 	switch (call->desc.kind)
 	{
 		case STATE_KIND_LIST:

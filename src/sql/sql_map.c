@@ -197,7 +197,7 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 
 	values[0] = state_call_result_datum(call,
 										codec_decode(&call->codecs[ARG_MAP_KEY], mkey, mkeylen),
-										call->desc.map_key_type, ARG_MAP_KEY,
+										call->desc.types[STATE_TYPE_MAP_KEY].oid, ARG_MAP_KEY,
 										ctx->key_restype);
 	values[1] = value == NULL ? (Datum) 0 :
 		state_call_result(call, value, valuelen, ctx->value_restype);

@@ -85,7 +85,7 @@ static Reducer *
 reducer_setup(StateCall *call)
 {
 	Reducer    *r = MemoryContextAllocZero(call->mcxt, sizeof(Reducer));
-	Oid			type = call->desc.value_type;
+	Oid			type = call->desc.types[STATE_TYPE_VALUE].oid;
 	Oid			fn;
 
 	reducer_check_type(call->desc.reducer, type);

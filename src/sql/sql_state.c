@@ -216,15 +216,15 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("state kind must not be null")));
 	desc.kind = parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	/* Operator state has no key: one fixed key of type int4 holds it. */
-	desc.key_type = state_kind_is_operator(desc.kind) ? INT4OID :
+	desc.types[STATE_TYPE_KEY].oid = state_kind_is_operator(desc.kind) ? INT4OID :
 		regtype_arg(fcinfo, 2, "key_type");
-	desc.value_type = regtype_arg(fcinfo, 3, "value_type");
+	desc.types[STATE_TYPE_VALUE].oid = regtype_arg(fcinfo, 3, "value_type");
 	desc.backend = keyed_backend_parse(PG_ARGISNULL(4) ? state_backend_default_backend :
 									   text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	if (state_kind_is_operator(desc.kind))
 		desc.backend = keyed_backend_operator_backend(desc.backend);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
-		desc.map_key_type = regtype_arg(fcinfo, 5, "map_key_type");
+		desc.types[STATE_TYPE_MAP_KEY].oid = regtype_arg(fcinfo, 5, "map_key_type");
 
 	if (!PG_ARGISNULL(6))
 	{
@@ -258,23 +258,23 @@ state_create_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s states have no TTL", state_kind_name(desc.kind)),
 				 errhint("TTL applies to value, list, map and reducing states.")));
-	state_ops_check_type(desc.key_type, "a state key", true);
-	state_ops_check_type(desc.value_type, "a state value", desc.kind != STATE_KIND_AGGREGATING);
+	state_ops_check_type(desc.types[STATE_TYPE_KEY].oid, "a state key", true);
+	state_ops_check_type(desc.types[STATE_TYPE_VALUE].oid, "a state value", desc.kind != STATE_KIND_AGGREGATING);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
-		state_ops_check_type(desc.map_key_type, "a map key", true);
+		state_ops_check_type(desc.types[STATE_TYPE_MAP_KEY].oid, "a map key", true);
 	if (desc.kind == STATE_KIND_REDUCING)
-		reducer_check_type(desc.reducer, desc.value_type);
+		reducer_check_type(desc.reducer, desc.types[STATE_TYPE_VALUE].oid);
 	if (state_kind_layout(desc.kind) == STATE_KIND_LIST)
-		state_ops_check_list_type(desc.value_type);
+		state_ops_check_list_type(desc.types[STATE_TYPE_VALUE].oid);
 
-	codec_describe_type(desc.key_type, &desc.types[STATE_TYPE_KEY]);
-	codec_describe_type(desc.value_type, &desc.types[STATE_TYPE_VALUE]);
+	codec_describe_type(desc.types[STATE_TYPE_KEY].oid, &desc.types[STATE_TYPE_KEY]);
+	codec_describe_type(desc.types[STATE_TYPE_VALUE].oid, &desc.types[STATE_TYPE_VALUE]);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
-		codec_describe_type(desc.map_key_type, &desc.types[STATE_TYPE_MAP_KEY]);
+		codec_describe_type(desc.types[STATE_TYPE_MAP_KEY].oid, &desc.types[STATE_TYPE_MAP_KEY]);
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
 	if (desc.kind == STATE_KIND_AGGREGATING)
-		aggregate_describe(PG_GETARG_OID(11), desc.value_type, desc.owner, &desc);
+		aggregate_describe(PG_GETARG_OID(11), desc.types[STATE_TYPE_VALUE].oid, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	inherit_range(&desc);
@@ -372,10 +372,10 @@ state_states(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum(NameStr(d->name));
 		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
 		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
-		values[3] = ObjectIdGetDatum(d->key_type);
-		values[4] = ObjectIdGetDatum(d->value_type);
-		values[5] = ObjectIdGetDatum(d->map_key_type);
-		nulls[5] = !OidIsValid(d->map_key_type);
+		values[3] = ObjectIdGetDatum(d->types[STATE_TYPE_KEY].oid);
+		values[4] = ObjectIdGetDatum(d->types[STATE_TYPE_VALUE].oid);
+		values[5] = ObjectIdGetDatum(d->types[STATE_TYPE_MAP_KEY].oid);
+		nulls[5] = !OidIsValid(d->types[STATE_TYPE_MAP_KEY].oid);
 		nulls[6] = d->reducer == STATE_REDUCER_NONE;
 		if (!nulls[6])
 			values[6] = CStringGetTextDatum(state_reducer_name(d->reducer));
@@ -420,8 +420,8 @@ state_truncate(PG_FUNCTION_ARGS)
 
 /*
  * compact(name): give back the storage of what expired now rather than
- * later: a heap state with a TTL is swept key by key, a rocksdb state's
- * data compacted (its TTL compaction filter drops expired values).
+ * later: swept key by key, or, for a backend that compacts its own storage
+ * (KeyedStateBackend.compact), compacted (its filter drops expired values).
  */
 Datum
 state_compact(PG_FUNCTION_ARGS)
@@ -450,7 +450,7 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 	Datum		d = codec_decode(&ctx->call->codecs[ARG_KEY], key, keylen);
 	bool		isnull = false;
 
-	d = state_call_result_datum(ctx->call, d, ctx->call->desc.key_type,
+	d = state_call_result_datum(ctx->call, d, ctx->call->desc.types[STATE_TYPE_KEY].oid,
 								ARG_KEY, ctx->restype);
 	if (ctx->rowtype)
 	{
@@ -623,7 +623,7 @@ worker_row(void *arg, const char *name, int64 value, bool isnull)
 /*
  * The rows of the state.worker view: the state worker's pid, the requests
  * it served and the time it spent on them since the server started, then
- * each backend's own figures (RocksDB's).
+ * each backend's own figures (KeyedStateBackend.figures).
  */
 Datum
 state_worker(PG_FUNCTION_ARGS)

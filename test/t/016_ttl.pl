@@ -10,6 +10,8 @@
 #    cleanup, and state.states.bytes falls, within 20 s of expiry (with the
 #    default state_backend.ttl_cleanup_key_groups = 8, one pass over the 128
 #    key groups takes 1.6 s);
+#  - lmdb (contrib/lmdb): the same background cleanup, through its data
+#    operations, removes expired keys and map entries;
 #  - rocksdb: state.compact() runs a compaction whose filter drops expired
 #    values, maps and list elements, and the state's bytes fall;
 #  - snapshots (native and canonical, both backends) taken after expiry
@@ -28,7 +30,7 @@ use StateBackendTAP;
 
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $chkroot = "$tmp/checkpoints";
-my $node = new_state_node('ttl', conf => "state_backend.checkpoint_dir = '$chkroot'\n");
+my $node = new_state_node('ttl', lmdb => 1, conf => "state_backend.checkpoint_dir = '$chkroot'\n");
 ok(defined wait_for_worker($node), 'state worker running');
 
 sub run_sql { return $node->safe_psql('postgres', $_[0]); }
@@ -51,6 +53,11 @@ sub poll
 run_sql(q{
 SELECT state.create_state('bg', 'value', 'int', 'int', ttl => '1 hour');
 SELECT state.create_state('bg_list', 'list', 'int', 'int', ttl => '2 hours');
+SELECT state.create_state('lbg', 'value', 'int', 'int', ttl => '1 hour', backend => 'lmdb');
+SELECT state.create_state('lbg_map', 'map', 'int', 'int', map_key_type => 'int', ttl => '2 hours',
+                          backend => 'lmdb');
+SELECT count(state.value_set('lbg', i, i)) FROM generate_series(1, 20000) i;
+SELECT count(state.map_put('lbg_map', i % 100, i, i)) FROM generate_series(1, 1000) i;
 SELECT count(state.value_set('bg', i, i)) FROM generate_series(1, 100000) i;
 SELECT count(state.list_add_all('bg_list', i, ARRAY[1, 2, 3])) FROM generate_series(1, 1000) i;
 });
@@ -60,6 +67,7 @@ cmp_ok($bytes0, '>', 100000 * 20, "heap: 100k keys hold $bytes0 bytes");
 # the lists' old elements expire too (at 120 minutes).
 run_sql(q{SELECT state._advance_ttl_clock('61 minutes')});
 run_sql(q{SELECT count(state.list_add('bg_list', i, 4)) FROM generate_series(1, 10) i});
+run_sql(q{SELECT count(state.map_put('lbg_map', i, -1, 0)) FROM generate_series(1, 10) i});
 run_sql(q{SELECT state._advance_ttl_clock('60 minutes')});
 my $written = time;
 
@@ -74,6 +82,17 @@ is( run_sql(q{SELECT count(*), sum(state.list_length('bg_list', k))
         FROM state.keys('bg_list', NULL::int) k}),
 	'10|10',
 	'heap: lists keep only the element written after the others');
+
+# The same sweep over a backend of another library (contrib/lmdb), key by
+# key through its data operations.
+ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg'}, '0', 30),
+	'lmdb: background cleanup removed 20k expired keys');
+ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg_map'}, '10', 30),
+	'lmdb: maps whose entries all expired are gone');
+is( run_sql(q{SELECT sum(state.map_size('lbg_map', k)), min(state.map_get('lbg_map', k, -1, 5))
+        FROM state.keys('lbg_map', NULL::int) k}),
+	'10|0',
+	'lmdb: maps keep only the entry written after the others');
 
 # ---------------------------------------------------------------- rocksdb
 run_sql(q{

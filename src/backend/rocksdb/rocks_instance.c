@@ -5,10 +5,12 @@
  *		descriptors of rocksdb states kept in its default column family, so
  *		that they come back with their data after a crash.
  *
- * RocksDB's threads only run the merge operator, which is plain C with
- * malloc: no PostgreSQL code.  They start at open, with every signal
- * blocked, so signals keep going to the worker's own thread.  The requests
- * are served in rocks_requests.c, snapshots in rocks_snapshot.c.
+ * RocksDB's threads only run the merge operator and the compaction filter,
+ * which are plain C with malloc: no PostgreSQL code.  They start at open,
+ * with every signal blocked, so signals keep going to the worker's own
+ * thread.  The options are made in rocks_options.c, compactions asked for
+ * run in rocks_compact.c, requests are served in rocks_requests.c,
+ * snapshots in rocks_snapshot.c.
  */
 #include "postgres.h"
 
@@ -26,6 +28,7 @@
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "format/desc_image.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 
@@ -156,179 +159,6 @@ rocks_check(char *err, const char *what)
 			 errmsg("rocksdb could not %s: %s", what, msg)));
 }
 
-/*
- * The list merge operator: a list's image is its elements back to back, so
- * merging is concatenation.  Runs in RocksDB's threads: malloc only.
- */
-static char *
-list_full_merge(void *state, const char *key, size_t keylen,
-				const char *existing, size_t existing_len,
-				const char *const *ops, const size_t *op_lens, int nops,
-				unsigned char *success, size_t *new_len)
-{
-	size_t		total = existing ? existing_len : 0;
-	char	   *out;
-	char	   *p;
-
-	for (int i = 0; i < nops; i++)
-		total += op_lens[i];
-	out = malloc(total > 0 ? total : 1);
-	if (out == NULL)
-	{
-		*success = 0;
-		return NULL;
-	}
-	p = out;
-	if (existing && existing_len > 0)
-	{
-		memcpy(p, existing, existing_len);
-		p += existing_len;
-	}
-	for (int i = 0; i < nops; i++)
-	{
-		memcpy(p, ops[i], op_lens[i]);
-		p += op_lens[i];
-	}
-	*new_len = total;
-	*success = 1;
-	return out;
-}
-
-static char *
-list_partial_merge(void *state, const char *key, size_t keylen,
-				   const char *const *ops, const size_t *op_lens, int nops,
-				   unsigned char *success, size_t *new_len)
-{
-	return list_full_merge(state, key, keylen, NULL, 0, ops, op_lens, nops,
-						   success, new_len);
-}
-
-static void
-list_merge_free(void *state, const char *value, size_t len)
-{
-	free((void *) value);
-}
-
-static const char *
-list_merge_name(void *state)
-{
-	return "state_backend.list_append";
-}
-
-static void
-list_merge_destroy(void *state)
-{
-}
-
-/* Options of every column family: the list merge operator, the cache. */
-static void
-rocks_make_options(void)
-{
-	rocksdb_block_based_table_options_t *table;
-	size_t		total_wb = (size_t) state_backend_rocksdb_write_buffer_mb * 1024 * 1024;
-
-	rocks.cache = rocksdb_cache_create_lru((size_t) state_backend_rocksdb_cache_mb * 1024 * 1024);
-	table = rocksdb_block_based_options_create();
-	rocksdb_block_based_options_set_block_cache(table, rocks.cache);
-	rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
-	rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1);
-
-	rocks.options = rocksdb_options_create();
-	rocksdb_options_set_create_if_missing(rocks.options, 1);
-	rocksdb_options_set_create_missing_column_families(rocks.options, 1);
-	rocksdb_options_set_block_based_table_factory(rocks.options, table);
-	rocksdb_options_set_merge_operator(rocks.options,
-									   rocksdb_mergeoperator_create(NULL, list_merge_destroy,
-																	list_full_merge,
-																	list_partial_merge,
-																	list_merge_free,
-																	list_merge_name));
-	/* All column families share the write buffer budget. */
-	rocksdb_options_set_db_write_buffer_size(rocks.options, total_wb);
-	/*
-	 * Small memtables: a random insert into a skip list that fits the CPU
-	 * cache costs a third of one into 32 MB (measured here: 1M random keys,
-	 * 8 MB 2.3 s, 32 MB 3.2 s).
-	 */
-	rocksdb_options_set_write_buffer_size(rocks.options,
-										  Max((size_t) 1024 * 1024,
-											  Min(total_wb / 4, (size_t) 8 * 1024 * 1024)));
-	rocksdb_options_set_max_write_buffer_number(rocks.options, 2);
-	/* Flush families that write little, so old log files do not pile up. */
-	rocksdb_options_set_max_total_wal_size(rocks.options, 2 * total_wb);
-	rocksdb_options_set_max_open_files(rocks.options, 512);
-	rocksdb_options_set_max_background_jobs(rocks.options, 2);
-	rocksdb_options_set_compression(rocks.options, rocksdb_lz4_compression);
-	rocksdb_options_set_keep_log_file_num(rocks.options, 2);
-	rocksdb_options_set_info_log_level(rocks.options, 2);	/* warnings */
-
-	rocks_ttl_make_options();
-
-	rocks.wopts = rocksdb_writeoptions_create();
-	rocks.ropts = rocksdb_readoptions_create();
-	rocks.flushopts = rocksdb_flushoptions_create();
-	rocksdb_flushoptions_set_wait(rocks.flushopts, 1);
-}
-
-/*
- * rocks_options_ready makes the options a RocksDB is opened with, in any
- * process (a session reading a snapshot's files makes them too).
- */
-void
-rocks_options_ready(void)
-{
-	if (rocks.options == NULL)
-		rocks_make_options();
-}
-
-/*
- * rocks_track_blocks turns RocksDB's counting of the worker's block cache
- * hits and misses on or off, with state_backend.track_stats.
- */
-static void
-rocks_track_blocks(void)
-{
-	static int	level = rocksdb_uninitialized;
-	int			want = state_backend_track_stats ? rocksdb_enable_count : rocksdb_disable;
-
-	if (level != want)
-	{
-		rocksdb_set_perf_level(want);
-		level = want;
-	}
-}
-
-/*
- * Apply state_backend.rocksdb_sync and track_stats (they may change at
- * reload).
- */
-void
-rocks_apply_settings(void)
-{
-	if (rocks.wopts)
-		rocksdb_writeoptions_set_sync(rocks.wopts, state_backend_rocksdb_sync ? 1 : 0);
-	rocks_track_blocks();
-}
-
-/*
- * rocks_block_signals blocks every signal in the calling thread;
- * threads RocksDB starts meanwhile inherit the mask, so signals meant for
- * the worker never land on them.
- */
-void
-rocks_block_signals(sigset_t *saved)
-{
-	sigset_t	all;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, saved);
-}
-
-void
-rocks_restore_signals(const sigset_t *saved)
-{
-	pthread_sigmask(SIG_SETMASK, saved, NULL);
-}
 
 static bool
 rocks_dir_exists(void)
@@ -617,10 +447,14 @@ family_persist(RocksFamily *f, const StateDesc *desc)
 {
 	char		key[32];
 	char	   *err = NULL;
+	StringInfoData img;
 
 	desc_key(f->id, key, sizeof(key));
+	initStringInfo(&img);
+	state_desc_image_put(&img, desc);
 	rocksdb_put_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key),
-				   (const char *) desc, sizeof(StateDesc), &err);
+				   img.data, img.len, &err);
+	pfree(img.data);
 	rocks_check(err, "store a state descriptor");
 	f->desc = *desc;
 	f->persisted = true;
@@ -813,10 +647,9 @@ rocks_adopt_states(void)
 
 		if (klen < strlen(DESC_KEY_PREFIX) || memcmp(k, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX)) != 0)
 			break;
-		/* Older descriptors lack "logged" and TTL: unlogged, no TTL. */
-		if (!state_desc_size_ok(vlen))
+		/* Older descriptors (the struct as stored) lack what came later. */
+		if (!state_desc_image_get(&desc, v, vlen))
 			continue;
-		state_desc_read(&desc, v, vlen);
 		id = desc.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
@@ -1096,103 +929,4 @@ rocks_property_int(rocksdb_column_family_handle_t *cf, const char *name)
 		rocksdb_free(v);
 	}
 	return n;
-}
-
-/*
- * Compactions that state.compact() asks for (a full compaction of a
- * family, so that the TTL compaction filter, rocks_ttl.c, drops what
- * expired) run on a thread of the worker's own, one at a time, while the
- * worker goes on serving; the session that asked polls until it is done.
- * The thread makes a single RocksDB call and sets a flag; it runs nothing
- * of PostgreSQL's, and starts with every signal blocked.  A family is never
- * dropped, nor the instance closed, under a running compaction: both wait
- * for it (rocks_compact_forget), after telling RocksDB to stop it.
- */
-typedef struct CompactJob
-{
-	bool		started;		/* a thread runs or has not been joined */
-	uint32		id;				/* the state it compacts */
-	rocksdb_column_family_handle_t *cf;
-	bool		twice;			/* a second pass (see compact_main) */
-	pthread_t	thread;
-	int			done;			/* set by the thread (atomically) */
-} CompactJob;
-
-static CompactJob job;
-
-/*
- * The compaction thread.  RocksDB's C API runs a compaction filter on
- * values, not on merge operands: a list's appended elements reach it only
- * once a compaction has merged them into the value, so a list with a TTL
- * is compacted twice, the second pass dropping what expired among them.
- * (A pass after RocksDB was told to stop returns at once.)
- */
-static void *
-compact_main(void *arg)
-{
-	rocksdb_compact_range_cf(rocks.db, job.cf, NULL, 0, NULL, 0);
-	if (job.twice)
-		rocksdb_compact_range_cf(rocks.db, job.cf, NULL, 0, NULL, 0);
-	__atomic_store_n(&job.done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/* Join the thread if it is done, or (wait) whatever it does. */
-static void
-compact_reap(bool wait)
-{
-	if (!job.started || (!wait && !__atomic_load_n(&job.done, __ATOMIC_ACQUIRE)))
-		return;
-	(void) pthread_join(job.thread, NULL);
-	job.started = false;
-}
-
-/*
- * rocks_compact_request starts (start) or looks at the compaction of state
- * id's family cf; returns ROCKS_COMPACT_DONE when none runs for the state,
- * ROCKS_COMPACT_RUNNING when it runs, ROCKS_COMPACT_BUSY when another
- * state's compaction runs (start again later).
- */
-int
-rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start, bool twice)
-{
-	sigset_t	saved;
-	int			rc;
-
-	compact_reap(false);
-	if (job.started)
-		return job.id == id ? ROCKS_COMPACT_RUNNING : start ? ROCKS_COMPACT_BUSY : ROCKS_COMPACT_DONE;
-	if (!start)
-		return ROCKS_COMPACT_DONE;
-	rocks_commit();
-	job.id = id;
-	job.cf = cf;
-	job.twice = twice;
-	job.done = 0;
-	rocks_block_signals(&saved);
-	rc = pthread_create(&job.thread, NULL, compact_main, NULL);
-	rocks_restore_signals(&saved);
-	if (rc != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not start a thread to compact a rocksdb state: %s", strerror(rc))));
-	job.started = true;
-	return ROCKS_COMPACT_RUNNING;
-}
-
-/*
- * rocks_compact_forget waits for a running compaction before its family's
- * handle goes (id), or before the instance closes (id 0).  The family or
- * instance is told to stop first: RocksDB then ends the compaction early.
- */
-void
-rocks_compact_forget(uint32 id)
-{
-	if (!job.started || (id != 0 && job.id != id))
-		return;
-	if (id == 0)
-		rocksdb_disable_manual_compaction(rocks.db);
-	compact_reap(true);
-	if (id == 0)
-		rocksdb_enable_manual_compaction(rocks.db);
 }

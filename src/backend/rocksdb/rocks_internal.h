@@ -116,8 +116,8 @@ typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
 #define ROCKS_COMPACT_DONE		0
 #define ROCKS_COMPACT_RUNNING	1
 #define ROCKS_COMPACT_BUSY		2
-extern int	rocks_compact_request(uint32 id, rocksdb_column_family_handle_t *cf, bool start,
-								  bool twice);
+extern int	rocks_compact_request(rocksdb_t *db, uint32 id, rocksdb_column_family_handle_t *cf,
+								  bool start, bool twice);
 extern void rocks_compact_forget(uint32 id);
 
 /* rocks_cache.c: entries sessions read in place; the worker writes them */
@@ -192,6 +192,29 @@ extern void rocks_map_value_read(const char *v, size_t vlen, const char **value,
 								 uint32 *len);
 extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,
 							 const char *v, size_t vlen);
+
+/*
+ * RocksDB keeps a map state as one row per map entry, in key order; a
+ * RocksKeyRows gathers the rows of one key back into its map image, the
+ * one regrouping every reader of those rows goes through (rocks_keys.c).
+ */
+typedef struct RocksKeyRows
+{
+	StringInfoData key;			/* the key whose rows are being read */
+	StringInfoData image;		/* their map image so far */
+	bool		open;			/* a key is being read */
+} RocksKeyRows;
+
+typedef void (*RocksImageFn) (void *arg, const char *key, uint32 keylen,
+							  const char *image, uint32 imagelen);
+
+extern void rocks_rows_init(RocksKeyRows *rows);
+extern bool rocks_rows_new_key(const RocksKeyRows *rows, const char *key, uint32 keylen);
+extern bool rocks_rows_follow(RocksKeyRows *rows, const char *key, uint32 keylen);
+extern void rocks_rows_add(RocksKeyRows *rows, const char *k, size_t klen, const char *v,
+						   size_t vlen, RocksImageFn fn, void *arg);
+extern void rocks_rows_end(RocksKeyRows *rows, RocksImageFn fn, void *arg);
+extern void rocks_rows_free(RocksKeyRows *rows);
 
 /* rocks_snapshot.c */
 extern const SnapshotStrategy rocks_snapshot_strategy;

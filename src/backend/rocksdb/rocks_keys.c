@@ -170,3 +170,76 @@ rocks_map_record(StringInfo out, const char *mkey, uint32 mklen, const char *v, 
 	rocks_map_value_read(v, vlen, &value, &len);
 	record_put_pair(out, mkey, mklen, value, len);
 }
+
+void
+rocks_rows_init(RocksKeyRows *rows)
+{
+	initStringInfo(&rows->key);
+	initStringInfo(&rows->image);
+	rows->open = false;
+}
+
+/* Does key begin another key than the one being read (or the first)? */
+bool
+rocks_rows_new_key(const RocksKeyRows *rows, const char *key, uint32 keylen)
+{
+	return !rows->open || rows->key.len != (int) keylen ||
+		memcmp(rows->key.data, key, keylen) != 0;
+}
+
+/*
+ * rocks_rows_follow notes the key of the row being read, with no image:
+ * whether it begins another key (rows of any kind, counted by key).
+ */
+bool
+rocks_rows_follow(RocksKeyRows *rows, const char *key, uint32 keylen)
+{
+	if (!rocks_rows_new_key(rows, key, keylen))
+		return false;
+	resetStringInfo(&rows->key);
+	appendBinaryStringInfo(&rows->key, key, keylen);
+	rows->open = true;
+	return true;
+}
+
+/*
+ * rocks_rows_add adds a stored row (RocksDB key k, value v) of a map state:
+ * when it begins another key, fn first gets the whole image of the one
+ * before.
+ */
+void
+rocks_rows_add(RocksKeyRows *rows, const char *k, size_t klen, const char *v, size_t vlen,
+			   RocksImageFn fn, void *arg)
+{
+	const char *key;
+	uint32		keylen;
+	const char *mkey;
+	uint32		mklen;
+
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	if (rocks_rows_new_key(rows, key, keylen))
+	{
+		rocks_rows_end(rows, fn, arg);
+		appendBinaryStringInfo(&rows->key, key, keylen);
+		rows->open = true;
+	}
+	rocks_map_record(&rows->image, mkey, mklen, v, vlen);
+}
+
+/* rocks_rows_end hands fn the image of the key being read, if any. */
+void
+rocks_rows_end(RocksKeyRows *rows, RocksImageFn fn, void *arg)
+{
+	if (rows->open && rows->image.len > 0)
+		fn(arg, rows->key.data, rows->key.len, rows->image.data, rows->image.len);
+	resetStringInfo(&rows->key);
+	resetStringInfo(&rows->image);
+	rows->open = false;
+}
+
+void
+rocks_rows_free(RocksKeyRows *rows)
+{
+	pfree(rows->key.data);
+	pfree(rows->image.data);
+}

@@ -534,19 +534,16 @@ typedef struct ScanPage
 	uint32		afterlen;
 	StringInfo	reply;			/* the records */
 	bool		more;
-	StringInfoData cur_key;		/* map state: the key being assembled */
-	StringInfoData cur_image;
+	RocksKeyRows rows;			/* map state: the key being gathered */
 	StringInfoData last;		/* last RocksDB key taken */
 } ScanPage;
 
 static void
-scan_flush_map_key(ScanPage *s)
+scan_put(void *arg, const char *key, uint32 keylen, const char *image, uint32 imagelen)
 {
-	if (s->cur_key.len == 0 && s->cur_image.len == 0)
-		return;
-	record_put_pair(s->reply, s->cur_key.data, s->cur_key.len, s->cur_image.data, s->cur_image.len);
-	resetStringInfo(&s->cur_key);
-	resetStringInfo(&s->cur_image);
+	ScanPage   *s = arg;
+
+	record_put_pair(s->reply, key, keylen, image, imagelen);
 }
 
 static bool
@@ -573,20 +570,17 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 	}
 	else if (s->r->h.kind == STATE_KIND_MAP)
 	{
-		bool		same = s->cur_key.len == (int) keylen &&
-			memcmp(s->cur_key.data, key, keylen) == 0 && s->last.len > 0;
-
-		if (!same)
+		/* A page ends between keys: the next one starts with this row. */
+		if (rocks_rows_new_key(&s->rows, key, keylen))
 		{
-			scan_flush_map_key(s);
+			rocks_rows_end(&s->rows, scan_put, s);
 			if (s->reply->len >= SCAN_PAGE)
 			{
 				s->more = true;
 				return false;
 			}
-			appendBinaryStringInfo(&s->cur_key, key, keylen);
 		}
-		rocks_map_record(&s->cur_image, mkey, mklen, v, vlen);
+		rocks_rows_add(&s->rows, k, klen, v, vlen, scan_put, s);
 	}
 	else
 	{
@@ -624,8 +618,7 @@ handle_scan(Request *r, StringInfo reply)
 	initStringInfo(&recs);
 	s.reply = &recs;
 	s.more = false;
-	initStringInfo(&s.cur_key);
-	initStringInfo(&s.cur_image);
+	rocks_rows_init(&s.rows);
 	initStringInfo(&s.last);
 	initStringInfo(&from);
 	initStringInfo(&to);
@@ -649,7 +642,7 @@ handle_scan(Request *r, StringInfo reply)
 			   scan_add, &s);
 	/* A map state's page ends between keys, so only the last key is left. */
 	if (!s.map_of_key && r->h.kind == STATE_KIND_MAP && !s.more)
-		scan_flush_map_key(&s);
+		rocks_rows_end(&s.rows, scan_put, &s);
 	reply_bool(reply, s.more);
 	appendBinaryStringInfo(reply, (const char *) &s.last.len, sizeof(uint32));
 	appendBinaryStringInfo(reply, s.last.data, s.last.len);
@@ -706,8 +699,8 @@ handle_compact(Request *r, StringInfo reply)
 {
 	if (r->restlen < 2)
 		elog(ERROR, "state_backend: short request");
-	appendStringInfoChar(reply, (char) rocks_compact_request(r->h.state_id, r->cf, r->rest[0] != 0,
-															 r->rest[1] != 0));
+	appendStringInfoChar(reply, (char) rocks_compact_request(rocks.db, r->h.state_id, r->cf,
+															 r->rest[0] != 0, r->rest[1] != 0));
 }
 
 /* Whether a request may write to the instance. */

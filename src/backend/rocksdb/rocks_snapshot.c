@@ -216,18 +216,15 @@ typedef struct Collect
 	StringInfo	out;
 	uint32		state_id;
 	bool		map;
-	StringInfoData key;			/* map: the key being assembled */
-	StringInfoData image;
+	RocksKeyRows rows;			/* map: the key being gathered */
 } Collect;
 
 static void
-collect_flush_map(Collect *c)
+collect_put(void *arg, const char *key, uint32 keylen, const char *image, uint32 imagelen)
 {
-	if (c->image.len > 0)
-		record_put_entry(c->out, c->state_id, c->key.data, c->key.len,
-						 c->image.data, c->image.len);
-	resetStringInfo(&c->key);
-	resetStringInfo(&c->image);
+	Collect    *c = arg;
+
+	record_put_entry(c->out, c->state_id, key, keylen, image, imagelen);
 }
 
 static bool
@@ -239,18 +236,13 @@ collect_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 	const char *mkey;
 	uint32		mklen;
 
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	if (!c->map)
+	if (c->map)
 	{
-		record_put_entry(c->out, c->state_id, key, keylen, v, (uint32) vlen);
+		rocks_rows_add(&c->rows, k, klen, v, vlen, collect_put, c);
 		return true;
 	}
-	if (c->key.len != (int) keylen || memcmp(c->key.data, key, keylen) != 0)
-	{
-		collect_flush_map(c);
-		appendBinaryStringInfo(&c->key, key, keylen);
-	}
-	rocks_map_record(&c->image, mkey, mklen, v, vlen);
+	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	record_put_entry(c->out, c->state_id, key, keylen, v, (uint32) vlen);
 	return true;
 }
 
@@ -273,8 +265,7 @@ rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
 	initStringInfo(&from);
 	initStringInfo(&to);
 	rocks_key_group_range(key_group, &from, &to);
-	initStringInfo(&c.key);
-	initStringInfo(&c.image);
+	rocks_rows_init(&c.rows);
 	for (int i = 0; i < ndescs; i++)
 	{
 		rocksdb_column_family_handle_t *cf;
@@ -290,10 +281,9 @@ rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
 		rocks_scan(staging.db, staging.ropts, cf, from.data, from.len,
 				   to.data, to.len, collect_entry, &c);
 		if (c.map)
-			collect_flush_map(&c);
+			rocks_rows_end(&c.rows, collect_put, &c);
 	}
-	pfree(c.key.data);
-	pfree(c.image.data);
+	rocks_rows_free(&c.rows);
 	pfree(from.data);
 	pfree(to.data);
 }
@@ -382,7 +372,7 @@ typedef struct CopyFamily
 	rocksdb_writebatch_t *batch;
 	int			pending;
 	int64		keys;			/* keys copied (a map's entries count once) */
-	StringInfoData last;		/* the last key image copied */
+	RocksKeyRows rows;			/* the last key copied (its key only) */
 } CopyFamily;
 
 static bool
@@ -395,13 +385,8 @@ copy_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 	uint32		mklen;
 
 	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	if (c->keys == 0 || (uint32) c->last.len != keylen ||
-		memcmp(c->last.data, key, keylen) != 0)
-	{
+	if (rocks_rows_follow(&c->rows, key, keylen))
 		c->keys++;
-		resetStringInfo(&c->last);
-		appendBinaryStringInfo(&c->last, key, keylen);
-	}
 	rocksdb_writebatch_put_cf(c->batch, c->to, k, klen, v, vlen);
 	if (++c->pending >= 4096)
 	{
@@ -656,7 +641,7 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 			c.batch = rocksdb_writebatch_create();
 			c.pending = 0;
 			c.keys = 0;
-			initStringInfo(&c.last);
+			rocks_rows_init(&c.rows);
 			rocks_key_groups_range(items[i].kg_first, items[i].kg_last, &lo, &hi);
 			PG_TRY();
 			{

@@ -1,0 +1,19 @@
+/*
+ * format/desc_image.h
+ *		The stored image of a state descriptor (format/desc_image.c): WAL
+ *		records of new states and RocksDB's copies hold it.
+ */
+#ifndef STATE_BACKEND_DESC_IMAGE_H
+#define STATE_BACKEND_DESC_IMAGE_H
+
+#include "lib/stringinfo.h"
+
+#include "common/types.h"
+
+/* The version of the image written; a reader knows every earlier one. */
+#define STATE_DESC_IMAGE_VERSION	1
+
+extern void state_desc_image_put(StringInfo out, const StateDesc *d);
+extern bool state_desc_image_get(StateDesc *d, const char *img, Size len);
+
+#endif							/* STATE_BACKEND_DESC_IMAGE_H */
