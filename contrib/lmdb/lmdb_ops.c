@@ -111,6 +111,7 @@ typedef struct LmdbWrite
 	const char *expect;			/* replace, merge: the image it must find */
 	uint32		expectlen;
 	bool		expect_found;	/* merge: whether there was one */
+	const void *batch;			/* put_many: its PutMany */
 	StringInfoData img;
 	LmdbUsage	u;
 } LmdbWrite;
@@ -209,6 +210,46 @@ lm_put(const StateTarget *st, const StateKey *key, const char *value, uint32 len
 	w.value = value;
 	w.len = len;
 	(void) write_txn(&w, w_put);
+	write_done(&w);
+}
+
+/* A restore's batch: what put_many stores, in one write transaction. */
+typedef struct PutMany
+{
+	const StateKey *keys;
+	const char *const *values;
+	const uint32 *lens;
+	int			n;
+} PutMany;
+
+static bool
+w_put_many(MDB_txn *txn, LmdbWrite *w)
+{
+	const PutMany *p = w->batch;
+
+	for (int i = 0; i < p->n; i++)
+	{
+		LmdbKey		k;
+
+		lmdb_key_make(&k, w->st->desc->id, &p->keys[i]);
+		store(txn, &k, &p->keys[i], p->values[i], p->lens[i], &w->u);
+		lmdb_host->log_change(w->st, STATE_CHANGE_PUT, &p->keys[i], NULL, 0, p->values[i],
+							  p->lens[i], false);
+		pfree(k.data);
+	}
+	return true;
+}
+
+static void
+lm_put_many(const StateTarget *st, const StateKey *keys, const char *const *values,
+			const uint32 *lens, int n)
+{
+	LmdbWrite	w;
+	PutMany		p = {keys, values, lens, n};
+
+	write_init(&w, st, NULL);
+	w.batch = &p;
+	(void) write_txn(&w, w_put_many);
 	write_done(&w);
 }
 
@@ -691,6 +732,7 @@ const KeyedStateBackend lmdb_keyed_backend = {
 	.name = "lmdb",
 	.get = lm_get,
 	.put = lm_put,
+	.put_many = lm_put_many,
 	.remove = lm_remove,
 	.replace = lm_replace,
 	.append = lm_append,

@@ -357,6 +357,14 @@ typedef struct KeyedStateBackend
 	bool		(*get) (const StateTarget *st, const StateKey *key, StringInfo out);
 	void		(*put) (const StateTarget *st, const StateKey *key,
 						const char *value, uint32 len);
+
+	/*
+	 * Put n keys' whole images at once, as n calls of put would (a restore
+	 * loads states through it, in batches): for a backend whose writes cost
+	 * most per call (a transaction each).  NULL: put is called for each.
+	 */
+	void		(*put_many) (const StateTarget *st, const StateKey *keys,
+							 const char *const *values, const uint32 *lens, int n);
 	bool		(*remove) (const StateTarget *st, const StateKey *key);
 
 	/*
