@@ -258,6 +258,24 @@ state_worker_wait_for_sessions(void)
 }
 
 /*
+ * worker_pause sleeps up to ms (or until woken) where the worker waits for
+ * something other than sessions, and applies a configuration reload.
+ */
+static void
+worker_pause(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+					 PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/*
  * On a standby the worker serves nothing until the server is promoted
  * (sessions get read_only_sql_transaction meanwhile): its states would be
  * stale.  Returns whether the server was in recovery.
@@ -275,15 +293,8 @@ state_worker_wait_for_promotion(void)
 		waited = true;
 		if (ShutdownRequestPending)
 			proc_exit(1);
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
 		logged_keep_for_standby();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 200L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		worker_pause(200L);
 	}
 	return waited;
 }
@@ -343,17 +354,7 @@ start_hold(void)
 		ereport(LOG,
 				(errmsg("state_backend start holds after loading the checkpoint (state_backend.start_hold)")));
 	while (state_backend_start_hold && !ShutdownRequestPending)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-	}
+		worker_pause(1000L);
 	if (ShutdownRequestPending)
 		proc_exit(1);
 }
@@ -374,12 +375,7 @@ refuse_start(const char *backend)
 			 errhint("Add the library that provides backend \"%s\" to shared_preload_libraries and restart the server.",
 					 backend)));
 	while (!ShutdownRequestPending)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+		worker_pause(1000L);
 	proc_exit(0);
 }
 

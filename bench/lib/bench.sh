@@ -590,18 +590,19 @@ run_case() {
 	printf '   %-9s %-6s %-10s c=%-2s round %s %10.0f tps\n' "$op" "$keys" "$target" "$c" "$tag" "$tps" >&2
 }
 
-# run_group PREFIX KIND "OP:KEYS ..." TARGET...: a group's per-statement
-# cases on its own states (PREFIX: their names' prefix; KIND: its raw lines,
-# KIND and KIND's script lines), ROUNDS rounds at ROCKSDB_CLIENTS clients,
-# between the floors at the start and the end of each round.
+# run_group PREFIX KIND "CLIENTS" "OP:KEYS ..." TARGET...: a group's
+# per-statement cases on its states (PREFIX: their names' prefix; KIND: its
+# raw lines' prefix, "" for the statement group's), ROUNDS rounds at each
+# client count, between the floors at the start and the end of each round
+# (how much the floor moved tells how steady the machine was).
 run_group() {
-	local prefix=$1 kind=$2 cases=$3 round c oc target
-	shift 3
+	local prefix=$1 kind=$2 clients=$3 cases=$4 round c oc target
+	shift 4
 	STATE_PREFIX=$prefix
-	CASE_KIND=${kind}_tps
-	CASE_SCRIPT_KIND=${kind}_script
+	CASE_KIND=${kind:+${kind}_}tps
+	CASE_SCRIPT_KIND=${kind:+${kind}_}script
 	for round in $(seq 1 "$ROUNDS"); do
-		for c in $ROCKSDB_CLIENTS; do
+		for c in $clients; do
 			run_case select1 - floor "$c" "$round"
 			run_case noop - floor "$c" "$round"
 			for oc in $cases; do
@@ -631,22 +632,9 @@ if has_case statement; then
 	done
 	log "per-statement cases: $ncases, $ROUNDS round(s) of pgbench runs of ${SECS}s after a warm-up of ${WARMUP_N}s (${WARMUP_1}s with 1 client), -M $PROTOCOL"
 	t0=$(date +%s)
-	for round in $(seq 1 "$ROUNDS"); do
-		for c in $CLIENTS; do
-			run_case select1 - floor "$c" "$round"
-			run_case noop - floor "$c" "$round"
-			for op in $OPS; do
-				for keys in random hot; do
-					for target in "${BACKENDS[@]}" unlogged logged; do
-						run_case "$op" "$keys" "$target" "$c" "$round"
-					done
-				done
-			done
-			# The floor again: how much it moved tells how steady the machine was.
-			run_case select1 - floor "$c" "$round-end"
-			run_case noop - floor "$c" "$round-end"
-		done
-	done
+	statement_cases=""
+	for op in $OPS; do statement_cases+=" $op:random $op:hot"; done
+	run_group "" "" "$CLIENTS" "$statement_cases" "${BACKENDS[@]}" unlogged logged
 	meta statement_seconds "$(($(date +%s) - t0))"
 fi
 

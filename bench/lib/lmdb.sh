@@ -76,7 +76,7 @@ if [ "$lmd_loaded" = 1 ]; then
 	log "lmdb per-statement cases: $ROUNDS round(s) of ${SECS}s after a warm-up of ${WARMUP_N}s, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
 	saved_nkeys=$NKEYS
 	NKEYS=$LMDB_KEYS
-	run_group lmd_ lmd "$LMD_CASES" "${LMD_TARGETS[@]}"
+	run_group lmd_ lmd "$ROCKSDB_CLIENTS" "$LMD_CASES" "${LMD_TARGETS[@]}"
 	NKEYS=$saved_nkeys
 fi
 

@@ -26,6 +26,7 @@ bool		lmdb_sync = false;
 MDB_dbi		lmdb_dbi;
 
 static MDB_env *env = NULL;
+static size_t max_key_size = 0;	/* of env: an LMDB key's limit */
 static pid_t env_pid = 0;
 static MDB_txn *rtxn = NULL;
 static bool rtxn_active = false;
@@ -165,6 +166,7 @@ lmdb_env(void)
 		on_proc_exit(lmdb_on_exit, (Datum) 0);
 	env = e;
 	env_pid = MyProcPid;
+	max_key_size = (size_t) mdb_env_get_maxkeysize(e);
 	return env;
 }
 
@@ -344,9 +346,8 @@ lmdb_key_state(const MDB_val *k)
 void
 lmdb_key_make(LmdbKey *k, uint32 state_id, const StateKey *key)
 {
-	size_t		max = (size_t) mdb_env_get_maxkeysize(lmdb_env());
-
-	if (LMDB_KEY_PREFIX + 1 + (size_t) key->len <= max)
+	(void) lmdb_env();
+	if (LMDB_KEY_PREFIX + 1 + (size_t) key->len <= max_key_size)
 	{
 		k->len = LMDB_KEY_PREFIX + 1 + key->len;
 		k->data = palloc(k->len);

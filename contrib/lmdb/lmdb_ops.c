@@ -112,6 +112,7 @@ typedef struct LmdbWrite
 	uint32		expectlen;
 	bool		expect_found;	/* merge: whether there was one */
 	const void *batch;			/* put_many: its PutMany */
+	bool		log_truncate;	/* remove_all: a truncate (a drop is logged by the host) */
 	StringInfoData img;
 	LmdbUsage	u;
 } LmdbWrite;
@@ -510,21 +511,14 @@ lm_map_remove(const StateTarget *st, const StateKey *key, const char *mkey, uint
 	return found;
 }
 
-/* A copy of a key's image, taken under the read transaction. */
-static bool
-get_copy(const StateTarget *st, const StateKey *key, StringInfo out)
-{
-	resetStringInfo(out);
-	return lm_get(st, key, out);
-}
-
 static void
 lm_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, void *arg)
 {
 	StringInfoData img;
 
+	/* A copy: fn may call state functions, and must see no read open. */
 	initStringInfo(&img);
-	if (get_copy(st, key, &img))
+	if (lm_get(st, key, &img))
 		lmdb_host->map_image_iterate(img.data, img.len, fn, arg);
 	pfree(img.data);
 }
@@ -532,18 +526,22 @@ lm_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, void
 static int64
 lm_length(const StateTarget *st, const StateKey *key)
 {
-	StringInfoData img;
+	LmdbKey		k;
+	const char *img;
+	uint32		len;
 	int64		n = 0;
 
-	initStringInfo(&img);
-	if (get_copy(st, key, &img))
+	/* Counted in place (a damaged image raises with the read still open: reset at the next). */
+	lmdb_key_make(&k, st->desc->id, key);
+	if (lmdb_get_in(lmdb_read_begin(), &k, key, &img, &len))
 	{
 		StateKind	layout = state_kind_layout(st->desc->kind);
 
-		n = layout == STATE_KIND_MAP ? lmdb_host->map_image_count(img.data, img.len) :
-			layout == STATE_KIND_LIST ? lmdb_host->list_image_count(img.data, img.len) : 1;
+		n = layout == STATE_KIND_MAP ? lmdb_host->map_image_count(img, len) :
+			layout == STATE_KIND_LIST ? lmdb_host->list_image_count(img, len) : 1;
 	}
-	pfree(img.data);
+	lmdb_read_end();
+	pfree(k.data);
 	return n;
 }
 
@@ -649,8 +647,7 @@ lm_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 
 /*
  * Remove every key of a state in one write transaction, counting them in
- * w->u.  A logged state's truncate is logged (a drop is logged by the host:
- * w->isnull says not to).
+ * w->u, and log a truncate when asked.
  */
 static bool
 w_remove_all(MDB_txn *txn, LmdbWrite *w)
@@ -678,7 +675,7 @@ w_remove_all(MDB_txn *txn, LmdbWrite *w)
 	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		lmdb_fail(rc, "remove");
-	if (!w->isnull)
+	if (w->log_truncate)
 		log_change(w, STATE_CHANGE_TRUNCATE, NULL, 0, false);
 	return true;
 }
@@ -689,7 +686,7 @@ remove_all(const StateTarget *st, bool log)
 	LmdbWrite	w;
 
 	write_init(&w, st, NULL);
-	w.isnull = !log;
+	w.log_truncate = log;
 	(void) write_txn(&w, w_remove_all);
 	write_done(&w);
 	return -w.u.entries;

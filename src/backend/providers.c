@@ -510,45 +510,67 @@ map_image_corrupt(void)
 			 errmsg("a stored map image is damaged")));
 }
 
-/* The pair of mkey in a map image: its offset (-1: none) and size. */
+/*
+ * map_image_scan walks a map image once, raising data_corrupted where it is
+ * malformed; returns its pairs, and the pair of mkey (when given and there:
+ * *at its offset, -1 when absent).
+ */
 static int64
-map_image_seek(const char *img, uint32 len, const char *mkey, uint32 mkeylen, uint32 *size)
-{
-	return record_find_pair(img, len, mkey, mkeylen, size);
-}
-
-static void
-map_image_check(const char *img, uint32 len)
+map_image_scan(const char *img, uint32 len, const char *mkey, uint32 mkeylen,
+			   RecordPair *pair, int64 *at)
 {
 	uint32		off = 0;
+	uint32		start = 0;
 	RecordPair	p;
 	RecordRead	r;
+	int64		n = 0;
 
+	if (at)
+		*at = -1;
 	while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
-		;
+	{
+		if (mkey && *at < 0 && p.keylen == mkeylen && memcmp(p.key, mkey, mkeylen) == 0)
+		{
+			*pair = p;
+			*at = start;
+		}
+		start = off;
+		n++;
+	}
 	if (r != RECORD_END)
 		map_image_corrupt();
+	return n;
 }
 
 static bool
 host_map_image_find(const char *img, uint32 len, const char *mkey, uint32 mkeylen,
 					const char **value, uint32 *vallen, bool *isnull)
 {
-	uint32		size;
-	int64		at;
-	uint32		off;
 	RecordPair	p;
+	int64		at;
 
-	map_image_check(img, len);
-	at = map_image_seek(img, len, mkey, mkeylen, &size);
+	(void) map_image_scan(img, len, mkey, mkeylen, &p, &at);
 	if (at < 0)
 		return false;
-	off = (uint32) at;
-	if (record_next_pair(img, len, &off, &p) != RECORD_OK)
-		map_image_corrupt();
 	*value = p.value;
 	*vallen = p.vallen;
 	*isnull = p.value == NULL;
+	return true;
+}
+
+/* out gets img without the pair of mkey; false (nothing written) when absent. */
+static bool
+map_image_without(StringInfo out, const char *img, uint32 len, const char *mkey,
+				  uint32 mkeylen)
+{
+	RecordPair	p;
+	int64		at;
+
+	(void) map_image_scan(img, len, mkey, mkeylen, &p, &at);
+	if (at < 0)
+		return false;
+	appendBinaryStringInfo(out, img, (int) at);
+	appendBinaryStringInfo(out, img + at + p.rawlen, (int) (len - at - p.rawlen));
 	return true;
 }
 
@@ -556,18 +578,8 @@ static void
 host_map_image_put(StringInfo out, const char *img, uint32 len, const char *mkey,
 				   uint32 mkeylen, const char *value, uint32 vallen, bool isnull)
 {
-	uint32		size = 0;
-	int64		at;
-
-	map_image_check(img, len);
-	at = map_image_seek(img, len, mkey, mkeylen, &size);
-	if (at < 0)
-		appendBinaryStringInfo(out, img, len);
-	else
-	{
-		appendBinaryStringInfo(out, img, (int) at);
-		appendBinaryStringInfo(out, img + at + size, (int) (len - at - size));
-	}
+	if (!map_image_without(out, img, len, mkey, mkeylen))
+		appendBinaryStringInfo(out, img, (int) len);
 	record_put_pair(out, mkey, mkeylen, isnull ? NULL : value, vallen);
 }
 
@@ -575,23 +587,13 @@ static bool
 host_map_image_remove(StringInfo out, const char *img, uint32 len, const char *mkey,
 					  uint32 mkeylen)
 {
-	uint32		size = 0;
-	int64		at;
-
-	map_image_check(img, len);
-	at = map_image_seek(img, len, mkey, mkeylen, &size);
-	if (at < 0)
-		return false;
-	appendBinaryStringInfo(out, img, (int) at);
-	appendBinaryStringInfo(out, img + at + size, (int) (len - at - size));
-	return true;
+	return map_image_without(out, img, len, mkey, mkeylen);
 }
 
 static int64
 host_map_image_count(const char *img, uint32 len)
 {
-	map_image_check(img, len);
-	return record_count_pairs(img, len);
+	return map_image_scan(img, len, NULL, 0, NULL, NULL);
 }
 
 static void
@@ -600,7 +602,8 @@ host_map_image_iterate(const char *img, uint32 len, StateEntryFn fn, void *arg)
 	uint32		off = 0;
 	RecordPair	p;
 
-	map_image_check(img, len);
+	/* Checked whole first: fn never sees part of a damaged image. */
+	(void) map_image_scan(img, len, NULL, 0, NULL, NULL);
 	while (record_next_pair(img, len, &off, &p) == RECORD_OK)
 		fn(arg, p.key, p.keylen, p.value, p.vallen);
 }
