@@ -85,9 +85,9 @@ is( run_sql(q{SELECT count(*), sum(state.list_length('bg_list', k))
 
 # The same sweep over a backend of another library (contrib/lmdb), key by
 # key through its data operations.
-ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg'}, '0', 30),
+ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg'}, '0', $PostgreSQL::Test::Utils::timeout_default),
 	'lmdb: background cleanup removed 20k expired keys');
-ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg_map'}, '10', 30),
+ok(defined poll(q{SELECT entries FROM state.states WHERE name = 'lbg_map'}, '10', $PostgreSQL::Test::Utils::timeout_default),
 	'lmdb: maps whose entries all expired are gone');
 is( run_sql(q{SELECT sum(state.map_size('lbg_map', k)), min(state.map_get('lbg_map', k, -1, 5))
         FROM state.keys('lbg_map', NULL::int) k}),
