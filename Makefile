@@ -16,6 +16,7 @@ OBJS = \
 	src/worker.o \
 	src/state_ops.o \
 	src/logged.o \
+	src/logged_txn.o \
 	src/common/types.o \
 	src/common/locks.o \
 	src/common/settings.o \
@@ -47,6 +48,8 @@ OBJS = \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
 	src/backend/ttl_state.o \
+	src/backend/txn_state.o \
+	src/backend/txn_commit.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_options.o \
@@ -80,14 +83,15 @@ OBJS = \
 	src/sql/sql_operator.o
 
 EXTENSION = state_backend
-DATA = state_backend--1.2.sql state_backend--1.0.sql state_backend--1.1.sql \
-	state_backend--1.0--1.1.sql state_backend--1.1--1.2.sql
+DATA = state_backend--1.3.sql state_backend--1.0.sql state_backend--1.1.sql \
+	state_backend--1.2.sql state_backend--1.0--1.1.sql state_backend--1.1--1.2.sql \
+	state_backend--1.2--1.3.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 # The provider API, for libraries that register backends of their own:
 # $(includedir_server)/extension/state_backend/state_backend_api.h
 HEADERS = src/api/state_backend_api.h
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade transactional
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).
@@ -102,7 +106,7 @@ REGRESS_LMDB_OPTS = --temp-instance=tmp_check_lmdb \
 
 # Interleavings of sessions (specs/): lock ordering around drop, restore,
 # snapshot and writes.
-ISOLATION = lock_order
+ISOLATION = lock_order transactional_sessions
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(srcdir)/test/regress.conf
 
 TAP_TESTS = 1

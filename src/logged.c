@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/rmgr.h"
 #include "access/xlog.h"
 #include "access/xlogreader.h"
 #include "access/xlogrecovery.h"
@@ -44,6 +45,7 @@
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
+#include "logged_txn.h"
 #include "snapshot/checkpoint.h"
 #include "state_ops.h"
 
@@ -498,10 +500,45 @@ replay_record(HTAB *map, XLogReaderState *reader)
 		(void) state_ops_drop(&d, slot);
 		return true;
 	}
+	if (rec.txn)
+	{
+		/* Applied at its transaction's commit record, if one comes. */
+		replay_txn_hold(&rec, reader->EndRecPtr);
+		return false;
+	}
 	if (reader->EndRecPtr <= t->applied)
 		return false;
 	replay_change(t, &rec);
 	return true;
+}
+
+/*
+ * replay_txn_outcome applies, at a transaction's commit record, the records
+ * of transactional states held for it, and forgets them at its abort
+ * record; returns how many changed something.
+ */
+static int64
+replay_txn_outcome(HTAB *map, XLogReaderState *reader)
+{
+	uint8		info = XLogRecGetInfo(reader) & XLOG_XACT_OPMASK;
+	TransactionId xid = XLogRecGetXid(reader);
+	ListCell   *lc;
+	int64		n = 0;
+
+	if (info == XLOG_XACT_COMMIT)
+		foreach(lc, replay_txn_take(xid))
+		{
+			HeldRecord *h = lfirst(lc);
+			ReplayTarget *t = hash_search(map, &h->rec.state_id, HASH_FIND, NULL);
+
+			if (t == NULL || h->end <= t->applied)
+				continue;
+			replay_change(t, &h->rec);
+			n++;
+		}
+	if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
+		replay_txn_forget(xid);
+	return n;
 }
 
 /* Report why reading WAL stopped, unless it reached the end. */
@@ -579,7 +616,8 @@ replay(HTAB *map, XLogRecPtr start)
 				report_read_stop(reader, errormsg, priv->end_of_wal);
 			if (record == NULL || reader->ReadRecPtr >= end)
 				break;
-			if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
+			if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID &&
+				!(XLogRecGetRmid(reader) == RM_XACT_ID && replay_txn_any()))
 				continue;
 
 			/*
@@ -590,7 +628,9 @@ replay(HTAB *map, XLogRecPtr start)
 			MemoryContextSwitchTo(rec_cxt);
 			PG_TRY();
 			{
-				if (replay_record(map, reader))
+				if (XLogRecGetRmid(reader) == RM_XACT_ID)
+					applied += replay_txn_outcome(map, reader);
+				else if (replay_record(map, reader))
 					applied++;
 				/* Wholly applied: what is committed from here on holds it. */
 				state_wal_set_replaying(reader->EndRecPtr);
@@ -622,6 +662,7 @@ replay(HTAB *map, XLogRecPtr start)
 	}
 	PG_END_TRY();
 	state_wal_set_replaying(done);
+	(void) replay_txn_end();
 	PG_TRY();
 	{
 		keyed_backend_flush_all();

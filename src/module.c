@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "backend/providers.h"
+#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/area.h"
@@ -41,6 +42,7 @@
 #include "logged.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
+#include "sql/sql_common.h"
 #include "state_ops.h"
 #include "worker.h"
 
@@ -74,7 +76,8 @@ state_backend_shmem_request(void)
 													  state_area_shmem_size())),
 									add_size(channel_shmem_size(),
 											 add_size(state_stats_shmem_size(),
-													  ttl_clock_shmem_size()))));
+													  add_size(ttl_clock_shmem_size(),
+															   txn_state_shmem_size())))));
 	state_locks_request();
 }
 
@@ -93,6 +96,7 @@ state_backend_shmem_startup(void)
 	channel_shmem_init();
 	state_stats_shmem_init();
 	ttl_clock_shmem_init();
+	txn_state_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -361,6 +365,8 @@ _PG_init(void)
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = state_backend_process_utility;
 	restore_set_logged_hook(logged_before_restore);
+	txn_state_set_combine(sql_txn_combine);
+	txn_state_init();
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	RegisterSubXactCallback(state_backend_subxact_callback, NULL);
 	keyed_backends_init();

@@ -200,6 +200,8 @@ state_worker_on_exit(int code, Datum arg)
  * one that fails is reported loudly and noted for the next start
  * (snapshot/checkpoint.c).
  */
+static void worker_pause(long ms);
+
 static void
 state_worker_checkpoint(bool final)
 {
@@ -216,6 +218,16 @@ state_worker_checkpoint(bool final)
 	PG_TRY();
 	{
 		id = snapshot_request(NULL, SNAPSHOT_NATIVE);
+		/* Transactions are committing: serve them until they let the cut in. */
+		for (int tries = 0; id == 0 && tries < (final ? 10000 : 1000); tries++)
+		{
+			(void) state_worker_serve(1);
+			worker_pause(1L);
+			id = snapshot_request(NULL, SNAPSHOT_NATIVE);
+		}
+		if (id == 0)
+			ereport(LOG,
+					(errmsg("state_backend checkpoint postponed: transactions kept committing for a second")));
 	}
 	PG_CATCH();
 	{

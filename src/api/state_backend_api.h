@@ -192,6 +192,13 @@ typedef struct StateDesc
 	Oid			aggregate;
 	char		agg_signature[STATE_AGG_SIGNATURE_LEN];
 	StateType	agg_type;
+
+	/*
+	 * Writes commit and roll back with the transaction: the host keeps them
+	 * until the commit and applies them then through the backend's own
+	 * operations, so a backend sees nothing new.
+	 */
+	bool		transactional;
 } StateDesc;
 
 /*

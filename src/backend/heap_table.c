@@ -157,6 +157,35 @@ heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part)
 }
 
 /*
+ * heap_state_reserve sets aside "bytes" of the area for writes to come (a
+ * transaction's, applied at its commit, which must not fail then), or
+ * raises program_limit_exceeded when the area has no room for them.
+ * heap_state_unreserve gives them back, just before those writes.
+ */
+dsa_pointer
+heap_state_reserve(Size bytes)
+{
+	dsa_pointer p;
+
+	heap_state_attach();
+	p = dsa_allocate_extended(heap_state_area, bytes, DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
+	if (!DsaPointerIsValid(p))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("out of state memory"),
+				 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); the writes of this transaction to transactional states would exceed it.",
+						   state_backend_memory_limit_kb),
+				 errhint("Commit smaller transactions, clear or truncate states, or raise state_backend.memory_limit.")));
+	return p;
+}
+
+void
+heap_state_unreserve(dsa_pointer p)
+{
+	dsa_free(heap_state_area, p);
+}
+
+/*
  * heap_state_copy_room makes room for a copy of n bytes out of a partition
  * (common/membuf.h, which raises nothing); when there is none it releases
  * the partition's lock and raises out_of_memory.

@@ -30,6 +30,7 @@ extern void state_key_set(StateKey *key, const char *data, uint32 len);
 extern const KeyedStateBackend heap_keyed_backend;
 extern const KeyedStateBackend rocks_keyed_backend;
 extern const KeyedStateBackend ttl_keyed_backend;
+extern const KeyedStateBackend txn_keyed_backend;
 extern bool ttl_image_visible(const StateDesc *desc, const char *img, uint32 len, int64 now,
 							  StringInfo out);
 

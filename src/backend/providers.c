@@ -227,14 +227,18 @@ keyed_backend_by_id(int backend)
 }
 
 /*
- * keyed_state_ops returns what a state's operations go through: its
- * backend, or for a state with a TTL the TTL layer over it (ttl_state.c).
+ * keyed_state_ops returns what a state's operations go through: for a
+ * transactional state the layer that keeps its transaction's writes
+ * (txn_state.c), otherwise its backend, or for a state with a TTL the TTL
+ * layer over it (ttl_state.c), which is under the transactional one too.
  * Images pass below it with their deadlines: what restores, replays and
  * snapshots move is the backend's own (keyed_backend_by_id).
  */
 const KeyedStateBackend *
 keyed_state_ops(const StateDesc *desc)
 {
+	if (desc->transactional)
+		return &txn_keyed_backend;
 	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
 }
 

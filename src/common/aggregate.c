@@ -317,6 +317,9 @@ aggregate_run_init(const StateDesc *desc, MemoryContext mcxt)
 	else
 		run->result_type = run->transtype;
 	get_typlenbyval(run->result_type, &run->result_len, &run->result_byval);
+	run->combinefn.fn_oid = InvalidOid;
+	if (OidIsValid(agg->aggcombinefn))
+		fmgr_info_cxt(agg->aggcombinefn, &run->combinefn, mcxt);
 	if (run->transtype == INTERNALOID)
 	{
 		fmgr_info_cxt(agg->aggserialfn, &run->serialfn, mcxt);
@@ -418,6 +421,63 @@ state_of_image(AggregateRun *run, const char *img, uint32 len)
 	return d;
 }
 
+/* The image of a transition state (serialized when internal), to out. */
+static void
+image_of_state(AggregateRun *run, Datum state, StringInfo out)
+{
+	resetStringInfo(out);
+	if (run->transtype == INTERNALOID)
+	{
+		bool		snull;
+
+		state = agg_call(run, &run->serialfn, 1, state, false, (Datum) 0, true, NULL, NULL,
+						 &snull);
+		if (snull)
+			elog(ERROR, "state_backend: serial function of an aggregate returned NULL");
+	}
+	codec_encode(&run->image, state, out);
+}
+
+/* aggregate_has_combine: can two transition states of it be combined? */
+bool
+aggregate_has_combine(Oid aggfnoid)
+{
+	HeapTuple	tup;
+	Form_pg_aggregate agg = aggregate_form(aggfnoid, &tup);
+	bool		has = OidIsValid(agg->aggcombinefn);
+
+	ReleaseSysCache(tup);
+	return has;
+}
+
+/*
+ * aggregate_combine writes to out the image of the transition state that
+ * combines those of images a and b, with the aggregate's combine function
+ * (as a parallel aggregation combines its workers' states).
+ */
+void
+aggregate_combine(AggregateRun *run, const char *a, uint32 alen, const char *b, uint32 blen,
+				  StringInfo out)
+{
+	MemoryContext old;
+	Datum		state;
+	bool		isnull;
+
+	if (!OidIsValid(run->combinefn.fn_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the aggregate of a transactional state has no combine function")));
+	old = agg_begin(run);
+	state = agg_call(run, &run->combinefn, 2, state_of_image(run, a, alen), false,
+					 state_of_image(run, b, blen), false, NULL, NULL, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the aggregate's combine function returned NULL")));
+	image_of_state(run, state, out);
+	agg_end(run, old);
+}
+
 /*
  * aggregate_fold folds one value (not NULL: callers skip NULLs, as SQL's
  * aggregates do) into the transition state of image cur (NULL: the key has
@@ -465,17 +525,7 @@ aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the aggregate's transition function returned NULL"),
 				 errdetail("An aggregating state keeps a transition state for every key it holds.")));
-	resetStringInfo(out);
-	if (run->transtype == INTERNALOID)
-	{
-		bool		snull;
-
-		state = agg_call(run, &run->serialfn, 1, state, false, (Datum) 0, true, NULL, NULL,
-						 &snull);
-		if (snull)
-			elog(ERROR, "state_backend: serial function of an aggregate returned NULL");
-	}
-	codec_encode(&run->image, state, out);
+	image_of_state(run, state, out);
 	agg_end(run, old);
 }
 

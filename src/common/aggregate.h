@@ -29,6 +29,7 @@ typedef struct AggregateRun
 	Oid			result_type;	/* the final function's, or transtype */
 	int16		result_len;
 	bool		result_byval;
+	FmgrInfo	combinefn;		/* fn_oid InvalidOid: none */
 	FmgrInfo	serialfn;		/* transtype internal only */
 	FmgrInfo	deserialfn;
 	bool		init_null;
@@ -47,5 +48,8 @@ extern AggregateRun *aggregate_run_init(const StateDesc *desc, MemoryContext mcx
 extern void aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Datum value,
 						   const Datum *more, const bool *more_null, StringInfo out);
 extern Datum aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull);
+extern bool aggregate_has_combine(Oid aggfnoid);
+extern void aggregate_combine(AggregateRun *run, const char *a, uint32 alen, const char *b,
+							  uint32 blen, StringInfo out);
 
 #endif							/* STATE_BACKEND_AGGREGATE_H */

@@ -185,6 +185,7 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	put_u32(out, (uint32) siglen);
 	appendBinaryStringInfo(out, d->agg_signature, (int) siglen);
 	put_type(out, &d->agg_type);
+	put_u8(out, d->transactional ? 1 : 0);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -252,7 +253,7 @@ get_type(Reader *r, StateType *t)
 }
 
 static bool
-read_image(StateDesc *d, Reader *r)
+read_image(StateDesc *d, Reader *r, uint16 version)
 {
 	uint32		ngrants;
 	uint32		siglen;
@@ -289,6 +290,8 @@ read_image(StateDesc *d, Reader *r)
 		return false;
 	get_bytes(r, d->agg_signature, siglen);
 	get_type(r, &d->agg_type);
+	if (version >= 2)
+		d->transactional = get_u8(r) != 0;
 	return r->ok && r->left == 0;
 }
 
@@ -314,7 +317,8 @@ state_desc_image_get(StateDesc *d, const char *img, Size len)
 			get_u32(&r);
 			get_bytes(&r, &version, sizeof(version));
 			get_bytes(&r, &zero, sizeof(zero));
-			if (version == STATE_DESC_IMAGE_VERSION && zero == 0 && read_image(d, &r))
+			if (version >= 1 && version <= STATE_DESC_IMAGE_VERSION && zero == 0 &&
+				read_image(d, &r, version))
 				return true;
 			/* Not an image: an older struct whose id happens to read so. */
 			memset(d, 0, sizeof(StateDesc));

@@ -153,6 +153,8 @@ manifest_build(SnapshotWriter *w)
 		append_encoded(m, NameStr(d->owner_name));
 		if (d->logged)
 			appendStringInfoString(m, " logged=1");
+		if (d->transactional)
+			appendStringInfoString(m, " transactional=1");
 		if (d->range_parts > 0)
 			appendStringInfo(m, " key_group_range=%d-%d/%d",
 							 d->range_first, d->range_last, d->range_parts);
@@ -261,6 +263,8 @@ parse_state_line(char *line, SnapshotState *st)
 		}
 		else if (strcmp(tok, "logged") == 0)
 			st->desc.logged = strcmp(v, "1") == 0;
+		else if (strcmp(tok, "transactional") == 0)
+			st->desc.transactional = strcmp(v, "1") == 0;
 		else if (strcmp(tok, "ttl") == 0)
 		{
 			char	   *end;

@@ -40,10 +40,14 @@ static XLogRecPtr replaying_end = InvalidXLogRecPtr;
 static bool remote_pending = false;
 static bool suppressed = false;
 
-XLogRecPtr
-state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
-			  const char *map_key, uint32 map_keylen,
-			  const char *value, uint32 valuelen, bool isnull)
+/*
+ * wal_insert inserts one record of a change of this kind, with this info
+ * (the kind, or its transactional twin).
+ */
+static XLogRecPtr
+wal_insert(uint8 info, uint8 kind, uint32 state_id, const char *key, uint32 keylen,
+		   const char *map_key, uint32 map_keylen,
+		   const char *value, uint32 valuelen, bool isnull)
 {
 	char		h[STATE_WAL_MAP_HEADER_SIZE];
 	uint32		klen = key ? keylen : 0;
@@ -71,10 +75,35 @@ state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
 		XLogRegisterData(unconstify(char *, map_key), mklen);
 	if (vlen > 0)
 		XLogRegisterData(unconstify(char *, value), vlen);
-	end = XLogInsert(STATE_WAL_RMGR_ID, kind);
+	end = XLogInsert(STATE_WAL_RMGR_ID, info);
 	if (end > last_lsn)
 		last_lsn = end;
 	return end;
+}
+
+XLogRecPtr
+state_wal_log(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
+			  const char *map_key, uint32 map_keylen,
+			  const char *value, uint32 valuelen, bool isnull)
+{
+	return wal_insert(kind, kind, state_id, key, keylen, map_key, map_keylen, value,
+					  valuelen, isnull);
+}
+
+/*
+ * state_wal_log_txn logs a change of a transactional state, made at its
+ * transaction's commit: the record carries the transaction's id (the
+ * caller has one assigned), and recovery applies it only once it meets
+ * that transaction's commit record.
+ */
+XLogRecPtr
+state_wal_log_txn(uint8 kind, uint32 state_id, const char *key, uint32 keylen,
+				  const char *map_key, uint32 map_keylen,
+				  const char *value, uint32 valuelen, bool isnull)
+{
+	Assert(kind >= STATE_WAL_PUT && kind <= STATE_WAL_MAP_REMOVE);
+	return wal_insert(kind + STATE_WAL_TXN_OFFSET, kind, state_id, key, keylen, map_key,
+					  map_keylen, value, valuelen, isnull);
 }
 
 XLogRecPtr
@@ -153,7 +182,16 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 	if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
 		return false;
 	rec->kind = XLogRecGetInfo(reader) & XLR_RMGR_INFO_MASK;
-	if (rec->kind > STATE_WAL_CREATE_HIDDEN)
+	if (rec->kind >= STATE_WAL_PUT + STATE_WAL_TXN_OFFSET &&
+		rec->kind <= STATE_WAL_MAP_REMOVE + STATE_WAL_TXN_OFFSET)
+	{
+		rec->kind -= STATE_WAL_TXN_OFFSET;
+		rec->txn = true;
+		rec->xid = XLogRecGetXid(reader);
+		if (!TransactionIdIsValid(rec->xid))
+			return false;
+	}
+	else if (rec->kind > STATE_WAL_CREATE_HIDDEN)
 		return false;
 	hlen = is_map_kind(rec->kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE;
 	if (len < hlen)
@@ -210,6 +248,16 @@ state_wal_identify(uint8 info)
 			return "TRUNCATE";
 		case STATE_WAL_CREATE_HIDDEN:
 			return "CREATE_HIDDEN";
+		case STATE_WAL_PUT + STATE_WAL_TXN_OFFSET:
+			return "TXN_PUT";
+		case STATE_WAL_APPEND + STATE_WAL_TXN_OFFSET:
+			return "TXN_APPEND";
+		case STATE_WAL_REMOVE + STATE_WAL_TXN_OFFSET:
+			return "TXN_REMOVE";
+		case STATE_WAL_MAP_PUT + STATE_WAL_TXN_OFFSET:
+			return "TXN_MAP_PUT";
+		case STATE_WAL_MAP_REMOVE + STATE_WAL_TXN_OFFSET:
+			return "TXN_MAP_REMOVE";
 	}
 	return NULL;
 }
@@ -226,6 +274,8 @@ state_wal_desc(StringInfo buf, XLogReaderState *reader)
 		return;
 	}
 	appendStringInfo(buf, "state %u", rec.state_id);
+	if (rec.txn)
+		appendStringInfo(buf, " transaction %u", rec.xid);
 	if (rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN)
 	{
 		NameData	name;

@@ -37,6 +37,12 @@
 #define STATE_WAL_TRUNCATE		STATE_CHANGE_TRUNCATE
 #define STATE_WAL_CREATE_HIDDEN	0x80	/* a state being restored, not yet seen */
 
+/*
+ * A transactional state's change (PUT to MAP_REMOVE) has its own info,
+ * kind + STATE_WAL_TXN_OFFSET (0x90 to 0xD0), and carries the xid.
+ */
+#define STATE_WAL_TXN_OFFSET	0x70
+
 /* One record, decoded.  Pointers are into the record's data. */
 typedef struct StateWalRecord
 {
@@ -49,6 +55,9 @@ typedef struct StateWalRecord
 	const char *value;			/* NULL for a NULL map value */
 	uint32		valuelen;
 	StateDesc	desc;			/* STATE_WAL_CREATE(_HIDDEN) only */
+	bool		txn;			/* a transactional state's change: applied
+								 * only if its transaction committed */
+	TransactionId xid;
 } StateWalRecord;
 
 /* Writing: returns the end of the record inserted. */
@@ -56,6 +65,10 @@ extern XLogRecPtr state_wal_log(uint8 kind, uint32 state_id,
 								const char *key, uint32 keylen,
 								const char *map_key, uint32 map_keylen,
 								const char *value, uint32 valuelen, bool isnull);
+extern XLogRecPtr state_wal_log_txn(uint8 kind, uint32 state_id,
+									const char *key, uint32 keylen,
+									const char *map_key, uint32 map_keylen,
+									const char *value, uint32 valuelen, bool isnull);
 extern XLogRecPtr state_wal_log_create(const StateDesc *desc, bool hidden);
 
 /*

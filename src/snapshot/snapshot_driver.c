@@ -32,6 +32,7 @@
 #include "utils/wait_event.h"
 
 #include "backend/keyed_backend.h"
+#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -110,6 +111,10 @@ release_backends(int64 id)
  * call returns is in the snapshot, and no write that completed before it is
  * missing.  Runs in the state worker, which serves no request meanwhile;
  * the caller has checked privileges and the path.
+ *
+ * Returns 0 without a snapshot when transactions are committing their
+ * writes to transactional states (a cut must not fall inside one): the
+ * caller asks again soon, and they let it in (backend/txn_state.h).
  */
 int64
 snapshot_request(const char *path, SnapshotFormat format)
@@ -120,6 +125,8 @@ snapshot_request(const char *path, SnapshotFormat format)
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
 	bool		checkpoint = (path == NULL && state_backend_checkpoint_dir[0] != '\0');
 
+	if (!txn_state_cut_ready())
+		return 0;
 	PG_TRY();
 	{
 		id = snapshot_control_reserve();
@@ -136,11 +143,13 @@ snapshot_request(const char *path, SnapshotFormat format)
 	}
 	PG_CATCH();
 	{
+		txn_state_cut_done();
 		if (id != 0)
 			release_backends(id);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	txn_state_cut_done();
 	return id;
 }
 
@@ -165,7 +174,13 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 	appendBinaryStringInfo(&req, (const char *) &hold, sizeof(hold));
 	if (path)
 		appendStringInfoString(&req, path);
-	id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data, req.len, true);
+	/* 0: transactions are committing; they let the cut in within moments. */
+	while ((id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data,
+									req.len, true)) == 0)
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
 	pfree(req.data);
 	return id;
 }

@@ -221,6 +221,21 @@ aggregate_call(FunctionCallInfo fcinfo, bool text_more)
 	PG_RETURN_VOID();
 }
 
+/* StateMergeFn of a transactional state's commit: out := combine(cur, in). */
+static void
+aggregating_combine(const char *cur, uint32 curlen, const char *in, uint32 inlen,
+					StringInfo out, void *arg)
+{
+	aggregate_combine((AggregateRun *) arg, cur, curlen, in, inlen, out);
+}
+
+void
+sql_aggregating_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
+{
+	*fn = aggregating_combine;
+	*arg = aggregate_run_init(desc, CurrentMemoryContext);
+}
+
 Datum
 state_aggregate(PG_FUNCTION_ARGS)
 {

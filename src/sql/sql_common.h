@@ -111,6 +111,13 @@ extern Datum sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
 
+/*
+ * sql_reducing.c: how a transactional state's fold of a transaction's
+ * reductions combines with its committed value (backend/txn_state.h).
+ */
+extern void sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
+extern void sql_aggregating_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
+
 /* sql_rescale.c */
 extern Datum key_group_range_datum(int first, int last);
 extern void state_check_parts(bool parallelism_null, int parallelism, bool part_null, int part);

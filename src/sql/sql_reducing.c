@@ -134,6 +134,25 @@ reducer_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	codec_encode(r->codec, result, out);
 }
 
+/*
+ * sql_txn_combine sets up, for a transactional reducing or aggregating
+ * state, how the fold of a transaction's values combines with the value
+ * committed when it commits: a reducer folds it as one more value (sum,
+ * min and max do not mind the grouping), an aggregate combines the two
+ * transition states.
+ */
+void
+sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
+{
+	if (desc->kind == STATE_KIND_AGGREGATING)
+	{
+		sql_aggregating_combine(desc, fn, arg);
+		return;
+	}
+	*fn = reducer_merge;
+	*arg = reducer_setup(state_call_detached(desc));
+}
+
 /* reduce(name, key, value): fold value in; returns the new result. */
 Datum
 state_reduce(PG_FUNCTION_ARGS)

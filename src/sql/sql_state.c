@@ -16,6 +16,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -186,8 +187,42 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 }
 
 /*
+ * transactional => true: the state's writes commit and roll back with the
+ * transaction (backend/txn_state.c).  Any state with keys, but not logged
+ * and with a TTL together (the records of its commits could not give the
+ * deadlines the commit gave), and an aggregate only with a combine
+ * function (a transaction's transition state is combined at its commit
+ * with the one committed meanwhile).
+ */
+static void
+parse_transactional(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	desc->transactional = PG_NARGS() > 12 && !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+	if (!desc->transactional)
+		return;
+	if (state_kind_is_operator(desc->kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s states cannot be transactional", state_kind_name(desc->kind)),
+				 errhint("States with keys can: value, list, map, reducing and aggregating.")));
+	if (desc->logged && desc->ttl > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a transactional state cannot be logged and have a TTL"),
+				 errhint("Leave out one of logged => true and ttl.")));
+	if (desc->kind == STATE_KIND_AGGREGATING && !aggregate_has_combine(desc->aggregate))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s has no combine function, which a transactional state needs",
+						format_procedure(desc->aggregate)),
+				 errdetail("At commit, the transition state of a transaction's values is combined with the one committed meanwhile, as a parallel aggregation combines its workers' states."),
+				 errhint("Use an aggregate with a combine function, or transactional => false.")));
+}
+
+/*
  * create_state(name, kind, key_type, value_type, backend, map_key_type,
- *				reducer, ttl, logged, ttl_update, ttl_visibility, aggregate)
+ *				reducer, ttl, logged, ttl_update, ttl_visibility, aggregate,
+ *				transactional)
  */
 Datum
 state_create_state(PG_FUNCTION_ARGS)
@@ -277,6 +312,7 @@ state_create_state(PG_FUNCTION_ARGS)
 		aggregate_describe(PG_GETARG_OID(11), desc.types[STATE_TYPE_VALUE].oid, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
+	parse_transactional(fcinfo, &desc);
 	inherit_range(&desc);
 	if (desc.logged)
 		(void) logged_create(&desc);
@@ -362,8 +398,8 @@ state_states(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[16];
-		bool		nulls[16];
+		Datum		values[17];
+		bool		nulls[17];
 		int64		entries;
 		int64		bytes;
 
@@ -394,6 +430,7 @@ state_states(PG_FUNCTION_ARGS)
 			key_group_range_datum(0, state_backend_max_parallelism - 1);
 		values[15] = ObjectIdGetDatum(d->aggregate);
 		nulls[15] = !OidIsValid(d->aggregate);
+		values[16] = BoolGetDatum(d->transactional);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

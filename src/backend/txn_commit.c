@@ -1,0 +1,470 @@
+/*
+ * backend/txn_commit.c
+ *		The commit of a transaction's writes to transactional states.
+ *
+ * Before the commit (XACT_EVENT_PRE_COMMIT), where an error still aborts
+ * the transaction cleanly:
+ *	1. lock every key written (a heavyweight lock per state and key hash,
+ *	   in one order: state ids, then hashes; a transaction that wrote more
+ *	   than TXN_MAX_KEY_LOCKS keys of a state locks the whole state), so
+ *	   that no other commit changes them until this one has applied its
+ *	   writes: commits of one key follow each other;
+ *	2. fold what must be folded against the value committed by then
+ *	   (reduce, aggregate), giving each key what the apply will write;
+ *	3. set aside the memory the heap's writes will take (54000 when
+ *	   state_backend.memory_limit cannot hold them);
+ *	4. pass the gate (below), then log the writes of logged states to WAL
+ *	   with the transaction's xid, which recovery applies only if it meets
+ *	   the transaction's commit record.
+ * After the commit (XACT_EVENT_COMMIT), where nothing may fail: apply the
+ * writes through the states' backends, leave the gate.  The locks go at
+ * the end of the transaction, after the apply.
+ *
+ * The gate: a snapshot's cut must not fall between a transaction's WAL
+ * records and the end of its apply (it would hold part of the
+ * transaction, and WAL replayed from the cut would miss the rest).  The
+ * state worker asks txn_state_cut_ready before a cut; it sets "cut wanted"
+ * for a moment and says whether no commit is inside; commits wait at the
+ * gate while a cut is wanted.  The worker never waits for the gate (a
+ * commit inside may need it to serve its writes): a cut that cannot be made
+ * yet is asked for again.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/shmem.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "backend/heap_table.h"
+#include "backend/txn_internal.h"
+#include "catalog/registry.h"
+#include "format/records.h"
+#include "format/state_wal.h"
+
+/* More keys of one state than this in a transaction: lock the state. */
+#define TXN_MAX_KEY_LOCKS	64
+
+/* How long a cut stops commits at the gate unless asked again. */
+#define TXN_CUT_WANTED_US	(200 * 1000)
+
+typedef struct TxnGate
+{
+	pg_atomic_uint32 inside;	/* commits between their WAL and their apply */
+	pg_atomic_uint64 cut_wanted_until;	/* a timestamp; 0: none */
+	ConditionVariable cv;
+} TxnGate;
+
+static TxnGate *gate = NULL;
+
+static bool committing = false;	/* from our pre-commit to the end */
+static bool in_gate = false;
+static bool reserved = false;
+static dsa_pointer reservation;
+
+/* ---------------------------------------------------------------- gate */
+
+Size
+txn_state_shmem_size(void)
+{
+	return MAXALIGN(sizeof(TxnGate));
+}
+
+void
+txn_state_shmem_init(void)
+{
+	bool		found;
+
+	gate = ShmemInitStruct("state_backend transactional commits", sizeof(TxnGate), &found);
+	if (!found)
+	{
+		pg_atomic_init_u32(&gate->inside, 0);
+		pg_atomic_init_u64(&gate->cut_wanted_until, 0);
+		ConditionVariableInit(&gate->cv);
+	}
+}
+
+static bool
+cut_wanted(void)
+{
+	uint64		until = pg_atomic_read_u64(&gate->cut_wanted_until);
+
+	return until != 0 && (uint64) GetCurrentTimestamp() < until;
+}
+
+static void
+gate_enter(void)
+{
+	for (;;)
+	{
+		if (cut_wanted())
+		{
+			ConditionVariableTimedSleep(&gate->cv, 10, PG_WAIT_EXTENSION);
+			continue;
+		}
+		/* A full barrier: the worker sees it, or this sees the worker's wish. */
+		pg_atomic_fetch_add_u32(&gate->inside, 1);
+		if (!cut_wanted())
+			break;
+		pg_atomic_fetch_sub_u32(&gate->inside, 1);
+	}
+	ConditionVariableCancelSleep();
+	in_gate = true;
+}
+
+static void
+gate_leave(void)
+{
+	if (!in_gate)
+		return;
+	in_gate = false;
+	pg_atomic_fetch_sub_u32(&gate->inside, 1);
+}
+
+bool
+txn_state_cut_ready(void)
+{
+	pg_atomic_write_u64(&gate->cut_wanted_until,
+						(uint64) GetCurrentTimestamp() + TXN_CUT_WANTED_US);
+	pg_memory_barrier();
+	return pg_atomic_read_u32(&gate->inside) == 0;
+}
+
+void
+txn_state_cut_done(void)
+{
+	pg_atomic_write_u64(&gate->cut_wanted_until, 0);
+	ConditionVariableBroadcast(&gate->cv);
+}
+
+/* --------------------------------------------------------------- locks */
+
+static int
+cmp_key_hash(const void *a, const void *b)
+{
+	uint32		x = (*(PendKey *const *) a)->key.hash;
+	uint32		y = (*(PendKey *const *) b)->key.hash;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_state_id(const void *a, const void *b)
+{
+	uint32		x = (*(PendState *const *) a)->state_id;
+	uint32		y = (*(PendState *const *) b)->state_id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Lock the keys one state's commit writes (or the state). */
+static void
+lock_state_keys(PendState *ps)
+{
+	PendKey   **keys;
+	int			n = 0;
+
+	if (ps->nkeys > TXN_MAX_KEY_LOCKS)
+	{
+		txn_lock_state(&ps->desc, ExclusiveLock);
+		return;
+	}
+	txn_lock_state(&ps->desc, RowExclusiveLock);
+	keys = palloc(sizeof(PendKey *) * ps->nkeys);
+	for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+		if (!pend_key_empty(pk))
+			keys[n++] = pk;
+	qsort(keys, n, sizeof(PendKey *), cmp_key_hash);
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0 && keys[i]->key.hash == keys[i - 1]->key.hash)
+			continue;
+		txn_lock_key(ps->state_id, keys[i]->key.hash);
+	}
+	pfree(keys);
+}
+
+/* ---------------------------------------------------------- pre-commit */
+
+/*
+ * finalize_key turns a key's pending writes into what the apply writes: a
+ * whole image (PEND_SET), a removal (PEND_CLEARED), elements to append, or
+ * map entries to set and remove.  Reductions fold against the value
+ * committed now (the key is locked, so it stays so until the apply).
+ */
+static void
+finalize_key(PendKey *pk)
+{
+	PendState  *ps = pk->state;
+	StateKind	layout = state_kind_layout(ps->desc.kind);
+	StringInfoData cur;
+	bool		have = false;
+
+	if (!pk->has_tail || layout == STATE_KIND_MAP)
+		return;
+	if (layout == STATE_KIND_LIST)
+	{
+		/*
+		 * Appended at commit as they come, but for a logged state, whose
+		 * records must hold whole images (replayed twice, they change
+		 * nothing more).
+		 */
+		if (pk->base == PEND_OVER && !ps->desc.logged)
+			return;
+		if (pk->base == PEND_OVER)
+			(void) ps->inner->get(&ps->target, &pk->key, &pk->image);
+		appendBinaryStringInfo(&pk->image, pk->tail.data, pk->tail.len);
+	}
+	else
+	{
+		initStringInfo(&cur);
+		if (pk->base == PEND_OVER)
+			have = ps->inner->get(&ps->target, &pk->key, &cur);
+		else if (pk->base == PEND_SET)
+		{
+			appendBinaryStringInfo(&cur, pk->image.data, pk->image.len);
+			have = true;
+		}
+		pend_combine(ps, have ? cur.data : NULL, cur.len, pk->tail.data, pk->tail.len,
+					 &pk->image);
+		pfree(cur.data);
+	}
+	pk->base = PEND_SET;
+	pk->has_tail = false;
+	resetStringInfo(&pk->tail);
+}
+
+/* Bytes of the heap a key's apply may take, generously. */
+static Size
+heap_bytes(const PendKey *pk)
+{
+	Size		n = pk->key.len + 64;
+
+	n += pk->image.len + pk->image.len / 4;
+	/* An append or a map change may copy the entry: count them twice. */
+	n += 2 * ((Size) pk->tail.len + pk->mapops.len);
+	return n;
+}
+
+/* Log a key's writes (a logged state's): what the apply will do. */
+static void
+log_key(const PendKey *pk)
+{
+	uint32		id = pk->state->state_id;
+	uint32		off = 0;
+	RecordPair	pair;
+
+	if (pk->base == PEND_SET)
+		(void) state_wal_log_txn(STATE_WAL_PUT, id, pk->key.data, pk->key.len, NULL, 0,
+								 pk->image.data, pk->image.len, false);
+	else if (pk->base == PEND_CLEARED)
+		(void) state_wal_log_txn(STATE_WAL_REMOVE, id, pk->key.data, pk->key.len, NULL, 0,
+								 NULL, 0, false);
+	if (pk->has_tail)
+		(void) state_wal_log_txn(STATE_WAL_APPEND, id, pk->key.data, pk->key.len, NULL, 0,
+								 pk->tail.data, pk->tail.len, false);
+	while (record_next_pair(pk->mapops.data, pk->mapops.len, &off, &pair) == RECORD_OK)
+	{
+		char		tag = pair.value ? pair.value[0] : PEND_MAP_REMOVED;
+
+		if (tag == PEND_MAP_REMOVED)
+			(void) state_wal_log_txn(STATE_WAL_MAP_REMOVE, id, pk->key.data, pk->key.len,
+									 pair.key, pair.keylen, NULL, 0, false);
+		else
+			(void) state_wal_log_txn(STATE_WAL_MAP_PUT, id, pk->key.data, pk->key.len,
+									 pair.key, pair.keylen, pair.value + 1,
+									 pair.vallen - 1, tag == PEND_MAP_PUT_NULL);
+	}
+}
+
+static void
+txn_pre_commit(void)
+{
+	PendState  *list = txn_pending_states();
+	PendState **ps;
+	int			n = 0;
+	Size		heap = 0;
+	bool		any_logged = false;
+
+	committing = true;
+	txn_pending_freeze(true);
+	for (PendState *s = list; s != NULL; s = s->next)
+		n++;
+	ps = palloc(sizeof(PendState *) * n);
+	n = 0;
+	for (PendState *s = list; s != NULL; s = s->next)
+		ps[n++] = s;
+	qsort(ps, n, sizeof(PendState *), cmp_state_id);
+
+	for (int i = 0; i < n; i++)
+	{
+		lock_state_keys(ps[i]);
+		if (!registry_alive(ps[i]->target.slot, ps[i]->state_id))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("state \"%s\" does not exist", NameStr(ps[i]->desc.name)),
+					 errdetail("It was dropped before this transaction committed its writes to it.")));
+		for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
+		{
+			finalize_key(pk);
+			if (keyed_backend_by_id(ps[i]->desc.backend) == &heap_keyed_backend &&
+				!pend_key_empty(pk))
+				heap += heap_bytes(pk);
+		}
+		any_logged |= ps[i]->desc.logged;
+	}
+	if (heap > 0)
+	{
+		reservation = heap_state_reserve(heap);
+		reserved = true;
+	}
+	if (any_logged)
+		(void) GetTopTransactionId();
+	gate_enter();
+	for (int i = 0; i < n; i++)
+		if (ps[i]->desc.logged)
+			for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
+				log_key(pk);
+	pfree(ps);
+}
+
+/* -------------------------------------------------------------- commit */
+
+static void
+apply_key(PendState *ps, PendKey *pk)
+{
+	const StateTarget *st = &ps->quiet_target;
+	uint32		off = 0;
+	RecordPair	pair;
+
+	if (pk->base == PEND_SET)
+		ps->inner->put(st, &pk->key, pk->image.data, pk->image.len);
+	else if (pk->base == PEND_CLEARED)
+		(void) ps->inner->remove(st, &pk->key);
+	if (pk->has_tail)
+		ps->inner->append(st, &pk->key, pk->tail.data, pk->tail.len);
+	while (record_next_pair(pk->mapops.data, pk->mapops.len, &off, &pair) == RECORD_OK)
+	{
+		char		tag = pair.value ? pair.value[0] : PEND_MAP_REMOVED;
+
+		if (tag == PEND_MAP_REMOVED)
+			(void) ps->inner->map_remove(st, &pk->key, pair.key, pair.keylen);
+		else
+			ps->inner->map_put(st, &pk->key, pair.key, pair.keylen, pair.value + 1,
+							   pair.vallen - 1, tag == PEND_MAP_PUT_NULL);
+	}
+}
+
+/*
+ * txn_apply writes what the pre-commit readied.  The transaction has
+ * committed: an error cannot abort it any more, so a state whose writes
+ * fail (its backend failed meanwhile) is reported and the others go on.
+ */
+static void
+txn_apply(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (reserved)
+	{
+		heap_state_unreserve(reservation);
+		reserved = false;
+	}
+	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
+	{
+		PG_TRY();
+		{
+			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+				apply_key(ps, pk);
+			if (keyed_backend_by_id(ps->desc.backend)->flush)
+				keyed_backend_by_id(ps->desc.backend)->flush();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			LWLockReleaseAll();
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("the committed writes of transactional state \"%s\" could not all be applied: %s",
+							NameStr(ps->desc.name), edata->message)));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+	}
+}
+
+/* The end of the transaction, however it ended. */
+static void
+txn_end(void)
+{
+	gate_leave();
+	if (reserved)
+	{
+		heap_state_unreserve(reservation);
+		reserved = false;
+	}
+	committing = false;
+	txn_pending_freeze(false);
+	txn_pending_forget();
+}
+
+static void
+txn_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (txn_pending_any())
+				txn_pre_commit();
+			break;
+		case XACT_EVENT_COMMIT:
+			if (committing)
+				txn_apply();
+			txn_end();
+			break;
+		case XACT_EVENT_ABORT:
+			txn_end();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (txn_pending_any())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that wrote to transactional states"),
+						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
+			break;
+		case XACT_EVENT_PREPARE:
+			txn_end();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+txn_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		txn_pending_subxact_commit(mySubid, parentSubid);
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		txn_pending_subxact_abort(mySubid);
+}
+
+/*
+ * txn_state_init registers the transaction callbacks (in _PG_init): in a
+ * transaction that wrote no transactional state they look at one pointer
+ * and return.
+ */
+void
+txn_state_init(void)
+{
+	RegisterXactCallback(txn_xact_callback, NULL);
+	RegisterSubXactCallback(txn_subxact_callback, NULL);
+}

@@ -1,0 +1,37 @@
+/*
+ * backend/txn_state.h
+ *		Transactional states: the layer over a state's backend that keeps
+ *		a transaction's writes until it commits (txn_state.c) and applies
+ *		them then (txn_commit.c).
+ */
+#ifndef STATE_BACKEND_TXN_STATE_H
+#define STATE_BACKEND_TXN_STATE_H
+
+#include "backend/keyed_backend.h"
+
+/*
+ * How a transaction's fold of reduced values combines with the committed
+ * image at its commit (sum, min and max fold again; an aggregate runs its
+ * combine function).  The SQL layer installs it (module.c): it sets up the
+ * same fold a call would, from the descriptor, in CurrentMemoryContext.
+ */
+typedef void (*TxnCombineSetup) (const StateDesc *desc, StateMergeFn *fn, void **arg);
+
+extern void txn_state_set_combine(TxnCombineSetup setup);
+
+/* In _PG_init: the transaction callbacks that commit and forget (txn_commit.c). */
+extern void txn_state_init(void);
+
+/*
+ * The snapshot's cut and the commits of transactional states: a cut may
+ * be made only when no transaction is between logging its writes and
+ * applying them all (txn_state_cut_ready asks, and stops new ones for a
+ * moment: ask again soon, or they go on); txn_state_cut_done lets them go.
+ */
+extern bool txn_state_cut_ready(void);
+extern void txn_state_cut_done(void);
+
+extern Size txn_state_shmem_size(void);
+extern void txn_state_shmem_init(void);
+
+#endif							/* STATE_BACKEND_TXN_STATE_H */

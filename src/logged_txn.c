@@ -1,0 +1,129 @@
+/*
+ * logged_txn.c
+ *		Recovery of logged transactional states: the records of their
+ *		commits are applied only once the transaction's commit record is
+ *		met.
+ *
+ * A transaction's records (format/state_wal.h: STATE_WAL_TXN_OFFSET) come
+ * before its commit record, which may never come: the server crashed in
+ * between, or the commit failed after them.  Replay (logged.c) holds them
+ * here per xid; the transaction's commit record hands them back to be
+ * applied, in the order they were logged, its abort record forgets them,
+ * and whatever is still held when WAL ends is forgotten: those
+ * transactions never committed.  The records hold whole images, map
+ * entries and removals (never appends), so applying one again over a
+ * state that had it already changes nothing.
+ */
+#include "postgres.h"
+
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "logged_txn.h"
+
+typedef struct HeldTxn
+{
+	TransactionId xid;			/* hash key */
+	MemoryContext cxt;
+	List	   *records;		/* of HeldRecord, in WAL order */
+} HeldTxn;
+
+static HTAB *held = NULL;
+
+static char *
+copy_image(MemoryContext cxt, const char *p, uint32 len)
+{
+	char	   *c;
+
+	if (p == NULL)
+		return NULL;
+	c = MemoryContextAlloc(cxt, len + 1);
+	memcpy(c, p, len);
+	c[len] = '\0';
+	return c;
+}
+
+/* replay_txn_hold keeps a transactional record until its xid ends. */
+void
+replay_txn_hold(const StateWalRecord *rec, XLogRecPtr end)
+{
+	HeldTxn    *t;
+	HeldRecord *h;
+	bool		found;
+	MemoryContext old;
+
+	if (held == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(TransactionId);
+		ctl.entrysize = sizeof(HeldTxn);
+		ctl.hcxt = TopMemoryContext;
+		held = hash_create("state_backend held transactions", 64, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	t = hash_search(held, &rec->xid, HASH_ENTER, &found);
+	if (!found)
+	{
+		t->cxt = AllocSetContextCreate(TopMemoryContext, "state_backend held transaction",
+									   ALLOCSET_SMALL_SIZES);
+		t->records = NIL;
+	}
+	old = MemoryContextSwitchTo(t->cxt);
+	h = palloc(sizeof(HeldRecord));
+	h->rec = *rec;
+	h->rec.key = copy_image(t->cxt, rec->key, rec->keylen);
+	h->rec.map_key = copy_image(t->cxt, rec->map_key, rec->map_keylen);
+	h->rec.value = copy_image(t->cxt, rec->value, rec->valuelen);
+	h->end = end;
+	t->records = lappend(t->records, h);
+	MemoryContextSwitchTo(old);
+}
+
+/* Is any transaction's record held (so that xact records matter)? */
+bool
+replay_txn_any(void)
+{
+	return held != NULL && hash_get_num_entries(held) > 0;
+}
+
+/* The records held for xid (NIL: none); replay_txn_forget frees them. */
+List *
+replay_txn_take(TransactionId xid)
+{
+	HeldTxn    *t = held ? hash_search(held, &xid, HASH_FIND, NULL) : NULL;
+
+	return t ? t->records : NIL;
+}
+
+void
+replay_txn_forget(TransactionId xid)
+{
+	HeldTxn    *t = held ? hash_search(held, &xid, HASH_FIND, NULL) : NULL;
+
+	if (t == NULL)
+		return;
+	MemoryContextDelete(t->cxt);
+	(void) hash_search(held, &xid, HASH_REMOVE, NULL);
+}
+
+/* WAL ended: forget every transaction not committed; returns how many. */
+int64
+replay_txn_end(void)
+{
+	int64		n = 0;
+	HASH_SEQ_STATUS seq;
+	HeldTxn    *t;
+
+	if (held == NULL)
+		return 0;
+	hash_seq_init(&seq, held);
+	while ((t = hash_seq_search(&seq)) != NULL)
+	{
+		MemoryContextDelete(t->cxt);
+		n++;
+	}
+	hash_destroy(held);
+	held = NULL;
+	return n;
+}
