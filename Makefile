@@ -50,6 +50,7 @@ OBJS = \
 	src/backend/ttl_state.o \
 	src/backend/txn_state.o \
 	src/backend/txn_commit.o \
+	src/backend/txn_locks.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_options.o \

@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -230,20 +230,27 @@ PSQL=("$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK" -p "$PORT" -U postgr
 # sql DB: run SQL from stdin in database DB, print the rows unaligned.
 sql() { as_pg timeout -k 10 3600 "${PSQL[@]}" -d "$1"; }
 
-# stmt_tps OUT KEYS CLIENTS STMT [PGOPTIONS]: pgbench (-M PROTOCOL, -T
-# WARMUP_N + SECS, progress every second) of one statement on random keys
-# :k of 1..KEYS; prints the mean tps of the seconds after the warm-up, or
-# nothing when pgbench failed.  pgbench's output goes to OUT.
-stmt_tps() {
-	local out=$1 keys=$2 clients=$3 stmt=$4 opts=${5:-} f rc=0 tps
-	f="${out%.txt}.pgbench"
-	printf '\\set k random(1, %d)\n%s\n' "$keys" "$stmt" >"$f"
+# script_tps OUT SCRIPT CLIENTS [PGOPTIONS [PGBENCH_OPTION]]: pgbench (-M
+# PROTOCOL, -T WARMUP_N + SECS, progress every second) of a script file;
+# prints the mean tps of the seconds after the warm-up, or nothing when
+# pgbench failed.  pgbench's output goes to OUT.
+script_tps() {
+	local out=$1 f=$2 clients=$3 opts=${4:-} extra=${5:---no-vacuum} rc=0 tps
 	as_pg env PGOPTIONS="$opts" timeout -k 10 $((WARMUP_N + SECS + 300)) \
-		"$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
+		"$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres "$extra" \
 		-T $((WARMUP_N + SECS)) -P 1 -c "$clients" -j "$THREADS_MAX" -f "$f" bench >"$out" 2>&1 || rc=$?
 	tps=$(awk -v from="$WARMUP_N" '/^progress: / { t = $2 + 0; if (t > from) { n++; s += $4 } } END { if (n) printf "%.1f", s / n }' "$out")
 	[ -z "$tps" ] && tps=$(awk '/^tps = / { print $3; exit }' "$out")
 	[ "$rc" -eq 0 ] && printf '%s' "$tps"
+}
+
+# stmt_tps OUT KEYS CLIENTS STMT [PGOPTIONS]: script_tps of one statement
+# on random keys :k of 1..KEYS.
+stmt_tps() {
+	local out=$1 keys=$2 clients=$3 stmt=$4 opts=${5:-} f
+	f="${out%.txt}.pgbench"
+	printf '\\set k random(1, %d)\n%s\n' "$keys" "$stmt" >"$f"
+	script_tps "$out" "$f" "$clients" "$opts"
 }
 sql1() { sql bench <<<"$1"; }
 
@@ -760,6 +767,14 @@ if has_case stats; then
 	. "$LIB/stats.sh"
 fi
 
+# ------------------------------------------------------------ transactional states
+# bench/lib/transactional.sh: reduce on a transactional state beside the
+# same state not transactional and an unlogged table's UPDATE.
+if has_case transactional; then
+	# shellcheck source-path=SCRIPTDIR source=transactional.sh
+	. "$LIB/transactional.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -799,6 +814,7 @@ perl "$LIB/report_ttl.pl" "$RAW" "$file" || die "report_ttl.pl failed"
 perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
 perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl failed"
 perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
+perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then

@@ -70,7 +70,7 @@ static dsa_pointer reservation;
 Size
 txn_state_shmem_size(void)
 {
-	return MAXALIGN(sizeof(TxnGate));
+	return add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size());
 }
 
 void
@@ -85,6 +85,7 @@ txn_state_shmem_init(void)
 		pg_atomic_init_u64(&gate->cut_wanted_until, 0);
 		ConditionVariableInit(&gate->cv);
 	}
+	txn_locks_shmem_init();
 }
 
 static bool
@@ -169,10 +170,10 @@ lock_state_keys(PendState *ps)
 
 	if (ps->nkeys > TXN_MAX_KEY_LOCKS)
 	{
-		txn_lock_state(&ps->desc, ExclusiveLock);
+		txn_use_state_whole(&ps->target);
 		return;
 	}
-	txn_lock_state(&ps->desc, RowExclusiveLock);
+	txn_use_state(&ps->target);
 	keys = palloc(sizeof(PendKey *) * ps->nkeys);
 	for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
 		if (!pend_key_empty(pk))
@@ -405,6 +406,7 @@ static void
 txn_end(void)
 {
 	gate_leave();
+	txn_locks_release();
 	if (reserved)
 	{
 		heap_state_unreserve(reservation);

@@ -93,8 +93,12 @@ extern void txn_pending_subxact_abort(SubTransactionId mine);
 
 extern void txn_pending_freeze(bool on);
 
-/* The commit's locks (txn_state.c). */
-extern void txn_lock_state(const StateDesc *desc, LOCKMODE mode);
+/* What keeps commits apart (txn_locks.c). */
 extern void txn_lock_key(uint32 state_id, uint32 hash);
+extern void txn_use_state(const StateTarget *st);
+extern void txn_use_state_whole(const StateTarget *st);
+extern void txn_locks_release(void);
+extern Size txn_locks_shmem_size(void);
+extern void txn_locks_shmem_init(void);
 
 #endif							/* STATE_BACKEND_TXN_INTERNAL_H */

@@ -19,8 +19,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -44,7 +42,17 @@ typedef struct PendUndo
 	struct PendUndo *next;
 } PendUndo;
 
+/*
+ * The transaction's keys.  The table lives across transactions (made once
+ * per session, emptied at each end), so that a transaction of one call
+ * does not pay for making one; a transaction that wrote many keys leaves
+ * it to be made afresh.  What its entries point to is the transaction's.
+ */
+#define PENDING_KEEP_KEYS	256
+
 static HTAB *pending = NULL;
+static MemoryContext pending_cxt = NULL;
+static long pending_keys = 0;
 static bool frozen = false;		/* being committed: no more writes */
 static PendState *states = NULL;
 static PendUndo *undo = NULL;
@@ -105,40 +113,28 @@ txn_pending_freeze(bool on)
 	frozen = on;
 }
 
-/*
- * Locks of the commit (heavyweight, held to the transaction's end): one per
- * state (a commit's writes take it in RowExclusiveLock, or ExclusiveLock
- * when they are too many to lock key by key; a truncate in ExclusiveLock)
- * and one per key hash.  They are advisory locks of field4 TXN_LOCK_STATE
- * and TXN_LOCK_KEY (SQL's advisory locks use 1 and 2), so pg_locks shows
- * them, and a wait for one is cancelled and checked for deadlocks as any.
- */
-#define TXN_LOCK_STATE		3
-#define TXN_LOCK_KEY		4
-
-void
-txn_lock_state(const StateDesc *desc, LOCKMODE mode)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, desc->id, 0, TXN_LOCK_STATE);
-	(void) LockAcquire(&tag, mode, false, false);
-}
-
-void
-txn_lock_key(uint32 state_id, uint32 hash)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, state_id, hash, TXN_LOCK_KEY);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-}
-
 /* The transaction ended: its memory goes with TopTransactionContext. */
 void
 txn_pending_forget(void)
 {
-	pending = NULL;
+	if (pending_keys > PENDING_KEEP_KEYS)
+	{
+		MemoryContextReset(pending_cxt);
+		pending = NULL;
+	}
+	else if (pending_keys > 0)
+	{
+		for (PendState *ps = states; ps != NULL; ps = ps->next)
+			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+				(void) hash_search(pending, &pk->id, HASH_REMOVE, NULL);
+		/* An entry that no state lists (an error as it was made): start afresh. */
+		if (hash_get_num_entries(pending) != 0)
+		{
+			MemoryContextReset(pending_cxt);
+			pending = NULL;
+		}
+	}
+	pending_keys = 0;
 	states = NULL;
 	undo = NULL;
 }
@@ -183,6 +179,10 @@ pend_key(const StateTarget *st, const StateKey *key, bool create)
 	bool		found;
 	PendState  *ps;
 	MemoryContext old;
+	char	   *copy;
+	StringInfoData image;
+	StringInfoData tail;
+	StringInfoData mapops;
 
 	if (pending == NULL)
 	{
@@ -190,11 +190,15 @@ pend_key(const StateTarget *st, const StateKey *key, bool create)
 
 		if (!create)
 			return NULL;
+		if (pending_cxt == NULL)
+			pending_cxt = AllocSetContextCreate(TopMemoryContext,
+												"state_backend pending keys",
+												ALLOCSET_DEFAULT_SIZES);
 		ctl.keysize = sizeof(PendKeyId);
 		ctl.entrysize = sizeof(PendKey);
 		ctl.hash = pend_hash;
 		ctl.match = pend_match;
-		ctl.hcxt = TopTransactionContext;
+		ctl.hcxt = pending_cxt;
 		pending = hash_create("state_backend pending writes", 64, &ctl,
 							  HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	}
@@ -202,23 +206,37 @@ pend_key(const StateTarget *st, const StateKey *key, bool create)
 	id.hash = key->hash;
 	id.len = key->len;
 	id.data = key->data;
-	pk = hash_search(pending, &id, create ? HASH_ENTER : HASH_FIND, &found);
-	if (pk == NULL || found)
+	if (!create && states == NULL)
+		return NULL;
+	if (!create)
+		return hash_search(pending, &id, HASH_FIND, NULL);
+	pk = hash_search(pending, &id, HASH_FIND, NULL);
+	if (pk != NULL)
 		return pk;
+
+	/* Everything that may fail comes before the entry is made. */
 	ps = pend_state(st, true);
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	pk->id.data = pnstrdup(key->data, key->len);
+	copy = palloc(key->len + 1);
+	memcpy(copy, key->data, key->len);
+	initStringInfo(&image);
+	initStringInfo(&tail);
+	initStringInfo(&mapops);
+	MemoryContextSwitchTo(old);
+	id.data = copy;
+	pk = hash_search(pending, &id, HASH_ENTER, &found);
+	Assert(!found);
+	pending_keys++;
 	pk->key = *key;
-	pk->key.data = pk->id.data;
+	pk->key.data = copy;
 	pk->state = ps;
 	pk->base = PEND_OVER;
-	initStringInfo(&pk->image);
-	initStringInfo(&pk->tail);
-	initStringInfo(&pk->mapops);
+	pk->image = image;
+	pk->tail = tail;
+	pk->mapops = mapops;
 	pk->has_tail = false;
 	pk->subid = InvalidSubTransactionId;
 	pk->next = NULL;
-	MemoryContextSwitchTo(old);
 	if (ps->last)
 		ps->last->next = pk;
 	else
@@ -588,9 +606,12 @@ txn_remove(const StateTarget *st, const StateKey *key)
 	bool		had;
 
 	initStringInfo(&img);
-	had = pk ? pend_read(pk, &img) : inner(st)->get(st, key, &img);
-	if (pk == NULL && !had && state_kind_layout(st->desc->kind) == STATE_KIND_MAP)
+	if (pk != NULL)
+		had = pend_read(pk, &img);
+	else if (state_kind_layout(st->desc->kind) == STATE_KIND_MAP)
 		had = inner(st)->length(st, key) > 0;
+	else
+		had = inner(st)->get(st, key, &img);
 	pfree(img.data);
 	pk = pend_write(st, key);
 	pend_reset(pk, PEND_CLEARED);
@@ -796,7 +817,7 @@ txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 static int64
 txn_truncate(const StateTarget *st)
 {
-	txn_lock_state(st->desc, ExclusiveLock);
+	txn_use_state_whole(st);
 	return inner(st)->truncate(st);
 }
 

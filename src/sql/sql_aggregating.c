@@ -230,10 +230,12 @@ aggregating_combine(const char *cur, uint32 curlen, const char *in, uint32 inlen
 }
 
 void
-sql_aggregating_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
+sql_aggregating_combine(StateCall *call, StateMergeFn *fn, void **arg)
 {
+	if (call->extra == NULL)
+		call->extra = aggregate_run_init(&call->desc, call->mcxt);
 	*fn = aggregating_combine;
-	*arg = aggregate_run_init(desc, CurrentMemoryContext);
+	*arg = call->extra;
 }
 
 Datum

@@ -131,6 +131,22 @@ state_call_new(MemoryContext parent)
 	return call;
 }
 
+/*
+ * state_call_fresh: may a set-up made before be used now (no catalog
+ * change since, the same role and search_path as context_key says)?
+ */
+bool
+state_call_fresh(const StateCall *call, uint32 context_key)
+{
+	return call->gen == call_cache_gen && context_key == call_context_key();
+}
+
+uint32
+state_call_context(void)
+{
+	return call_context_key();
+}
+
 /* The FmgrInfo that had a set-up is gone: keep it for the next execution. */
 static void
 call_give_back(void *arg)

@@ -149,9 +149,16 @@ state_call_detached(const StateDesc *desc)
 {
 	StateCall  *call = state_call_new(CurrentMemoryContext);
 
+	state_call_setup_detached(call, desc);
+	return call;
+}
+
+/* The same for an empty set-up made already (state_call_new). */
+void
+state_call_setup_detached(StateCall *call, const StateDesc *desc)
+{
 	state_call_setup(call, desc, -1);
 	call->backend = NULL;
-	return call;
 }
 
 /*

@@ -70,11 +70,14 @@ typedef struct StateCall
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern StateCall *state_call_detached(const StateDesc *desc);
+extern void state_call_setup_detached(StateCall *call, const StateDesc *desc);
 extern Datum state_call_default(StateCall *call, FunctionCallInfo fcinfo, int argno);
 
 /* sql_call_cache.c */
 extern StateCall *state_call_site(FunctionCallInfo fcinfo);
 extern StateCall *state_call_new(MemoryContext parent);
+extern bool state_call_fresh(const StateCall *call, uint32 context_key);
+extern uint32 state_call_context(void);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
@@ -116,7 +119,7 @@ extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
  * reductions combines with its committed value (backend/txn_state.h).
  */
 extern void sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
-extern void sql_aggregating_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
+extern void sql_aggregating_combine(StateCall *call, StateMergeFn *fn, void **arg);
 
 /* sql_rescale.c */
 extern Datum key_group_range_datum(int first, int last);

@@ -15,7 +15,9 @@
 #include "nodes/value.h"
 #include "parser/parse_oper.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "sql/sql_common.h"
@@ -135,6 +137,80 @@ reducer_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 }
 
 /*
+ * Set-ups of a descriptor kept across transactions, one per state: the
+ * commit of a transactional state's reductions combines them with the
+ * committed value through one, once in each transaction (sql_txn_combine).
+ * Remade after a catalog change, or under another role or search_path.
+ */
+typedef struct KeptEntry
+{
+	uint32		state_id;		/* hash key */
+	StateCall  *call;
+	uint32		context_key;
+} KeptEntry;
+
+#define KEPT_MAX	256
+
+static HTAB *kept = NULL;
+static MemoryContext kept_cxt = NULL;
+
+static void
+kept_forget(KeptEntry *e)
+{
+	MemoryContextDelete(e->call->own);
+	(void) hash_search(kept, &e->state_id, HASH_REMOVE, NULL);
+}
+
+static StateCall *
+kept_call(const StateDesc *desc)
+{
+	KeptEntry  *e;
+	StateCall  *call;
+
+	if (kept == NULL)
+	{
+		HASHCTL		ctl;
+
+		kept_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend kept set-ups",
+										 ALLOCSET_SMALL_SIZES);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(KeptEntry);
+		ctl.hcxt = kept_cxt;
+		kept = hash_create("state_backend kept set-ups", 16, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(kept, &desc->id, HASH_FIND, NULL);
+	if (e != NULL && state_call_fresh(e->call, e->context_key))
+		return e->call;
+	if (e != NULL)
+		kept_forget(e);
+	if (hash_get_num_entries(kept) >= KEPT_MAX)
+	{
+		HASH_SEQ_STATUS seq;
+
+		hash_seq_init(&seq, kept);
+		while ((e = hash_seq_search(&seq)) != NULL)
+			kept_forget(e);
+	}
+	call = state_call_new(kept_cxt);
+	PG_TRY();
+	{
+		state_call_setup_detached(call, desc);
+	}
+	PG_CATCH();
+	{
+		MemoryContextDelete(call->own);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	e = hash_search(kept, &desc->id, HASH_ENTER, NULL);
+	e->call = call;
+	e->context_key = state_call_context();
+	return call;
+}
+
+/*
  * sql_txn_combine sets up, for a transactional reducing or aggregating
  * state, how the fold of a transaction's values combines with the value
  * committed when it commits: a reducer folds it as one more value (sum,
@@ -144,13 +220,17 @@ reducer_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 void
 sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
 {
+	StateCall  *call = kept_call(desc);
+
 	if (desc->kind == STATE_KIND_AGGREGATING)
 	{
-		sql_aggregating_combine(desc, fn, arg);
+		sql_aggregating_combine(call, fn, arg);
 		return;
 	}
+	if (call->extra == NULL)
+		call->extra = reducer_setup(call);
 	*fn = reducer_merge;
-	*arg = reducer_setup(state_call_detached(desc));
+	*arg = call->extra;
 }
 
 /* reduce(name, key, value): fold value in; returns the new result. */
