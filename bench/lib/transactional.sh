@@ -7,8 +7,10 @@
 # transactional, and as an UPDATE of an unlogged table, in this run, with
 # pgbench -M prepared, -c TX_CLIENTS, random keys of TX_KEYS preloaded keys:
 #   single: one reduce per statement (autocommit: each its own transaction)
-#   batch:  a transaction of TX_BATCH reduce calls (the table's updates
-#           retried on deadlock with --max-tries; the states have none)
+#   batch:  a transaction of TX_BATCH reduce calls, on keys b, b + S, b +
+#           2S, ... (S = TX_KEYS / TX_BATCH, b random): every transaction
+#           takes its keys in one order, so the table's updates cannot
+#           deadlock (--max-tries retries them if they did)
 #
 # Records "tx_tps" lines for bench/lib/report_transactional.pl.
 
@@ -21,14 +23,14 @@ meta tx_keys "$TX_KEYS"
 meta tx_batch "$TX_BATCH"
 
 # tx_batch_tps OUT STMT: transactions per second of a pgbench script of
-# TX_BATCH statements STMT (each with its own random :k) in one transaction.
+# TX_BATCH statements STMT (each with its own :k) in one transaction.
 tx_batch_tps() {
-	local out=$1 stmt=$2 f
+	local out=$1 stmt=$2 f stride=$((TX_KEYS / TX_BATCH))
 	f="${out%.txt}.pgbench"
 	{
-		echo 'BEGIN;'
-		for i in $(seq 1 "$TX_BATCH"); do
-			printf '\\set k random(1, %d)\n%s\n' "$TX_KEYS" "$stmt"
+		printf '\\set b random(1, %d)\nBEGIN;\n' "$stride"
+		for i in $(seq 0 $((TX_BATCH - 1))); do
+			printf '\\set k :b + %d\n%s\n' $((i * stride)) "$stmt"
 		done
 		echo 'COMMIT;'
 	} >"$f"

@@ -801,8 +801,8 @@ txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 		if ((key_group >= 0 && pk->key.key_group != key_group) ||
 			hash_search(it.seen, &pk, HASH_FIND, NULL) != NULL)
 			continue;
-		/* Not among the committed keys: its base is none. */
-		if (pk->base == PEND_OVER ? pend_view(pk, NULL, 0, &it.img) : pend_read(pk, &it.img))
+		/* Not among the committed keys: over none. */
+		if (pend_view(pk, NULL, 0, &it.img))
 			fn(arg, pk->key.data, pk->key.len, it.img.data, it.img.len);
 	}
 	hash_destroy(it.seen);
