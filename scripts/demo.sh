@@ -115,7 +115,7 @@ ALTER EXTENSION state_backend UPDATE;
 DO $$ BEGIN
   PERFORM state.drop_state(n, if_exists => true)
      FROM unnest(ARRAY['clicks', 'latency', 'jitter', 'profile', 'events', 'cart', 'seen',
-                       'balance', 'dedup', 'offsets']) AS n;
+                       'balance', 'dedup', 'offsets', 'paid']) AS n;
 END $$;
 -- one snapshot runs at a time: the demo's waits for a periodic checkpoint
 -- that may be running (the server takes one a minute)
@@ -144,6 +144,13 @@ BEGIN;
 SELECT state.reduce('clicks', 'bob', 100) AS bob;
 ROLLBACK;
 SELECT state.value_get('clicks', 'bob', 0::bigint) AS bob;
+\echo '-- unless created with transactional => true: then it commits with the transaction'
+SELECT state.create_state('paid', 'reducing', value_type => 'bigint', reducer => 'sum',
+                          transactional => true);
+BEGIN;
+SELECT state.reduce('paid', 'bob', 100) AS bob_inside;
+ROLLBACK;
+SELECT state.value_get('paid', 'bob', 0::bigint) AS bob_after_rollback;
 
 \echo
 \echo '== AggregatingState: a running average and standard deviation per endpoint'
