@@ -531,7 +531,12 @@ replay_txn_outcome(HTAB *map, XLogReaderState *reader)
 			HeldRecord *h = lfirst(lc);
 			ReplayTarget *t = hash_search(map, &h->rec.state_id, HASH_FIND, NULL);
 
-			if (t == NULL || h->end <= t->applied)
+			/*
+			 * Not skipped below the state's applied position: its commit
+			 * applies them apart from the backend's own watermark, and they
+			 * hold whole images, so applying one again changes nothing.
+			 */
+			if (t == NULL)
 				continue;
 			replay_change(t, &h->rec);
 			n++;

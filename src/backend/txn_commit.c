@@ -131,7 +131,11 @@ txn_state_cut_ready(void)
 	pg_atomic_write_u64(&gate->cut_wanted_until,
 						(uint64) GetCurrentTimestamp() + TXN_CUT_WANTED_US);
 	pg_memory_barrier();
-	return pg_atomic_read_u32(&gate->inside) == 0;
+	if (pg_atomic_read_u32(&gate->inside) != 0)
+		return false;
+	/* Ready: commits wait, however long the cut takes, until cut_done. */
+	pg_atomic_write_u64(&gate->cut_wanted_until, PG_UINT64_MAX);
+	return true;
 }
 
 void

@@ -97,6 +97,7 @@ extern void txn_pending_freeze(bool on);
 extern void txn_lock_key(uint32 state_id, uint32 hash);
 extern void txn_use_state(const StateTarget *st);
 extern void txn_use_state_whole(const StateTarget *st);
+extern void txn_use_state_whole_end(const StateTarget *st);
 extern void txn_locks_release(void);
 extern Size txn_locks_shmem_size(void);
 extern void txn_locks_shmem_init(void);

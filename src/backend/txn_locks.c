@@ -139,6 +139,9 @@ txn_use_state_whole(const StateTarget *st)
 
 	if (list_member_int(whole_slots, st->slot))
 		return;
+	if (list_member_int(few_slots, st->slot))
+		elog(ERROR, "state_backend: state \"%s\" is being committed by this transaction",
+			 NameStr(st->desc->name));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, st->desc->id, 0, TXN_LOCK_STATE);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	remember(&whole_slots, -1);
@@ -149,6 +152,28 @@ txn_use_state_whole(const StateTarget *st)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(1000L);
 	}
+}
+
+/*
+ * txn_use_state_whole_end: the whole use of st's state is over before the
+ * transaction ends (a truncate, which acts at once): commits go on, and
+ * nothing of this transaction waits for them meanwhile.  The state's lock
+ * stays, so other whole uses still wait for the transaction's end, where
+ * the lock manager sees them.
+ */
+void
+txn_use_state_whole_end(const StateTarget *st)
+{
+	ListCell   *lc;
+
+	foreach(lc, whole_slots)
+		if (lfirst_int(lc) == st->slot)
+		{
+			pg_atomic_fetch_sub_u32(&uses->slots[st->slot].whole, 1);
+			whole_slots = foreach_delete_current(whole_slots, lc);
+			ConditionVariableBroadcast(&uses->cv);
+			return;
+		}
 }
 
 /* The transaction ended: what it used, others may. */

@@ -817,8 +817,24 @@ txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 static int64
 txn_truncate(const StateTarget *st)
 {
+	volatile int64 n = 0;
+
+	if (frozen)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot truncate transactional state \"%s\" while the transaction commits",
+						NameStr(st->desc->name))));
 	txn_use_state_whole(st);
-	return inner(st)->truncate(st);
+	PG_TRY();
+	{
+		n = inner(st)->truncate(st);
+	}
+	PG_FINALLY();
+	{
+		txn_use_state_whole_end(st);
+	}
+	PG_END_TRY();
+	return n;
 }
 
 static void

@@ -153,6 +153,9 @@ snapshot_request(const char *path, SnapshotFormat format)
 	return id;
 }
 
+/* How many times (a millisecond apart) a cut is asked for before giving up. */
+#define SNAPSHOT_CUT_TRIES	10000
+
 /*
  * snapshot_request_cut is what state.snapshot() calls: the state worker
  * makes the cut, so that it falls between two of the requests it serves
@@ -174,10 +177,21 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 	appendBinaryStringInfo(&req, (const char *) &hold, sizeof(hold));
 	if (path)
 		appendStringInfoString(&req, path);
-	/* 0: transactions are committing; they let the cut in within moments. */
-	while ((id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data,
-									req.len, true)) == 0)
+	/*
+	 * 0: transactions are committing; they let the cut in within moments,
+	 * unless one is stuck in its commit (a synchronous standby gone).
+	 */
+	for (int tries = 0;
+		 (id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data,
+								  req.len, true)) == 0;
+		 tries++)
 	{
+		if (tries >= SNAPSHOT_CUT_TRIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("could not take a snapshot: a transaction has been committing writes to transactional states for %d s",
+							SNAPSHOT_CUT_TRIES / 1000),
+					 errhint("Look in pg_stat_activity for a commit that waits (for a synchronous standby, say), then try again.")));
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(1000L);
 	}

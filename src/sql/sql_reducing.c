@@ -185,14 +185,9 @@ kept_call(const StateDesc *desc)
 		return e->call;
 	if (e != NULL)
 		kept_forget(e);
+	/* Full: one for this transaction only (the caller's memory holds it). */
 	if (hash_get_num_entries(kept) >= KEPT_MAX)
-	{
-		HASH_SEQ_STATUS seq;
-
-		hash_seq_init(&seq, kept);
-		while ((e = hash_seq_search(&seq)) != NULL)
-			kept_forget(e);
-	}
+		return state_call_detached(desc);
 	call = state_call_new(kept_cxt);
 	PG_TRY();
 	{
