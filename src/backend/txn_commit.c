@@ -373,13 +373,14 @@ txn_apply(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
-	if (reserved)
-	{
-		heap_state_unreserve(reservation);
-		reserved = false;
-	}
 	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
 	{
+		/* The memory set aside goes back just before the heap's writes take it. */
+		if (reserved && keyed_backend_by_id(ps->desc.backend) == &heap_keyed_backend)
+		{
+			heap_state_unreserve(reservation);
+			reserved = false;
+		}
 		PG_TRY();
 		{
 			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
