@@ -36,6 +36,7 @@ extern bool ttl_image_visible(const StateDesc *desc, const char *img, uint32 len
 
 /* backend/keyed_backend.c; the registered backends are in providers.h. */
 extern const KeyedStateBackend *keyed_state_ops(const StateDesc *desc);
+extern const KeyedStateBackend *keyed_state_ops_applied(const StateDesc *desc);
 extern void keyed_backend_flush_all(void);
 extern bool keyed_backend_kept_data(int backend);
 extern void keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,

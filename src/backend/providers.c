@@ -239,6 +239,16 @@ keyed_state_ops(const StateDesc *desc)
 {
 	if (desc->transactional)
 		return &txn_keyed_backend;
+	return keyed_state_ops_applied(desc);
+}
+
+/*
+ * keyed_state_ops_applied: what a state's writes go through once they are
+ * applied, under the transactional layer: the TTL layer or the backend.
+ */
+const KeyedStateBackend *
+keyed_state_ops_applied(const StateDesc *desc)
+{
 	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
 }
 

@@ -42,7 +42,6 @@
 #include "backend/heap_table.h"
 #include "backend/txn_internal.h"
 #include "catalog/registry.h"
-#include "format/records.h"
 #include "format/state_wal.h"
 
 /* More keys of one state than this in a transaction: lock the state. */
@@ -260,7 +259,7 @@ log_key(const PendKey *pk)
 {
 	uint32		id = pk->state->state_id;
 	uint32		off = 0;
-	RecordPair	pair;
+	PendMapOp	op;
 
 	if (pk->base == PEND_SET)
 		(void) state_wal_log_txn(STATE_WAL_PUT, id, pk->key.data, pk->key.len, NULL, 0,
@@ -271,17 +270,15 @@ log_key(const PendKey *pk)
 	if (pk->has_tail)
 		(void) state_wal_log_txn(STATE_WAL_APPEND, id, pk->key.data, pk->key.len, NULL, 0,
 								 pk->tail.data, pk->tail.len, false);
-	while (record_next_pair(pk->mapops.data, pk->mapops.len, &off, &pair) == RECORD_OK)
+	while (pend_mapop_next(pk, &off, &op))
 	{
-		char		tag = pair.value ? pair.value[0] : PEND_MAP_REMOVED;
-
-		if (tag == PEND_MAP_REMOVED)
+		if (op.tag == PEND_MAP_REMOVED)
 			(void) state_wal_log_txn(STATE_WAL_MAP_REMOVE, id, pk->key.data, pk->key.len,
-									 pair.key, pair.keylen, NULL, 0, false);
+									 op.mkey, op.mkeylen, NULL, 0, false);
 		else
 			(void) state_wal_log_txn(STATE_WAL_MAP_PUT, id, pk->key.data, pk->key.len,
-									 pair.key, pair.keylen, pair.value + 1,
-									 pair.vallen - 1, tag == PEND_MAP_PUT_NULL);
+									 op.mkey, op.mkeylen, op.value, op.vallen,
+									 op.tag == PEND_MAP_PUT_NULL);
 	}
 }
 
@@ -315,8 +312,7 @@ txn_pre_commit(void)
 		for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
 		{
 			finalize_key(pk);
-			if (keyed_backend_by_id(ps[i]->desc.backend) == &heap_keyed_backend &&
-				!pend_key_empty(pk))
+			if (ps[i]->heap && !pend_key_empty(pk))
 				heap += heap_bytes(pk);
 		}
 		any_logged |= ps[i]->desc.logged;
@@ -343,7 +339,7 @@ apply_key(PendState *ps, PendKey *pk)
 {
 	const StateTarget *st = &ps->quiet_target;
 	uint32		off = 0;
-	RecordPair	pair;
+	PendMapOp	op;
 
 	if (pk->base == PEND_SET)
 		ps->inner->put(st, &pk->key, pk->image.data, pk->image.len);
@@ -351,15 +347,13 @@ apply_key(PendState *ps, PendKey *pk)
 		(void) ps->inner->remove(st, &pk->key);
 	if (pk->has_tail)
 		ps->inner->append(st, &pk->key, pk->tail.data, pk->tail.len);
-	while (record_next_pair(pk->mapops.data, pk->mapops.len, &off, &pair) == RECORD_OK)
+	while (pend_mapop_next(pk, &off, &op))
 	{
-		char		tag = pair.value ? pair.value[0] : PEND_MAP_REMOVED;
-
-		if (tag == PEND_MAP_REMOVED)
-			(void) ps->inner->map_remove(st, &pk->key, pair.key, pair.keylen);
+		if (op.tag == PEND_MAP_REMOVED)
+			(void) ps->inner->map_remove(st, &pk->key, op.mkey, op.mkeylen);
 		else
-			ps->inner->map_put(st, &pk->key, pair.key, pair.keylen, pair.value + 1,
-							   pair.vallen - 1, tag == PEND_MAP_PUT_NULL);
+			ps->inner->map_put(st, &pk->key, op.mkey, op.mkeylen, op.value ? op.value : "",
+							   op.vallen, op.tag == PEND_MAP_PUT_NULL);
 	}
 }
 
@@ -376,7 +370,7 @@ txn_apply(void)
 	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
 	{
 		/* The memory set aside goes back just before the heap's writes take it. */
-		if (reserved && keyed_backend_by_id(ps->desc.backend) == &heap_keyed_backend)
+		if (reserved && ps->heap)
 		{
 			heap_state_unreserve(reservation);
 			reserved = false;

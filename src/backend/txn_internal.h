@@ -71,6 +71,7 @@ struct PendState
 	StateDesc	quiet;			/* the same, not logged: the apply at commit */
 	StateTarget quiet_target;
 	const KeyedStateBackend *inner;
+	bool		heap;			/* a heap state: its commit reserves memory */
 	StateMergeFn combine;		/* reducing, aggregating: set up when needed */
 	void	   *combine_arg;
 	PendKey    *first;
@@ -84,6 +85,18 @@ extern PendState *txn_pending_states(void);
 extern bool txn_pending_any(void);
 extern void txn_pending_forget(void);
 extern bool pend_key_empty(const PendKey *pk);
+
+/* One pending map change, as pend_mapop_next reads it. */
+typedef struct PendMapOp
+{
+	const char *mkey;
+	uint32		mkeylen;
+	char		tag;			/* PEND_MAP_* */
+	const char *value;			/* PEND_MAP_PUT only */
+	uint32		vallen;
+} PendMapOp;
+
+extern bool pend_mapop_next(const PendKey *pk, uint32 *off, PendMapOp *op);
 extern void pend_combine(PendState *ps, const char *cur, uint32 curlen, const char *delta,
 						 uint32 dlen, StringInfo out);
 

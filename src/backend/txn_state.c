@@ -52,7 +52,6 @@ typedef struct PendUndo
 
 static HTAB *pending = NULL;
 static MemoryContext pending_cxt = NULL;
-static long pending_keys = 0;
 static bool frozen = false;		/* being committed: no more writes */
 static PendState *states = NULL;
 static PendUndo *undo = NULL;
@@ -117,12 +116,12 @@ txn_pending_freeze(bool on)
 void
 txn_pending_forget(void)
 {
-	if (pending_keys > PENDING_KEEP_KEYS)
+	if (pending != NULL && hash_get_num_entries(pending) > PENDING_KEEP_KEYS)
 	{
 		MemoryContextReset(pending_cxt);
 		pending = NULL;
 	}
-	else if (pending_keys > 0)
+	else if (pending != NULL && states != NULL)
 	{
 		for (PendState *ps = states; ps != NULL; ps = ps->next)
 			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
@@ -134,7 +133,6 @@ txn_pending_forget(void)
 			pending = NULL;
 		}
 	}
-	pending_keys = 0;
 	states = NULL;
 	undo = NULL;
 }
@@ -158,16 +156,17 @@ pend_state(const StateTarget *st, bool create)
 	ps->quiet.logged = false;
 	ps->quiet_target.desc = &ps->quiet;
 	ps->quiet_target.slot = st->slot;
-	ps->inner = st->desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(st->desc->backend);
+	ps->inner = keyed_state_ops_applied(st->desc);
+	ps->heap = keyed_backend_by_id(st->desc->backend) == &heap_keyed_backend;
 	ps->next = states;
 	states = ps;
 	return ps;
 }
 
-static const KeyedStateBackend *
+static inline const KeyedStateBackend *
 inner(const StateTarget *st)
 {
-	return st->desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(st->desc->backend);
+	return keyed_state_ops_applied(st->desc);
 }
 
 /* The key's pending writes, or NULL (create: a new, empty entry). */
@@ -226,7 +225,6 @@ pend_key(const StateTarget *st, const StateKey *key, bool create)
 	id.data = copy;
 	pk = hash_search(pending, &id, HASH_ENTER, &found);
 	Assert(!found);
-	pending_keys++;
 	pk->key = *key;
 	pk->key.data = copy;
 	pk->state = ps;
@@ -403,22 +401,38 @@ mapop_set(PendKey *pk, const char *mkey, uint32 mkeylen, char tag, const char *v
 	record_pair_end(&pk->mapops, begin, mkeylen, false);
 }
 
+/*
+ * pend_mapop_next reads the map change at *off and moves past it: its map
+ * key, its tag (PEND_MAP_*) and, for a put, its value (NULL for a NULL
+ * value).  False at the end.
+ */
+bool
+pend_mapop_next(const PendKey *pk, uint32 *off, PendMapOp *op)
+{
+	RecordPair	pair;
+
+	if (record_next_pair(pk->mapops.data, pk->mapops.len, off, &pair) != RECORD_OK)
+		return false;
+	if (pair.value == NULL || pair.vallen < 1)
+		elog(ERROR, "state_backend: damaged pending map change");
+	op->mkey = pair.key;
+	op->mkeylen = pair.keylen;
+	op->tag = pair.value[0];
+	op->value = op->tag == PEND_MAP_PUT ? pair.value + 1 : NULL;
+	op->vallen = op->tag == PEND_MAP_PUT ? pair.vallen - 1 : 0;
+	return true;
+}
+
 /* Visit the map puts pending (value NULL for a NULL value). */
 static void
 mapops_visit_puts(const PendKey *pk, StateEntryFn fn, void *arg)
 {
 	uint32		off = 0;
-	RecordPair	pair;
+	PendMapOp	op;
 
-	while (record_next_pair(pk->mapops.data, pk->mapops.len, &off, &pair) == RECORD_OK)
-	{
-		if (pair.value == NULL || pair.vallen < 1 || pair.value[0] == PEND_MAP_REMOVED)
-			continue;
-		if (pair.value[0] == PEND_MAP_PUT_NULL)
-			fn(arg, pair.key, pair.keylen, NULL, 0);
-		else
-			fn(arg, pair.key, pair.keylen, pair.value + 1, pair.vallen - 1);
-	}
+	while (pend_mapop_next(pk, &off, &op))
+		if (op.tag != PEND_MAP_REMOVED)
+			fn(arg, op.mkey, op.mkeylen, op.value, op.vallen);
 }
 
 /* A committed map entry, unless the transaction changed that map key. */
@@ -498,36 +512,35 @@ pend_view(PendKey *pk, const char *committed, uint32 committed_len, StringInfo o
 {
 	PendState  *ps = pk->state;
 	StateKind	layout = state_kind_layout(ps->desc.kind);
-	StringInfoData base;
-	bool		have;
+	const char *base = NULL;	/* what the writes go over; NULL: nothing */
+	uint32		baselen = 0;
 
-	initStringInfo(&base);
 	if (pk->base == PEND_SET)
-		appendBinaryStringInfo(&base, pk->image.data, pk->image.len);
-	else if (pk->base == PEND_OVER && committed != NULL)
-		appendBinaryStringInfo(&base, committed, committed_len);
-	have = pk->base == PEND_SET || (pk->base == PEND_OVER && committed != NULL);
+	{
+		base = pk->image.data;
+		baselen = pk->image.len;
+	}
+	else if (pk->base == PEND_OVER)
+	{
+		base = committed;
+		baselen = committed_len;
+	}
 	resetStringInfo(out);
 	if (layout == STATE_KIND_MAP)
 	{
-		pend_map_image(pk, have ? base.data : NULL, base.len, out);
-		have = out->len > 0;
+		pend_map_image(pk, base, baselen, out);
+		return out->len > 0;
 	}
-	else if (pk->has_tail && layout == STATE_KIND_LIST)
+	if (pk->has_tail && layout != STATE_KIND_LIST)
 	{
-		appendBinaryStringInfo(out, base.data, base.len);
+		pend_combine(ps, base, baselen, pk->tail.data, pk->tail.len, out);
+		return true;
+	}
+	if (base != NULL)
+		appendBinaryStringInfo(out, base, baselen);
+	if (pk->has_tail)
 		appendBinaryStringInfo(out, pk->tail.data, pk->tail.len);
-		have = true;
-	}
-	else if (pk->has_tail)
-	{
-		pend_combine(ps, have ? base.data : NULL, base.len, pk->tail.data, pk->tail.len, out);
-		have = true;
-	}
-	else
-		appendBinaryStringInfo(out, base.data, base.len);
-	pfree(base.data);
-	return have;
+	return base != NULL || pk->has_tail;
 }
 
 /* Visit the entries of a map image. */
@@ -639,13 +652,14 @@ txn_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 
 	PendKey    *pk = pend_write(st, key);
 	StringInfoData next;
 
-	initStringInfo(&next);
+	next.data = MemoryContextAlloc(TopTransactionContext, Max(pk->tail.maxlen, 64));
+	next.maxlen = Max(pk->tail.maxlen, 64);
+	resetStringInfo(&next);
 	keyed_fold_call(fn, st, key, pk->has_tail ? pk->tail.data : NULL, pk->tail.len,
 					value, len, &next, arg);
-	resetStringInfo(&pk->tail);
-	appendBinaryStringInfo(&pk->tail, next.data, next.len);
+	pfree(pk->tail.data);
+	pk->tail = next;
 	pk->has_tail = true;
-	pfree(next.data);
 	(void) pend_read(pk, out);
 }
 

@@ -47,7 +47,10 @@ CREATE TABLE batches (outcome text);
 
 # One batch: take up to 500 events, fold them, delete them; one batch in
 # ten rolls back instead (and says so in a table that rolls back with it,
-# so only the committed ones are counted).
+# so only the committed ones are counted).  Every batch stays open a few
+# milliseconds after its fold, so that a kill can land in the middle of
+# one, and a run of N batches lasts at least N times that, however fast the
+# machine.
 my $consumer = q{
 \set r random(1, 10)
 BEGIN;
@@ -61,6 +64,7 @@ SELECT count(state.reduce('r_memory', k, amount::bigint))
      + count(state.map_put('m_memory', k, id, amount))
      + count(state.map_put('m_rocksdb', k, id, amount)) AS folded
   FROM batch;
+SELECT pg_sleep(0.005);
 INSERT INTO batches VALUES ('committed');
 \if :r = 1
 ROLLBACK;
@@ -74,6 +78,19 @@ sub left
 	return $node->safe_psql('postgres', 'SELECT count(*) FROM events');
 }
 
+sub running
+{
+	my ($h) = @_;
+	return $h->{run}->pumpable;
+}
+
+# wait_consumed($n): wait (bounded) until at most $n events are left.
+sub wait_consumed
+{
+	my ($n) = @_;
+	return $node->poll_query_until('postgres', "SELECT count(*) <= $n FROM events");
+}
+
 sub consumers
 {
 	my ($tx) = @_;
@@ -81,12 +98,14 @@ sub consumers
 		timeout => $PostgreSQL::Test::Utils::timeout_default);
 }
 
-# Round 1: consumers killed mid-batch, several times.
+# Round 1: once the first batches are in, consumers killed mid-batch, one
+# every 100 ms while they run (a run of 60 batches each lasts 300 ms at least).
 my $killed = 0;
-my $h = consumers(40);
-for (1 .. 8)
+my $h = consumers(60);
+ok(wait_consumed($events - 500), 'the consumers commit batches');
+while ($killed < 4 && running($h))
 {
-	usleep(300_000);
+	usleep(100_000);
 	$killed += $node->safe_psql(
 		'postgres', q{
 SELECT count(pg_terminate_backend(pid)) FROM (
@@ -118,15 +137,18 @@ SELECT count(*) || ' ' || count(*) FILTER (WHERE m.v IS DISTINCT FROM r.v OR m.v
 	"$keys 0",
 	'the snapshot holds every transaction whole: its three states agree on every key');
 
-# Round 2: the server crashes while consumers commit.
+# Round 2: the server crashes while consumers commit, once ten more batches
+# are in (a run of 1000 batches each lasts 5 s at least).
+my $before_crash = left();
 $h = consumers(1000);
-usleep(1_500_000);
+ok(wait_consumed($before_crash - 5000), 'the consumers commit batches again');
+my $was_running = running($h);
 $node->stop('immediate');
 finish_pgbench($h);
+ok($was_running, 'the server crashed while the consumers ran');
 $node->start;
 ok(defined wait_for_worker($node), 'the state worker is back after the crash');
-my $after_crash = left();
-ok($after_crash > 0, "the crash came before the end ($after_crash events left)");
+diag('events left after the crash: ' . left());
 
 # Then the rest, until nothing is left.
 for my $round (1 .. 50)
