@@ -14,6 +14,7 @@ MODULE_big = state_backend
 OBJS = \
 	src/module.o \
 	src/worker.o \
+	src/timer_worker.o \
 	src/state_ops.o \
 	src/logged.o \
 	src/logged_txn.o \
@@ -25,6 +26,7 @@ OBJS = \
 	src/common/key_group.o \
 	src/common/fold.o \
 	src/common/aggregate.o \
+	src/common/timer_handler.o \
 	src/common/progress.o \
 	src/common/signing.o \
 	src/common/membuf.o \
@@ -51,6 +53,7 @@ OBJS = \
 	src/backend/txn_state.o \
 	src/backend/txn_commit.o \
 	src/backend/txn_locks.o \
+	src/backend/timer_queue.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_options.o \
@@ -78,6 +81,7 @@ OBJS = \
 	src/sql/sql_map.o \
 	src/sql/sql_reducing.o \
 	src/sql/sql_aggregating.o \
+	src/sql/sql_timers.o \
 	src/sql/sql_entries.o \
 	src/sql/sql_snapshot.o \
 	src/sql/sql_rescale.o \
@@ -86,14 +90,14 @@ OBJS = \
 EXTENSION = state_backend
 # The current version's script, and the oldest one's with the updates from
 # it: CREATE EXTENSION ... VERSION of any release runs 1.0's and its updates.
-DATA = state_backend--1.3.sql state_backend--1.0.sql state_backend--1.0--1.1.sql \
-	state_backend--1.1--1.2.sql state_backend--1.2--1.3.sql
+DATA = state_backend--1.4.sql state_backend--1.0.sql state_backend--1.0--1.1.sql \
+	state_backend--1.1--1.2.sql state_backend--1.2--1.3.sql state_backend--1.3--1.4.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 # The provider API, for libraries that register backends of their own:
 # $(includedir_server)/extension/state_backend/state_backend_api.h
 HEADERS = src/api/state_backend_api.h
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade transactional
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade transactional timers
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).

@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "backend/providers.h"
+#include "backend/timer_queue.h"
 #include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
@@ -68,16 +69,20 @@ static List *pending_altered_roles = NIL;	/* in TopTransactionContext */
 static void
 state_backend_shmem_request(void)
 {
+	Size		size;
+
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-
-	RequestAddinShmemSpace(add_size(add_size(add_size(registry_shmem_size(), keyed_backends_shmem_size()),
-											 add_size(snapshot_control_shmem_size(),
-													  state_area_shmem_size())),
-									add_size(channel_shmem_size(),
-											 add_size(state_stats_shmem_size(),
-													  add_size(ttl_clock_shmem_size(),
-															   txn_state_shmem_size())))));
+	size = registry_shmem_size();
+	size = add_size(size, keyed_backends_shmem_size());
+	size = add_size(size, snapshot_control_shmem_size());
+	size = add_size(size, state_area_shmem_size());
+	size = add_size(size, channel_shmem_size());
+	size = add_size(size, state_stats_shmem_size());
+	size = add_size(size, ttl_clock_shmem_size());
+	size = add_size(size, txn_state_shmem_size());
+	size = add_size(size, timer_queue_shmem_size());
+	RequestAddinShmemSpace(size);
 	state_locks_request();
 }
 
@@ -97,6 +102,7 @@ state_backend_shmem_startup(void)
 	state_stats_shmem_init();
 	ttl_clock_shmem_init();
 	txn_state_shmem_init();
+	timer_queue_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -195,7 +201,11 @@ state_backend_object_access(ObjectAccessType access, Oid classId,
 	else if (classId == ProcedureRelationId)
 		registry_check_aggregate_unused(objectId, "drop");
 	else if (classId == DatabaseRelationId)
+	{
 		note_drop(objectId);
+		/* Its timer worker would keep it in use. */
+		timer_queue_stop(objectId);
+	}
 	else if (classId == ExtensionRelationId &&
 			 objectId == get_extension_oid("state_backend", true))
 		note_drop(MyDatabaseId);

@@ -33,6 +33,7 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
+#include "backend/timer_queue.h"
 #include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
@@ -89,6 +90,7 @@ static MemoryContext sweep_cxt = NULL;
  */
 #define STATE_WORKER_WAL_LOOK_MS			1000
 #define STATE_WORKER_WAL_CHECKPOINT_GAP_MS	2000
+#define STATE_WORKER_TIMERS_LOOK_MS			1000
 
 /*
  * state_worker_dispatch runs one request of a session: snapshots are the
@@ -316,6 +318,7 @@ typedef struct WorkerRounds
 {
 	TimestampTz last_checkpoint;
 	TimestampTz last_sweep;
+	TimestampTz last_timers_look;
 	bool		sweeping;		/* the last TTL sweep found work */
 	bool		busy;			/* sessions sent more than one round could take */
 } WorkerRounds;
@@ -493,6 +496,8 @@ round_timeout(const WorkerRounds *r)
 
 		timeout = timeout < 0 ? tick : Min(timeout, tick);
 	}
+	/* A look each second at the databases whose timers need a worker. */
+	timeout = timeout < 0 ? STATE_WORKER_TIMERS_LOOK_MS : Min(timeout, STATE_WORKER_TIMERS_LOOK_MS);
 	/* A look each second at the WAL logged states keep. */
 	if (state_backend_checkpoint_dir[0] != '\0')
 		timeout = timeout < 0 ? STATE_WORKER_WAL_LOOK_MS : Min(timeout, STATE_WORKER_WAL_LOOK_MS);
@@ -534,6 +539,12 @@ state_worker_round(WorkerRounds *r)
 	}
 	while (snapshot_run_pending())
 		;
+	if (TimestampDifferenceExceeds(r->last_timers_look, GetCurrentTimestamp(),
+								   STATE_WORKER_TIMERS_LOOK_MS))
+	{
+		timer_queue_supervise();
+		r->last_timers_look = GetCurrentTimestamp();
+	}
 	if (state_backend_ttl_cleanup_key_groups > 0 &&
 		TimestampDifferenceExceeds(r->last_sweep, GetCurrentTimestamp(),
 								   r->sweeping ? STATE_WORKER_SWEEP_MS : STATE_WORKER_IDLE_SWEEP_MS))
@@ -570,6 +581,7 @@ state_worker_main(Datum main_arg)
 	state_worker_start();
 	rounds.last_checkpoint = GetCurrentTimestamp();
 	rounds.last_sweep = 0;
+	rounds.last_timers_look = 0;
 	rounds.sweeping = true;
 	rounds.busy = false;
 	while (!ShutdownRequestPending)

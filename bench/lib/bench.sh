@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -775,6 +775,14 @@ if has_case transactional; then
 	. "$LIB/transactional.sh"
 fi
 
+# ------------------------------------------------------------ timers
+# bench/lib/timers.sh: registration beside value_set, firing throughput,
+# due-to-fired lag, memory per pending timer beside a table.
+if has_case timers; then
+	# shellcheck source-path=SCRIPTDIR source=timers.sh
+	. "$LIB/timers.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -815,6 +823,7 @@ perl "$LIB/report_rescale.pl" "$RAW" "$file" || die "report_rescale.pl failed"
 perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl failed"
 perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.pl failed"
+perl "$LIB/report_timers.pl" "$RAW" "$file" || die "report_timers.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then

@@ -199,7 +199,26 @@ typedef struct StateDesc
 	 * operations, so a backend sees nothing new.
 	 */
 	bool		transactional;
+
+	/*
+	 * A timers state (Flink's timer service): a map, per key, of the
+	 * instants its timers are due at (map key timestamptz, NULL values),
+	 * fired by the host's timer worker through timer_handler(key,
+	 * timestamptz), named in snapshots by its schema-qualified signature;
+	 * due by the state's watermark (event time) or the clock.  A backend
+	 * stores it as any map.  InvalidOid: not a timers state.
+	 */
+	Oid			timer_handler;
+	char		timer_signature[STATE_AGG_SIGNATURE_LEN];
+	bool		timer_event_time;
 } StateDesc;
+
+/* Is it a timers state (a map whose entries are timers)? */
+static inline bool
+state_desc_is_timers(const StateDesc *d)
+{
+	return d->timer_signature[0] != '\0';
+}
 
 /*
  * StateFold describes a built-in fold (sum, min, max) as a request can

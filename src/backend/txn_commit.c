@@ -40,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "backend/heap_table.h"
+#include "backend/timer_queue.h"
 #include "backend/txn_internal.h"
 #include "catalog/registry.h"
 #include "format/state_wal.h"
@@ -429,9 +430,12 @@ txn_xact_callback(XactEvent event, void *arg)
 			if (committing)
 				txn_apply();
 			txn_end();
+			/* Its timers are in their states now: their worker may look. */
+			timer_queue_at_commit();
 			break;
 		case XACT_EVENT_ABORT:
 			txn_end();
+			timer_queue_at_abort();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (txn_pending_any())
@@ -442,6 +446,7 @@ txn_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PREPARE:
 			txn_end();
+			timer_queue_at_abort();
 			break;
 		default:
 			break;

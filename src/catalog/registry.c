@@ -695,6 +695,35 @@ registry_list(Oid dbid, StateDesc **descs, int **slots)
 }
 
 /*
+ * registry_timer_databases fills dbids with the databases that hold a
+ * visible timers state (at most max of them); returns how many.  It needs
+ * no database connection (the state worker calls it).
+ */
+int
+registry_timer_databases(Oid *dbids, int max)
+{
+	int			n = 0;
+
+	if (!registry_is_ready())
+		return 0;
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+		bool		seen = false;
+
+		if (s->desc.id == 0 || s->dropping || s->hidden || !state_desc_is_timers(&s->desc))
+			continue;
+		for (int j = 0; j < n && !seen; j++)
+			seen = dbids[j] == s->desc.dbid;
+		if (!seen && n < max)
+			dbids[n++] = s->desc.dbid;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return n;
+}
+
+/*
  * registry_find returns the slot of the visible state with that id (not
  * hidden, not being dropped) and copies its descriptor, or returns -1.
  */

@@ -52,5 +52,6 @@ extern void registry_add_usage(int slot, int64 entries, int64 bytes);
 
 extern void registry_usage(int slot, int64 *entries, int64 *bytes);
 extern int	registry_list(Oid dbid, StateDesc **descs, int **slots);
+extern int	registry_timer_databases(Oid *dbids, int max);
 
 #endif							/* STATE_BACKEND_REGISTRY_H */

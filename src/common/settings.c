@@ -33,6 +33,12 @@ bool		state_backend_rocksdb_sync = false;
 int			state_backend_rocksdb_cache_mb = 64;
 int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
 int			state_backend_rocksdb_write_buffer_mb = 64;
+int			state_backend_timer_batch_size = 500;
+int			state_backend_timer_max_retries = 3;
+int			state_backend_timer_retry_delay_ms = 1000;
+int			state_backend_timer_statement_timeout_ms = 60000;
+int			state_backend_timer_queue_kb = 1024;
+int			state_backend_max_timer_databases = 8;
 
 /*
  * checkpoint_dir is an absolute path, or a file:// URL of one, which is
@@ -144,6 +150,53 @@ define_snapshot_settings(void)
 							NULL, NULL, NULL);
 }
 
+static void
+define_timer_settings(void)
+{
+	DefineCustomIntVariable("state_backend.timer_batch_size",
+							"Due timers a timer worker fires in one transaction.",
+							"Each handler call runs in its own subtransaction of the batch's transaction, so that one that fails does not undo the others.",
+							&state_backend_timer_batch_size,
+							500, 1, 100000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("state_backend.timer_max_retries",
+							"Times a timer whose handler fails is tried again before it goes to state.timer_failures.",
+							NULL,
+							&state_backend_timer_max_retries,
+							3, 0, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("state_backend.timer_retry_delay",
+							"Wait before the first retry of a failed timer; it doubles with each retry, up to 64 times as long.",
+							NULL,
+							&state_backend_timer_retry_delay_ms,
+							1000, 1, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("state_backend.timer_statement_timeout",
+							"Longest a timer's handler may run before it is cancelled (and retried); 0: no limit.",
+							NULL,
+							&state_backend_timer_statement_timeout_ms,
+							60000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("state_backend.timer_queue_size",
+							"Shared memory per database for timers registered and not yet seen by its timer worker.",
+							"When it is full, the worker reads its timers states whole once more.",
+							&state_backend_timer_queue_kb,
+							1024, 64, 1024 * 1024,
+							PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("state_backend.max_timer_databases",
+							"Databases that can have timers states fired at once (a timer worker each).",
+							NULL,
+							&state_backend_max_timer_databases,
+							8, 1, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
 /*
  * state_backend_define_settings registers the settings.  Called from
  * _PG_init while the library is preloaded.
@@ -194,6 +247,7 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							NULL, NULL, NULL);
 
 	define_snapshot_settings();
+	define_timer_settings();
 
 	DefineCustomIntVariable("state_backend.max_state_size",
 							"Largest state a snapshot kept in shared memory may hold.",

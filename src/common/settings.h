@@ -30,6 +30,12 @@ extern bool state_backend_rocksdb_sync;
 extern int	state_backend_rocksdb_cache_mb;
 extern int	state_backend_rocksdb_shared_cache_kb;
 extern int	state_backend_rocksdb_write_buffer_mb;
+extern int	state_backend_timer_batch_size;
+extern int	state_backend_timer_max_retries;
+extern int	state_backend_timer_retry_delay_ms;
+extern int	state_backend_timer_statement_timeout_ms;
+extern int	state_backend_timer_queue_kb;
+extern int	state_backend_max_timer_databases;
 
 /*
  * Called from _PG_init while the library is preloaded.  The backends'

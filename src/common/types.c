@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+
 #include "common/types.h"
 
 static const char *const kind_names[] = {
@@ -32,6 +34,13 @@ state_kind_name(StateKind kind)
 	if ((int) kind < 0 || (int) kind > STATE_KIND_LAST)
 		return "unknown";
 	return kind_names[kind];
+}
+
+/* What a state is called in the states view and messages: timers or its kind. */
+const char *
+state_desc_kind_name(const StateDesc *d)
+{
+	return state_desc_is_timers(d) ? "timers" : state_kind_name(d->kind);
 }
 
 /* state_kind_parse reads a kind name; false when it names none. */
@@ -179,5 +188,11 @@ state_desc_problem(const StateDesc *d, int key_groups)
 		return "TTL settings this version does not know";
 	if (!state_desc_range_ok(d, key_groups))
 		return "a key-group range outside its key groups";
+	/* A timers state is a map of instants, named handler and all. */
+	if (memchr(d->timer_signature, '\0', sizeof(d->timer_signature)) == NULL ||
+		(state_desc_is_timers(d) &&
+		 (d->kind != STATE_KIND_MAP || d->ttl > 0 ||
+		  d->types[STATE_TYPE_MAP_KEY].oid != TIMESTAMPTZOID)))
+		return "timers that are not a map of instants, or a handler with no end";
 	return NULL;
 }

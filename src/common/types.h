@@ -67,6 +67,7 @@ extern const char *state_desc_problem(const StateDesc *d, int key_groups);
 
 /* Names, for messages, views and the snapshot MANIFEST (common/types.c). */
 extern const char *state_kind_name(StateKind kind);
+extern const char *state_desc_kind_name(const StateDesc *d);
 extern bool state_kind_parse(const char *name, StateKind *kind);
 extern const char *state_reducer_name(StateReducer reducer);
 extern StateReducer state_reducer_parse(const char *name);

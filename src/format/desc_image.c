@@ -186,6 +186,11 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	appendBinaryStringInfo(out, d->agg_signature, (int) siglen);
 	put_type(out, &d->agg_type);
 	put_u8(out, d->transactional ? 1 : 0);
+	put_u32(out, d->timer_handler);
+	siglen = strnlen(d->timer_signature, sizeof(d->timer_signature) - 1);
+	put_u32(out, (uint32) siglen);
+	appendBinaryStringInfo(out, d->timer_signature, (int) siglen);
+	put_u8(out, d->timer_event_time ? 1 : 0);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -292,6 +297,15 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 	get_type(r, &d->agg_type);
 	if (version >= 2)
 		d->transactional = get_u8(r) != 0;
+	if (version >= 3)
+	{
+		d->timer_handler = get_u32(r);
+		siglen = get_u32(r);
+		if (siglen >= sizeof(d->timer_signature))
+			return false;
+		get_bytes(r, d->timer_signature, siglen);
+		d->timer_event_time = get_u8(r) != 0;
+	}
 	return r->ok && r->left == 0;
 }
 

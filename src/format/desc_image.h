@@ -11,7 +11,7 @@
 #include "common/types.h"
 
 /* The version of the image written; a reader knows every earlier one. */
-#define STATE_DESC_IMAGE_VERSION	2		/* 2: "transactional" at the end */
+#define STATE_DESC_IMAGE_VERSION	3		/* 2: "transactional" at the end; 3: timers */
 
 extern void state_desc_image_put(StringInfo out, const StateDesc *d);
 extern bool state_desc_image_get(StateDesc *d, const char *img, Size len);

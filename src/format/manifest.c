@@ -164,6 +164,13 @@ manifest_build(SnapshotWriter *w)
 			append_encoded(m, d->agg_signature);
 			append_type(m, "agg_type", &d->agg_type);
 		}
+		if (state_desc_is_timers(d))
+		{
+			appendStringInfo(m, " timer_handler_oid=%u timer_handler=", d->timer_handler);
+			append_encoded(m, d->timer_signature);
+			if (d->timer_event_time)
+				appendStringInfoString(m, " time_domain=event");
+		}
 		if (d->ttl > 0)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
@@ -265,6 +272,13 @@ parse_state_line(char *line, SnapshotState *st)
 			st->desc.logged = strcmp(v, "1") == 0;
 		else if (strcmp(tok, "transactional") == 0)
 			st->desc.transactional = strcmp(v, "1") == 0;
+		else if (strcmp(tok, "timer_handler") == 0)
+			ok &= decode_value(v, st->desc.timer_signature, sizeof(st->desc.timer_signature)) &&
+				st->desc.timer_signature[0] != '\0';
+		else if (strcmp(tok, "timer_handler_oid") == 0)
+			st->desc.timer_handler = (Oid) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "time_domain") == 0)
+			st->desc.timer_event_time = strcmp(v, "event") == 0;
 		else if (strcmp(tok, "ttl") == 0)
 		{
 			char	   *end;

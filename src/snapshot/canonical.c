@@ -356,6 +356,7 @@ state_snapshot_convert_main(Datum main_arg)
 			MemoryContextSwitchTo(cxt);
 		}
 		CommitTransactionCommand();
+		snapshot_note_converted(id);
 	}
 	PG_CATCH();
 	{
@@ -414,6 +415,8 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 		bool		done = false;
 		pid_t		pid;
 		int			code;
+		int			done_before;
+		BgwHandleStatus status;
 		char		error[512];
 		ProgressHook check;
 
@@ -434,6 +437,7 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 		memcpy(bgw.bgw_extra, &descs[i].dbid, sizeof(Oid));
 		bgw.bgw_notify_pid = MyProcPid;
 
+		done_before = snapshot_converters_done(id);
 		if (!register_converter(&bgw, &handle))
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -441,7 +445,9 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 					 errdetail("No background worker slot came free in %d seconds.",
 							   CONVERTER_SLOT_WAIT_MS / 1000),
 					 errhint("Raise max_worker_processes.")));
-		if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+		/* A small conversion may be over before its start is seen. */
+		status = WaitForBackgroundWorkerStartup(handle, &pid);
+		if (status != BGWH_STARTED && status != BGWH_STOPPED)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("could not start a converter for canonical snapshot " INT64_FORMAT, id)));
@@ -462,5 +468,11 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 			ereport(ERROR,
 					(errcode(code ? code : ERRCODE_INTERNAL_ERROR),
 					 errmsg("%s", error)));
+		if (snapshot_converters_done(id) <= done_before)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("the converter of canonical snapshot " INT64_FORMAT " stopped before it converted database %u",
+							id, descs[i].dbid),
+					 errhint("The server log says why.")));
 	}
 }

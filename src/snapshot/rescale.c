@@ -38,7 +38,9 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 	if (a->kind != b->kind || a->types[STATE_TYPE_KEY].oid != b->types[STATE_TYPE_KEY].oid || a->types[STATE_TYPE_VALUE].oid != b->types[STATE_TYPE_VALUE].oid ||
 		a->types[STATE_TYPE_MAP_KEY].oid != b->types[STATE_TYPE_MAP_KEY].oid || a->reducer != b->reducer || a->ttl != b->ttl ||
 		a->ttl_update != b->ttl_update || a->ttl_visibility != b->ttl_visibility ||
-		a->logged != b->logged || a->transactional != b->transactional || a->backend != b->backend ||
+		a->logged != b->logged || a->transactional != b->transactional ||
+		a->timer_event_time != b->timer_event_time ||
+		strcmp(a->timer_signature, b->timer_signature) != 0 || a->backend != b->backend ||
 		strcmp(a->agg_signature, b->agg_signature) != 0 || a->agg_type.oid != b->agg_type.oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -25,6 +25,7 @@
 #include "common/aggregate.h"
 #include "common/codec.h"
 #include "common/settings.h"
+#include "common/timer_handler.h"
 #include "format/records.h"
 #include "snapshot/canonical.h"
 #include "snapshot/restore_internal.h"
@@ -186,6 +187,8 @@ resolve_desc(StateDesc *d, const SnapshotManifest *m)
 	resolve_roles(d, m->system_identifier == GetSystemIdentifier());
 	if (d->kind == STATE_KIND_AGGREGATING)
 		aggregate_resolve(d);
+	if (state_desc_is_timers(d))
+		timer_handler_resolve(d);
 }
 
 /*

@@ -288,6 +288,34 @@ snapshot_running_descs(int64 id, StateDesc **descs)
 	return n;
 }
 
+/* A converter reports that it converted its database's states. */
+void
+snapshot_note_converted(int64 id)
+{
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	info = history_slot(id);
+	if (info->id == id)
+		info->converters_done++;
+	LWLockRelease(control_lock());
+}
+
+/* How many converters of a snapshot finished. */
+int
+snapshot_converters_done(int64 id)
+{
+	SnapshotInfo *info;
+	int			n = -1;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	info = history_slot(id);
+	if (info->id == id)
+		n = info->converters_done;
+	LWLockRelease(control_lock());
+	return n;
+}
+
 /* A converter reports that it failed. */
 void
 snapshot_note_error(int64 id, int sqlerrcode, const char *message)

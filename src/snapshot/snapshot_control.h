@@ -52,6 +52,7 @@ typedef struct SnapshotInfo
 	SnapshotPhase phase;
 	int			key_groups_done;
 	int			key_groups_total;
+	int			converters_done;	/* converters that finished their database */
 } SnapshotInfo;
 
 extern Size snapshot_control_shmem_size(void);
@@ -75,6 +76,8 @@ extern const char *snapshot_status_name(SnapshotStatus status);
 
 /* Converters of canonical snapshots (canonical.c). */
 extern int	snapshot_running_descs(int64 id, StateDesc **descs);
+extern void snapshot_note_converted(int64 id);
+extern int	snapshot_converters_done(int64 id);
 extern void snapshot_note_error(int64 id, int sqlerrcode, const char *message);
 extern bool snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen);
 extern char *snapshot_error_text(ErrorData *edata);

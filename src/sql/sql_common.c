@@ -53,6 +53,8 @@ state_call_name_arg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
+static void reject_kind_named(StateCall *call, const char *want) pg_attribute_noreturn();
+
 /* "a" or "an", before a kind's name. */
 static const char *
 kind_article(const char *kind)
@@ -131,7 +133,10 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	else if (kind == OPERATOR_LISTS && call->desc.kind != STATE_KIND_OPERATOR_LIST &&
 			 call->desc.kind != STATE_KIND_UNION_LIST)
 		state_call_reject_kind(call, STATE_KIND_OPERATOR_LIST);
-	else if (kind >= 0 && call->desc.kind != (StateKind) kind)
+	else if (kind == TIMERS_KIND && !state_desc_is_timers(&call->desc))
+		reject_kind_named(call, "timers");
+	else if (kind >= 0 && (call->desc.kind != (StateKind) kind ||
+						   state_desc_is_timers(&call->desc)))
 		state_call_reject_kind(call, (StateKind) kind);
 	registry_check_access(&call->desc, privs);
 	state_stats_count(call->target.slot,
@@ -178,8 +183,13 @@ state_call_default(StateCall *call, FunctionCallInfo fcinfo, int argno)
 void
 state_call_reject_kind(StateCall *call, StateKind wanted)
 {
-	const char *have = state_kind_name(call->desc.kind);
-	const char *want = state_kind_name(wanted);
+	reject_kind_named(call, state_kind_name(wanted));
+}
+
+static void
+reject_kind_named(StateCall *call, const char *want)
+{
+	const char *have = state_desc_kind_name(&call->desc);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -129,6 +129,7 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define ANY_KIND		(-1)		/* every kind */
 #define KEYED_KIND		(-2)		/* every kind with keys */
 #define OPERATOR_LISTS	(-3)		/* operator_list and union_list */
+#define TIMERS_KIND		(-4)		/* timers (maps of instants, fired) */
 
 /* sql_entries.c: one entry as a row of (key, value), for entries() and
  * snapshot_entries() */
@@ -150,6 +151,7 @@ extern Datum sql_aggregating_datum(StateCall *call, const char *img, uint32 len,
 								   bool *isnull);
 
 /* sql_reducing.c */
+extern void sql_timers_parse_create(FunctionCallInfo fcinfo, bool timers, StateDesc *desc);
 extern void reducer_check_type(StateReducer reducer, Oid type);
 
 #endif							/* STATE_BACKEND_SQL_COMMON_H */

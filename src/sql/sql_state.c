@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
+#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/aggregate.h"
@@ -58,7 +59,7 @@ parse_kind(const char *kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown state kind \"%s\"", kind),
-				 errhint("Valid kinds are value, list, map, reducing, operator_list, union_list and broadcast.")));
+				 errhint("Valid kinds are value, list, map, reducing, aggregating, timers, operator_list, union_list and broadcast.")));
 	return k;
 }
 
@@ -230,6 +231,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	char	   *name = state_call_name_arg(fcinfo);
 	StateDesc	desc;
 	bool		has_aggregate = PG_NARGS() > 11 && !PG_ARGISNULL(11);
+	bool		timers;
 
 	state_backend_check_available();
 	memset(&desc, 0, sizeof(desc));
@@ -249,17 +251,20 @@ state_create_state(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("state kind must not be null")));
-	desc.kind = parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	/* A timers state is a map of instants, with no values. */
+	timers = strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "timers") == 0;
+	desc.kind = timers ? STATE_KIND_MAP : parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	/* Operator state has no key: one fixed key of type int4 holds it. */
 	desc.types[STATE_TYPE_KEY].oid = state_kind_is_operator(desc.kind) ? INT4OID :
 		regtype_arg(fcinfo, 2, "key_type");
-	desc.types[STATE_TYPE_VALUE].oid = regtype_arg(fcinfo, 3, "value_type");
+	desc.types[STATE_TYPE_VALUE].oid = timers ? BOOLOID : regtype_arg(fcinfo, 3, "value_type");
 	desc.backend = keyed_backend_parse(PG_ARGISNULL(4) ? state_backend_default_backend :
 									   text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	if (state_kind_is_operator(desc.kind))
 		desc.backend = keyed_backend_operator_backend(desc.backend);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
-		desc.types[STATE_TYPE_MAP_KEY].oid = regtype_arg(fcinfo, 5, "map_key_type");
+		desc.types[STATE_TYPE_MAP_KEY].oid = timers ? TIMESTAMPTZOID :
+			regtype_arg(fcinfo, 5, "map_key_type");
 
 	if (!PG_ARGISNULL(6))
 	{
@@ -313,11 +318,14 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.dbid = MyDatabaseId;
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	parse_transactional(fcinfo, &desc);
+	sql_timers_parse_create(fcinfo, timers, &desc);
 	inherit_range(&desc);
 	if (desc.logged)
 		(void) logged_create(&desc);
 	else
 		(void) state_ops_create(&desc);
+	if (timers)
+		timer_queue_launch(MyDatabaseId);
 	PG_RETURN_VOID();
 }
 
@@ -406,7 +414,7 @@ state_states(PG_FUNCTION_ARGS)
 		memset(nulls, 0, sizeof(nulls));
 		keyed_state_ops(d)->size(&target, &entries, &bytes);
 		values[0] = CStringGetTextDatum(NameStr(d->name));
-		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
+		values[1] = CStringGetTextDatum(state_desc_kind_name(d));
 		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
 		values[3] = ObjectIdGetDatum(d->types[STATE_TYPE_KEY].oid);
 		values[4] = ObjectIdGetDatum(d->types[STATE_TYPE_VALUE].oid);
@@ -596,8 +604,8 @@ state_stats(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[8];
-		bool		nulls[8] = {false};
+		Datum		values[11];
+		bool		nulls[11] = {false};
 		uint64		counts[STATE_STAT_COUNT];
 		int64		entries;
 		int64		bytes;
@@ -605,13 +613,17 @@ state_stats(PG_FUNCTION_ARGS)
 		state_stats_read(slots[i], counts);
 		keyed_state_ops(d)->size(&target, &entries, &bytes);
 		values[0] = CStringGetTextDatum(NameStr(d->name));
-		values[1] = CStringGetTextDatum(state_kind_name(d->kind));
+		values[1] = CStringGetTextDatum(state_desc_kind_name(d));
 		values[2] = Int64GetDatum((int64) counts[STATE_STAT_READS]);
 		values[3] = Int64GetDatum((int64) counts[STATE_STAT_WRITES]);
 		values[4] = Int64GetDatum((int64) counts[STATE_STAT_MISSES]);
 		values[5] = Int64GetDatum((int64) counts[STATE_STAT_EXPIRED]);
 		values[6] = Int64GetDatum(entries);
 		values[7] = Int64GetDatum(bytes);
+		values[8] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_REGISTERED]);
+		values[9] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FIRED]);
+		values[10] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FAILED]);
+		nulls[8] = nulls[9] = nulls[10] = !state_desc_is_timers(d);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

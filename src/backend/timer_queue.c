@@ -1,0 +1,603 @@
+/*
+ * backend/timer_queue.c
+ *		The shared memory of timers states.
+ *
+ * A timers state keeps its timers as any state keeps its data (a map per
+ * key of the instants due), so snapshots, restores, rescales, WAL and
+ * transactions hold them without knowing.  What firing them needs beside
+ * that lives here:
+ *
+ * - Per database with timers, a slot: its timer worker's pid and latch,
+ *   and a ring of the timers registered since the worker last looked, so
+ *   that the worker keeps its due-time index without scanning the states
+ *   again.  A registration that finds the ring full marks it overflowed and
+ *   the worker scans its states once more; one that finds no slot needs
+ *   nothing, since a worker scans every state when it starts.  The ring may
+ *   name timers that never committed or were deleted since: the worker
+ *   checks each timer in its state before firing it.
+ * - Per registry slot, the state's watermark (event time) and the figures
+ *   its worker publishes for state.timer_status.
+ *
+ * A transactional state's registrations are noted until the transaction's
+ * commit has applied them (txn_commit.c calls timer_queue_at_commit), so
+ * that the worker never looks for a timer before it is there.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "backend/timer_queue.h"
+#include "catalog/registry.h"
+#include "common/settings.h"
+
+/* A launch not answered in this long may be asked for again. */
+#define TIMER_LAUNCH_WAIT_MS	10000
+
+/* Bytes a drain copies out under the spinlock at a time. */
+#define TIMER_DRAIN_CHUNK		8192
+
+/* A ring record: header, then the key image. */
+typedef struct TimerRecord
+{
+	uint32		len;			/* of the key */
+	uint32		state_id;
+	int64		at;
+} TimerRecord;
+
+typedef struct TimerDb
+{
+	slock_t		mutex;
+	Oid			dbid;			/* InvalidOid: free */
+	int			pid;			/* its worker's; 0: none */
+	Latch	   *latch;
+	TimestampTz launched_at;	/* a launch asked for; 0: none */
+	uint64		head;			/* bytes written, ever */
+	uint64		tail;			/* bytes read, ever */
+	bool		overflow;
+} TimerDb;
+
+typedef struct TimerSlot
+{
+	slock_t		mutex;
+	uint32		id;				/* the state these are of */
+	TimestampTz watermark;
+	TimestampTz watermark_set_at;
+	TimerFigures figures;
+} TimerSlot;
+
+typedef struct TimerShared
+{
+	slock_t		hold_mutex;
+	Oid			held_dbid;		/* being dropped: no worker until held_until */
+	TimestampTz held_until;
+	int			ndbs;
+	Size		ring_size;
+	TimerSlot  *slots;			/* [max_states] */
+	TimerDb    *dbs;			/* [ndbs] */
+	char	   *rings;			/* [ndbs][ring_size] */
+} TimerShared;
+
+static TimerShared *timers = NULL;
+
+/* A transaction's registrations to transactional states, until commit. */
+typedef struct NotedTimer
+{
+	Oid			dbid;
+	uint32		state_id;
+	int64		at;
+	uint32		keylen;
+	char		key[FLEXIBLE_ARRAY_MEMBER];
+} NotedTimer;
+
+static List *noted = NIL;
+
+static Size
+ring_size(void)
+{
+	return (Size) state_backend_timer_queue_kb * 1024;
+}
+
+Size
+timer_queue_shmem_size(void)
+{
+	Size		size = MAXALIGN(sizeof(TimerShared));
+
+	size = add_size(size, MAXALIGN(mul_size(sizeof(TimerSlot), state_backend_max_states)));
+	size = add_size(size, MAXALIGN(mul_size(sizeof(TimerDb), state_backend_max_timer_databases)));
+	return add_size(size, mul_size(ring_size(), state_backend_max_timer_databases));
+}
+
+void
+timer_queue_shmem_init(void)
+{
+	bool		found;
+	char	   *p;
+
+	timers = ShmemInitStruct("state_backend timers", timer_queue_shmem_size(), &found);
+	p = (char *) timers + MAXALIGN(sizeof(TimerShared));
+	if (found)
+		return;
+	timers->ndbs = state_backend_max_timer_databases;
+	timers->ring_size = ring_size();
+	timers->slots = (TimerSlot *) p;
+	p += MAXALIGN(mul_size(sizeof(TimerSlot), state_backend_max_states));
+	timers->dbs = (TimerDb *) p;
+	p += MAXALIGN(mul_size(sizeof(TimerDb), timers->ndbs));
+	timers->rings = p;
+	SpinLockInit(&timers->hold_mutex);
+	timers->held_dbid = InvalidOid;
+	for (int i = 0; i < state_backend_max_states; i++)
+	{
+		SpinLockInit(&timers->slots[i].mutex);
+		timers->slots[i].id = 0;
+	}
+	for (int i = 0; i < timers->ndbs; i++)
+	{
+		memset(&timers->dbs[i], 0, sizeof(TimerDb));
+		SpinLockInit(&timers->dbs[i].mutex);
+	}
+}
+
+/* The slot of a database, or -1 (the caller holds no lock: dbid is read alone). */
+static int
+db_index(Oid dbid)
+{
+	for (int i = 0; i < timers->ndbs; i++)
+		if (timers->dbs[i].dbid == dbid)
+			return i;
+	return -1;
+}
+
+/* Copy len bytes into, or out of, a database's ring at a position. */
+static void
+ring_copy(int db, uint64 pos, char *buf, Size len, bool in)
+{
+	char	   *ring = timers->rings + (Size) db * timers->ring_size;
+	Size		off = (Size) (pos % timers->ring_size);
+	Size		first = Min(len, timers->ring_size - off);
+
+	if (in)
+	{
+		memcpy(ring + off, buf, first);
+		memcpy(ring, buf + first, len - first);
+	}
+	else
+	{
+		memcpy(buf, ring + off, first);
+		memcpy(buf + first, ring, len - first);
+	}
+}
+
+/*
+ * push_record puts one timer in its database's ring and wakes the worker.
+ * Nothing to do when the database has no slot: its worker, when it
+ * starts, reads every state.
+ */
+static void
+push_record(Oid dbid, uint32 state_id, const char *key, uint32 keylen, int64 at)
+{
+	int			db = db_index(dbid);
+	TimerDb    *d;
+	TimerRecord rec = {keylen, state_id, at};
+	Size		need = sizeof(rec) + keylen;
+	Latch	   *latch = NULL;
+
+	if (db < 0)
+		return;
+	d = &timers->dbs[db];
+	SpinLockAcquire(&d->mutex);
+	if (d->dbid == dbid)
+	{
+		/* A record longer than a drain's chunk goes as an overflow too. */
+		if (need > TIMER_DRAIN_CHUNK || d->overflow ||
+			need > timers->ring_size - (Size) (d->head - d->tail))
+			d->overflow = true;
+		else
+		{
+			ring_copy(db, d->head, (char *) &rec, sizeof(rec), true);
+			ring_copy(db, d->head + sizeof(rec), unconstify(char *, key), keylen, true);
+			d->head += need;
+		}
+		latch = d->pid != 0 ? d->latch : NULL;
+	}
+	SpinLockRelease(&d->mutex);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/* timer_queue_wake wakes a database's timer worker (a watermark moved). */
+void
+timer_queue_wake(Oid dbid)
+{
+	int			db = db_index(dbid);
+	Latch	   *latch = NULL;
+
+	if (db < 0)
+		return;
+	SpinLockAcquire(&timers->dbs[db].mutex);
+	if (timers->dbs[db].dbid == dbid && timers->dbs[db].pid != 0)
+		latch = timers->dbs[db].latch;
+	SpinLockRelease(&timers->dbs[db].mutex);
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/* timer_queue_push tells the worker of a timer registered (and applied). */
+void
+timer_queue_push(const StateDesc *desc, const char *key, uint32 keylen, int64 at)
+{
+	push_record(desc->dbid, desc->id, key, keylen, at);
+}
+
+/*
+ * timer_queue_note keeps a timer registered in a transactional state until
+ * its transaction commits (timer_queue_at_commit) or ends otherwise.
+ */
+void
+timer_queue_note(const StateDesc *desc, const char *key, uint32 keylen, int64 at)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	NotedTimer *n = palloc(offsetof(NotedTimer, key) + keylen);
+
+	n->dbid = desc->dbid;
+	n->state_id = desc->id;
+	n->at = at;
+	n->keylen = keylen;
+	memcpy(n->key, key, keylen);
+	noted = lappend(noted, n);
+	MemoryContextSwitchTo(old);
+}
+
+/* After a commit applied its writes: tell the workers of its timers. */
+void
+timer_queue_at_commit(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, noted)
+	{
+		NotedTimer *n = lfirst(lc);
+
+		push_record(n->dbid, n->state_id, n->key, n->keylen, n->at);
+	}
+	noted = NIL;				/* its memory goes with the transaction's */
+}
+
+void
+timer_queue_at_abort(void)
+{
+	noted = NIL;
+}
+
+/* ------------------------------------------------------------ watermarks */
+
+/*
+ * slot_lock takes a registry slot's row, reset when it holds another state
+ * than before; the caller lets go of its spinlock.
+ */
+static TimerSlot *
+slot_lock(int slot, uint32 id)
+{
+	TimerSlot  *t;
+
+	if (slot < 0 || slot >= state_backend_max_states)
+		elog(ERROR, "state_backend: timers state %u has no registry slot", id);
+	t = &timers->slots[slot];
+	SpinLockAcquire(&t->mutex);
+	if (t->id != id)
+	{
+		t->id = id;
+		t->watermark = DT_NOBEGIN;
+		t->watermark_set_at = 0;
+		memset(&t->figures, 0, sizeof(t->figures));
+		t->figures.next_due = DT_NOEND;
+		t->figures.lag_p99_us = -1;
+	}
+	return t;
+}
+
+/*
+ * timer_watermark_advance moves a state's watermark to "to"; false, with
+ * *was, when that would move it back.
+ */
+bool
+timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+	bool		ok;
+
+	*was = t->watermark;
+	ok = to >= t->watermark;
+	if (ok && to > t->watermark)
+	{
+		t->watermark = to;
+		t->watermark_set_at = GetCurrentTimestamp();
+	}
+	SpinLockRelease(&t->mutex);
+	return ok;
+}
+
+/* A state's watermark (DT_NOBEGIN: none yet) and when it was set. */
+TimestampTz
+timer_watermark(int slot, uint32 id, TimestampTz *set_at)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+	TimestampTz w = t->watermark;
+
+	if (set_at)
+		*set_at = t->watermark_set_at;
+	SpinLockRelease(&t->mutex);
+	return w;
+}
+
+void
+timer_figures_publish(int slot, uint32 id, const TimerFigures *f)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+	TimestampTz w = t->watermark;
+
+	t->figures = *f;
+	t->figures.watermark = w;
+	SpinLockRelease(&t->mutex);
+}
+
+void
+timer_figures_read(int slot, uint32 id, TimerFigures *out)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+
+	*out = t->figures;
+	out->watermark = t->watermark;
+	SpinLockRelease(&t->mutex);
+}
+
+/* ------------------------------------------------------------ workers */
+
+/*
+ * timer_queue_launch starts the timer worker of a database unless it runs
+ * or was asked for a moment ago.  A database that finds no free slot (more
+ * than state_backend.max_timer_databases) is said so in the log.
+ */
+void
+timer_queue_launch(Oid dbid)
+{
+	BackgroundWorker bgw;
+	TimestampTz now = GetCurrentTimestamp();
+	int			db = -1;
+	bool		launch = false;
+	bool		held;
+
+	SpinLockAcquire(&timers->hold_mutex);
+	held = timers->held_dbid == dbid && timers->held_until > now;
+	SpinLockRelease(&timers->hold_mutex);
+	if (held)
+		return;
+	for (int pass = 0; pass < 2 && db < 0; pass++)
+		for (int i = 0; i < timers->ndbs && db < 0; i++)
+		{
+			TimerDb    *d = &timers->dbs[i];
+
+			SpinLockAcquire(&d->mutex);
+			if (d->dbid == dbid || (pass == 1 && d->dbid == InvalidOid))
+			{
+				db = i;
+				if (d->dbid != dbid)
+				{
+					d->dbid = dbid;
+					d->head = d->tail = 0;
+					d->overflow = false;
+				}
+				launch = d->pid == 0 &&
+					(d->launched_at == 0 ||
+					 TimestampDifferenceExceeds(d->launched_at, now, TIMER_LAUNCH_WAIT_MS));
+				if (launch)
+					d->launched_at = now;
+			}
+			SpinLockRelease(&d->mutex);
+		}
+	if (db < 0)
+	{
+		ereport(LOG,
+				(errmsg("state_backend: no timer worker for database %u: %d databases have timers already",
+						dbid, timers->ndbs),
+				 errhint("Raise state_backend.max_timer_databases (a restart).")));
+		return;
+	}
+	if (!launch)
+		return;
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "state_backend");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "state_timer_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "state_backend timers of database %u", dbid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "state_backend timers");
+	bgw.bgw_main_arg = ObjectIdGetDatum(dbid);
+	if (!RegisterDynamicBackgroundWorker(&bgw, NULL))
+	{
+		TimerDb    *d = &timers->dbs[db];
+
+		SpinLockAcquire(&d->mutex);
+		d->launched_at = 0;
+		SpinLockRelease(&d->mutex);
+		ereport(LOG,
+				(errmsg("state_backend: could not start the timer worker of database %u", dbid),
+				 errhint("Raise max_worker_processes; the state worker tries again each second.")));
+	}
+}
+
+/*
+ * timer_queue_stop, as DROP DATABASE begins: its timer worker, connected
+ * to it, goes (and is not started again for a while), so that the drop does
+ * not find the database in use.
+ */
+void
+timer_queue_stop(Oid dbid)
+{
+	int			db = db_index(dbid);
+	int			pid = 0;
+
+	SpinLockAcquire(&timers->hold_mutex);
+	timers->held_dbid = dbid;
+	timers->held_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), TIMER_LAUNCH_WAIT_MS);
+	SpinLockRelease(&timers->hold_mutex);
+	if (db < 0)
+		return;
+	SpinLockAcquire(&timers->dbs[db].mutex);
+	if (timers->dbs[db].dbid == dbid)
+		pid = timers->dbs[db].pid;
+	SpinLockRelease(&timers->dbs[db].mutex);
+	if (pid == 0)
+		return;
+	(void) kill(pid, SIGTERM);
+	for (int i = 0; i < TIMER_LAUNCH_WAIT_MS / 10; i++)
+	{
+		bool		gone;
+
+		SpinLockAcquire(&timers->dbs[db].mutex);
+		gone = timers->dbs[db].pid != pid;
+		SpinLockRelease(&timers->dbs[db].mutex);
+		if (gone)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
+/*
+ * timer_queue_supervise, in the state worker each second: every database
+ * with timers states has its timer worker (after a start, a restore, or a
+ * worker that stopped).
+ */
+void
+timer_queue_supervise(void)
+{
+	Oid		   *dbids = palloc(sizeof(Oid) * Max(timers->ndbs + 1, 1));
+	int			n = registry_timer_databases(dbids, timers->ndbs + 1);
+
+	for (int i = 0; i < n; i++)
+		timer_queue_launch(dbids[i]);
+	pfree(dbids);
+}
+
+static void
+timer_queue_detach(int code, Datum arg)
+{
+	TimerDb    *d = &timers->dbs[DatumGetInt32(arg)];
+
+	SpinLockAcquire(&d->mutex);
+	if (d->pid == MyProcPid)
+	{
+		/* The next worker scans every state: what the ring held goes. */
+		d->pid = 0;
+		d->latch = NULL;
+		d->launched_at = 0;
+		d->dbid = InvalidOid;
+		d->head = d->tail = 0;
+		d->overflow = false;
+	}
+	SpinLockRelease(&d->mutex);
+}
+
+/*
+ * timer_queue_attach makes this process its database's timer worker; false
+ * when another one is.  The ring is emptied: the caller scans every state.
+ */
+bool
+timer_queue_attach(Oid dbid)
+{
+	int			db = -1;
+
+	for (int i = 0; i < timers->ndbs && db < 0; i++)
+	{
+		TimerDb    *d = &timers->dbs[i];
+
+		SpinLockAcquire(&d->mutex);
+		if (d->dbid == dbid || d->dbid == InvalidOid)
+		{
+			db = i;
+			if (d->pid != 0 && d->dbid == dbid)
+				db = -2;
+			else
+			{
+				d->dbid = dbid;
+				d->pid = MyProcPid;
+				d->latch = MyLatch;
+				d->launched_at = 0;
+				d->head = d->tail = 0;
+				d->overflow = false;
+			}
+		}
+		SpinLockRelease(&d->mutex);
+		if (db == -2)
+			return false;
+	}
+	if (db < 0)
+		return false;
+	before_shmem_exit(timer_queue_detach, Int32GetDatum(db));
+	return true;
+}
+
+/*
+ * timer_queue_drain hands fn every timer the ring holds.  Returns whether
+ * it overflowed since the last drain (then the caller scans its states:
+ * the flag is cleared before, so that nothing registered after is missed).
+ */
+bool
+timer_queue_drain(TimerQueuedFn fn, void *arg)
+{
+	int			db = db_index(MyDatabaseId);
+	TimerDb    *d;
+	bool		overflow;
+	char	   *buf;
+
+	if (db < 0)
+		return true;
+	d = &timers->dbs[db];
+	SpinLockAcquire(&d->mutex);
+	overflow = d->overflow;
+	d->overflow = false;
+	SpinLockRelease(&d->mutex);
+
+	buf = palloc(TIMER_DRAIN_CHUNK);
+	for (;;)
+	{
+		Size		off = 0;
+
+		/* Whole records, at most a chunk of them, under the spinlock. */
+		SpinLockAcquire(&d->mutex);
+		while ((Size) (d->head - d->tail) >= sizeof(TimerRecord))
+		{
+			TimerRecord rec;
+
+			ring_copy(db, d->tail, (char *) &rec, sizeof(rec), false);
+			if (off + sizeof(rec) + rec.len > TIMER_DRAIN_CHUNK)
+				break;
+			ring_copy(db, d->tail, buf + off, sizeof(rec) + rec.len, false);
+			d->tail += sizeof(rec) + rec.len;
+			off += sizeof(rec) + rec.len;
+		}
+		SpinLockRelease(&d->mutex);
+		if (off == 0)
+			break;
+		for (Size p = 0; p < off;)
+		{
+			TimerRecord rec;
+
+			memcpy(&rec, buf + p, sizeof(rec));
+			fn(arg, rec.state_id, rec.at, buf + p + sizeof(rec), rec.len);
+			p += sizeof(rec) + rec.len;
+		}
+	}
+	pfree(buf);
+	return overflow;
+}

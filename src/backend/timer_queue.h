@@ -1,0 +1,52 @@
+/*
+ * backend/timer_queue.h
+ *		What sessions and the timer workers share about timers states
+ *		(timer_queue.c): per database, the ring of timers registered since
+ *		its worker last looked and the worker's latch; per state, its
+ *		watermark and the figures its worker publishes.
+ */
+#ifndef STATE_BACKEND_TIMER_QUEUE_H
+#define STATE_BACKEND_TIMER_QUEUE_H
+
+#include "datatype/timestamp.h"
+
+#include "api/state_backend_api.h"
+
+/* What a timer worker publishes of one state (state.timer_status). */
+typedef struct TimerFigures
+{
+	int64		pending;		/* timers it holds to fire */
+	int64		retrying;		/* of them, failed and waiting to retry */
+	TimestampTz next_due;		/* DT_NOEND: none */
+	double		fired_per_s;	/* over the last seconds */
+	int64		lag_p99_us;		/* due (or watermark passing) to fired; -1: none yet */
+	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
+	char		problem[256];	/* why it cannot fire, or "" */
+} TimerFigures;
+
+extern Size timer_queue_shmem_size(void);
+extern void timer_queue_shmem_init(void);
+
+/* Sessions */
+extern void timer_queue_push(const StateDesc *desc, const char *key, uint32 keylen, int64 at);
+extern void timer_queue_wake(Oid dbid);
+extern void timer_queue_note(const StateDesc *desc, const char *key, uint32 keylen, int64 at);
+extern void timer_queue_at_commit(void);
+extern void timer_queue_at_abort(void);
+extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
+extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
+extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
+
+/* The state worker, and create_state */
+extern void timer_queue_launch(Oid dbid);
+extern void timer_queue_supervise(void);
+extern void timer_queue_stop(Oid dbid);
+
+/* The timer worker of a database */
+typedef void (*TimerQueuedFn) (void *arg, uint32 state_id, int64 at,
+							   const char *key, uint32 keylen);
+extern bool timer_queue_attach(Oid dbid);
+extern bool timer_queue_drain(TimerQueuedFn fn, void *arg);
+extern void timer_figures_publish(int slot, uint32 id, const TimerFigures *f);
+
+#endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -1,0 +1,15 @@
+/*
+ * common/timer_handler.h
+ *		The handler of a timers state: the function a due timer calls
+ *		(timer_handler.c).
+ */
+#ifndef STATE_BACKEND_TIMER_HANDLER_H
+#define STATE_BACKEND_TIMER_HANDLER_H
+
+#include "common/types.h"
+
+extern void timer_handler_describe(Oid fn, Oid key_type, Oid owner, StateDesc *desc);
+extern void timer_handler_resolve(StateDesc *desc);
+extern const char *timer_handler_problem(const StateDesc *desc);
+
+#endif							/* STATE_BACKEND_TIMER_HANDLER_H */

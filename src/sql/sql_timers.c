@@ -1,0 +1,282 @@
+/*
+ * sql/sql_timers.c
+ *		SQL functions of timers states: the options of create_state,
+ *		timer_register, timer_delete, timers, advance_watermark, watermark
+ *		and the rows of state.timer_status.
+ *
+ * A timers state is a map per key of the instants its timers are due at
+ * (map key timestamptz, NULL values), so that everything a state has
+ * (snapshots, restores, rescales, WAL, transactions) holds timers too.
+ * Registering tells the database's timer worker (backend/timer_queue.c),
+ * which fires them (timer_worker.c).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "backend/timer_queue.h"
+#include "catalog/registry.h"
+#include "catalog/stats.h"
+#include "common/locks.h"
+#include "common/timer_handler.h"
+#include "format/records.h"
+#include "sql/sql_common.h"
+
+PG_FUNCTION_INFO_V1(state_timer_register);
+PG_FUNCTION_INFO_V1(state_timer_delete);
+PG_FUNCTION_INFO_V1(state_timers);
+PG_FUNCTION_INFO_V1(state_advance_watermark);
+PG_FUNCTION_INFO_V1(state_watermark);
+PG_FUNCTION_INFO_V1(state_timer_status);
+
+/* Argument positions of create_state's timer options. */
+#define ARG_HANDLER		13
+#define ARG_TIME_DOMAIN	14
+
+/*
+ * sql_timers_parse_create completes a descriptor create_state is making:
+ * for kind "timers" its handler and time domain (it is a map of instants
+ * with no values); for any other kind, no timer option.
+ */
+void
+sql_timers_parse_create(FunctionCallInfo fcinfo, bool timers, StateDesc *desc)
+{
+	bool		has_handler = PG_NARGS() > ARG_HANDLER && !PG_ARGISNULL(ARG_HANDLER);
+	bool		has_domain = PG_NARGS() > ARG_TIME_DOMAIN && !PG_ARGISNULL(ARG_TIME_DOMAIN);
+	char	   *domain = has_domain ? text_to_cstring(PG_GETARG_TEXT_PP(ARG_TIME_DOMAIN)) : "processing";
+
+	if (!timers)
+	{
+		if (has_handler || has_domain)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a handler and a time domain apply only to timers states"),
+					 errhint("Use kind => 'timers', or leave handler and time_domain NULL.")));
+		return;
+	}
+	if (!has_handler)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a timers state needs a handler"),
+				 errhint("Pass handler => 'on_timer(%s, timestamptz)', a function called with each due timer's key and instant.",
+						 format_type_be(desc->types[STATE_TYPE_KEY].oid))));
+	if (strcmp(domain, "event") == 0)
+		desc->timer_event_time = true;
+	else if (strcmp(domain, "processing") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown time domain \"%s\"", domain),
+				 errhint("Valid time domains are processing (the clock) and event (the watermark).")));
+	if (desc->ttl > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timers states have no TTL"),
+				 errhint("Delete a timer with state.timer_delete(), or let it fire.")));
+	timer_handler_describe(PG_GETARG_OID(ARG_HANDLER), desc->types[STATE_TYPE_KEY].oid,
+						   desc->owner, desc);
+}
+
+/* The instant argument argno: finite, as an image in call->buf. */
+static TimestampTz
+instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	TimestampTz at;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	at = PG_GETARG_TIMESTAMPTZ(argno);
+	if (TIMESTAMP_NOT_FINITE(at))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s must be finite", what)));
+	if (call != NULL)
+	{
+		resetStringInfo(&call->buf);
+		codec_encode(&call->codecs[ARG_MAP_KEY], TimestampTzGetDatum(at), &call->buf);
+	}
+	return at;
+}
+
+/*
+ * timer_register(name, key, at): a timer of the key at that instant; one
+ * per key and instant, as Flink's timer service keeps them.
+ */
+Datum
+state_timer_register(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
+	TimestampTz at;
+
+	state_call_key(call, fcinfo, 1);
+	at = instant_arg(call, fcinfo, 2, "a timer's instant");
+	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
+						   NULL, 0, true);
+	state_stats_count(call->target.slot, STATE_STAT_TIMERS_REGISTERED, 1);
+	if (call->desc.transactional)
+		timer_queue_note(&call->desc, call->key.data, call->key.len, at);
+	else
+		timer_queue_push(&call->desc, call->key.data, call->key.len, at);
+	PG_RETURN_VOID();
+}
+
+/* timer_delete(name, key, at): whether there was such a timer. */
+Datum
+state_timer_delete(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
+
+	state_call_key(call, fcinfo, 1);
+	(void) instant_arg(call, fcinfo, 2, "a timer's instant");
+	PG_RETURN_BOOL(call->backend->map_remove(&call->target, &call->key,
+											 call->buf.data, call->buf.len));
+}
+
+typedef struct TimersRows
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+	Oid			restype;
+} TimersRows;
+
+/* One key's timers as rows (key, at). */
+static void
+timers_collect(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
+{
+	TimersRows *ctx = arg;
+	StateCall  *call = ctx->call;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	uint32		off = 0;
+	RecordPair	pair;
+
+	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
+										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
+										ctx->restype);
+	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
+	{
+		values[1] = codec_decode(&call->codecs[ARG_MAP_KEY], pair.key, pair.keylen);
+		tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+	}
+}
+
+/* timers(name, key_default): every timer as (key, at), in no order. */
+Datum
+state_timers(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_READ);
+	TimersRows	ctx;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ctx.call = call;
+	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ctx.restype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	call->backend->iterate(&call->target, -1, timers_collect, &ctx);
+	return (Datum) 0;
+}
+
+/* The event-time state named, for its watermark. */
+static StateCall *
+event_time_call(FunctionCallInfo fcinfo, uint8 privs)
+{
+	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, privs);
+
+	if (!call->desc.timer_event_time)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timers state \"%s\" is in processing time, which has no watermark",
+						NameStr(call->desc.name)),
+				 errhint("Its timers fire by the clock; create it with time_domain => 'event' to fire them by a watermark.")));
+	return call;
+}
+
+/*
+ * advance_watermark(name, ts): event time has come to ts; timers due by
+ * then fire.  A watermark never goes back.
+ */
+Datum
+state_advance_watermark(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = event_time_call(fcinfo, STATE_PRIV_WRITE);
+	TimestampTz to = instant_arg(NULL, fcinfo, 1, "a watermark");
+	TimestampTz was;
+
+	if (!timer_watermark_advance(call->target.slot, call->desc.id, to, &was))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the watermark of timers state \"%s\" cannot go back", NameStr(call->desc.name)),
+				 errdetail("It is %s; %s is earlier.",
+						   pstrdup(timestamptz_to_str(was)), timestamptz_to_str(to))));
+	timer_queue_wake(call->desc.dbid);
+	PG_RETURN_VOID();
+}
+
+/* watermark(name): the state's watermark, NULL before the first. */
+Datum
+state_watermark(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = event_time_call(fcinfo, STATE_PRIV_READ);
+	TimestampTz w = timer_watermark(call->target.slot, call->desc.id, NULL);
+
+	if (w == DT_NOBEGIN)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(w);
+}
+
+/* An interval of microseconds. */
+static Datum
+usecs_interval(int64 us)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = us;
+	return IntervalPGetDatum(iv);
+}
+
+/*
+ * The rows of state.timer_status: per timers state of the database that
+ * the user may read, what its worker holds and how it keeps up.
+ */
+Datum
+state_timer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+
+	state_backend_check_available();
+	InitMaterializedSRF(fcinfo, 0);
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc  *d = &descs[i];
+		TimerFigures f;
+		Datum		values[9];
+		bool		nulls[9] = {false};
+
+		if (!state_desc_is_timers(d))
+			continue;
+		timer_figures_read(slots[i], d->id, &f);
+		values[0] = CStringGetTextDatum(NameStr(d->name));
+		values[1] = CStringGetTextDatum(d->timer_event_time ? "event" : "processing");
+		values[2] = TimestampTzGetDatum(f.watermark);
+		nulls[2] = !d->timer_event_time || f.watermark == DT_NOBEGIN;
+		values[3] = Int64GetDatum(f.pending);
+		values[4] = TimestampTzGetDatum(f.next_due);
+		nulls[4] = f.next_due == DT_NOEND || f.pending == 0;
+		values[5] = Int64GetDatum(f.retrying);
+		values[6] = Float8GetDatum(f.fired_per_s);
+		values[7] = usecs_interval(f.lag_p99_us);
+		nulls[7] = f.lag_p99_us < 0;
+		values[8] = CStringGetTextDatum(f.problem);
+		nulls[8] = f.problem[0] == '\0';
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

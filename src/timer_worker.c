@@ -1,0 +1,782 @@
+/*
+ * timer_worker.c
+ *		The timer worker of a database: fires the due timers of its timers
+ *		states by calling their handlers, as their owners.
+ *
+ * One dynamic background worker per database with timers states, started
+ * by create_state and by the state worker (backend/timer_queue.c); it stops
+ * when its database has none left.  It keeps, per state, an index of the
+ * state's timers by due time (a binary heap): read whole from the state
+ * when the worker starts, when a state appears (created, restored) and when
+ * the ring of new registrations overflowed, and fed by that ring otherwise,
+ * so that finding the due timers costs what is due, not what is pending.
+ * The index may name timers that are gone (deleted, rolled back, fired):
+ * each timer is looked up in its state before it fires.
+ *
+ * A batch of due timers (state_backend.timer_batch_size) runs in one
+ * transaction, each handler call in a subtransaction of it, as the state's
+ * owner, under state_backend.timer_statement_timeout.  The timer leaves its
+ * state inside that transaction when the state is transactional (exactly
+ * once: the removal commits with the handler's writes), after it otherwise
+ * (at least once: a crash in between fires it again).  A handler that fails
+ * is retried after state_backend.timer_retry_delay, doubling, and after
+ * state_backend.timer_max_retries it moves to state.timer_failures.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "backend/keyed_backend.h"
+#include "backend/timer_queue.h"
+#include "catalog/registry.h"
+#include "catalog/stats.h"
+#include "common/codec.h"
+#include "common/settings.h"
+#include "common/timer_handler.h"
+#include "format/records.h"
+
+PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
+
+/* Lags kept per state for their 99th percentile. */
+#define LAG_SAMPLES			1024
+/* How often figures are published, and states looked for, at least. */
+#define PUBLISH_MS			250
+#define SYNC_MS				1000
+/* The longest sleep. */
+#define MAX_SLEEP_MS		1000
+
+/* One timer the index holds. */
+typedef struct Pending
+{
+	int64		at;
+	uint32		keylen;
+	char	   *key;			/* in the worker's context */
+} Pending;
+
+/* One that failed and waits to be tried again. */
+typedef struct Retry
+{
+	Pending		t;
+	int			attempts;
+	TimestampTz not_before;
+} Retry;
+
+typedef struct Fired
+{
+	uint32		id;
+	int			slot;
+	StateDesc	desc;
+	bool		seen;			/* by the last look at the registry */
+	TypeCodec	key_codec;
+	TypeCodec	at_codec;
+	FmgrInfo	handler;
+	bool		handler_ready;
+	char		problem[256];
+	/* the index: a binary heap by (at, key) */
+	Pending    *heap;
+	int			nheap;
+	int			maxheap;
+	Retry	   *retries;
+	int			nretries;
+	int			maxretries;
+	/* figures */
+	int64		lags[LAG_SAMPLES];
+	int			nlags;
+	int			lag_next;
+	int64		window_fired;
+	TimestampTz window_start;
+	double		fired_per_s;
+} Fired;
+
+/* One timer of a batch. */
+typedef struct Firing
+{
+	Fired	   *fs;
+	Pending		t;
+	int			attempts;		/* before this one */
+	bool		ok;
+	bool		failed;			/* to state.timer_failures */
+	char	   *error;
+} Firing;
+
+static MemoryContext worker_cxt;
+static Fired **states = NULL;
+static int	nstates = 0;
+static uint64 seen_version = 0;
+
+/* ------------------------------------------------------------ the index */
+
+static int
+pending_cmp(const Pending *a, const Pending *b)
+{
+	int			c;
+
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	if (a->keylen != b->keylen)
+		return a->keylen < b->keylen ? -1 : 1;
+	c = memcmp(a->key, b->key, a->keylen);
+	return c;
+}
+
+static void
+heap_push(Fired *fs, int64 at, const char *key, uint32 keylen)
+{
+	Pending		p;
+	int			i;
+
+	if (fs->nheap == fs->maxheap)
+	{
+		fs->maxheap = Max(64, fs->maxheap * 2);
+		fs->heap = fs->heap ? repalloc_huge(fs->heap, sizeof(Pending) * fs->maxheap) :
+			MemoryContextAllocHuge(worker_cxt, sizeof(Pending) * fs->maxheap);
+	}
+	p.at = at;
+	p.keylen = keylen;
+	p.key = MemoryContextAlloc(worker_cxt, Max(keylen, 1));
+	memcpy(p.key, key, keylen);
+	for (i = fs->nheap++; i > 0; i = (i - 1) / 2)
+	{
+		if (pending_cmp(&fs->heap[(i - 1) / 2], &p) <= 0)
+			break;
+		fs->heap[i] = fs->heap[(i - 1) / 2];
+	}
+	fs->heap[i] = p;
+}
+
+static Pending
+heap_pop(Fired *fs)
+{
+	Pending		top = fs->heap[0];
+	Pending		last = fs->heap[--fs->nheap];
+	int			i = 0;
+
+	for (;;)
+	{
+		int			c = 2 * i + 1;
+
+		if (c >= fs->nheap)
+			break;
+		if (c + 1 < fs->nheap && pending_cmp(&fs->heap[c + 1], &fs->heap[c]) < 0)
+			c++;
+		if (pending_cmp(&last, &fs->heap[c]) <= 0)
+			break;
+		fs->heap[i] = fs->heap[c];
+		i = c;
+	}
+	if (fs->nheap > 0)
+		fs->heap[i] = last;
+	return top;
+}
+
+static void
+heap_clear(Fired *fs)
+{
+	for (int i = 0; i < fs->nheap; i++)
+		pfree(fs->heap[i].key);
+	fs->nheap = 0;
+}
+
+/* Load one key's timers (a map image of instants) into the index. */
+static void
+load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
+{
+	Fired	   *fs = arg;
+	uint32		off = 0;
+	RecordPair	pair;
+
+	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
+		heap_push(fs, DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen)),
+				  key, keylen);
+}
+
+/* Read a state's timers whole (in a transaction). */
+static void
+load_state(Fired *fs)
+{
+	StateTarget st = {&fs->desc, fs->slot};
+
+	heap_clear(fs);
+	keyed_state_ops(&fs->desc)->iterate(&st, -1, load_key, fs);
+}
+
+static Fired *
+find_state(uint32 id)
+{
+	for (int i = 0; i < nstates; i++)
+		if (states[i]->id == id)
+			return states[i];
+	return NULL;
+}
+
+static void
+queued(void *arg, uint32 state_id, int64 at, const char *key, uint32 keylen)
+{
+	Fired	   *fs = find_state(state_id);
+
+	/* A state not known yet is read whole when it is found. */
+	if (fs != NULL)
+		heap_push(fs, at, key, keylen);
+}
+
+/* ------------------------------------------------------------ the states */
+
+static void
+forget_state(int i)
+{
+	Fired	   *fs = states[i];
+
+	heap_clear(fs);
+	if (fs->heap)
+		pfree(fs->heap);
+	for (int r = 0; r < fs->nretries; r++)
+		pfree(fs->retries[r].t.key);
+	if (fs->retries)
+		pfree(fs->retries);
+	pfree(fs);
+	states[i] = states[--nstates];
+}
+
+static Fired *
+new_state(const StateDesc *d, int slot)
+{
+	Fired	   *fs = MemoryContextAllocZero(worker_cxt, sizeof(Fired));
+
+	fs->id = d->id;
+	fs->slot = slot;
+	fs->desc = *d;
+	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, worker_cxt);
+	codec_init(&fs->at_codec, TIMESTAMPTZOID, worker_cxt);
+	fs->window_start = GetCurrentTimestamp();
+	states = states ? repalloc(states, sizeof(Fired *) * (nstates + 1)) :
+		MemoryContextAlloc(worker_cxt, sizeof(Fired *));
+	states[nstates++] = fs;
+	return fs;
+}
+
+/*
+ * sync_states looks at the registry (in a transaction): new timers states
+ * are read whole, gone ones forgotten, the others' descriptors refreshed
+ * (owner, grants), and every handler checked.  Returns how many remain.
+ */
+static int
+sync_states(bool reload_all)
+{
+	StateDesc  *descs;
+	int		   *slots;
+	int			n;
+
+	seen_version = registry_version();
+	n = registry_list(MyDatabaseId, &descs, &slots);
+	for (int i = 0; i < nstates; i++)
+		states[i]->seen = false;
+	for (int i = 0; i < n; i++)
+	{
+		Fired	   *fs;
+
+		if (!state_desc_is_timers(&descs[i]))
+			continue;
+		fs = find_state(descs[i].id);
+		if (fs == NULL)
+		{
+			fs = new_state(&descs[i], slots[i]);
+			load_state(fs);
+		}
+		else
+		{
+			fs->desc = descs[i];
+			fs->slot = slots[i];
+			if (reload_all)
+				load_state(fs);
+		}
+		fs->seen = true;
+	}
+	for (int i = nstates - 1; i >= 0; i--)
+		if (!states[i]->seen)
+			forget_state(i);
+	for (int i = 0; i < nstates; i++)
+	{
+		Fired	   *fs = states[i];
+		const char *problem = timer_handler_problem(&fs->desc);
+
+		strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
+		if (problem == NULL && !fs->handler_ready)
+		{
+			fmgr_info_cxt(fs->desc.timer_handler, &fs->handler, worker_cxt);
+			fs->handler_ready = true;
+		}
+	}
+	pfree(descs);
+	pfree(slots);
+	return nstates;
+}
+
+/* ------------------------------------------------------------ a batch */
+
+/* The clock a state's timers are due by. */
+static int64
+state_clock(Fired *fs, TimestampTz *passed_at)
+{
+	if (fs->desc.timer_event_time)
+		return timer_watermark(fs->slot, fs->id, passed_at);
+	*passed_at = 0;
+	return record_ttl_now();
+}
+
+/* Collect due timers into batch; returns how many. */
+static int
+collect_batch(Firing *batch, int max, TimestampTz now)
+{
+	int			n = 0;
+
+	for (int i = 0; i < nstates && n < max; i++)
+	{
+		Fired	   *fs = states[i];
+		TimestampTz passed_at;
+		int64		clock = state_clock(fs, &passed_at);
+		bool		have_last = false;
+		Pending		last = {0};
+
+		if (fs->problem[0] != '\0')
+			continue;
+		for (int r = 0; r < fs->nretries && n < max;)
+		{
+			if (fs->retries[r].not_before <= now)
+			{
+				batch[n++] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
+				fs->retries[r] = fs->retries[--fs->nretries];
+			}
+			else
+				r++;
+		}
+		while (fs->nheap > 0 && fs->heap[0].at <= clock && n < max)
+		{
+			Pending		p = heap_pop(fs);
+
+			/* The index may hold a timer twice: the ring and a read both saw it. */
+			if (have_last && pending_cmp(&last, &p) == 0)
+			{
+				pfree(p.key);
+				continue;
+			}
+			batch[n++] = (Firing) {fs, p, 0};
+			last = p;
+			have_last = true;
+			if (fs->nlags < LAG_SAMPLES)
+				fs->nlags++;
+			fs->lags[fs->lag_next] = now - (fs->desc.timer_event_time ? Max(passed_at, 0) : p.at);
+			if (fs->lags[fs->lag_next] < 0)
+				fs->lags[fs->lag_next] = 0;
+			fs->lag_next = (fs->lag_next + 1) % LAG_SAMPLES;
+		}
+	}
+	return n;
+}
+
+/* The timer's state key and the image of its instant. */
+static void
+timer_key(Firing *f, StateKey *key, StringInfo atimg)
+{
+	state_key_set(key, f->t.key, f->t.keylen);
+	resetStringInfo(atimg);
+	codec_encode(&f->fs->at_codec, TimestampTzGetDatum(f->t.at), atimg);
+}
+
+/*
+ * fire_one calls one timer's handler, in the subtransaction the caller
+ * opened: false when the timer is gone from its state (nothing to do).
+ */
+static bool
+fire_one(Firing *f, StringInfo atimg)
+{
+	Fired	   *fs = f->fs;
+	StateTarget st = {&fs->desc, fs->slot};
+	const KeyedStateBackend *ops = keyed_state_ops(&fs->desc);
+	StateKey	key;
+	StringInfoData scratch;
+	bool		isnull;
+	Oid			save_user;
+	int			save_sec;
+	LOCAL_FCINFO(fcinfo, 2);
+
+	timer_key(f, &key, atimg);
+	initStringInfo(&scratch);
+	if (!ops->map_get(&st, &key, atimg->data, atimg->len, &scratch, &isnull))
+		return false;
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(fs->desc.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (state_backend_timer_statement_timeout_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, state_backend_timer_statement_timeout_ms);
+	/* Its result, NULL (a void function's) or not, is not looked at. */
+	InitFunctionCallInfoData(*fcinfo, &fs->handler, 2, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = codec_decode(&fs->key_codec, f->t.key, f->t.keylen);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = TimestampTzGetDatum(f->t.at);
+	fcinfo->args[1].isnull = false;
+	(void) FunctionCallInvoke(fcinfo);
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	SetUserIdAndSecContext(save_user, save_sec);
+	/* A transactional state's timer leaves it with the handler's writes. */
+	if (fs->desc.transactional)
+		ops->map_remove(&st, &key, atimg->data, atimg->len);
+	return true;
+}
+
+/* Keep a failed timer in state.timer_failures, in the batch's transaction. */
+static void
+record_failure(Firing *f)
+{
+	Fired	   *fs = f->fs;
+	Datum		values[7];
+	Oid			types[7] = {TEXTOID, INT8OID, OIDOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
+	char	   *keytext;
+
+	keytext = codec_output(&fs->key_codec, codec_decode(&fs->key_codec, f->t.key, f->t.keylen));
+	values[0] = CStringGetTextDatum(NameStr(fs->desc.name));
+	values[1] = Int64GetDatum((int64) fs->id);
+	values[2] = ObjectIdGetDatum(fs->desc.owner);
+	values[3] = CStringGetTextDatum(keytext);
+	values[4] = TimestampTzGetDatum(f->t.at);
+	values[5] = Int32GetDatum(f->attempts);
+	values[6] = CStringGetTextDatum(f->error ? f->error : "");
+	SPI_connect();
+	if (SPI_execute_with_args("INSERT INTO state._timer_failures "
+							  "(name, state_id, owner, key, at, attempts, error, failed_at) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, now())",
+							  7, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "state_backend: could not record a failed timer");
+	SPI_finish();
+	if (fs->desc.transactional)
+	{
+		StateTarget st = {&fs->desc, fs->slot};
+		StateKey	key;
+		StringInfoData atimg;
+
+		initStringInfo(&atimg);
+		timer_key(f, &key, &atimg);
+		keyed_state_ops(&fs->desc)->map_remove(&st, &key, atimg.data, atimg.len);
+	}
+}
+
+/* One timer, in its own subtransaction: whether it fired, or why not. */
+static void
+fire_in_subtransaction(Firing *f, StringInfo atimg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		f->ok = fire_one(f, atimg);
+		f->attempts++;
+		if (!f->ok)
+			f->attempts = -1;	/* gone: nothing to do */
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		f->ok = false;
+		f->attempts++;
+		f->error = pstrdup(edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	f->failed = !f->ok && f->attempts > state_backend_timer_max_retries;
+	if (f->failed)
+		record_failure(f);
+}
+
+/* Put a timer that failed, or whose batch failed, in line to retry. */
+static void
+retry_later(Firing *f, TimestampTz now)
+{
+	Fired	   *fs = f->fs;
+	int			shift = Min(Max(f->attempts - 1, 0), 6);
+
+	if (fs->nretries == fs->maxretries)
+	{
+		fs->maxretries = Max(16, fs->maxretries * 2);
+		fs->retries = fs->retries ? repalloc(fs->retries, sizeof(Retry) * fs->maxretries) :
+			MemoryContextAlloc(worker_cxt, sizeof(Retry) * fs->maxretries);
+	}
+	fs->retries[fs->nretries].t = f->t;
+	fs->retries[fs->nretries].attempts = f->attempts;
+	fs->retries[fs->nretries].not_before =
+		TimestampTzPlusMilliseconds(now, (int64) state_backend_timer_retry_delay_ms << shift);
+	fs->nretries++;
+}
+
+/*
+ * The timers of states that are not transactional leave them once their
+ * handlers' transaction committed (at least once).
+ */
+static void
+remove_after_commit(Firing *batch, int n)
+{
+	StringInfoData atimg;
+
+	initStringInfo(&atimg);
+	StartTransactionCommand();
+	for (int i = 0; i < n; i++)
+	{
+		Firing	   *f = &batch[i];
+		StateTarget st = {&f->fs->desc, f->fs->slot};
+		StateKey	key;
+
+		if (f->fs->desc.transactional || !(f->ok || f->failed))
+			continue;
+		timer_key(f, &key, &atimg);
+		keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg.data, atimg.len);
+	}
+	keyed_backend_flush_all();
+	CommitTransactionCommand();
+}
+
+/* The batch's transaction: a subtransaction per timer, then the commit. */
+static void
+fire_batch_transaction(Firing *batch, int n)
+{
+	StringInfoData atimg;
+
+	initStringInfo(&atimg);
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		fire_in_subtransaction(&batch[i], &atimg);
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	remove_after_commit(batch, n);
+}
+
+/*
+ * Fire a batch.  When its transaction fails as a whole (its commit: a
+ * deferred constraint, a transactional state's commit refused), every
+ * timer of it is retried later, as one that failed.
+ */
+static void
+fire_batch(Firing *batch, int n)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int		   *attempts = palloc(sizeof(int) * n);
+	TimestampTz now;
+
+	for (int i = 0; i < n; i++)
+		attempts[i] = batch[i].attempts;
+	PG_TRY();
+	{
+		fire_batch_transaction(batch, n);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(cxt);
+		ereport(LOG,
+				(errmsg("state_backend: a batch of %d timers failed, to be retried: %s",
+						n, edata->message)));
+		for (int i = 0; i < n; i++)
+		{
+			batch[i].ok = batch[i].failed = false;
+			batch[i].attempts = attempts[i] + 1;
+		}
+	}
+	PG_END_TRY();
+
+	now = GetCurrentTimestamp();
+	for (int i = 0; i < n; i++)
+	{
+		Firing	   *f = &batch[i];
+
+		if (f->ok)
+		{
+			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, 1);
+			f->fs->window_fired++;
+		}
+		else if (f->failed)
+			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);
+		if (!f->ok && !f->failed && f->attempts > 0)
+			retry_later(f, now);
+		else
+			pfree(f->t.key);
+	}
+}
+
+/* ------------------------------------------------------------ figures */
+
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static void
+publish_figures(TimestampTz now)
+{
+	for (int i = 0; i < nstates; i++)
+	{
+		Fired	   *fs = states[i];
+		TimerFigures f;
+		long		secs;
+		int			usecs;
+
+		memset(&f, 0, sizeof(f));
+		f.pending = fs->nheap + fs->nretries;
+		f.retrying = fs->nretries;
+		f.next_due = fs->nheap > 0 ? fs->heap[0].at : DT_NOEND;
+		TimestampDifference(fs->window_start, now, &secs, &usecs);
+		if (secs >= 5)
+		{
+			fs->fired_per_s = fs->window_fired / (secs + usecs / 1e6);
+			fs->window_fired = 0;
+			fs->window_start = now;
+		}
+		f.fired_per_s = fs->fired_per_s;
+		f.lag_p99_us = -1;
+		if (fs->nlags > 0)
+		{
+			int64		sorted[LAG_SAMPLES];
+
+			memcpy(sorted, fs->lags, sizeof(int64) * fs->nlags);
+			qsort(sorted, fs->nlags, sizeof(int64), int64_cmp);
+			f.lag_p99_us = sorted[(fs->nlags * 99) / 100 == fs->nlags ? fs->nlags - 1 : (fs->nlags * 99) / 100];
+		}
+		strlcpy(f.problem, fs->problem, sizeof(f.problem));
+		timer_figures_publish(fs->slot, fs->id, &f);
+	}
+}
+
+/* How long to sleep: until the next processing-time timer or retry is due. */
+static long
+sleep_ms(TimestampTz now)
+{
+	int64		wait = (int64) MAX_SLEEP_MS * 1000;
+
+	for (int i = 0; i < nstates; i++)
+	{
+		Fired	   *fs = states[i];
+
+		if (fs->problem[0] != '\0')
+			continue;
+		if (!fs->desc.timer_event_time && fs->nheap > 0)
+			wait = Min(wait, fs->heap[0].at - record_ttl_now());
+		for (int r = 0; r < fs->nretries; r++)
+			wait = Min(wait, fs->retries[r].not_before - now);
+	}
+	return wait <= 0 ? 0 : (long) ((wait + 999) / 1000);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+/* One round: look, drain, fire.  Returns whether a batch was full. */
+static bool
+timer_round(Firing *batch, TimestampTz *last_sync, bool *any)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		overflow = timer_queue_drain(queued, NULL);
+	int			n;
+
+	if (overflow || registry_version() != seen_version ||
+		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS))
+	{
+		StartTransactionCommand();
+		*any = sync_states(overflow) > 0;
+		CommitTransactionCommand();
+		*last_sync = now;
+		/* What was registered while the states were read. */
+		(void) timer_queue_drain(queued, NULL);
+	}
+	n = collect_batch(batch, state_backend_timer_batch_size, now);
+	if (n > 0)
+		fire_batch(batch, n);
+	return n == state_backend_timer_batch_size;
+}
+
+void
+state_timer_worker_main(Datum main_arg)
+{
+	Oid			dbid = DatumGetObjectId(main_arg);
+	TimestampTz last_sync = 0;
+	TimestampTz last_publish = 0;
+	bool		any = true;
+	Firing	   *batch;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, StatementCancelHandler);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	pgstat_report_appname("state_backend timers");
+	if (!timer_queue_attach(dbid))
+		proc_exit(0);			/* another one fires this database's timers */
+	worker_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend timers",
+									   ALLOCSET_DEFAULT_SIZES);
+	ereport(DEBUG1, (errmsg("state_backend timer worker of database %u started", dbid)));
+
+	while (any)
+	{
+		MemoryContext round_cxt = AllocSetContextCreate(worker_cxt, "timer round",
+														ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(round_cxt);
+		bool		full;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);
+		full = timer_round(batch, &last_sync, &any);
+		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))
+		{
+			publish_figures(GetCurrentTimestamp());
+			last_publish = GetCurrentTimestamp();
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(round_cxt);
+		if (!full && any)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms(GetCurrentTimestamp()), PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	/* No timers state is left in this database. */
+	proc_exit(0);
+}
