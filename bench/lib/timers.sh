@@ -3,8 +3,9 @@
 # server, its helpers sql, sql1, as_pg, raw, meta, log, stmt_tps and its
 # FAILED count).
 #
-#   register:  timer_register on a memory timers state beside value_set on a
-#              memory value state, pgbench -M prepared, TM_CLIENTS clients,
+#   register:  timer_register of new timers (random instants over ten years)
+#              on a memory timers state beside value_set on a memory value
+#              state, pgbench -M prepared, TM_CLIENTS clients,
 #              random keys of TM_KEYS (the same call shape: name, key, one
 #              more argument)
 #   fire:      TM_FIRE event-time timers whose handler inserts into an
@@ -52,9 +53,9 @@ tm_register() {
 	local name stmt out tps
 	for name in register value_set; do
 		if [ "$name" = register ]; then
-			stmt="SELECT state.timer_register('tm_reg', :k::text, '2030-01-01'::timestamptz + :k * interval '1 s');"
+			stmt="SELECT state.timer_register('tm_reg', :k::text, '2030-01-01'::timestamptz + random() * interval '10 years');"
 		else
-			stmt="SELECT state.value_set('tm_val', :k::text, '2030-01-01'::timestamptz + :k * interval '1 s');"
+			stmt="SELECT state.value_set('tm_val', :k::text, '2030-01-01'::timestamptz + random() * interval '10 years');"
 		fi
 		out="$WORK/out/tm-$name.txt"
 		tps=$(stmt_tps "$out" "$TM_KEYS" "$TM_CLIENTS" "$stmt")
@@ -135,9 +136,11 @@ SQL
 	tail -n 5 "$WORK/out/timers.log" >&2
 	tm_fail "creating the states"
 else
+	# Firing first, while the timer worker holds no other timers: its memory
+	# grows by what this state's timers take.
+	tm_fire
 	tm_register
 	sql1 "SELECT state.drop_state('tm_reg'); SELECT state.drop_state('tm_val')" >/dev/null
-	tm_fire
 	tm_lag
 	sql1 "SELECT state.drop_state('tm_fire'); SELECT state.drop_state('tm_lag')" >/dev/null
 fi

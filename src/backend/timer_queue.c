@@ -196,6 +196,12 @@ push_record(Oid dbid, uint32 state_id, const char *key, uint32 keylen, int64 at)
 	SpinLockAcquire(&d->mutex);
 	if (d->dbid == dbid)
 	{
+		/*
+		 * Only a push into an empty ring wakes the worker: it drains all there
+		 * is once woken, so one into a ring that holds records is seen then.
+		 */
+		bool		was_empty = d->head == d->tail && !d->overflow;
+
 		/* A record longer than a drain's chunk goes as an overflow too. */
 		if (need > TIMER_DRAIN_CHUNK || d->overflow ||
 			need > timers->ring_size - (Size) (d->head - d->tail))
@@ -206,7 +212,7 @@ push_record(Oid dbid, uint32 state_id, const char *key, uint32 keylen, int64 at)
 			ring_copy(db, d->head + sizeof(rec), unconstify(char *, key), keylen, true);
 			d->head += need;
 		}
-		latch = d->pid != 0 ? d->latch : NULL;
+		latch = d->pid != 0 && was_empty ? d->latch : NULL;
 	}
 	SpinLockRelease(&d->mutex);
 	if (latch != NULL)

@@ -12,7 +12,7 @@ typedef enum StateStat
 	STATE_STAT_WRITES,
 	STATE_STAT_MISSES,
 	STATE_STAT_EXPIRED,
-	STATE_STAT_TIMERS_REGISTERED,	/* timers registered anew */
+	STATE_STAT_TIMERS_REGISTERED,	/* timers registered that were not there */
 	STATE_STAT_TIMERS_FIRED,	/* handler calls that committed */
 	STATE_STAT_TIMERS_FAILED,	/* timers moved to state.timer_failures */
 	STATE_STAT_COUNT

@@ -112,9 +112,15 @@ state_timer_register(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
 	TimestampTz at;
+	bool		isnull;
 
 	state_call_key(call, fcinfo, 1);
 	at = instant_arg(call, fcinfo, 2, "a timer's instant");
+	/* A timer registered again is there already: nothing to store or tell. */
+	resetStringInfo(&call->buf2);
+	if (call->backend->map_get(&call->target, &call->key, call->buf.data, call->buf.len,
+							   &call->buf2, &isnull))
+		PG_RETURN_VOID();
 	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
 						   NULL, 0, true);
 	state_stats_count(call->target.slot, STATE_STAT_TIMERS_REGISTERED, 1);
