@@ -395,6 +395,17 @@ timer_key(Firing *f, StateKey *key, StringInfo atimg)
 	codec_encode(&f->fs->at_codec, TimestampTzGetDatum(f->t.at), atimg);
 }
 
+/* Remove a timer from its state (in the caller's transaction). */
+static void
+remove_timer(Firing *f, StringInfo atimg)
+{
+	StateTarget st = {&f->fs->desc, f->fs->slot};
+	StateKey	key;
+
+	timer_key(f, &key, atimg);
+	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
+}
+
 /*
  * fire_one calls one timer's handler, in the subtransaction the caller
  * opened: false when the timer is gone from its state (nothing to do).
@@ -431,7 +442,7 @@ fire_one(Firing *f, StringInfo atimg)
 	SetUserIdAndSecContext(save_user, save_sec);
 	/* A transactional state's timer leaves it with the handler's writes. */
 	if (fs->desc.transactional)
-		ops->map_remove(&st, &key, atimg->data, atimg->len);
+		remove_timer(f, atimg);
 	return true;
 }
 
@@ -461,13 +472,10 @@ record_failure(Firing *f)
 	SPI_finish();
 	if (fs->desc.transactional)
 	{
-		StateTarget st = {&fs->desc, fs->slot};
-		StateKey	key;
 		StringInfoData atimg;
 
 		initStringInfo(&atimg);
-		timer_key(f, &key, &atimg);
-		keyed_state_ops(&fs->desc)->map_remove(&st, &key, atimg.data, atimg.len);
+		remove_timer(f, &atimg);
 	}
 }
 
@@ -544,16 +552,8 @@ remove_after_commit(Firing *batch, int n)
 	initStringInfo(&atimg);
 	StartTransactionCommand();
 	for (int i = 0; i < n; i++)
-	{
-		Firing	   *f = &batch[i];
-		StateTarget st = {&f->fs->desc, f->fs->slot};
-		StateKey	key;
-
-		if (f->fs->desc.transactional || !(f->ok || f->failed))
-			continue;
-		timer_key(f, &key, &atimg);
-		keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg.data, atimg.len);
-	}
+		if (!batch[i].fs->desc.transactional && (batch[i].ok || batch[i].failed))
+			remove_timer(&batch[i], &atimg);
 	keyed_backend_flush_all();
 	CommitTransactionCommand();
 }

@@ -348,10 +348,9 @@ void
 timer_figures_publish(int slot, uint32 id, const TimerFigures *f)
 {
 	TimerSlot  *t = slot_lock(slot, id);
-	TimestampTz w = t->watermark;
 
+	/* The watermark is the slot's own: readers take it from there. */
 	t->figures = *f;
-	t->figures.watermark = w;
 	SpinLockRelease(&t->mutex);
 }
 

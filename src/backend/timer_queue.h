@@ -20,7 +20,7 @@ typedef struct TimerFigures
 	TimestampTz next_due;		/* DT_NOEND: none */
 	double		fired_per_s;	/* over the last seconds */
 	int64		lag_p99_us;		/* due (or watermark passing) to fired; -1: none yet */
-	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
+	TimestampTz watermark;		/* DT_NOBEGIN: none yet (filled by timer_figures_read) */
 	char		problem[256];	/* why it cannot fire, or "" */
 } TimerFigures;
 
