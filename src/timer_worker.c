@@ -772,9 +772,15 @@ state_timer_worker_main(Datum main_arg)
 		MemoryContextDelete(round_cxt);
 		if (!full && any)
 		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 sleep_ms(GetCurrentTimestamp()), PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
+			long		ms = sleep_ms(GetCurrentTimestamp());
+
+			/* Pushes due before the wake-up wake it; others wait for it. */
+			if (timer_queue_may_sleep(record_ttl_now() + (int64) ms * 1000))
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 ms, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+			}
 		}
 	}
 	/* No timers state is left in this database. */

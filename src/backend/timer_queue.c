@@ -10,7 +10,8 @@
  * - Per database with timers, a slot: its timer worker's pid and latch,
  *   and a ring of the timers registered since the worker last looked, so
  *   that the worker keeps its due-time index without scanning the states
- *   again.  A registration that finds the ring full marks it overflowed and
+ *   again.  A push wakes the worker only when it would not look in time
+ *   by itself (push_record).  A registration that finds the ring full marks it overflowed and
  *   the worker scans its states once more; one that finds no slot needs
  *   nothing, since a worker scans every state when it starts.  The ring may
  *   name timers that never committed or were deleted since: the worker
@@ -62,6 +63,8 @@ typedef struct TimerDb
 	uint64		head;			/* bytes written, ever */
 	uint64		tail;			/* bytes read, ever */
 	bool		overflow;
+	int64		wakes_by;		/* the worker looks by then without a wake */
+	int64		unwoken_min;	/* earliest instant pushed without a wake */
 } TimerDb;
 
 typedef struct TimerSlot
@@ -92,6 +95,8 @@ typedef struct NotedTimer
 {
 	Oid			dbid;
 	uint32		state_id;
+	int			slot;
+	bool		event_time;
 	int64		at;
 	uint32		keylen;
 	char		key[FLEXIBLE_ARRAY_MEMBER];
@@ -156,6 +161,16 @@ db_index(Oid dbid)
 	return -1;
 }
 
+/* A database's ring emptied, with nothing pushed unseen (under its spinlock). */
+static void
+ring_reset(TimerDb *d)
+{
+	d->head = d->tail = 0;
+	d->overflow = false;
+	d->wakes_by = 0;
+	d->unwoken_min = PG_INT64_MAX;
+}
+
 /* Copy len bytes into, or out of, a database's ring at a position. */
 static void
 ring_copy(int db, uint64 pos, char *buf, Size len, bool in)
@@ -177,17 +192,24 @@ ring_copy(int db, uint64 pos, char *buf, Size len, bool in)
 }
 
 /*
- * push_record puts one timer in its database's ring and wakes the worker.
- * Nothing to do when the database has no slot: its worker, when it
- * starts, reads every state.
+ * push_record puts one timer in its database's ring, and wakes the worker
+ * only when it would not look in time by itself: a processing-time timer
+ * due before the worker's next look (wakes_by), an event-time timer the
+ * watermark has passed already, or a ring half full.  Any other waits in
+ * the ring for the worker's next look, which it takes by the earliest
+ * instant pushed so (unwoken_min, see timer_queue_may_sleep).  Nothing to
+ * do when the database has no slot: its worker, when it starts, reads
+ * every state.
  */
 static void
-push_record(Oid dbid, uint32 state_id, const char *key, uint32 keylen, int64 at)
+push_record(Oid dbid, uint32 state_id, int slot, bool event_time,
+			const char *key, uint32 keylen, int64 at)
 {
 	int			db = db_index(dbid);
 	TimerDb    *d;
 	TimerRecord rec = {keylen, state_id, at};
 	Size		need = sizeof(rec) + keylen;
+	bool		wake = false;
 	Latch	   *latch = NULL;
 
 	if (db < 0)
@@ -196,26 +218,32 @@ push_record(Oid dbid, uint32 state_id, const char *key, uint32 keylen, int64 at)
 	SpinLockAcquire(&d->mutex);
 	if (d->dbid == dbid)
 	{
-		/*
-		 * Only a push into an empty ring wakes the worker: it drains all there
-		 * is once woken, so one into a ring that holds records is seen then.
-		 */
-		bool		was_empty = d->head == d->tail && !d->overflow;
-
 		/* A record longer than a drain's chunk goes as an overflow too. */
 		if (need > TIMER_DRAIN_CHUNK || d->overflow ||
 			need > timers->ring_size - (Size) (d->head - d->tail))
-			d->overflow = true;
+			wake = d->overflow = true;
 		else
 		{
 			ring_copy(db, d->head, (char *) &rec, sizeof(rec), true);
 			ring_copy(db, d->head + sizeof(rec), unconstify(char *, key), keylen, true);
 			d->head += need;
+			wake = (Size) (d->head - d->tail) > timers->ring_size / 2;
 		}
-		latch = d->pid != 0 && was_empty ? d->latch : NULL;
+		if (!event_time && at < d->wakes_by)
+			wake = true;
+		else if (!event_time)
+			d->unwoken_min = Min(d->unwoken_min, at);
+		latch = d->pid != 0 ? d->latch : NULL;
 	}
 	SpinLockRelease(&d->mutex);
-	if (latch != NULL)
+
+	/*
+	 * Read after the record is in: a watermark that moves past it later
+	 * wakes the worker itself (timer_queue_wake), which then drains it.
+	 */
+	if (latch != NULL && !wake && event_time)
+		wake = at <= timer_watermark(slot, state_id, NULL);
+	if (latch != NULL && wake)
 		SetLatch(latch);
 }
 
@@ -238,9 +266,9 @@ timer_queue_wake(Oid dbid)
 
 /* timer_queue_push tells the worker of a timer registered (and applied). */
 void
-timer_queue_push(const StateDesc *desc, const char *key, uint32 keylen, int64 at)
+timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at)
 {
-	push_record(desc->dbid, desc->id, key, keylen, at);
+	push_record(desc->dbid, desc->id, slot, desc->timer_event_time, key, keylen, at);
 }
 
 /*
@@ -248,13 +276,15 @@ timer_queue_push(const StateDesc *desc, const char *key, uint32 keylen, int64 at
  * its transaction commits (timer_queue_at_commit) or ends otherwise.
  */
 void
-timer_queue_note(const StateDesc *desc, const char *key, uint32 keylen, int64 at)
+timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	NotedTimer *n = palloc(offsetof(NotedTimer, key) + keylen);
 
 	n->dbid = desc->dbid;
 	n->state_id = desc->id;
+	n->slot = slot;
+	n->event_time = desc->timer_event_time;
 	n->at = at;
 	n->keylen = keylen;
 	memcpy(n->key, key, keylen);
@@ -272,7 +302,7 @@ timer_queue_at_commit(void)
 	{
 		NotedTimer *n = lfirst(lc);
 
-		push_record(n->dbid, n->state_id, n->key, n->keylen, n->at);
+		push_record(n->dbid, n->state_id, n->slot, n->event_time, n->key, n->keylen, n->at);
 	}
 	noted = NIL;				/* its memory goes with the transaction's */
 }
@@ -397,8 +427,7 @@ timer_queue_launch(Oid dbid)
 				if (d->dbid != dbid)
 				{
 					d->dbid = dbid;
-					d->head = d->tail = 0;
-					d->overflow = false;
+					ring_reset(d);
 				}
 				launch = d->pid == 0 &&
 					(d->launched_at == 0 ||
@@ -507,8 +536,7 @@ timer_queue_detach(int code, Datum arg)
 		d->latch = NULL;
 		d->launched_at = 0;
 		d->dbid = InvalidOid;
-		d->head = d->tail = 0;
-		d->overflow = false;
+		ring_reset(d);
 	}
 	SpinLockRelease(&d->mutex);
 }
@@ -538,8 +566,7 @@ timer_queue_attach(Oid dbid)
 				d->pid = MyProcPid;
 				d->latch = MyLatch;
 				d->launched_at = 0;
-				d->head = d->tail = 0;
-				d->overflow = false;
+				ring_reset(d);
 			}
 		}
 		SpinLockRelease(&d->mutex);
@@ -591,6 +618,8 @@ timer_queue_drain(TimerQueuedFn fn, void *arg)
 			d->tail += sizeof(rec) + rec.len;
 			off += sizeof(rec) + rec.len;
 		}
+		if (d->head == d->tail)
+			d->unwoken_min = PG_INT64_MAX;	/* all there is, drained */
 		SpinLockRelease(&d->mutex);
 		if (off == 0)
 			break;
@@ -605,4 +634,28 @@ timer_queue_drain(TimerQueuedFn fn, void *arg)
 	}
 	pfree(buf);
 	return overflow;
+}
+
+/*
+ * timer_queue_may_sleep tells whether the worker may sleep until "until"
+ * (an instant of the TTL clock): not when a processing-time timer due
+ * before then was pushed without a wake since its last drain.  Saying yes
+ * publishes the instant, so that pushes due earlier wake it.
+ */
+bool
+timer_queue_may_sleep(int64 until)
+{
+	int			db = db_index(MyDatabaseId);
+	TimerDb    *d;
+	bool		may;
+
+	if (db < 0)
+		return true;
+	d = &timers->dbs[db];
+	SpinLockAcquire(&d->mutex);
+	may = d->unwoken_min >= until;
+	if (may)
+		d->wakes_by = until;
+	SpinLockRelease(&d->mutex);
+	return may;
 }

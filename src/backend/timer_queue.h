@@ -28,9 +28,9 @@ extern Size timer_queue_shmem_size(void);
 extern void timer_queue_shmem_init(void);
 
 /* Sessions */
-extern void timer_queue_push(const StateDesc *desc, const char *key, uint32 keylen, int64 at);
+extern void timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
 extern void timer_queue_wake(Oid dbid);
-extern void timer_queue_note(const StateDesc *desc, const char *key, uint32 keylen, int64 at);
+extern void timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
 extern void timer_queue_at_commit(void);
 extern void timer_queue_at_abort(void);
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
@@ -47,6 +47,7 @@ typedef void (*TimerQueuedFn) (void *arg, uint32 state_id, int64 at,
 							   const char *key, uint32 keylen);
 extern bool timer_queue_attach(Oid dbid);
 extern bool timer_queue_drain(TimerQueuedFn fn, void *arg);
+extern bool timer_queue_may_sleep(int64 until);
 extern void timer_figures_publish(int slot, uint32 id, const TimerFigures *f);
 
 #endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -125,9 +125,9 @@ state_timer_register(PG_FUNCTION_ARGS)
 						   NULL, 0, true);
 	state_stats_count(call->target.slot, STATE_STAT_TIMERS_REGISTERED, 1);
 	if (call->desc.transactional)
-		timer_queue_note(&call->desc, call->key.data, call->key.len, at);
+		timer_queue_note(&call->desc, call->target.slot, call->key.data, call->key.len, at);
 	else
-		timer_queue_push(&call->desc, call->key.data, call->key.len, at);
+		timer_queue_push(&call->desc, call->target.slot, call->key.data, call->key.len, at);
 	PG_RETURN_VOID();
 }
 
