@@ -47,6 +47,7 @@
 #include "common/settings.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
+#include "sql/sql_window.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 
@@ -84,6 +85,7 @@ typedef struct Fired
 	TypeCodec	at_codec;
 	FmgrInfo	handler;
 	bool		handler_ready;
+	bool		window;			/* a window state: timers are keys to look at */
 	char		problem[256];
 	/* the index: a binary heap by (at, key) */
 	Pending    *heap;
@@ -110,6 +112,11 @@ typedef struct Firing
 	bool		ok;
 	bool		failed;			/* to state.timer_failures */
 	char	   *error;
+	/* a window state's key: the clock it fires by, and what it fired */
+	int64		clock;
+	StringInfoData mark;
+	int64		revisit;
+	int			emitted;
 } Firing;
 
 static MemoryContext worker_cxt;
@@ -190,7 +197,25 @@ heap_clear(Fired *fs)
 	fs->nheap = 0;
 }
 
-/* Load one key's timers (a map image of instants) into the index. */
+typedef struct LoadKey
+{
+	Fired	   *fs;
+	const char *key;
+	uint32		keylen;
+} LoadKey;
+
+static void
+load_window_due(void *arg, int64 at)
+{
+	LoadKey    *lk = arg;
+
+	heap_push(lk->fs, at, lk->key, lk->keylen);
+}
+
+/*
+ * Load one key's timers (a map image of instants) into the index; of a
+ * window state, the instants its windows are due to be looked at.
+ */
 static void
 load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
@@ -198,6 +223,13 @@ load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 	uint32		off = 0;
 	RecordPair	pair;
 
+	if (fs->window)
+	{
+		LoadKey		lk = {fs, key, keylen};
+
+		window_due_times(&fs->desc, img, len, load_window_due, &lk);
+		return;
+	}
 	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
 		heap_push(fs, DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen)),
 				  key, keylen);
@@ -258,6 +290,7 @@ new_state(const StateDesc *d, int slot)
 	fs->id = d->id;
 	fs->slot = slot;
 	fs->desc = *d;
+	fs->window = d->kind == STATE_KIND_WINDOW;
 	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, worker_cxt);
 	codec_init(&fs->at_codec, TIMESTAMPTZOID, worker_cxt);
 	fs->window_start = GetCurrentTimestamp();
@@ -287,7 +320,7 @@ sync_states(bool reload_all)
 	{
 		Fired	   *fs;
 
-		if (!state_desc_is_timers(&descs[i]))
+		if (!state_desc_fires(&descs[i]))
 			continue;
 		fs = find_state(descs[i].id);
 		if (fs == NULL)
@@ -336,6 +369,19 @@ state_clock(Fired *fs, TimestampTz *passed_at)
 	return record_ttl_now();
 }
 
+/*
+ * Is a window state's key in the batch already?  One look at a key fires
+ * all its windows due by the clock, so a batch looks at a key once.
+ */
+static bool
+key_in_batch(const Firing *batch, int n, const Fired *fs, const Pending *p)
+{
+	for (int i = n - 1; i >= 0 && batch[i].fs == fs; i--)
+		if (batch[i].t.keylen == p->keylen && memcmp(batch[i].t.key, p->key, p->keylen) == 0)
+			return true;
+	return false;
+}
+
 /* Collect due timers into batch; returns how many. */
 static int
 collect_batch(Firing *batch, int max, TimestampTz now)
@@ -356,7 +402,11 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 		{
 			if (fs->retries[r].not_before <= now)
 			{
-				batch[n++] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
+				batch[n] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
+				batch[n].clock = clock;
+				if (fs->window)
+					initStringInfo(&batch[n].mark);
+				n++;
 				fs->retries[r] = fs->retries[--fs->nretries];
 			}
 			else
@@ -367,12 +417,18 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			Pending		p = heap_pop(fs);
 
 			/* The index may hold a timer twice: the ring and a read both saw it. */
-			if (have_last && pending_cmp(&last, &p) == 0)
+			if ((have_last && pending_cmp(&last, &p) == 0) ||
+				(fs->window && key_in_batch(batch, n, fs, &p)))
 			{
 				pfree(p.key);
 				continue;
 			}
-			batch[n++] = (Firing) {fs, p, 0};
+			batch[n] = (Firing) {fs, p, 0};
+			batch[n].clock = clock;
+			/* What it fires is folded in after the batch's transaction. */
+			if (fs->window)
+				initStringInfo(&batch[n].mark);
+			n++;
 			last = p;
 			have_last = true;
 			if (fs->nlags < LAG_SAMPLES)
@@ -395,7 +451,10 @@ timer_key(Firing *f, StateKey *key, StringInfo atimg)
 	codec_encode(&f->fs->at_codec, TimestampTzGetDatum(f->t.at), atimg);
 }
 
-/* Remove a timer from its state (in the caller's transaction). */
+/*
+ * Remove a timer from its state (in the caller's transaction); of a
+ * window state, fold in what its look at the key fired.
+ */
 static void
 remove_timer(Firing *f, StringInfo atimg)
 {
@@ -403,7 +462,59 @@ remove_timer(Firing *f, StringInfo atimg)
 	StateKey	key;
 
 	timer_key(f, &key, atimg);
+	if (f->fs->window)
+	{
+		/* A window whose emit kept failing stays, to be tried at its next value. */
+		if (f->ok && f->mark.len > 0)
+			window_mark_fired(window_run_kept(&f->fs->desc), &st, &key, f->mark.data,
+							  f->mark.len);
+		return;
+	}
 	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
+}
+
+/* emit(key, window start, window end, result) of one window. */
+static void
+emit_window(void *arg, int64 start, int64 end, Datum result, bool isnull)
+{
+	Firing	   *f = arg;
+	LOCAL_FCINFO(fcinfo, 4);
+
+	InitFunctionCallInfoData(*fcinfo, &f->fs->handler, 4, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = codec_decode(&f->fs->key_codec, f->t.key, f->t.keylen);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = TimestampTzGetDatum(start);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = TimestampTzGetDatum(end);
+	fcinfo->args[2].isnull = false;
+	fcinfo->args[3].value = result;
+	fcinfo->args[3].isnull = isnull;
+	(void) FunctionCallInvoke(fcinfo);
+	f->emitted++;
+}
+
+/*
+ * fire_windows calls emit for the windows of a window state's key due by
+ * the clock of the batch, in the subtransaction the caller opened (as the
+ * state's owner, under the timeout); what it fired folds into the key
+ * with the handler's writes for a transactional state, after the commit
+ * otherwise.  False when nothing was due (an index entry gone stale).
+ */
+static bool
+fire_windows(Firing *f, const StateTarget *st, const StateKey *key)
+{
+	WindowRun  *run = window_run_kept(&f->fs->desc);
+	StringInfoData img;
+	bool		any;
+
+	initStringInfo(&img);
+	if (!keyed_state_ops(st->desc)->get(st, key, &img))
+		return false;
+	any = window_fire_image(run, img.data, img.len, f->clock, emit_window, f, &f->mark,
+							&f->revisit);
+	if (any && st->desc->transactional)
+		window_mark_fired(run, st, key, f->mark.data, f->mark.len);
+	return any;
 }
 
 /*
@@ -425,12 +536,20 @@ fire_one(Firing *f, StringInfo atimg)
 
 	timer_key(f, &key, atimg);
 	initStringInfo(&scratch);
-	if (!ops->map_get(&st, &key, atimg->data, atimg->len, &scratch, &isnull))
+	if (!fs->window && !ops->map_get(&st, &key, atimg->data, atimg->len, &scratch, &isnull))
 		return false;
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(fs->desc.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (state_backend_timer_statement_timeout_ms > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, state_backend_timer_statement_timeout_ms);
+	if (fs->window)
+	{
+		bool		any = fire_windows(f, &st, &key);
+
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		SetUserIdAndSecContext(save_user, save_sec);
+		return any;
+	}
 	/* Its result, NULL (a void function's) or not, is not looked at. */
 	InitFunctionCallInfoData(*fcinfo, &fs->handler, 2, InvalidOid, NULL, NULL);
 	fcinfo->args[0].value = codec_decode(&fs->key_codec, f->t.key, f->t.keylen);
@@ -622,8 +741,13 @@ fire_batch(Firing *batch, int n)
 
 		if (f->ok)
 		{
-			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, 1);
-			f->fs->window_fired++;
+			int			fired = f->fs->window ? f->emitted : 1;
+
+			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, fired);
+			f->fs->window_fired += fired;
+			/* Windows that fired go when their lateness has passed. */
+			if (f->fs->window && f->revisit != DT_NOEND)
+				heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
 		}
 		else if (f->failed)
 			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);

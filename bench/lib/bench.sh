@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -783,6 +783,14 @@ if has_case timers; then
 	. "$LIB/timers.sh"
 fi
 
+# ------------------------------------------------------------ window states
+# bench/lib/windows.sh: events into tumbling windows of a window state beside
+# the same count in an unlogged table; sliding and session windows.
+if has_case windows; then
+	# shellcheck source-path=SCRIPTDIR source=windows.sh
+	. "$LIB/windows.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -824,6 +832,7 @@ perl "$LIB/report_aggregating.pl" "$RAW" "$file" || die "report_aggregating.pl f
 perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.pl failed"
 perl "$LIB/report_timers.pl" "$RAW" "$file" || die "report_timers.pl failed"
+perl "$LIB/report_windows.pl" "$RAW" "$file" || die "report_windows.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then

@@ -64,10 +64,12 @@ typedef enum StateKind
 	STATE_KIND_UNION_LIST,		/* every part gets all of it */
 	STATE_KIND_BROADCAST,		/* a map; every part gets all of it */
 	/* Keyed again: a PostgreSQL aggregate's transition state per key. */
-	STATE_KIND_AGGREGATING
+	STATE_KIND_AGGREGATING,
+	/* The open windows of a key and their contents: one opaque image. */
+	STATE_KIND_WINDOW
 } StateKind;
 
-#define STATE_KIND_LAST		STATE_KIND_AGGREGATING
+#define STATE_KIND_LAST		STATE_KIND_WINDOW
 
 /* Is it operator state, which has no keys? */
 static inline bool
@@ -211,11 +213,48 @@ typedef struct StateDesc
 	Oid			timer_handler;
 	char		timer_signature[STATE_AGG_SIGNATURE_LEN];
 	bool		timer_event_time;
+
+	/*
+	 * A window state (kind window, Flink's WindowOperator): per key, its
+	 * open windows and their contents, folded with the reducer, the
+	 * aggregate or into a list; fired by the timer worker through its emit
+	 * function (timer_handler above: key, window start, window end,
+	 * result), by the watermark (timer_event_time) or the clock.  Times in
+	 * microseconds.  A backend stores its images as any value's.
+	 */
+	uint8		window_assigner;	/* StateWindowAssigner */
+	uint8		window_contents;	/* StateWindowContents */
+	int64		window_size;		/* tumbling, sliding */
+	int64		window_slide;		/* sliding */
+	int64		window_gap;			/* session */
+	int64		window_lateness;	/* allowed lateness */
 } StateDesc;
+
+typedef enum StateWindowAssigner
+{
+	STATE_WINDOW_NONE,
+	STATE_WINDOW_TUMBLING,
+	STATE_WINDOW_SLIDING,
+	STATE_WINDOW_SESSION
+} StateWindowAssigner;
+
+typedef enum StateWindowContents
+{
+	STATE_WINDOW_REDUCE = 1,	/* the reducer's fold */
+	STATE_WINDOW_AGGREGATE,		/* the aggregate's transition state */
+	STATE_WINDOW_LIST			/* the values, a list image */
+} StateWindowContents;
 
 /* Is it a timers state (a map whose entries are timers)? */
 static inline bool
 state_desc_is_timers(const StateDesc *d)
+{
+	return d->timer_signature[0] != '\0' && d->kind == STATE_KIND_MAP;
+}
+
+/* Does the timer worker fire it: a timers state or a window state? */
+static inline bool
+state_desc_fires(const StateDesc *d)
 {
 	return d->timer_signature[0] != '\0';
 }

@@ -64,7 +64,7 @@ registry_check_type_unused(Oid type, bool altering)
 static bool
 folds_with(const StateDesc *d, const void *arg)
 {
-	return d->dbid == MyDatabaseId && d->kind == STATE_KIND_AGGREGATING &&
+	return d->dbid == MyDatabaseId && OidIsValid(d->aggregate) &&
 		d->aggregate == *(const Oid *) arg;
 }
 

@@ -712,7 +712,7 @@ registry_timer_databases(Oid *dbids, int max)
 		RegistrySlot *s = &registry->slots[i];
 		bool		seen = false;
 
-		if (s->desc.id == 0 || s->dropping || s->hidden || !state_desc_is_timers(&s->desc))
+		if (s->desc.id == 0 || s->dropping || s->hidden || !state_desc_fires(&s->desc))
 			continue;
 		for (int j = 0; j < n && !seen; j++)
 			seen = dbids[j] == s->desc.dbid;

@@ -15,6 +15,7 @@ typedef enum StateStat
 	STATE_STAT_TIMERS_REGISTERED,	/* timers registered that were not there */
 	STATE_STAT_TIMERS_FIRED,	/* handler calls that committed */
 	STATE_STAT_TIMERS_FAILED,	/* timers moved to state.timer_failures */
+	STATE_STAT_LATE,			/* values too late for every window they had */
 	STATE_STAT_COUNT
 } StateStat;
 

@@ -8,7 +8,8 @@
 
 #include "common/types.h"
 
-extern void timer_handler_describe(Oid fn, Oid key_type, Oid owner, StateDesc *desc);
+extern void timer_handler_describe(Oid fn, Oid owner, StateDesc *desc);
+extern Oid	window_result_type(const StateDesc *desc);
 extern void timer_handler_resolve(StateDesc *desc);
 extern const char *timer_handler_problem(const StateDesc *desc);
 

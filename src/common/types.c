@@ -19,6 +19,7 @@ static const char *const kind_names[] = {
 	[STATE_KIND_UNION_LIST] = "union_list",
 	[STATE_KIND_BROADCAST] = "broadcast",
 	[STATE_KIND_AGGREGATING] = "aggregating",
+	[STATE_KIND_WINDOW] = "window",
 };
 
 static const char *const reducer_names[] = {
@@ -152,6 +153,36 @@ type_shape_ok(const StateType *t)
 }
 
 /*
+ * A window state has an assigner with its times, contents and an emit
+ * function; no other state has any of them.
+ */
+static bool
+window_desc_ok(const StateDesc *d)
+{
+	if (d->kind != STATE_KIND_WINDOW)
+		return d->window_assigner == STATE_WINDOW_NONE && d->window_contents == 0 &&
+			d->window_size == 0 && d->window_slide == 0 && d->window_gap == 0 &&
+			d->window_lateness == 0;
+	if (!state_desc_fires(d) || d->ttl > 0 || d->window_lateness < 0 ||
+		d->window_contents < STATE_WINDOW_REDUCE || d->window_contents > STATE_WINDOW_LIST)
+		return false;
+	switch ((StateWindowAssigner) d->window_assigner)
+	{
+		case STATE_WINDOW_TUMBLING:
+			return d->window_size > 0 && d->window_slide == 0 && d->window_gap == 0;
+		case STATE_WINDOW_SLIDING:
+			return d->window_size > 0 && d->window_slide > 0 &&
+				d->window_slide <= d->window_size && d->window_gap == 0 &&
+				d->window_size / d->window_slide <= WINDOW_MAX_SLIDES;
+		case STATE_WINDOW_SESSION:
+			return d->window_gap > 0 && d->window_size == 0 && d->window_slide == 0;
+		case STATE_WINDOW_NONE:
+			break;
+	}
+	return false;
+}
+
+/*
  * state_desc_problem is the one rule a descriptor must hold to, wherever
  * it comes from (built by create_state, read from a MANIFEST, a WAL record
  * or a backend's own storage): NULL when it holds, else what is wrong.
@@ -163,7 +194,9 @@ state_desc_problem(const StateDesc *d, int key_groups)
 	if ((int) d->kind < 0 || d->kind > STATE_KIND_LAST)
 		return "an unknown kind";
 	if ((int) d->reducer < STATE_REDUCER_NONE || d->reducer > STATE_REDUCER_MAX ||
-		(d->kind == STATE_KIND_REDUCING) != (d->reducer != STATE_REDUCER_NONE))
+		(d->kind == STATE_KIND_REDUCING ||
+		 (d->kind == STATE_KIND_WINDOW && d->window_contents == STATE_WINDOW_REDUCE)) !=
+		(d->reducer != STATE_REDUCER_NONE))
 		return "a reducer where its kind has none, or none where it needs one";
 	if (d->id == 0 || !name_ok(&d->name) || NameStr(d->name)[0] == '\0' ||
 		!name_ok(&d->owner_name))
@@ -194,5 +227,7 @@ state_desc_problem(const StateDesc *d, int key_groups)
 		 (d->kind != STATE_KIND_MAP || d->ttl > 0 ||
 		  d->types[STATE_TYPE_MAP_KEY].oid != TIMESTAMPTZOID)))
 		return "timers that are not a map of instants, or a handler with no end";
+	if (!window_desc_ok(d))
+		return "a window state's assigner, contents or times this version does not know";
 	return NULL;
 }

@@ -14,14 +14,22 @@
 
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+
 #include "api/state_backend_api.h"
 
 /* Descriptors as stored (WAL, RocksDB): format/desc_image.h. */
 
-/* The type a state's value images hold. */
+/*
+ * The type a state's value images hold, for whatever moves them without
+ * knowing the kind (canonical snapshots): a window state's are its own
+ * layout (format/window_image.h), opaque bytes to everything else.
+ */
 static inline Oid
 state_desc_image_type(const StateDesc *d)
 {
+	if (d->kind == STATE_KIND_WINDOW)
+		return BYTEAOID;
 	return d->kind == STATE_KIND_AGGREGATING ? d->agg_type.oid : d->types[STATE_TYPE_VALUE].oid;
 }
 
@@ -60,8 +68,14 @@ state_desc_agg_ok(const StateDesc *d)
 	bool		named = d->agg_signature[0] != '\0' &&
 		memchr(d->agg_signature, '\0', sizeof(d->agg_signature)) != NULL;
 
-	return (d->kind == STATE_KIND_AGGREGATING) == (named && OidIsValid(d->agg_type.oid));
+	bool		wanted = d->kind == STATE_KIND_AGGREGATING ||
+		(d->kind == STATE_KIND_WINDOW && d->window_contents == STATE_WINDOW_AGGREGATE);
+
+	return wanted == (named && OidIsValid(d->agg_type.oid));
 }
+
+/* The most windows a sliding window state puts one value in (size / slide). */
+#define WINDOW_MAX_SLIDES	1000
 
 extern const char *state_desc_problem(const StateDesc *d, int key_groups);
 

@@ -191,6 +191,12 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	put_u32(out, (uint32) siglen);
 	appendBinaryStringInfo(out, d->timer_signature, (int) siglen);
 	put_u8(out, d->timer_event_time ? 1 : 0);
+	put_u8(out, d->window_assigner);
+	put_u8(out, d->window_contents);
+	put_i64(out, d->window_size);
+	put_i64(out, d->window_slide);
+	put_i64(out, d->window_gap);
+	put_i64(out, d->window_lateness);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -305,6 +311,15 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 			return false;
 		get_bytes(r, d->timer_signature, siglen);
 		d->timer_event_time = get_u8(r) != 0;
+	}
+	if (version >= 4)
+	{
+		d->window_assigner = get_u8(r);
+		d->window_contents = get_u8(r);
+		get_bytes(r, &d->window_size, sizeof(d->window_size));
+		get_bytes(r, &d->window_slide, sizeof(d->window_slide));
+		get_bytes(r, &d->window_gap, sizeof(d->window_gap));
+		get_bytes(r, &d->window_lateness, sizeof(d->window_lateness));
 	}
 	return r->ok && r->left == 0;
 }

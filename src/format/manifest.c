@@ -158,19 +158,23 @@ manifest_build(SnapshotWriter *w)
 		if (d->range_parts > 0)
 			appendStringInfo(m, " key_group_range=%d-%d/%d",
 							 d->range_first, d->range_last, d->range_parts);
-		if (d->kind == STATE_KIND_AGGREGATING)
+		if (d->agg_signature[0] != '\0')
 		{
 			appendStringInfo(m, " aggregate_oid=%u aggregate=", d->aggregate);
 			append_encoded(m, d->agg_signature);
 			append_type(m, "agg_type", &d->agg_type);
 		}
-		if (state_desc_is_timers(d))
+		if (state_desc_fires(d))
 		{
 			appendStringInfo(m, " timer_handler_oid=%u timer_handler=", d->timer_handler);
 			append_encoded(m, d->timer_signature);
 			if (d->timer_event_time)
 				appendStringInfoString(m, " time_domain=event");
 		}
+		if (d->kind == STATE_KIND_WINDOW)
+			appendStringInfo(m, " window=%u/%u/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT,
+							 d->window_assigner, d->window_contents, d->window_size,
+							 d->window_slide, d->window_gap, d->window_lateness);
 		if (d->ttl > 0)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
@@ -188,6 +192,27 @@ manifest_build(SnapshotWriter *w)
 	if (w->dir && signing_sign(m->data, m->len, signature))
 		appendStringInfo(m, "%s%s\n", SIGNATURE_PREFIX, signature);
 	appendStringInfo(m, "crc32c %08X\n", kg_crc(m->data, m->len));
+}
+
+/* A window state's "window=" token: assigner/contents/size/slide/gap/lateness. */
+static bool
+parse_window(const char *v, StateDesc *d)
+{
+	unsigned int assigner;
+	unsigned int contents;
+	long long	t[4];
+	char		end;
+
+	if (sscanf(v, "%u/%u/%lld/%lld/%lld/%lld%c", &assigner, &contents,
+			   &t[0], &t[1], &t[2], &t[3], &end) != 6 || assigner > 255 || contents > 255)
+		return false;
+	d->window_assigner = (uint8) assigner;
+	d->window_contents = (uint8) contents;
+	d->window_size = t[0];
+	d->window_slide = t[1];
+	d->window_gap = t[2];
+	d->window_lateness = t[3];
+	return true;
 }
 
 static bool
@@ -279,6 +304,8 @@ parse_state_line(char *line, SnapshotState *st)
 			st->desc.timer_handler = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "time_domain") == 0)
 			st->desc.timer_event_time = strcmp(v, "event") == 0;
+		else if (strcmp(tok, "window") == 0)
+			ok &= parse_window(v, &st->desc);
 		else if (strcmp(tok, "ttl") == 0)
 		{
 			char	   *end;

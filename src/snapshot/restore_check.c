@@ -130,7 +130,7 @@ resolve_types(StateDesc *d, bool native)
 {
 	resolve_type(d, &d->types[STATE_TYPE_KEY], native, "a key", true);
 	resolve_type(d, &d->types[STATE_TYPE_VALUE], native, "a value",
-				 d->kind != STATE_KIND_AGGREGATING);
+				 d->agg_signature[0] == '\0');
 	resolve_type(d, &d->types[STATE_TYPE_MAP_KEY], native, "a map key", true);
 	resolve_type(d, &d->agg_type, native, "an aggregate's transition state", true);
 	if (state_kind_layout(d->kind) == STATE_KIND_LIST)
@@ -185,9 +185,9 @@ resolve_desc(StateDesc *d, const SnapshotManifest *m)
 {
 	resolve_types(d, m->format == SNAPSHOT_NATIVE);
 	resolve_roles(d, m->system_identifier == GetSystemIdentifier());
-	if (d->kind == STATE_KIND_AGGREGATING)
+	if (OidIsValid(d->aggregate) || d->agg_signature[0] != '\0')
 		aggregate_resolve(d);
-	if (state_desc_is_timers(d))
+	if (state_desc_fires(d))
 		timer_handler_resolve(d);
 }
 
@@ -299,6 +299,8 @@ check_untrusted_state(const SnapshotSource *src, const SnapshotManifest *m,
 {
 	if (st->native)
 		untrusted_refused(src, d, psprintf("%s native files", st->backend));
+	if (d->kind == STATE_KIND_WINDOW)
+		untrusted_refused(src, d, pstrdup("windows, whose contents are images of their types"));
 	if (d->kind == STATE_KIND_AGGREGATING && aggregate_transtype(d->aggregate) == INTERNALOID)
 		untrusted_refused(src, d, psprintf("serialized transition states of aggregate %s",
 										   format_procedure(d->aggregate)));

@@ -135,6 +135,8 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 		state_call_reject_kind(call, STATE_KIND_OPERATOR_LIST);
 	else if (kind == TIMERS_KIND && !state_desc_is_timers(&call->desc))
 		reject_kind_named(call, "timers");
+	else if (kind == FIRED_KIND && !state_desc_fires(&call->desc))
+		reject_kind_named(call, "timers or window");
 	else if (kind >= 0 && (call->desc.kind != (StateKind) kind ||
 						   state_desc_is_timers(&call->desc)))
 		state_call_reject_kind(call, (StateKind) kind);

@@ -130,6 +130,7 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define KEYED_KIND		(-2)		/* every kind with keys */
 #define OPERATOR_LISTS	(-3)		/* operator_list and union_list */
 #define TIMERS_KIND		(-4)		/* timers (maps of instants, fired) */
+#define FIRED_KIND		(-5)		/* timers and window states: what fires */
 
 /* sql_entries.c: one entry as a row of (key, value), for entries() and
  * snapshot_entries() */
@@ -152,6 +153,9 @@ extern Datum sql_aggregating_datum(StateCall *call, const char *img, uint32 len,
 
 /* sql_reducing.c */
 extern void sql_timers_parse_create(FunctionCallInfo fcinfo, bool timers, StateDesc *desc);
+extern bool sql_time_domain_is_event(FunctionCallInfo fcinfo, bool by_default);
+extern void sql_reducer_setup(StateCall *call, StateMergeFn *fn, void **arg);
+extern StateCall *sql_kept_call(const StateDesc *desc);
 extern void reducer_check_type(StateReducer reducer, Oid type);
 
 #endif							/* STATE_BACKEND_SQL_COMMON_H */

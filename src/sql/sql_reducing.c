@@ -21,6 +21,7 @@
 #include "utils/typcache.h"
 
 #include "sql/sql_common.h"
+#include "sql/sql_window.h"
 
 PG_FUNCTION_INFO_V1(state_reduce);
 
@@ -161,8 +162,8 @@ kept_forget(KeptEntry *e)
 	(void) hash_search(kept, &e->state_id, HASH_REMOVE, NULL);
 }
 
-static StateCall *
-kept_call(const StateDesc *desc)
+StateCall *
+sql_kept_call(const StateDesc *desc)
 {
 	KeptEntry  *e;
 	StateCall  *call;
@@ -215,8 +216,13 @@ kept_call(const StateDesc *desc)
 void
 sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
 {
-	StateCall  *call = kept_call(desc);
+	StateCall  *call = sql_kept_call(desc);
 
+	if (desc->kind == STATE_KIND_WINDOW)
+	{
+		sql_window_combine(desc, fn, arg);
+		return;
+	}
 	if (desc->kind == STATE_KIND_AGGREGATING)
 	{
 		sql_aggregating_combine(call, fn, arg);
@@ -226,6 +232,14 @@ sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
 		call->extra = reducer_setup(call);
 	*fn = reducer_merge;
 	*arg = call->extra;
+}
+
+/* sql_reducer_setup: a state's reducer, as a merge of value images. */
+void
+sql_reducer_setup(StateCall *call, StateMergeFn *fn, void **arg)
+{
+	*fn = reducer_merge;
+	*arg = reducer_setup(call);
 }
 
 /* reduce(name, key, value): fold value in; returns the new result. */

@@ -32,6 +32,7 @@
 #include "ipc/channel.h"
 #include "logged.h"
 #include "sql/sql_common.h"
+#include "sql/sql_window.h"
 #include "state_ops.h"
 
 PG_FUNCTION_INFO_V1(state_create_state);
@@ -59,7 +60,7 @@ parse_kind(const char *kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown state kind \"%s\"", kind),
-				 errhint("Valid kinds are value, list, map, reducing, aggregating, timers, operator_list, union_list and broadcast.")));
+				 errhint("Valid kinds are value, list, map, reducing, aggregating, timers, window, operator_list, union_list and broadcast.")));
 	return k;
 }
 
@@ -211,7 +212,7 @@ parse_transactional(FunctionCallInfo fcinfo, StateDesc *desc)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a transactional state cannot be logged and have a TTL"),
 				 errhint("Leave out one of logged => true and ttl.")));
-	if (desc->kind == STATE_KIND_AGGREGATING && !aggregate_has_combine(desc->aggregate))
+	if (OidIsValid(desc->aggregate) && !aggregate_has_combine(desc->aggregate))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate %s has no combine function, which a transactional state needs",
@@ -269,7 +270,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(6))
 	{
 		desc.reducer = parse_reducer(text_to_cstring(PG_GETARG_TEXT_PP(6)));
-		if (desc.kind != STATE_KIND_REDUCING)
+		if (desc.kind != STATE_KIND_REDUCING && desc.kind != STATE_KIND_WINDOW)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a reducer applies only to reducing states"),
@@ -281,7 +282,7 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("a reducing state needs a reducer"),
 				 errhint("Pass reducer => 'sum', 'min' or 'max'.")));
 
-	if (has_aggregate && desc.kind != STATE_KIND_AGGREGATING)
+	if (has_aggregate && desc.kind != STATE_KIND_AGGREGATING && desc.kind != STATE_KIND_WINDOW)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("an aggregate applies only to aggregating states"),
@@ -299,7 +300,8 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errmsg("%s states have no TTL", state_kind_name(desc.kind)),
 				 errhint("TTL applies to value, list, map and reducing states.")));
 	state_ops_check_type(desc.types[STATE_TYPE_KEY].oid, "a state key", true);
-	state_ops_check_type(desc.types[STATE_TYPE_VALUE].oid, "a state value", desc.kind != STATE_KIND_AGGREGATING);
+	state_ops_check_type(desc.types[STATE_TYPE_VALUE].oid, "a state value",
+						 desc.kind != STATE_KIND_AGGREGATING && !has_aggregate);
 	if (state_kind_layout(desc.kind) == STATE_KIND_MAP)
 		state_ops_check_type(desc.types[STATE_TYPE_MAP_KEY].oid, "a map key", true);
 	if (desc.kind == STATE_KIND_REDUCING)
@@ -313,18 +315,19 @@ state_create_state(PG_FUNCTION_ARGS)
 		codec_describe_type(desc.types[STATE_TYPE_MAP_KEY].oid, &desc.types[STATE_TYPE_MAP_KEY]);
 	desc.owner = GetUserId();
 	namestrcpy(&desc.owner_name, GetUserNameFromId(desc.owner, false));
-	if (desc.kind == STATE_KIND_AGGREGATING)
+	if (has_aggregate)
 		aggregate_describe(PG_GETARG_OID(11), desc.types[STATE_TYPE_VALUE].oid, desc.owner, &desc);
 	desc.dbid = MyDatabaseId;
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
-	parse_transactional(fcinfo, &desc);
 	sql_timers_parse_create(fcinfo, timers, &desc);
+	sql_window_parse_create(fcinfo, &desc);
+	parse_transactional(fcinfo, &desc);
 	inherit_range(&desc);
 	if (desc.logged)
 		(void) logged_create(&desc);
 	else
 		(void) state_ops_create(&desc);
-	if (timers)
+	if (state_desc_fires(&desc))
 		timer_queue_launch(MyDatabaseId);
 	PG_RETURN_VOID();
 }
@@ -604,8 +607,8 @@ state_stats(PG_FUNCTION_ARGS)
 	{
 		StateDesc  *d = &descs[i];
 		StateTarget target = {d, slots[i]};
-		Datum		values[11];
-		bool		nulls[11] = {false};
+		Datum		values[12];
+		bool		nulls[12] = {false};
 		uint64		counts[STATE_STAT_COUNT];
 		int64		entries;
 		int64		bytes;
@@ -623,7 +626,9 @@ state_stats(PG_FUNCTION_ARGS)
 		values[8] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_REGISTERED]);
 		values[9] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FIRED]);
 		values[10] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FAILED]);
-		nulls[8] = nulls[9] = nulls[10] = !state_desc_is_timers(d);
+		nulls[8] = nulls[9] = nulls[10] = !state_desc_fires(d);
+		values[11] = Int64GetDatum((int64) counts[STATE_STAT_LATE]);
+		nulls[11] = d->kind != STATE_KIND_WINDOW;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

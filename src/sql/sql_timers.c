@@ -47,15 +47,14 @@ sql_timers_parse_create(FunctionCallInfo fcinfo, bool timers, StateDesc *desc)
 {
 	bool		has_handler = PG_NARGS() > ARG_HANDLER && !PG_ARGISNULL(ARG_HANDLER);
 	bool		has_domain = PG_NARGS() > ARG_TIME_DOMAIN && !PG_ARGISNULL(ARG_TIME_DOMAIN);
-	char	   *domain = has_domain ? text_to_cstring(PG_GETARG_TEXT_PP(ARG_TIME_DOMAIN)) : "processing";
 
 	if (!timers)
 	{
-		if (has_handler || has_domain)
+		if (has_handler || (has_domain && desc->kind != STATE_KIND_WINDOW))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a handler and a time domain apply only to timers states"),
-					 errhint("Use kind => 'timers', or leave handler and time_domain NULL.")));
+					 errhint("Use kind => 'timers', or leave handler and time_domain NULL; a window state takes emit and time_domain.")));
 		return;
 	}
 	if (!has_handler)
@@ -64,20 +63,35 @@ sql_timers_parse_create(FunctionCallInfo fcinfo, bool timers, StateDesc *desc)
 				 errmsg("a timers state needs a handler"),
 				 errhint("Pass handler => 'on_timer(%s, timestamptz)', a function called with each due timer's key and instant.",
 						 format_type_be(desc->types[STATE_TYPE_KEY].oid))));
-	if (strcmp(domain, "event") == 0)
-		desc->timer_event_time = true;
-	else if (strcmp(domain, "processing") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown time domain \"%s\"", domain),
-				 errhint("Valid time domains are processing (the clock) and event (the watermark).")));
+	desc->timer_event_time = sql_time_domain_is_event(fcinfo, false);
 	if (desc->ttl > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("timers states have no TTL"),
 				 errhint("Delete a timer with state.timer_delete(), or let it fire.")));
-	timer_handler_describe(PG_GETARG_OID(ARG_HANDLER), desc->types[STATE_TYPE_KEY].oid,
-						   desc->owner, desc);
+	timer_handler_describe(PG_GETARG_OID(ARG_HANDLER), desc->owner, desc);
+}
+
+/*
+ * sql_time_domain_is_event reads create_state's time_domain: event (the
+ * watermark) or processing (the clock); NULL gives the kind's default.
+ */
+bool
+sql_time_domain_is_event(FunctionCallInfo fcinfo, bool by_default)
+{
+	char	   *domain;
+
+	if (PG_NARGS() <= ARG_TIME_DOMAIN || PG_ARGISNULL(ARG_TIME_DOMAIN))
+		return by_default;
+	domain = text_to_cstring(PG_GETARG_TEXT_PP(ARG_TIME_DOMAIN));
+	if (strcmp(domain, "event") == 0)
+		return true;
+	if (strcmp(domain, "processing") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown time domain \"%s\"", domain),
+				 errhint("Valid time domains are processing (the clock) and event (the watermark).")));
+	return false;
 }
 
 /* The instant argument argno: finite, as an image in call->buf. */
@@ -190,13 +204,15 @@ state_timers(PG_FUNCTION_ARGS)
 static StateCall *
 event_time_call(FunctionCallInfo fcinfo, uint8 privs)
 {
-	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, privs);
+	StateCall  *call = state_call_begin(fcinfo, FIRED_KIND, privs);
 
 	if (!call->desc.timer_event_time)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("timers state \"%s\" is in processing time, which has no watermark",
-						NameStr(call->desc.name)),
+				 errmsg("%s state \"%s\" is in processing time, which has no watermark",
+						state_desc_kind_name(&call->desc), NameStr(call->desc.name)),
+				 call->desc.kind == STATE_KIND_WINDOW ?
+				 errhint("Its windows fire by the clock; create it with time_domain => 'event' to fire them by a watermark.") :
 				 errhint("Its timers fire by the clock; create it with time_domain => 'event' to fire them by a watermark.")));
 	return call;
 }
@@ -215,7 +231,8 @@ state_advance_watermark(PG_FUNCTION_ARGS)
 	if (!timer_watermark_advance(call->target.slot, call->desc.id, to, &was))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the watermark of timers state \"%s\" cannot go back", NameStr(call->desc.name)),
+				 errmsg("the watermark of %s state \"%s\" cannot go back",
+						state_desc_kind_name(&call->desc), NameStr(call->desc.name)),
 				 errdetail("It is %s; %s is earlier.",
 						   pstrdup(timestamptz_to_str(was)), timestamptz_to_str(to))));
 	timer_queue_wake(call->desc.dbid);
@@ -266,7 +283,7 @@ state_timer_status(PG_FUNCTION_ARGS)
 		Datum		values[9];
 		bool		nulls[9] = {false};
 
-		if (!state_desc_is_timers(d))
+		if (!state_desc_fires(d))
 			continue;
 		timer_figures_read(slots[i], d->id, &f);
 		values[0] = CStringGetTextDatum(NameStr(d->name));

@@ -1,4 +1,4 @@
-/* state_backend--1.4.sql: the SQL contract of the extension (schema "state"), version 1.4. */
+/* state_backend--1.5.sql: the SQL contract of the extension (schema "state"), version 1.5. */
 
 \echo Use "CREATE EXTENSION state_backend" to load this file. \quit
 
@@ -35,7 +35,14 @@ CREATE FUNCTION state.create_state(
 	aggregate regprocedure DEFAULT NULL,
 	transactional boolean DEFAULT false,
 	handler regprocedure DEFAULT NULL,
-	time_domain text DEFAULT NULL)
+	time_domain text DEFAULT NULL,
+	assigner text DEFAULT NULL,
+	size interval DEFAULT NULL,
+	slide interval DEFAULT NULL,
+	gap interval DEFAULT NULL,
+	collect text DEFAULT NULL,
+	allowed_lateness interval DEFAULT NULL,
+	emit regprocedure DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
@@ -55,7 +62,7 @@ CREATE VIEW state.states AS SELECT * FROM state._states();
 CREATE FUNCTION state._stats(
 	OUT name text, OUT kind text, OUT reads bigint, OUT writes bigint, OUT misses bigint,
 	OUT expired bigint, OUT entries bigint, OUT bytes bigint, OUT timers_registered bigint,
-	OUT timers_fired bigint, OUT timers_failed bigint)
+	OUT timers_fired bigint, OUT timers_failed bigint, OUT late bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_stats' LANGUAGE C STRICT;
 
 CREATE VIEW state.stats AS SELECT * FROM state._stats();
@@ -353,6 +360,26 @@ CREATE VIEW state.timer_failures AS
 
 GRANT SELECT ON state.timer_status TO PUBLIC;
 GRANT SELECT ON state.timer_failures TO PUBLIC;
+
+---------------------------------------------------------------- windows
+
+-- A window state (kind 'window') keeps, per key, its open windows and
+-- their contents; emit(key, window_start, window_end, result) is called as
+-- the state's owner when the watermark (event time) or the clock
+-- (processing time) passes a window's end.
+CREATE FUNCTION state.window_add(name text, key anycompatible, event_time timestamptz, value anyelement)
+RETURNS void AS 'MODULE_PATHNAME', 'state_window_add' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.window_add(name text, key anycompatible, event_time timestamptz, value text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_window_add' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.window_get(name text, key anycompatible, window_start timestamptz, "default" anyelement)
+RETURNS anyelement AS 'MODULE_PATHNAME', 'state_window_get' LANGUAGE C CALLED ON NULL INPUT;
+CREATE FUNCTION state.window_get(name text, key anycompatible, window_start timestamptz, "default" text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_window_get' LANGUAGE C CALLED ON NULL INPUT;
+
+CREATE FUNCTION state.windows(name text, key_default anyelement)
+RETURNS TABLE(key anyelement, window_start timestamptz, window_end timestamptz, fired boolean)
+AS 'MODULE_PATHNAME', 'state_windows' LANGUAGE C CALLED ON NULL INPUT;
 
 ---------------------------------------------------------------- privileges
 

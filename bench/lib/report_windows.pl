@@ -1,0 +1,143 @@
+#!/usr/bin/perl
+# report_windows.pl RAW.tsv RESULTS.md: the window-state figures of a run
+# (lines "wn" written by bench/lib/windows.sh), with ratios against the
+# baselines of the same run.  Prints its tables on stdout and appends them to
+# the results file that report.pl wrote.  The goal is reported, never
+# asserted; the sanity check (the emitted counts add up to the events fed)
+# is windows.sh's, which counts a failure in FAILED.
+use strict;
+use warnings;
+
+die "usage: report_windows.pl RAW.tsv RESULTS.md\n" unless @ARGV == 2;
+my ($rawfile, $outfile) = @ARGV;
+
+my (%meta, @runs);
+open(my $in, '<', $rawfile) or die "report_windows.pl: $rawfile: $!\n";
+while (my $line = <$in>)
+{
+	chomp $line;
+	my ($kind, @f) = split /\t/, $line, -1;
+	next unless defined $kind;
+	if ($kind eq 'meta') { $meta{ $f[0] } = $f[1] }
+	elsif ($kind eq 'wn' && $f[0] eq 'run') { push @runs, [ @f[ 1 .. $#f ] ] }
+}
+close $in;
+exit 0 unless @runs;
+
+my $out = '';
+sub say_ { $out .= join('', @_) . "\n" }
+sub num { my ($v, $fmt) = @_; return (defined $v && $v ne '') ? sprintf($fmt, $v) : 'ERR' }
+sub fx { my ($r) = @_; return defined $r ? sprintf('%.2fx', $r) : '-' }
+sub ratio { my ($a, $b) = @_; return (defined $a && defined $b && $b > 0) ? $a / $b : undef }
+sub mean
+{
+	my @v = grep { defined } @_;
+	return undef unless @v;
+	my $s = 0;
+	$s += $_ for @v;
+	return $s / @v;
+}
+
+# Per case: the runs' figures (a run is [case, n, events, tps, wall, drain,
+# windows, during, sum, expected, late, status], or [case, n, 'ERR']).
+my (%case, @order);
+for my $r (@runs)
+{
+	my ($c, $n, $events, $tps, $wall, $drain, $windows, $during, $sum, $expected, $late, $status) = @$r;
+	push @order, $c unless $case{$c};
+	my $k = $case{$c} //= { e2e => [], fed => [], windows => [], epw => [], drain => [], ok => 1 };
+	if (!defined $tps || $events eq 'ERR')
+	{
+		$k->{ok} = 0;
+		$k->{err} = 1;
+		next;
+	}
+	$k->{ok} = 0 unless $status eq 'ok';
+	push @{ $k->{e2e} }, $events / ($wall + $drain) if $wall + $drain > 0;
+	push @{ $k->{fed} }, $tps;
+	push @{ $k->{windows} }, $windows;
+	push @{ $k->{epw} }, $events / $windows if $windows > 0;
+	push @{ $k->{drain} }, $drain;
+}
+# A case with a run that failed to run has no figure.
+my %fig;
+for my $c (@order)
+{
+	my $k = $case{$c};
+	$fig{$c} = $k->{err} ? {} : {
+		e2e => mean(@{ $k->{e2e} }), fed => mean(@{ $k->{fed} }), windows => mean(@{ $k->{windows} }),
+		epw => mean(@{ $k->{epw} }), drain => mean(@{ $k->{drain} }) };
+}
+
+my %label = (
+	tumbling => 'tumbling 1 min, window state',
+	table => 'tumbling 1 min, unlogged table (upsert, DELETE ... RETURNING)',
+	sliding => 'sliding 5 min / 1 min, window state',
+	session => 'session, 30 s gap, window state');
+
+say_ '';
+say_ '### Window states';
+say_ '';
+say_ "pgbench -M prepared, $meta{wn_clients} clients, one event per statement on random keys of $meta{wn_keys},"
+  . " $meta{wn_warmup} s of warm-up and $meta{wn_seconds} s; event time runs at $meta{wn_speed}x the clock"
+  . " (a 1-minute window lasts " . sprintf('%.1f', 60 / ($meta{wn_speed} || 1)) . ' s); once a second one'
+  . " more session closes what is older than the events' clock less $meta{wn_margin} (advance_watermark;"
+  . ' for the table, DELETE ... RETURNING of the windows ended by then, into an unlogged table, as the'
+  . ' emit function of the memory window states inserts into one), and after pgbench everything is closed.'
+  . ' End to end: all events over the time from the start of pgbench until every window is in the'
+  . ' output table (the timer worker\'s firing included); while fed: pgbench\'s per-second figures after'
+  . " the warm-up. Runs in the order $meta{wn_order}; a case run twice counts with the mean of its runs."
+  . ' Same run, same server.';
+say_ '';
+say_ '| case | events/s end to end | events/s while fed | windows emitted | events per window | drain after the feed (s) | counts add up |';
+say_ '| --- | --- | --- | --- | --- | --- | --- |';
+for my $c (@order)
+{
+	my $f = $fig{$c};
+	say_ "| $label{$c} | " . num($f->{e2e}, '%.0f') . ' | ' . num($f->{fed}, '%.0f') . ' | '
+	  . num($f->{windows}, '%.0f') . ' | ' . num($f->{epw}, '%.2f') . ' | ' . num($f->{drain}, '%.2f') . ' | '
+	  . ($case{$c}{ok} ? 'yes' : 'NO') . ' |';
+}
+
+say_ '';
+say_ '| ratio | end to end | while fed | goal | met |';
+say_ '| --- | --- | --- | --- | --- |';
+my @ratios = (
+	[ 'tumbling: window state / unlogged table', 'tumbling', 'table', 2.0 ],
+	[ 'sliding / tumbling (window states)', 'sliding', 'tumbling', undef ],
+	[ 'session / tumbling (window states)', 'session', 'tumbling', undef ],
+);
+for my $r (@ratios)
+{
+	my ($l, $a, $b, $goal) = @$r;
+	next unless $fig{$a} && $fig{$b};
+	my $e = ratio($fig{$a}{e2e}, $fig{$b}{e2e});
+	my $w = ratio($fig{$a}{fed}, $fig{$b}{fed});
+	my $ok = $case{$a}{ok} && $case{$b}{ok};
+	say_ "| $l | " . fx($e) . ' | ' . fx($w) . ' | '
+	  . (defined $goal ? ">= ${goal}x end to end" : 'reported') . ' | '
+	  . (defined $goal && defined $e ? (($e >= $goal && $ok) ? 'yes' : 'no') : '-') . ' |';
+}
+
+say_ '';
+say_ 'Runs (sum: of the emitted counts; expected: the events pgbench fed, times 5 for sliding windows; late: state.stats.late):';
+say_ '';
+say_ '| case | run | events | feed (s) | drain (s) | events/s end to end | events/s while fed | windows | emitted while fed | sum | expected | late | check |';
+say_ '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+for my $r (@runs)
+{
+	my ($c, $n, $events, $tps, $wall, $drain, $windows, $during, $sum, $expected, $late, $status) = @$r;
+	if (!defined $tps || $events eq 'ERR')
+	{
+		say_ "| $c | $n | ERR | | | | | | | | | | failed to run |";
+		next;
+	}
+	say_ "| $c | $n | $events | " . sprintf('%.2f', $wall) . ' | ' . sprintf('%.2f', $drain) . ' | '
+	  . num(($wall + $drain) > 0 ? $events / ($wall + $drain) : undef, '%.0f') . ' | ' . num($tps, '%.0f')
+	  . " | $windows | $during | $sum | $expected | $late | " . ($status eq 'ok' ? 'ok' : 'FAILED') . ' |';
+}
+
+print $out;
+open(my $md, '>>', $outfile) or die "report_windows.pl: $outfile: $!\n";
+print $md $out;
+close $md;

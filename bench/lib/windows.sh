@@ -1,0 +1,226 @@
+# shellcheck shell=bash
+# bench/lib/windows.sh: the window-state cases, sourced by bench/lib/bench.sh
+# (its server, its helpers sql, sql1, as_pg, raw, meta, note, log,
+# script_tps and its FAILED count).
+#
+# Every case feeds one event per statement, pgbench -M prepared, WN_CLIENTS
+# clients, random keys of WN_KEYS, for the warm-up and WN_SECS seconds.
+# Event time runs WN_SPEED times as fast as the clock, so that windows close
+# during a run: an event's time is WN_BASE + (now() - t0) * WN_SPEED (t0: the
+# start of the run).  Once a second, a separate session closes what is
+# older than that clock less WN_MARGIN (in event time), and after pgbench
+# ends everything is closed; every closed window is written to an unlogged
+# table (bench.wn_out) by both sides:
+#
+#   tumbling:  state.window_add into a memory window state, tumbling 1
+#              minute, reducer sum of 1 per event, an emit function that
+#              inserts into bench.wn_out; the session advances the
+#              watermark, the timer worker fires the windows
+#   table:     the same count in an unlogged table, INSERT ... ON CONFLICT
+#              (k, window_start) DO UPDATE SET n = n + 1 per event; the
+#              session runs DELETE ... RETURNING of the windows whose end
+#              is at or before the same clock, inserted into bench.wn_out
+#   sliding:   as tumbling, windows of 5 minutes every minute
+#   session:   as tumbling, session windows of a 30 s gap
+#
+# Each run counts with its events per second end to end (all events over
+# the time from pgbench's start until every window is in bench.wn_out) and
+# while fed (pgbench's per-second figures after the warm-up, the timer
+# worker firing meanwhile).  Sanity check of every run (a failure counts in
+# FAILED): bench.wn_out's counts add up to the events pgbench fed (five
+# times them for sliding windows), no window emitted twice, none left open.
+# Order: tumbling table sliding session table tumbling (a case run twice
+# counts with the mean of its runs).
+#
+# Records "wn" lines for bench/lib/report_windows.pl.
+
+WN_KEYS=$((NKEYS < 100000 ? NKEYS : 100000))
+WN_CLIENTS=${BENCH_WINDOWS_CLIENTS:-8}
+WN_WARMUP=$WARMUP_N
+if [ "$MODE" = smoke ]; then
+	WN_SECS=${BENCH_WINDOWS_SECONDS:-2}
+	WN_SPEED=${BENCH_WINDOWS_SPEED:-60}
+else
+	WN_SECS=${BENCH_WINDOWS_SECONDS:-12}
+	WN_SPEED=${BENCH_WINDOWS_SPEED:-10}
+fi
+WN_MARGIN='30 seconds'			# the watermark trails the events' clock by this
+WN_BASE='2030-01-01 00:00:00+00'	# event time at t0 (a minute boundary)
+WN_END='2100-01-01 00:00:00+00'	# the last watermark: after every window
+WN_EPOCH='1970-01-01 00:00:00+00'
+WN_ORDER="tumbling table sliding session table tumbling"
+for v in WN_CLIENTS WN_SECS WN_SPEED; do
+	case "${!v}" in '' | *[!0-9]* | 0) die "BENCH_WINDOWS_${v#WN_} must be a positive whole number" ;; esac
+done
+wn_fail() { FAILED=$((FAILED + 1)); printf 'bench: windows case %s FAILED\n' "$*" >&2; }
+meta wn_clients "$WN_CLIENTS"
+meta wn_keys "$WN_KEYS"
+meta wn_seconds "$WN_SECS"
+meta wn_warmup "$WN_WARMUP"
+meta wn_speed "$WN_SPEED"
+meta wn_margin "$WN_MARGIN"
+meta wn_order "$WN_ORDER"
+
+# The event's time, in a pgbench statement, and the clock the watermark
+# follows (both from the statement's now()).
+wn_event_time() { printf "('%s'::timestamptz + (now() - '%s'::timestamptz) * %d)" "$WN_BASE" "$1" "$WN_SPEED"; }
+wn_watermark() { printf "(%s - interval '%s')" "$(wn_event_time "$1")" "$WN_MARGIN"; }
+
+# wn_state CASE: the window state of a case; wn_create CASE: creates it.
+wn_state() { printf 'wn_%s' "$1"; }
+wn_create() {
+	local contents
+	case "$1" in
+		tumbling) contents="assigner => 'tumbling', size => '1 minute'" ;;
+		sliding) contents="assigner => 'sliding', size => '5 minutes', slide => '1 minute'" ;;
+		session) contents="assigner => 'session', gap => '30 seconds'" ;;
+	esac
+	sql1 "SELECT state.create_state('$(wn_state "$1")', 'window', 'text', 'bigint', backend => 'memory',
+		$contents, reducer => 'sum', emit => 'bench.wn_emit(text,timestamptz,timestamptz,bigint)')"
+}
+# Each event counts in this many windows of the case.
+wn_mult() { case "$1" in sliding) echo 5 ;; *) echo 1 ;; esac; }
+
+# wn_advancer STOPFILE STATEMENT: runs STATEMENT once a second, in one
+# session, until STOPFILE exists (looked for every 0.1 s, so that it stops
+# at once); fails when the session does.
+wn_advancer() {
+	local stop=$1 stmt=$2 tick
+	while [ ! -e "$stop" ]; do
+		printf '%s\n' "$stmt"
+		tick=0
+		while [ "$tick" -lt 10 ] && [ ! -e "$stop" ]; do
+			sleep 0.1
+			tick=$((tick + 1))
+		done
+	done | sql bench >/dev/null
+}
+
+# wn_drained NAME: 't' once the timer worker has fired every window of the
+# state (state.timer_status: nothing pending, nothing due).
+wn_drained() {
+	sql1 "SELECT coalesce(bool_and(pending = 0 AND (next_due IS NULL OR next_due > watermark)), false)
+		FROM state.timer_status WHERE name = '$1'" 2>/dev/null
+}
+
+# wn_run CASE N: one run of a case (the Nth of that case); records its line.
+wn_run() {
+	local c=$1 n=$2 name t0 f adv out tps events t_start t_end t_done stop adv_pid rc
+	local during windows sum dups expected late open failures status
+	name=$(wn_state "$c")
+	out="$WORK/out/wn-$c-$n.txt"
+	f="$WORK/out/wn-$c-$n.pgbench"
+	stop="$WORK/out/wn-$c-$n.stop"
+	if ! sql1 "TRUNCATE bench.wn_out, bench.wn_counts" >/dev/null; then
+		wn_fail "$c (truncating the tables)"
+		return 0
+	fi
+	if [ "$c" != table ] && ! wn_create "$c" >>"$WORK/out/windows.log" 2>&1; then
+		tail -n 3 "$WORK/out/windows.log" >&2
+		wn_fail "$c (creating the state)"
+		raw wn run "$c" "$n" ERR
+		return 0
+	fi
+	t0=$(sql1 "SELECT clock_timestamp()")
+	printf '\\set k random(1, %d)\n' "$WN_KEYS" >"$f"
+	if [ "$c" = table ]; then
+		printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) VALUES (:k::text, date_bin('1 minute', %s, '%s'), 1) ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + 1;\n" \
+			"$(wn_event_time "$t0")" "$WN_EPOCH" >>"$f"
+		adv="WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= $(wn_watermark "$t0") - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d;"
+	else
+		printf "SELECT state.window_add('%s', :k::text, %s, 1::bigint);\n" "$name" "$(wn_event_time "$t0")" >>"$f"
+		adv="SELECT state.advance_watermark('$name', $(wn_watermark "$t0"));"
+	fi
+	rm -f "$stop"
+	wn_advancer "$stop" "$adv" >"$WORK/out/wn-$c-$n.advance.txt" 2>&1 &
+	adv_pid=$!
+	t_start=$(date +%s%N)
+	tps=$(WARMUP_N=$WN_WARMUP SECS=$WN_SECS script_tps "$out" "$f" "$WN_CLIENTS")
+	t_end=$(date +%s%N)
+	touch "$stop"
+	rc=0
+	wait "$adv_pid" || rc=$?
+	if [ -z "$tps" ] || [ "$rc" -ne 0 ]; then
+		[ -z "$tps" ] && tail -n 5 "$out" >&2
+		[ "$rc" -ne 0 ] && tail -n 5 "$WORK/out/wn-$c-$n.advance.txt" >&2
+		wn_fail "$c run $n ($([ -z "$tps" ] && echo pgbench || echo 'the advancing session'))"
+		raw wn run "$c" "$n" ERR
+		[ "$c" = table ] || sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
+		return 0
+	fi
+	events=$(awk '/^number of transactions actually processed: / { sub(/\/.*/, "", $6); print $6; exit }' "$out")
+	during=$(sql1 "SELECT count(*) FROM bench.wn_out")
+	# Close everything: the last watermark, or the last DELETE.
+	if [ "$c" = table ]; then
+		if ! sql1 "WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= '$WN_END'::timestamptz - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d" >/dev/null; then
+			wn_fail "$c run $n (the last DELETE)"
+			raw wn run "$c" "$n" ERR
+			return 0
+		fi
+	else
+		if ! sql1 "SELECT state.advance_watermark('$name', '$WN_END')" >/dev/null; then
+			wn_fail "$c run $n (the last advance_watermark)"
+			raw wn run "$c" "$n" ERR
+			sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
+			return 0
+		fi
+		until [ "$(wn_drained "$name")" = t ]; do
+			sleep 0.02
+			if [ $(($(date +%s%N) - t_end)) -gt 600000000000 ]; then
+				wn_fail "$c run $n (windows not all fired 600 s after the last advance)"
+				raw wn run "$c" "$n" ERR
+				sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
+				return 0
+			fi
+		done
+	fi
+	t_done=$(date +%s%N)
+	# The sanity check: counts add up, no window twice, none left open.
+	IFS='|' read -r windows sum dups < <(sql1 "SELECT count(*), coalesce(sum(n), 0), count(*) - count(DISTINCT (k, ws)) FROM bench.wn_out")
+	expected=$((events * $(wn_mult "$c")))
+	late=- open=0 failures=0
+	if [ "$c" != table ]; then
+		late=$(sql1 "SELECT late FROM state.stats WHERE name = '$name'" 2>>"$WORK/out/windows.log" || echo '?')
+		open=$(sql1 "SELECT count(*) FROM state.windows('$name', NULL::text)" 2>>"$WORK/out/windows.log" || echo '?')
+		failures=$(sql1 "SELECT count(*) FROM state.timer_failures WHERE name = '$name'" 2>>"$WORK/out/windows.log" || echo '?')
+		sql1 "SELECT state.drop_state('$name')" >/dev/null || wn_fail "$c run $n (drop_state)"
+	fi
+	status=ok
+	if [ "$sum" != "$expected" ] || [ "$dups" != 0 ] || [ "$open" != 0 ] || [ "$failures" != 0 ]; then
+		status=bad
+		wn_fail "$c run $n (the emitted counts add up to $sum, expected $expected = $events events x $(wn_mult "$c"); $windows windows, $dups emitted twice, $open left open, $failures emit failures, late $late)"
+	fi
+	raw wn run "$c" "$n" "$events" "$tps" \
+		"$(awk -v ns=$((t_end - t_start)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
+		"$(awk -v ns=$((t_done - t_end)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
+		"$windows" "$during" "$sum" "$expected" "$late" "$status"
+	printf '   %-9s %8s events, %8.0f/s while fed, %8.0f/s end to end (drain %.2f s), %s windows (%s while fed), %s\n' \
+		"$c" "$events" "$tps" \
+		"$(awk -v e="$events" -v ns=$((t_done - t_start)) 'BEGIN { printf "%.1f", e / (ns / 1e9) }')" \
+		"$(awk -v ns=$((t_done - t_end)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
+		"$windows" "$during" "$([ $status = ok ] && echo 'counts add up' || echo 'COUNTS DO NOT ADD UP')" >&2
+}
+
+t_wn=$(date +%s)
+if [ "$(sql1 "SELECT count(*) FROM pg_proc WHERE pronamespace = 'state'::regnamespace AND proname = 'window_add'")" = 0 ]; then
+	note "windows cases skipped: function state.window_add does not exist in this build"
+else
+	log "windows cases: $WN_KEYS keys, $WN_CLIENTS clients, event time at ${WN_SPEED}x the clock; order $WN_ORDER"
+	if ! sql bench >>"$WORK/out/windows.log" 2>&1 <<'SQL'; then
+CREATE UNLOGGED TABLE bench.wn_out (k text, ws timestamptz, we timestamptz, n bigint);
+CREATE UNLOGGED TABLE bench.wn_counts (k text, window_start timestamptz, n bigint, PRIMARY KEY (k, window_start));
+CREATE FUNCTION bench.wn_emit(k text, ws timestamptz, we timestamptz, n bigint) RETURNS void LANGUAGE sql
+    AS $$ INSERT INTO bench.wn_out VALUES (k, ws, we, n) $$;
+SQL
+		tail -n 5 "$WORK/out/windows.log" >&2
+		wn_fail "creating the tables"
+	else
+		declare -A wn_seen=()
+		for c in $WN_ORDER; do
+			wn_seen[$c]=$((${wn_seen[$c]:-0} + 1))
+			wn_run "$c" "${wn_seen[$c]}"
+		done
+		sql1 "DROP TABLE bench.wn_out, bench.wn_counts; DROP FUNCTION bench.wn_emit(text, timestamptz, timestamptz, bigint)" >/dev/null
+	fi
+fi
+meta wn_total_seconds "$(($(date +%s) - t_wn))"

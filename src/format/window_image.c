@@ -1,0 +1,122 @@
+/*
+ * format/window_image.c
+ *		The one writer and reader of a window state's images.
+ *
+ * An image is a header, [version 1, uint8][0, uint8 x 3][cleaned_to,
+ * int64][fire_clock, int64][nmarks, uint32][n, uint32], then nmarks marks
+ * [start, int64][end, int64][version, uint32], then n windows [start,
+ * int64][end, int64][version, uint32][flags, uint8][length, uint32] and the
+ * contents' bytes, in the server's byte order.  The reader trusts no
+ * length: windows must be in increasing order of start, each ending after
+ * it starts, and the counts must fit the bytes.
+ */
+#include "postgres.h"
+
+#include "format/window_image.h"
+
+#define WINDOW_IMAGE_VERSION	1
+#define HEADER_SIZE		(4 + 8 + 8 + 4 + 4)
+#define MARK_SIZE		(8 + 8 + 4)
+#define WINDOW_HEAD		(8 + 8 + 4 + 1 + 4)
+
+void
+window_set_init(WindowSet *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->cleaned_to = WINDOW_NO_CLOCK;
+	s->fire_clock = WINDOW_NO_CLOCK;
+}
+
+static void
+take(const char **p, void *dst, Size n)
+{
+	memcpy(dst, *p, n);
+	*p += n;
+}
+
+/*
+ * window_set_read parses img into s; windows and marks go to arrays in
+ * the current memory context, the contents point into img.  False when
+ * img is not such an image.
+ */
+bool
+window_set_read(const char *img, uint32 len, WindowSet *s)
+{
+	const char *p = img;
+	const char *end = img + len;
+	uint32		nmarks;
+	uint32		n;
+
+	window_set_init(s);
+	if (len < HEADER_SIZE || (uint8) p[0] != WINDOW_IMAGE_VERSION)
+		return false;
+	p += 4;
+	take(&p, &s->cleaned_to, 8);
+	take(&p, &s->fire_clock, 8);
+	take(&p, &nmarks, 4);
+	take(&p, &n, 4);
+	if (nmarks > (uint32) (end - p) / MARK_SIZE || n > (uint32) (end - p) / WINDOW_HEAD)
+		return false;
+	s->marks = palloc(sizeof(WindowMark) * Max(nmarks, 1));
+	for (uint32 i = 0; i < nmarks; i++)
+	{
+		if (end - p < MARK_SIZE)
+			return false;
+		take(&p, &s->marks[i].start, 8);
+		take(&p, &s->marks[i].end, 8);
+		take(&p, &s->marks[i].version, 4);
+	}
+	s->nmarks = (int) nmarks;
+	s->w = palloc(sizeof(WindowEntry) * Max(n, 1));
+	for (uint32 i = 0; i < n; i++)
+	{
+		WindowEntry *w = &s->w[i];
+
+		if (end - p < WINDOW_HEAD)
+			return false;
+		take(&p, &w->start, 8);
+		take(&p, &w->end, 8);
+		take(&p, &w->version, 4);
+		take(&p, &w->flags, 1);
+		take(&p, &w->acclen, 4);
+		if (w->acclen > (uint32) (end - p) || w->end <= w->start ||
+			(i > 0 && w->start <= s->w[i - 1].start))
+			return false;
+		w->acc = p;
+		p += w->acclen;
+	}
+	s->n = (int) n;
+	return p == end;
+}
+
+/* window_set_write appends the image of s to out. */
+void
+window_set_write(StringInfo out, const WindowSet *s)
+{
+	char		head[4] = {WINDOW_IMAGE_VERSION, 0, 0, 0};
+	uint32		nmarks = (uint32) s->nmarks;
+	uint32		n = (uint32) s->n;
+
+	appendBinaryStringInfo(out, head, 4);
+	appendBinaryStringInfo(out, (const char *) &s->cleaned_to, 8);
+	appendBinaryStringInfo(out, (const char *) &s->fire_clock, 8);
+	appendBinaryStringInfo(out, (const char *) &nmarks, 4);
+	appendBinaryStringInfo(out, (const char *) &n, 4);
+	for (int i = 0; i < s->nmarks; i++)
+	{
+		appendBinaryStringInfo(out, (const char *) &s->marks[i].start, 8);
+		appendBinaryStringInfo(out, (const char *) &s->marks[i].end, 8);
+		appendBinaryStringInfo(out, (const char *) &s->marks[i].version, 4);
+	}
+	for (int i = 0; i < s->n; i++)
+	{
+		const WindowEntry *w = &s->w[i];
+
+		appendBinaryStringInfo(out, (const char *) &w->start, 8);
+		appendBinaryStringInfo(out, (const char *) &w->end, 8);
+		appendBinaryStringInfo(out, (const char *) &w->version, 4);
+		appendBinaryStringInfo(out, (const char *) &w->flags, 1);
+		appendBinaryStringInfo(out, (const char *) &w->acclen, 4);
+		appendBinaryStringInfo(out, w->acc, (int) w->acclen);
+	}
+}

@@ -1,0 +1,490 @@
+/*
+ * sql/sql_window.c
+ *		SQL functions of window states: the options of create_state,
+ *		window_add, window_get and windows.
+ *
+ * A window state keeps, per key, the key's open windows with their
+ * contents in one image (sql_window_fold.c), so that everything a state
+ * has (snapshots, restores, rescales, WAL, transactions) holds windows
+ * too.  A value joins its windows by the state's assigner; a window that
+ * appears, or changes after it fired, is told to the database's timer
+ * worker (backend/timer_queue.c), which fires it (timer_worker.c).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_aggregate.h"
+#include "common/int.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+
+#include "backend/timer_queue.h"
+#include "catalog/stats.h"
+#include "common/timer_handler.h"
+#include "format/records.h"
+#include "state_ops.h"
+#include "sql/sql_window.h"
+
+PG_FUNCTION_INFO_V1(state_window_add);
+PG_FUNCTION_INFO_V1(state_window_get);
+PG_FUNCTION_INFO_V1(state_windows);
+
+/* Argument positions of create_state's window options. */
+#define ARG_REDUCER		6
+#define ARG_AGGREGATE	11
+#define ARG_ASSIGNER	15
+#define ARG_SIZE		16
+#define ARG_SLIDE		17
+#define ARG_GAP			18
+#define ARG_COLLECT		19
+#define ARG_LATENESS	20
+#define ARG_EMIT		21
+#define ARG_LAST		ARG_EMIT
+
+/* The longest window, slide, gap or lateness: a century. */
+#define WINDOW_MAX_TIME		(INT64CONST(100) * 366 * USECS_PER_DAY)
+
+/* Microseconds since 2000-01-01 (timestamptz) of the Unix epoch, windows' origin. */
+#define UNIX_EPOCH_US	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
+
+static bool
+has_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() > argno && !PG_ARGISNULL(argno);
+}
+
+/* An interval option in microseconds: no months, at most a century. */
+static int64
+interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
+{
+	Interval   *iv = PG_GETARG_INTERVAL_P(argno);
+	int64		us;
+
+	if (iv->month != 0 ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us) ||
+		us < 0 || (us == 0 && !zero_ok) || us > WINDOW_MAX_TIME)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s and at most 100 years, in days, hours and less", what,
+						zero_ok ? "zero or positive" : "positive"),
+				 errdetail("The interval given is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(iv)))),
+				 iv->month != 0 ? errhint("Months and years have no fixed length; write 30 days, for example.") : 0));
+	return us;
+}
+
+static void
+refuse_option(bool given, const char *option, const char *assigner)
+{
+	if (given)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s does not apply to %s windows", option, assigner),
+				 errhint("Tumbling windows take size, sliding windows size and slide, session windows gap.")));
+}
+
+/* assigner, size, slide and gap. */
+static void
+parse_assigner(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	char	   *assigner;
+
+	if (!has_arg(fcinfo, ARG_ASSIGNER))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a window state needs an assigner"),
+				 errhint("Pass assigner => 'tumbling', 'sliding' or 'session'.")));
+	assigner = text_to_cstring(PG_GETARG_TEXT_PP(ARG_ASSIGNER));
+	if (strcmp(assigner, "tumbling") == 0)
+		desc->window_assigner = STATE_WINDOW_TUMBLING;
+	else if (strcmp(assigner, "sliding") == 0)
+		desc->window_assigner = STATE_WINDOW_SLIDING;
+	else if (strcmp(assigner, "session") == 0)
+		desc->window_assigner = STATE_WINDOW_SESSION;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown window assigner \"%s\"", assigner),
+				 errhint("Valid assigners are tumbling, sliding and session.")));
+	if (desc->window_assigner == STATE_WINDOW_SESSION)
+	{
+		refuse_option(has_arg(fcinfo, ARG_SIZE), "size", assigner);
+		refuse_option(has_arg(fcinfo, ARG_SLIDE), "slide", assigner);
+		if (!has_arg(fcinfo, ARG_GAP))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("session windows need a gap"),
+					 errhint("Pass gap => interval '30 minutes', for example.")));
+		desc->window_gap = interval_arg(fcinfo, ARG_GAP, "a session gap", false);
+		return;
+	}
+	refuse_option(has_arg(fcinfo, ARG_GAP), "gap", assigner);
+	if (!has_arg(fcinfo, ARG_SIZE))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s windows need a size", assigner),
+				 errhint("Pass size => interval '1 minute', for example.")));
+	desc->window_size = interval_arg(fcinfo, ARG_SIZE, "a window's size", false);
+	if (desc->window_assigner == STATE_WINDOW_TUMBLING)
+	{
+		refuse_option(has_arg(fcinfo, ARG_SLIDE), "slide", assigner);
+		return;
+	}
+	if (!has_arg(fcinfo, ARG_SLIDE))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sliding windows need a slide"),
+				 errhint("Pass slide => interval '1 minute', for example.")));
+	desc->window_slide = interval_arg(fcinfo, ARG_SLIDE, "a window's slide", false);
+	if (desc->window_slide > desc->window_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a window's slide must not be larger than its size"),
+				 errhint("Windows that slide by more than their size leave values out; use a smaller slide.")));
+	if (desc->window_size / desc->window_slide > WINDOW_MAX_SLIDES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("sliding windows put each value in at most %d windows", WINDOW_MAX_SLIDES),
+				 errhint("Use a larger slide.")));
+}
+
+/* What the windows hold: the reducer's fold, an aggregate's, or a list. */
+static void
+parse_contents(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	bool		collect = has_arg(fcinfo, ARG_COLLECT);
+	int			given = (desc->reducer != STATE_REDUCER_NONE) + has_arg(fcinfo, ARG_AGGREGATE) + collect;
+
+	if (given != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a window state needs one of reducer, aggregate and collect"),
+				 errhint("Pass reducer => 'sum', aggregate => 'avg(float8)' or collect => 'list'.")));
+	if (collect)
+	{
+		if (strcmp(text_to_cstring(PG_GETARG_TEXT_PP(ARG_COLLECT)), "list") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("windows collect only into a list"),
+					 errhint("Pass collect => 'list'.")));
+		desc->window_contents = STATE_WINDOW_LIST;
+		state_ops_check_list_type(desc->types[STATE_TYPE_VALUE].oid);
+		return;
+	}
+	if (desc->reducer != STATE_REDUCER_NONE)
+	{
+		desc->window_contents = STATE_WINDOW_REDUCE;
+		reducer_check_type(desc->reducer, desc->types[STATE_TYPE_VALUE].oid);
+		return;
+	}
+	desc->window_contents = STATE_WINDOW_AGGREGATE;
+	if (get_func_nargs(desc->aggregate) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a window state's aggregate takes one argument, the value"),
+				 errdetail("Aggregate %s takes %d.", format_procedure(desc->aggregate),
+						   get_func_nargs(desc->aggregate))));
+	if (desc->window_assigner == STATE_WINDOW_SESSION && !aggregate_has_combine(desc->aggregate))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s has no combine function, which session windows need",
+						format_procedure(desc->aggregate)),
+				 errdetail("Session windows that meet merge, their transition states combined."),
+				 errhint("Use an aggregate with a combine function, or tumbling or sliding windows.")));
+}
+
+/*
+ * sql_window_parse_create completes a descriptor create_state is making:
+ * for kind "window" its assigner, contents, lateness, time domain and emit
+ * function; for any other kind, no window option.  The reducer and the
+ * aggregate (create_state's own options) are read already.
+ */
+void
+sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	if (desc->kind != STATE_KIND_WINDOW)
+	{
+		for (int i = ARG_ASSIGNER; i <= ARG_LAST; i++)
+			if (has_arg(fcinfo, i))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("assigner, size, slide, gap, collect, allowed_lateness and emit apply only to window states"),
+						 errhint("Use kind => 'window', or leave them NULL.")));
+		return;
+	}
+	if (desc->ttl > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window states have no TTL"),
+				 errhint("A window's state goes when it has fired and its allowed lateness has passed.")));
+	parse_assigner(fcinfo, desc);
+	parse_contents(fcinfo, desc);
+	if (has_arg(fcinfo, ARG_LATENESS))
+		desc->window_lateness = interval_arg(fcinfo, ARG_LATENESS, "allowed lateness", true);
+	desc->timer_event_time = sql_time_domain_is_event(fcinfo, true);
+	if (!has_arg(fcinfo, ARG_EMIT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a window state needs an emit function"),
+				 errhint("Pass emit => 'on_window(%s, timestamptz, timestamptz, %s)', called with each window's key, start, end and result.",
+						 format_type_be(desc->types[STATE_TYPE_KEY].oid),
+						 format_type_be(window_result_type(desc)))));
+	timer_handler_describe(PG_GETARG_OID(ARG_EMIT), desc->owner, desc);
+}
+
+/* ------------------------------------------------------------ window_add */
+
+/* The start of the window of length len that holds t, from the Unix epoch. */
+static int64
+align_start(int64 t, int64 len)
+{
+	int64		from_epoch = t - UNIX_EPOCH_US;
+	int64		r = from_epoch % len;
+
+	if (r < 0)
+		r += len;
+	return t - r;
+}
+
+/* A window of a value whose end is past what a timestamptz holds. */
+static void
+window_out_of_range(StateCall *call, TimestampTz t)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("the windows of state \"%s\" at %s end out of range",
+					NameStr(call->desc.name), timestamptz_to_str(t))));
+}
+
+static void
+put_raw(WindowSet *in, int64 start, int64 end, const char *value, uint32 len)
+{
+	WindowEntry *w = &in->w[in->n++];
+
+	w->start = start;
+	w->end = end;
+	w->version = 0;
+	w->flags = WINDOW_RAW;
+	w->acc = value;
+	w->acclen = len;
+}
+
+/* The windows a value at t joins, by the state's assigner, into in. */
+static void
+assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, WindowSet *in)
+{
+	const StateDesc *d = &call->desc;
+	int64		end;
+
+	in->w = palloc(sizeof(WindowEntry) * (d->window_assigner == STATE_WINDOW_SLIDING ?
+										  d->window_size / d->window_slide + 1 : 1));
+	if (d->window_assigner == STATE_WINDOW_SESSION)
+	{
+		if (pg_add_s64_overflow(t, d->window_gap, &end) || end > END_TIMESTAMP)
+			window_out_of_range(call, t);
+		put_raw(in, t, end, value, len);
+		return;
+	}
+	if (d->window_assigner == STATE_WINDOW_TUMBLING)
+	{
+		int64		start = align_start(t, d->window_size);
+
+		if (pg_add_s64_overflow(start, d->window_size, &end) || end > END_TIMESTAMP)
+			window_out_of_range(call, t);
+		put_raw(in, start, end, value, len);
+		return;
+	}
+	/* Sliding: every window of the slide's grid that holds t, oldest first. */
+	{
+		int64		last = align_start(t, d->window_slide);
+		int64		first = last;
+		int64		start;
+
+		while (first - d->window_slide > t - d->window_size)
+			first -= d->window_slide;
+		if (pg_add_s64_overflow(last, d->window_size, &end) || end > END_TIMESTAMP)
+			window_out_of_range(call, t);
+		for (start = first; start <= last; start += d->window_slide)
+			put_raw(in, start, start + d->window_size, value, len);
+	}
+}
+
+/*
+ * window_add(name, key, event_time, value): the value joins every window
+ * of the key that holds event_time (processing time: the clock's time,
+ * event_time NULL); a value too late for all of them is dropped and
+ * counted (state.stats.late).
+ */
+Datum
+state_window_add(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW,
+										STATE_PRIV_READ | STATE_PRIV_WRITE);
+	WindowRun  *run = window_run(call);
+	const StateDesc *d = &call->desc;
+	TimestampTz t;
+	WindowSet	in;
+
+	state_call_key(call, fcinfo, 1);
+	if (!d->timer_event_time)
+	{
+		if (!PG_ARGISNULL(2))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("window state \"%s\" is in processing time: a value's time is the clock's",
+							NameStr(d->name)),
+					 errhint("Pass NULL as the event time, or create the state with time_domain => 'event'.")));
+		t = record_ttl_now();
+	}
+	else if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a value's event time must not be null")));
+	else
+	{
+		t = PG_GETARG_TIMESTAMPTZ(2);
+		if (TIMESTAMP_NOT_FINITE(t))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("a value's event time must be finite")));
+	}
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value of state \"%s\" must not be null", NameStr(d->name))));
+	resetStringInfo(&call->buf);
+	state_call_encode(call, fcinfo, 3, ARG_VALUE, &call->buf);
+
+	window_set_init(&in);
+	assign_windows(call, t, call->buf.data, call->buf.len, &in);
+	/* Windows whose lateness the watermark passed take nothing. */
+	if (d->timer_event_time)
+	{
+		TimestampTz w = timer_watermark(call->target.slot, d->id, NULL);
+
+		if (w != DT_NOBEGIN && in.w[in.n - 1].end <= w - d->window_lateness)
+		{
+			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
+			pfree(in.w);
+			PG_RETURN_VOID();
+		}
+		if (w != DT_NOBEGIN)
+			in.cleaned_to = w;
+	}
+	resetStringInfo(&run->image);
+	window_set_write(&run->image, &in);
+	call->backend->merge(&call->target, &call->key, run->image.data, run->image.len, window_merge,
+						 window_fold_arg(run, d->transactional), NULL, &call->buf2);
+	if (run->folded.dropped)
+		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
+	for (int i = 0; i < run->folded.nwake; i++)
+	{
+		if (d->transactional)
+			timer_queue_note(d, call->target.slot, call->key.data, call->key.len,
+							 run->folded.wake[i]);
+		else
+			timer_queue_push(d, call->target.slot, call->key.data, call->key.len,
+							 run->folded.wake[i]);
+	}
+	pfree(in.w);
+	PG_RETURN_VOID();
+}
+
+/* ------------------------------------------------------------ reading */
+
+/*
+ * window_get(name, key, window_start, default): the result of the key's
+ * open window that starts at window_start, or default.
+ */
+Datum
+state_window_get(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW, STATE_PRIV_READ);
+	WindowRun  *run = window_run(call);
+	TimestampTz start;
+	WindowSet	s;
+
+	state_call_key(call, fcinfo, 1);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a window's start must not be null")));
+	start = PG_GETARG_TIMESTAMPTZ(2);
+	resetStringInfo(&call->buf);
+	if (call->backend->get(&call->target, &call->key, &call->buf))
+	{
+		if (!window_set_read(call->buf.data, call->buf.len, &s))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the windows of a key of state \"%s\" are damaged",
+							NameStr(call->desc.name))));
+		for (int i = 0; i < s.n; i++)
+			if (s.w[i].start == start)
+			{
+				bool		isnull;
+				Datum		result = window_result(run, s.w[i].acc, s.w[i].acclen,
+												   get_fn_expr_rettype(fcinfo->flinfo),
+												   &isnull);
+
+				if (isnull)
+					PG_RETURN_NULL();
+				return result;
+			}
+	}
+	return state_call_default(call, fcinfo, 3);
+}
+
+typedef struct WindowRows
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+	Oid			restype;
+} WindowRows;
+
+/* One key's windows as rows (key, window_start, window_end, fired). */
+static void
+windows_collect(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
+{
+	WindowRows *ctx = arg;
+	StateCall  *call = ctx->call;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	WindowSet	s;
+
+	CHECK_FOR_INTERRUPTS();
+	if (!window_set_read(img, len, &s))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the windows of a key of state \"%s\" are damaged",
+						NameStr(call->desc.name))));
+	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
+										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
+										ctx->restype);
+	for (int i = 0; i < s.n; i++)
+	{
+		values[1] = TimestampTzGetDatum(s.w[i].start);
+		values[2] = TimestampTzGetDatum(s.w[i].end);
+		values[3] = BoolGetDatum((s.w[i].flags & WINDOW_FIRED) != 0);
+		tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+	}
+}
+
+/* windows(name, key_default): every open window as (key, start, end, fired). */
+Datum
+state_windows(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW, STATE_PRIV_READ);
+	WindowRows	ctx;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ctx.call = call;
+	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ctx.restype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	call->backend->iterate(&call->target, -1, windows_collect, &ctx);
+	return (Datum) 0;
+}

@@ -1,0 +1,481 @@
+/*
+ * sql/sql_window_fold.c
+ *		The fold of a window state: values and firings folded into a key's
+ *		windows (format/window_image.h), and the windows' results.
+ *
+ * A key's image holds its open windows, each with its contents (the
+ * reducer's fold, the aggregate's transition state, or a list of the
+ * values).  window_add folds in the windows of one value (its raw image);
+ * the timer worker folds in the marks of what it emitted, which clear
+ * those windows' "changed" flag unless a value came meanwhile, and removes
+ * the windows whose lateness has passed.  Both go through the backend's
+ * merge, so that concurrent calls on one key lose nothing, in every
+ * backend; for a transactional state the same fold builds the
+ * transaction's pending windows and marks ("pending": marks are kept), and
+ * sql_window_combine applies them to the committed windows at commit.
+ *
+ * Session windows merge as Flink's MergingWindowSet merges them: a window
+ * that meets others (touching counts) takes them in, contents combined.
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+
+#include "common/timer_handler.h"
+#include "format/records.h"
+#include "sql/sql_window.h"
+
+/* ------------------------------------------------------------ set-up */
+
+static WindowRun *
+run_init(StateCall *call)
+{
+	WindowRun  *run = MemoryContextAllocZero(call->mcxt, sizeof(WindowRun));
+	MemoryContext old = MemoryContextSwitchTo(call->mcxt);
+
+	run->call = call;
+	if (call->desc.window_contents == STATE_WINDOW_REDUCE)
+		sql_reducer_setup(call, &run->reduce, &run->reduce_arg);
+	else if (call->desc.window_contents == STATE_WINDOW_AGGREGATE)
+		run->agg = aggregate_run_init(&call->desc, call->mcxt);
+	run->result_type = window_result_type(&call->desc);
+	initStringInfo(&run->scratch);
+	initStringInfo(&run->image);
+	run->apply.run = run->pending.run = run;
+	run->pending.delta = true;
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/* window_run: the set-up of a call site (kept in the call). */
+WindowRun *
+window_run(StateCall *call)
+{
+	if (call->extra == NULL)
+		call->extra = run_init(call);
+	return call->extra;
+}
+
+/* window_run_kept: the set-up of a descriptor, kept across transactions. */
+WindowRun *
+window_run_kept(const StateDesc *desc)
+{
+	return window_run(sql_kept_call(desc));
+}
+
+/* The StateMergeFn argument that folds into committed windows or pending writes. */
+void *
+window_fold_arg(WindowRun *run, bool delta)
+{
+	run->folded.dropped = false;
+	run->folded.nwake = 0;
+	return delta ? (void *) &run->pending : (void *) &run->apply;
+}
+
+/* ------------------------------------------------------------ contents */
+
+/* Contents of one value (its image v). */
+static void
+acc_of_value(WindowRun *run, const char *v, uint32 vl, StringInfo out)
+{
+	int			begin;
+
+	resetStringInfo(out);
+	switch ((StateWindowContents) run->call->desc.window_contents)
+	{
+		case STATE_WINDOW_REDUCE:
+			appendBinaryStringInfo(out, v, (int) vl);
+			break;
+		case STATE_WINDOW_LIST:
+			begin = record_elem_begin(out);
+			appendBinaryStringInfo(out, v, (int) vl);
+			record_elem_end(out, begin);
+			break;
+		case STATE_WINDOW_AGGREGATE:
+			aggregate_fold(run->agg, NULL, 0, codec_decode(&run->call->codecs[ARG_VALUE], v, vl),
+						   NULL, NULL, out);
+			break;
+	}
+}
+
+/* Contents acc with one more value (its image v). */
+static void
+acc_add_value(WindowRun *run, const char *acc, uint32 acclen, const char *v, uint32 vl,
+			  StringInfo out)
+{
+	int			begin;
+
+	resetStringInfo(out);
+	switch ((StateWindowContents) run->call->desc.window_contents)
+	{
+		case STATE_WINDOW_REDUCE:
+			run->reduce(acc, acclen, v, vl, out, run->reduce_arg);
+			break;
+		case STATE_WINDOW_LIST:
+			appendBinaryStringInfo(out, acc, (int) acclen);
+			begin = record_elem_begin(out);
+			appendBinaryStringInfo(out, v, (int) vl);
+			record_elem_end(out, begin);
+			break;
+		case STATE_WINDOW_AGGREGATE:
+			aggregate_fold(run->agg, acc, acclen,
+						   codec_decode(&run->call->codecs[ARG_VALUE], v, vl),
+						   NULL, NULL, out);
+			break;
+	}
+}
+
+/* Two windows' contents as one (sessions merging, a commit). */
+static void
+acc_combine(WindowRun *run, const char *a, uint32 alen, const char *b, uint32 blen,
+			StringInfo out)
+{
+	resetStringInfo(out);
+	switch ((StateWindowContents) run->call->desc.window_contents)
+	{
+		case STATE_WINDOW_REDUCE:
+			run->reduce(a, alen, b, blen, out, run->reduce_arg);
+			break;
+		case STATE_WINDOW_LIST:
+			appendBinaryStringInfo(out, a, (int) alen);
+			appendBinaryStringInfo(out, b, (int) blen);
+			break;
+		case STATE_WINDOW_AGGREGATE:
+			aggregate_combine(run->agg, a, alen, b, blen, out);
+			break;
+	}
+}
+
+/* A copy of a StringInfo's bytes, for a window's contents. */
+static void
+set_acc(WindowEntry *w, StringInfo from)
+{
+	char	   *copy = palloc(Max(from->len, 1));
+
+	memcpy(copy, from->data, from->len);
+	w->acc = copy;
+	w->acclen = (uint32) from->len;
+}
+
+/* w's contents take in x's (a value's raw image, or contents). */
+static void
+join_into(WindowRun *run, WindowEntry *w, const WindowEntry *x)
+{
+	if (x->flags & WINDOW_RAW)
+		acc_add_value(run, w->acc, w->acclen, x->acc, x->acclen, &run->scratch);
+	else
+		acc_combine(run, w->acc, w->acclen, x->acc, x->acclen, &run->scratch);
+	set_acc(w, &run->scratch);
+}
+
+/*
+ * window_result: a window's contents as the result emit and window_get
+ * give, of type restype (the state's result type, or a getter's default's).
+ */
+Datum
+window_result(WindowRun *run, const char *acc, uint32 acclen, Oid restype, bool *isnull)
+{
+	StateCall  *call = run->call;
+	Datum		result;
+
+	*isnull = false;
+	switch ((StateWindowContents) call->desc.window_contents)
+	{
+		case STATE_WINDOW_REDUCE:
+			return state_call_result(call, acc, acclen, restype);
+		case STATE_WINDOW_LIST:
+			return sql_list_datum(call, acc, acclen, restype);
+		case STATE_WINDOW_AGGREGATE:
+			result = aggregate_result(run->agg, acc, acclen, isnull);
+			if (*isnull)
+				return (Datum) 0;
+			return state_call_result_datum(call, result, run->agg->result_type, ARG_VALUE,
+										   restype);
+	}
+	elog(ERROR, "state_backend: unknown window contents");
+}
+
+/* ------------------------------------------------------------ the fold */
+
+static void
+read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s)
+{
+	if (!window_set_read(img, len, s))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the windows of a key of state \"%s\" are damaged",
+						NameStr(run->call->desc.name))));
+}
+
+/* Room for one more window in s (its array is the fold's own). */
+static void
+insert_at(WindowSet *s, int *max, int pos, const WindowEntry *w)
+{
+	if (s->n == *max)
+	{
+		*max = Max(8, *max * 2);
+		s->w = s->w ? repalloc(s->w, sizeof(WindowEntry) * *max) :
+			palloc(sizeof(WindowEntry) * *max);
+	}
+	memmove(&s->w[pos + 1], &s->w[pos], sizeof(WindowEntry) * (s->n - pos));
+	s->w[pos] = *w;
+	s->n++;
+}
+
+static void
+wake(WindowRun *run, int64 at)
+{
+	if (run->folded.nwake < lengthof(run->folded.wake))
+		run->folded.wake[run->folded.nwake++] = at;
+}
+
+/*
+ * A window x of an incoming image joins s: into the window of the same
+ * start (tumbling, sliding), or merging with every window it meets
+ * (sessions).  False when it is too late: it ended, and its lateness
+ * passed, by the clock s was cleaned to (or the watermark its value saw).
+ */
+static bool
+add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
+{
+	const StateDesc *d = &run->call->desc;
+	WindowEntry merged;
+	bool		met = false;
+	int			pos = 0;
+	int			first;
+
+	if (s->cleaned_to != WINDOW_NO_CLOCK && x->end <= s->cleaned_to - d->window_lateness)
+		return false;
+	if (d->window_assigner != STATE_WINDOW_SESSION)
+	{
+		while (pos < s->n && s->w[pos].start < x->start)
+			pos++;
+		if (pos < s->n && s->w[pos].start == x->start)
+		{
+			WindowEntry *o = &s->w[pos];
+
+			join_into(run, o, x);
+			o->version++;
+			if (o->flags & WINDOW_FIRED)
+				wake(run, o->end);
+			o->flags |= WINDOW_DIRTY;
+			return true;
+		}
+		merged = *x;
+	}
+	else
+	{
+		/* Every window that meets x (touching counts) merges with it. */
+		while (pos < s->n && s->w[pos].end < x->start)
+			pos++;
+		first = pos;
+		for (; pos < s->n && s->w[pos].start <= x->end; pos++)
+		{
+			WindowEntry *o = &s->w[pos];
+
+			if (!met)
+			{
+				merged = *o;
+				join_into(run, &merged, x);
+				merged.start = Min(o->start, x->start);
+				merged.end = Max(o->end, x->end);
+				met = true;
+			}
+			else
+			{
+				join_into(run, &merged, o);
+				merged.end = Max(merged.end, o->end);
+				merged.version = Max(merged.version, o->version);
+				merged.flags |= o->flags & WINDOW_FIRED;
+			}
+		}
+		memmove(&s->w[first], &s->w[pos], sizeof(WindowEntry) * (s->n - pos));
+		s->n -= pos - first;
+		pos = first;
+		if (!met)
+			merged = *x;
+	}
+	if (!met && (merged.flags & WINDOW_RAW))
+	{
+		acc_of_value(run, x->acc, x->acclen, &run->scratch);
+		set_acc(&merged, &run->scratch);
+		merged.version = 0;
+		merged.flags = 0;
+	}
+	merged.version++;
+	merged.flags = (merged.flags & WINDOW_FIRED) | WINDOW_DIRTY;
+	insert_at(s, max, pos, &merged);
+	wake(run, merged.end);
+	return true;
+}
+
+/* Apply marks: what fired and did not change since clears its flag. */
+static void
+apply_marks(WindowRun *run, WindowSet *s, const WindowMark *marks, int nmarks, int64 clock)
+{
+	int64		lateness = run->call->desc.window_lateness;
+	int			n = 0;
+
+	for (int m = 0; m < nmarks; m++)
+		for (int i = 0; i < s->n; i++)
+			if (s->w[i].start == marks[m].start && s->w[i].end == marks[m].end &&
+				s->w[i].version == marks[m].version)
+				s->w[i].flags = (s->w[i].flags & ~WINDOW_DIRTY) | WINDOW_FIRED;
+	if (clock == WINDOW_NO_CLOCK)
+		return;
+	for (int i = 0; i < s->n; i++)
+		if (s->w[i].end > clock - lateness)
+			s->w[n++] = s->w[i];
+	s->n = n;
+	s->cleaned_to = Max(s->cleaned_to, clock);
+}
+
+/*
+ * window_merge is the StateMergeFn of window states: the image "in" (the
+ * windows of a value, or a firing's marks) folded into the key's windows
+ * "cur" (NULL: none yet), the result to out.
+ */
+void
+window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
+			 StringInfo out, void *arg)
+{
+	struct WindowFoldArg *fa = arg;
+	WindowRun  *run = fa->run;
+	WindowSet	s;
+	WindowSet	x;
+	int			max;
+	int			kept = 0;
+
+	run->folded.dropped = false;
+	run->folded.nwake = 0;
+	if (cur != NULL)
+		read_or_fail(run, cur, curlen, &s);
+	else
+		window_set_init(&s);
+	read_or_fail(run, in, inlen, &x);
+	max = s.n;
+	s.cleaned_to = Max(s.cleaned_to, x.cleaned_to);
+	for (int i = 0; i < x.n; i++)
+		kept += add_window(run, &s, &max, &x.w[i]) ? 1 : 0;
+	run->folded.dropped = x.n > 0 && kept == 0;
+	if (fa->delta)
+	{
+		/* Pending writes keep their marks, for the commit to apply. */
+		WindowMark *marks = palloc(sizeof(WindowMark) * Max(s.nmarks + x.nmarks, 1));
+
+		memcpy(marks, s.marks, sizeof(WindowMark) * s.nmarks);
+		memcpy(marks + s.nmarks, x.marks, sizeof(WindowMark) * x.nmarks);
+		s.marks = marks;
+		s.nmarks += x.nmarks;
+		s.fire_clock = Max(s.fire_clock, x.fire_clock);
+	}
+	else
+	{
+		apply_marks(run, &s, s.marks, s.nmarks, s.fire_clock);
+		apply_marks(run, &s, x.marks, x.nmarks, x.fire_clock);
+		s.nmarks = 0;
+		s.fire_clock = WINDOW_NO_CLOCK;
+	}
+	resetStringInfo(out);
+	window_set_write(out, &s);
+}
+
+/*
+ * sql_window_combine: how a transactional window state's pending windows
+ * and marks apply to the windows committed meanwhile, at its commit.
+ */
+void
+sql_window_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
+{
+	*fn = window_merge;
+	*arg = window_fold_arg(window_run_kept(desc), false);
+}
+
+/* ------------------------------------------------------------ firing */
+
+/*
+ * window_due_times calls fn with each instant the timer worker must look
+ * at a key's windows (its image): a window's end while it has changed
+ * since it fired, its end plus the lateness, when it goes, otherwise.
+ */
+void
+window_due_times(const StateDesc *desc, const char *img, uint32 len, WindowDueFn fn, void *arg)
+{
+	WindowSet	s;
+
+	if (!window_set_read(img, len, &s))
+		return;					/* reported when the key is read to fire */
+	for (int i = 0; i < s.n; i++)
+		fn(arg, (s.w[i].flags & WINDOW_DIRTY) ? s.w[i].end : s.w[i].end + desc->window_lateness);
+}
+
+/*
+ * window_fire_image calls fn with the result of each window of a key's
+ * image that ended by clock and changed since it last fired, and writes to
+ * mark what to fold into the key once that is done (its marks, and the
+ * clock that removes what is past its lateness).  revisit: the next
+ * instant a window of it goes (DT_NOEND: none).  False when there is
+ * nothing to do.
+ */
+bool
+window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
+				  WindowEmitFn fn, void *arg, StringInfo mark, int64 *revisit)
+{
+	int64		lateness = run->call->desc.window_lateness;
+	WindowSet	s;
+	WindowSet	m;
+	bool		any = false;
+
+	read_or_fail(run, img, len, &s);
+	window_set_init(&m);
+	m.marks = palloc(sizeof(WindowMark) * Max(s.n, 1));
+	*revisit = DT_NOEND;
+	for (int i = 0; i < s.n; i++)
+	{
+		WindowEntry *w = &s.w[i];
+
+		if (w->end > clock)
+			continue;
+		if (w->flags & WINDOW_DIRTY)
+		{
+			bool		isnull;
+			Datum		result = window_result(run, w->acc, w->acclen, run->result_type, &isnull);
+
+			fn(arg, w->start, w->end, result, isnull);
+			m.marks[m.nmarks++] = (WindowMark) {w->start, w->end, w->version};
+			any = true;
+		}
+		if (w->end <= clock - lateness)
+			any = true;
+		else
+			*revisit = Min(*revisit, w->end + lateness);
+	}
+	m.fire_clock = clock;
+	resetStringInfo(mark);
+	window_set_write(mark, &m);
+	return any;
+}
+
+/*
+ * window_mark_fired folds a firing's marks into the key (in the caller's
+ * transaction for a transactional state: its pending writes), and removes
+ * a key left with no window, if nothing came meanwhile.
+ */
+void
+window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
+				  const char *mark, uint32 len)
+{
+	const KeyedStateBackend *ops = keyed_state_ops(st->desc);
+	bool		delta = st->desc->transactional;
+	StringInfoData out;
+	WindowSet	s;
+
+	initStringInfo(&out);
+	ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, delta), NULL, &out);
+	/* A transaction's pending writes cannot remove a key only if unchanged. */
+	if (delta || ops->replace == NULL)
+		return;
+	read_or_fail(run, out.data, out.len, &s);
+	if (s.n == 0)
+		(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
+}
