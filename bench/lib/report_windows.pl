@@ -120,21 +120,21 @@ for my $r (@ratios)
 }
 
 say_ '';
-say_ 'Runs (sum: of the emitted counts; expected: the events pgbench fed, times 5 for sliding windows; late: state.stats.late):';
+say_ 'Runs (windows: rows emitted; fired: state.stats.timers_fired; sum: of the emitted counts; expected: the events pgbench fed, times 5 for sliding windows; late: state.stats.late):';
 say_ '';
-say_ '| case | run | events | feed (s) | drain (s) | events/s end to end | events/s while fed | windows | emitted while fed | sum | expected | late | check |';
-say_ '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+say_ '| case | run | events | feed (s) | drain (s) | events/s end to end | events/s while fed | windows | fired | emitted while fed | sum | expected | late | check |';
+say_ '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
 for my $r (@runs)
 {
-	my ($c, $n, $events, $tps, $wall, $drain, $windows, $during, $sum, $expected, $late, $status) = @$r;
+	my ($c, $n, $events, $tps, $wall, $drain, $windows, $during, $sum, $expected, $late, $status, $fired) = @$r;
 	if (!defined $tps || $events eq 'ERR')
 	{
-		say_ "| $c | $n | ERR | | | | | | | | | | failed to run |";
+		say_ "| $c | $n | ERR | | | | | | | | | | | failed to run |";
 		next;
 	}
 	say_ "| $c | $n | $events | " . sprintf('%.2f', $wall) . ' | ' . sprintf('%.2f', $drain) . ' | '
 	  . num(($wall + $drain) > 0 ? $events / ($wall + $drain) : undef, '%.0f') . ' | ' . num($tps, '%.0f')
-	  . " | $windows | $during | $sum | $expected | $late | " . ($status eq 'ok' ? 'ok' : 'FAILED') . ' |';
+	  . " | $windows | " . ($fired // '-') . " | $during | $sum | $expected | $late | " . ($status eq 'ok' ? 'ok' : 'FAILED') . ' |';
 }
 
 print $out;

@@ -1,7 +1,7 @@
 # Window states against plain SQL.  1,000,000 events (1,000 keys over two
-# hours of event time, made by a hash of their number, so every server makes
-# the same rows) go into a tumbling (1 min, reducer sum), a sliding (5 min
-# every 1 min, aggregate count(bigint)) and a session window state (gap 30 s,
+# hours of event time, made by a hash of their number, in a table) go into
+# a tumbling (1 min, reducer sum), a sliding (5 min
+# every 1 min, aggregate avg(bigint)) and a session window state (gap 30 s,
 # aggregate sum(bigint): sessions split, and, fed out of order, merge), in
 # the order of their event time plus a jitter of up to 90 s, the watermark
 # following at the latest event time fed minus 90 s (so no event is late).
@@ -53,8 +53,8 @@ my $FAR = '2026-06-02 00:00:00+00';    # a watermark past every window
 my @KINDS = qw(tum sld ses);
 my %KIND = (
 	tum => [ 'bigint', q{assigner => 'tumbling', size => '1 min', reducer => 'sum'} ],
-	sld => [ 'bigint',
-		q{assigner => 'sliding', size => '5 min', slide => '1 min', aggregate => 'count(bigint)'} ],
+	sld => [ 'numeric',
+		q{assigner => 'sliding', size => '5 min', slide => '1 min', aggregate => 'avg(bigint)'} ],
 	ses => [ 'numeric', q{assigner => 'session', gap => '30 s', aggregate => 'sum(bigint)'} ],
 );
 my $names = "ARRAY['tum', 'sld', 'ses']";
@@ -108,7 +108,7 @@ SELECT k, date_bin('1 min', t, '$EPOCH') AS ws, date_bin('1 min', t, '$EPOCH') +
        sum(v)::bigint AS r
   FROM events GROUP BY 1, 2, 3;
 CREATE TABLE ref_sld AS
-SELECT k, s AS ws, s + interval '5 min' AS we, count(v) AS r
+SELECT k, s AS ws, s + interval '5 min' AS we, avg(v) AS r
   FROM events,
        generate_series(date_bin('1 min', t, '$EPOCH') - interval '5 min' + interval '1 min',
                        date_bin('1 min', t, '$EPOCH'), interval '1 min') s
