@@ -117,6 +117,7 @@ typedef struct Firing
 	StringInfoData mark;
 	int64		revisit;
 	int			emitted;
+	bool		again;			/* changed while it fired: due again */
 } Firing;
 
 static MemoryContext worker_cxt;
@@ -466,8 +467,8 @@ remove_timer(Firing *f, StringInfo atimg)
 	{
 		/* A window whose emit kept failing stays, to be tried at its next value. */
 		if (f->ok && f->mark.len > 0)
-			window_mark_fired(window_run_kept(&f->fs->desc), &st, &key, f->mark.data,
-							  f->mark.len);
+			f->again = window_mark_fired(window_run_kept(&f->fs->desc), &st, &key,
+										 f->mark.data, f->mark.len);
 		return;
 	}
 	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
@@ -748,6 +749,8 @@ fire_batch(Firing *batch, int n)
 			/* Windows that fired go when their lateness has passed. */
 			if (f->fs->window && f->revisit != DT_NOEND)
 				heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
+			if (f->again)
+				heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
 		}
 		else if (f->failed)
 			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);

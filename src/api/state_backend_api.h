@@ -40,7 +40,7 @@
  * The version of this API.  A provider built against another version is
  * refused at registration: the tables' layouts may differ.
  */
-#define STATE_BACKEND_API_VERSION	1
+#define STATE_BACKEND_API_VERSION	2	/* 2: StateDesc holds window states' fields */
 
 /* The name of the rendezvous variable that holds the host's table. */
 #define STATE_BACKEND_API_RENDEZVOUS	"state_backend_api"

@@ -56,7 +56,7 @@ extern void window_due_times(const StateDesc *desc, const char *img, uint32 len,
 							 WindowDueFn fn, void *arg);
 extern bool window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
 							  WindowEmitFn fn, void *arg, StringInfo mark, int64 *revisit);
-extern void window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
+extern bool window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
 							  const char *mark, uint32 len);
 
 /* sql_window.c */

@@ -309,7 +309,11 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
 	return true;
 }
 
-/* Apply marks: what fired and did not change since clears its flag. */
+/*
+ * Apply marks: what fired and did not change since clears its flag; what
+ * ended, and whose lateness passed, by the clock goes, unless a value
+ * changed it since it fired (it fires once more, then goes).
+ */
 static void
 apply_marks(WindowRun *run, WindowSet *s, const WindowMark *marks, int nmarks, int64 clock)
 {
@@ -324,7 +328,7 @@ apply_marks(WindowRun *run, WindowSet *s, const WindowMark *marks, int nmarks, i
 	if (clock == WINDOW_NO_CLOCK)
 		return;
 	for (int i = 0; i < s->n; i++)
-		if (s->w[i].end > clock - lateness)
+		if (s->w[i].end > clock - lateness || (s->w[i].flags & WINDOW_DIRTY))
 			s->w[n++] = s->w[i];
 	s->n = n;
 	s->cleaned_to = Max(s->cleaned_to, clock);
@@ -459,9 +463,11 @@ window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
 /*
  * window_mark_fired folds a firing's marks into the key (in the caller's
  * transaction for a transactional state: its pending writes), and removes
- * a key left with no window, if nothing came meanwhile.
+ * a key left with no window, if nothing came meanwhile.  Returns whether a
+ * window the firing saw due changed meanwhile and is due again (for a
+ * transactional state, the commit of the change tells the timer queue).
  */
-void
+bool
 window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
 				  const char *mark, uint32 len)
 {
@@ -470,12 +476,19 @@ window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
 	StringInfoData out;
 	WindowSet	s;
 
+	WindowSet	m;
+
 	initStringInfo(&out);
 	ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, delta), NULL, &out);
 	/* A transaction's pending writes cannot remove a key only if unchanged. */
-	if (delta || ops->replace == NULL)
-		return;
+	if (delta)
+		return false;
 	read_or_fail(run, out.data, out.len, &s);
-	if (s.n == 0)
+	read_or_fail(run, mark, len, &m);
+	if (s.n == 0 && ops->replace != NULL)
 		(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
+	for (int i = 0; i < s.n; i++)
+		if ((s.w[i].flags & WINDOW_DIRTY) && s.w[i].end <= m.fire_clock)
+			return true;
+	return false;
 }
