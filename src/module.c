@@ -44,6 +44,7 @@
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "sql/sql_common.h"
+#include "sql/sql_window.h"
 #include "state_ops.h"
 #include "worker.h"
 
@@ -355,6 +356,20 @@ state_backend_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * How a transactional state's pending folds combine with what is committed
+ * at its commit (backend/txn_state.h): a window state's windows, or a
+ * reducing or aggregating state's value.
+ */
+static void
+txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
+{
+	if (desc->kind == STATE_KIND_WINDOW)
+		sql_window_combine(desc, fn, arg);
+	else
+		sql_txn_combine(desc, fn, arg);
+}
+
 void
 _PG_init(void)
 {
@@ -375,7 +390,7 @@ _PG_init(void)
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = state_backend_process_utility;
 	restore_set_logged_hook(logged_before_restore);
-	txn_state_set_combine(sql_txn_combine);
+	txn_state_set_combine(txn_combine);
 	txn_state_init();
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	RegisterSubXactCallback(state_backend_subxact_callback, NULL);

@@ -21,7 +21,6 @@
 #include "utils/typcache.h"
 
 #include "sql/sql_common.h"
-#include "sql/sql_window.h"
 
 PG_FUNCTION_INFO_V1(state_reduce);
 
@@ -218,11 +217,6 @@ sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
 {
 	StateCall  *call = sql_kept_call(desc);
 
-	if (desc->kind == STATE_KIND_WINDOW)
-	{
-		sql_window_combine(desc, fn, arg);
-		return;
-	}
 	if (desc->kind == STATE_KIND_AGGREGATING)
 	{
 		sql_aggregating_combine(call, fn, arg);

@@ -392,7 +392,7 @@ create_states($node, 'memory');
 $calls = feed($node, 1, $MID, keys => $RESCALE_KEYS);
 $w_snap = wm_at($MID);
 wait_emitted($node, $w_snap, $RESCALE_KEYS, 'rescale: before the snapshot');
-my $open = $node->safe_psql('postgres', join(' + ', map {
+my $open = $node->safe_psql('postgres', 'SELECT ' . join(' + ', map {
 	"(SELECT count(*) FROM state.windows('$_', NULL::int))" } @KINDS));
 $snap = "$dir/rescale_snap";
 $sid = $node->safe_psql('postgres', "SELECT state.snapshot('$snap')");
