@@ -125,6 +125,23 @@ static Fired **states = NULL;
 static int	nstates = 0;
 static uint64 seen_version = 0;
 
+/*
+ * Timers the ring gave for a state the worker has not seen yet: created
+ * after its last look at the registry.  They wait for the next look, which
+ * reads that state whole but may miss a write its backend had not applied
+ * when the timer was pushed.
+ */
+typedef struct Unseen
+{
+	uint32		state_id;
+	uint64		version;		/* the registry's when it came */
+	Pending		t;
+} Unseen;
+
+static Unseen *unseen = NULL;
+static int	nunseen = 0;
+static int	maxunseen = 0;
+
 /* ------------------------------------------------------------ the index */
 
 static int
@@ -259,10 +276,52 @@ static void
 queued(void *arg, uint32 state_id, int64 at, const char *key, uint32 keylen)
 {
 	Fired	   *fs = find_state(state_id);
+	Unseen	   *u;
 
-	/* A state not known yet is read whole when it is found. */
 	if (fs != NULL)
+	{
 		heap_push(fs, at, key, keylen);
+		return;
+	}
+	/* A state not seen yet: the timer waits for the next look. */
+	if (nunseen == maxunseen)
+	{
+		maxunseen = Max(16, maxunseen * 2);
+		unseen = unseen ? repalloc_huge(unseen, sizeof(Unseen) * maxunseen) :
+			MemoryContextAllocHuge(worker_cxt, sizeof(Unseen) * maxunseen);
+	}
+	u = &unseen[nunseen++];
+	u->state_id = state_id;
+	u->version = registry_version();
+	u->t.at = at;
+	u->t.keylen = keylen;
+	u->t.key = MemoryContextAlloc(worker_cxt, Max(keylen, 1));
+	memcpy(u->t.key, key, keylen);
+}
+
+/*
+ * After a look at the registry: timers of states now seen go to their
+ * index; those of states the look did not find although it came after
+ * them are of states dropped since, and go.
+ */
+static void
+place_unseen(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < nunseen; i++)
+	{
+		Unseen	   *u = &unseen[i];
+		Fired	   *fs = find_state(u->state_id);
+
+		if (fs != NULL)
+			heap_push(fs, u->t.at, u->t.key, u->t.keylen);
+		if (fs != NULL || u->version <= seen_version)
+			pfree(u->t.key);
+		else
+			unseen[n++] = *u;
+	}
+	nunseen = n;
 }
 
 /* ------------------------------------------------------------ the states */
@@ -845,6 +904,7 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any)
 		*any = sync_states(overflow) > 0;
 		CommitTransactionCommand();
 		*last_sync = now;
+		place_unseen();
 		/* What was registered while the states were read. */
 		(void) timer_queue_drain(queued, NULL);
 	}

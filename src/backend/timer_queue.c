@@ -11,13 +11,18 @@
  *   and a ring of the timers registered since the worker last looked, so
  *   that the worker keeps its due-time index without scanning the states
  *   again.  A push wakes the worker only when it would not look in time
- *   by itself (push_record).  A registration that finds the ring full marks it overflowed and
- *   the worker scans its states once more; one that finds no slot needs
+ *   by itself (push_record).  A registration that finds the ring full
+ *   waits until its session's writes are applied (a backend may post
+ *   them), then marks it overflowed, and the worker scans its states once
+ *   more; one that finds no slot needs
  *   nothing, since a worker scans every state when it starts.  The ring may
  *   name timers that never committed or were deleted since: the worker
  *   checks each timer in its state before firing it.
  * - Per registry slot, the state's watermark (event time) and the figures
  *   its worker publishes for state.timer_status.
+ *
+ * Window states use the same: a push names a key whose windows the worker
+ * must look at, at that instant.
  *
  * A transactional state's registrations are noted until the transaction's
  * commit has applied them (txn_commit.c calls timer_queue_at_commit), so
@@ -35,6 +40,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "backend/keyed_backend.h"
 #include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
@@ -210,18 +216,34 @@ push_record(Oid dbid, uint32 state_id, int slot, bool event_time,
 	TimerRecord rec = {keylen, state_id, at};
 	Size		need = sizeof(rec) + keylen;
 	bool		wake = false;
+	bool		flushed = false;
 	Latch	   *latch = NULL;
 
 	if (db < 0)
 		return;
 	d = &timers->dbs[db];
+again:
 	SpinLockAcquire(&d->mutex);
 	if (d->dbid == dbid)
 	{
 		/* A record longer than a drain's chunk goes as an overflow too. */
 		if (need > TIMER_DRAIN_CHUNK || d->overflow ||
 			need > timers->ring_size - (Size) (d->head - d->tail))
+		{
+			/*
+			 * The worker then reads the states whole: first let every
+			 * write of this session's reach them (a backend that posts
+			 * its writes may not have applied this one yet).
+			 */
+			if (!flushed)
+			{
+				SpinLockRelease(&d->mutex);
+				keyed_backend_flush_all();
+				flushed = true;
+				goto again;
+			}
 			wake = d->overflow = true;
+		}
 		else
 		{
 			ring_copy(db, d->head, (char *) &rec, sizeof(rec), true);
