@@ -5,7 +5,7 @@
 -- seen (never longer than a minute), so nothing here depends on timing.
 --
 SET timezone = 'UTC';
-CREATE FUNCTION wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE ok boolean;
 BEGIN
     FOR i IN 1..600 LOOP
