@@ -109,11 +109,15 @@ rocks_cache_shmem_init(void)
 	}
 }
 
-/* Value, reducing and aggregating states are cached; lists and maps are not. */
+/*
+ * States whose keys are one image are cached (value, reducing, aggregating,
+ * window); lists and maps are not.
+ */
 bool
 rocks_cache_kind(uint8 kind)
 {
-	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING || kind == STATE_KIND_AGGREGATING;
+	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING ||
+		kind == STATE_KIND_AGGREGATING || kind == STATE_KIND_WINDOW;
 }
 
 static CacheSet *
