@@ -15,6 +15,7 @@ OBJS = \
 	src/module.o \
 	src/worker.o \
 	src/timer_worker.o \
+	src/timer_windows.o \
 	src/state_ops.o \
 	src/logged.o \
 	src/logged_txn.o \

@@ -14,8 +14,10 @@
  * each timer is looked up in its state before it fires.
  *
  * A batch of due timers (state_backend.timer_batch_size) runs in one
- * transaction, each handler call in a subtransaction of it, as the state's
- * owner, under state_backend.timer_statement_timeout.  The timer leaves its
+ * transaction, its handler calls in one subtransaction of it (when one
+ * fails, they are undone and each runs in a subtransaction of its own), as
+ * the state's owner, under state_backend.timer_statement_timeout.  A
+ * window state's timers are keys to look at (timer_windows.c).  The timer leaves its
  * state inside that transaction when the state is transactional (exactly
  * once: the removal commits with the handler's writes), after it otherwise
  * (at least once: a crash in between fires it again).  A handler that fails
@@ -48,79 +50,17 @@
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "sql/sql_window.h"
+#include "timer_firing.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 
-/* Lags kept per state for their 99th percentile. */
-#define LAG_SAMPLES			1024
 /* How often figures are published, and states looked for, at least. */
 #define PUBLISH_MS			250
 #define SYNC_MS				1000
 /* The longest sleep. */
 #define MAX_SLEEP_MS		1000
 
-/* One timer the index holds. */
-typedef struct Pending
-{
-	int64		at;
-	uint32		keylen;
-	char	   *key;			/* in the worker's context */
-} Pending;
-
-/* One that failed and waits to be tried again. */
-typedef struct Retry
-{
-	Pending		t;
-	int			attempts;
-	TimestampTz not_before;
-} Retry;
-
-typedef struct Fired
-{
-	uint32		id;
-	int			slot;
-	StateDesc	desc;
-	bool		seen;			/* by the last look at the registry */
-	TypeCodec	key_codec;
-	TypeCodec	at_codec;
-	FmgrInfo	handler;
-	bool		handler_ready;
-	bool		window;			/* a window state: timers are keys to look at */
-	char		problem[256];
-	/* the index: a binary heap by (at, key) */
-	Pending    *heap;
-	int			nheap;
-	int			maxheap;
-	Retry	   *retries;
-	int			nretries;
-	int			maxretries;
-	/* figures */
-	int64		lags[LAG_SAMPLES];
-	int			nlags;
-	int			lag_next;
-	int64		window_fired;
-	TimestampTz window_start;
-	double		fired_per_s;
-} Fired;
-
-/* One timer of a batch. */
-typedef struct Firing
-{
-	Fired	   *fs;
-	Pending		t;
-	int			attempts;		/* before this one */
-	bool		ok;
-	bool		failed;			/* to state.timer_failures */
-	char	   *error;
-	/* a window state's key: the clock it fires by, and what it fired */
-	int64		clock;
-	StringInfoData mark;
-	int64		revisit;
-	int			emitted;
-	bool		again;			/* changed while it fired: due again */
-} Firing;
-
-static MemoryContext worker_cxt;
+static MemoryContext timer_worker_cxt;
 static Fired **states = NULL;
 static int	nstates = 0;
 static uint64 seen_version = 0;
@@ -158,7 +98,7 @@ pending_cmp(const Pending *a, const Pending *b)
 }
 
 static void
-heap_push(Fired *fs, int64 at, const char *key, uint32 keylen)
+timer_heap_push(Fired *fs, int64 at, const char *key, uint32 keylen)
 {
 	Pending		p;
 	int			i;
@@ -167,11 +107,11 @@ heap_push(Fired *fs, int64 at, const char *key, uint32 keylen)
 	{
 		fs->maxheap = Max(64, fs->maxheap * 2);
 		fs->heap = fs->heap ? repalloc_huge(fs->heap, sizeof(Pending) * fs->maxheap) :
-			MemoryContextAllocHuge(worker_cxt, sizeof(Pending) * fs->maxheap);
+			MemoryContextAllocHuge(timer_worker_cxt, sizeof(Pending) * fs->maxheap);
 	}
 	p.at = at;
 	p.keylen = keylen;
-	p.key = MemoryContextAlloc(worker_cxt, Max(keylen, 1));
+	p.key = MemoryContextAlloc(timer_worker_cxt, Max(keylen, 1));
 	memcpy(p.key, key, keylen);
 	for (i = fs->nheap++; i > 0; i = (i - 1) / 2)
 	{
@@ -227,7 +167,7 @@ load_window_due(void *arg, int64 at)
 {
 	LoadKey    *lk = arg;
 
-	heap_push(lk->fs, at, lk->key, lk->keylen);
+	timer_heap_push(lk->fs, at, lk->key, lk->keylen);
 }
 
 /*
@@ -249,7 +189,7 @@ load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 		return;
 	}
 	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
-		heap_push(fs, DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen)),
+		timer_heap_push(fs, DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen)),
 				  key, keylen);
 }
 
@@ -280,7 +220,7 @@ queued(void *arg, uint32 state_id, int64 at, const char *key, uint32 keylen)
 
 	if (fs != NULL)
 	{
-		heap_push(fs, at, key, keylen);
+		timer_heap_push(fs, at, key, keylen);
 		return;
 	}
 	/* A state not seen yet: the timer waits for the next look. */
@@ -288,14 +228,14 @@ queued(void *arg, uint32 state_id, int64 at, const char *key, uint32 keylen)
 	{
 		maxunseen = Max(16, maxunseen * 2);
 		unseen = unseen ? repalloc_huge(unseen, sizeof(Unseen) * maxunseen) :
-			MemoryContextAllocHuge(worker_cxt, sizeof(Unseen) * maxunseen);
+			MemoryContextAllocHuge(timer_worker_cxt, sizeof(Unseen) * maxunseen);
 	}
 	u = &unseen[nunseen++];
 	u->state_id = state_id;
 	u->version = registry_version();
 	u->t.at = at;
 	u->t.keylen = keylen;
-	u->t.key = MemoryContextAlloc(worker_cxt, Max(keylen, 1));
+	u->t.key = MemoryContextAlloc(timer_worker_cxt, Max(keylen, 1));
 	memcpy(u->t.key, key, keylen);
 }
 
@@ -315,7 +255,7 @@ place_unseen(void)
 		Fired	   *fs = find_state(u->state_id);
 
 		if (fs != NULL)
-			heap_push(fs, u->t.at, u->t.key, u->t.keylen);
+			timer_heap_push(fs, u->t.at, u->t.key, u->t.keylen);
 		if (fs != NULL || u->version <= seen_version)
 			pfree(u->t.key);
 		else
@@ -345,17 +285,17 @@ forget_state(int i)
 static Fired *
 new_state(const StateDesc *d, int slot)
 {
-	Fired	   *fs = MemoryContextAllocZero(worker_cxt, sizeof(Fired));
+	Fired	   *fs = MemoryContextAllocZero(timer_worker_cxt, sizeof(Fired));
 
 	fs->id = d->id;
 	fs->slot = slot;
 	fs->desc = *d;
 	fs->window = d->kind == STATE_KIND_WINDOW;
-	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, worker_cxt);
-	codec_init(&fs->at_codec, TIMESTAMPTZOID, worker_cxt);
+	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, timer_worker_cxt);
+	codec_init(&fs->at_codec, TIMESTAMPTZOID, timer_worker_cxt);
 	fs->window_start = GetCurrentTimestamp();
 	states = states ? repalloc(states, sizeof(Fired *) * (nstates + 1)) :
-		MemoryContextAlloc(worker_cxt, sizeof(Fired *));
+		MemoryContextAlloc(timer_worker_cxt, sizeof(Fired *));
 	states[nstates++] = fs;
 	return fs;
 }
@@ -408,7 +348,7 @@ sync_states(bool reload_all)
 		strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
 		if (problem == NULL && !fs->handler_ready)
 		{
-			fmgr_info_cxt(fs->desc.timer_handler, &fs->handler, worker_cxt);
+			fmgr_info_cxt(fs->desc.timer_handler, &fs->handler, timer_worker_cxt);
 			fs->handler_ready = true;
 		}
 	}
@@ -429,25 +369,14 @@ state_clock(Fired *fs, TimestampTz *passed_at)
 	return record_ttl_now();
 }
 
-/*
- * Is a window state's key in the batch already?  One look at a key fires
- * all its windows due by the clock, so a batch looks at a key once.
- */
-static bool
-key_in_batch(const Firing *batch, int n, const Fired *fs, const Pending *p)
-{
-	for (int i = n - 1; i >= 0 && batch[i].fs == fs; i--)
-		if (batch[i].t.keylen == p->keylen && memcmp(batch[i].t.key, p->key, p->keylen) == 0)
-			return true;
-	return false;
-}
-
 /* Collect due timers into batch; returns how many. */
 static int
 collect_batch(Firing *batch, int max, TimestampTz now)
 {
 	int			n = 0;
+	BatchKeys	seen;
 
+	timer_windows_begin(&seen, max);
 	for (int i = 0; i < nstates && n < max; i++)
 	{
 		Fired	   *fs = states[i];
@@ -465,7 +394,10 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 				batch[n] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
 				batch[n].clock = clock;
 				if (fs->window)
+				{
 					initStringInfo(&batch[n].mark);
+					timer_windows_add(&seen, batch, n);
+				}
 				n++;
 				fs->retries[r] = fs->retries[--fs->nretries];
 			}
@@ -478,7 +410,7 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 
 			/* The index may hold a timer twice: the ring and a read both saw it. */
 			if ((have_last && pending_cmp(&last, &p) == 0) ||
-				(fs->window && key_in_batch(batch, n, fs, &p)))
+				(fs->window && timer_windows_seen(&seen, batch, fs, &p)))
 			{
 				pfree(p.key);
 				continue;
@@ -487,7 +419,10 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			batch[n].clock = clock;
 			/* What it fires is folded in after the batch's transaction. */
 			if (fs->window)
+			{
 				initStringInfo(&batch[n].mark);
+				timer_windows_add(&seen, batch, n);
+			}
 			n++;
 			last = p;
 			have_last = true;
@@ -533,50 +468,6 @@ remove_timer(Firing *f, StringInfo atimg)
 	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
 }
 
-/* emit(key, window start, window end, result) of one window. */
-static void
-emit_window(void *arg, int64 start, int64 end, Datum result, bool isnull)
-{
-	Firing	   *f = arg;
-	LOCAL_FCINFO(fcinfo, 4);
-
-	InitFunctionCallInfoData(*fcinfo, &f->fs->handler, 4, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = codec_decode(&f->fs->key_codec, f->t.key, f->t.keylen);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = TimestampTzGetDatum(start);
-	fcinfo->args[1].isnull = false;
-	fcinfo->args[2].value = TimestampTzGetDatum(end);
-	fcinfo->args[2].isnull = false;
-	fcinfo->args[3].value = result;
-	fcinfo->args[3].isnull = isnull;
-	(void) FunctionCallInvoke(fcinfo);
-	f->emitted++;
-}
-
-/*
- * fire_windows calls emit for the windows of a window state's key due by
- * the clock of the batch, in the subtransaction the caller opened (as the
- * state's owner, under the timeout); what it fired folds into the key
- * with the handler's writes for a transactional state, after the commit
- * otherwise.  False when nothing was due (an index entry gone stale).
- */
-static bool
-fire_windows(Firing *f, const StateTarget *st, const StateKey *key)
-{
-	WindowRun  *run = window_run_kept(&f->fs->desc);
-	StringInfoData img;
-	bool		any;
-
-	initStringInfo(&img);
-	if (!keyed_state_ops(st->desc)->get(st, key, &img))
-		return false;
-	any = window_fire_image(run, img.data, img.len, f->clock, emit_window, f, &f->mark,
-							&f->revisit);
-	if (any && st->desc->transactional)
-		window_mark_fired(run, st, key, f->mark.data, f->mark.len);
-	return any;
-}
-
 /*
  * fire_one calls one timer's handler, in the subtransaction the caller
  * opened: false when the timer is gone from its state (nothing to do).
@@ -604,7 +495,7 @@ fire_one(Firing *f, StringInfo atimg)
 		enable_timeout_after(STATEMENT_TIMEOUT, state_backend_timer_statement_timeout_ms);
 	if (fs->window)
 	{
-		bool		any = fire_windows(f, &st, &key);
+		bool		any = timer_windows_fire(f, &st, &key);
 
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		SetUserIdAndSecContext(save_user, save_sec);
@@ -710,7 +601,7 @@ retry_later(Firing *f, TimestampTz now)
 	{
 		fs->maxretries = Max(16, fs->maxretries * 2);
 		fs->retries = fs->retries ? repalloc(fs->retries, sizeof(Retry) * fs->maxretries) :
-			MemoryContextAlloc(worker_cxt, sizeof(Retry) * fs->maxretries);
+			MemoryContextAlloc(timer_worker_cxt, sizeof(Retry) * fs->maxretries);
 	}
 	fs->retries[fs->nretries].t = f->t;
 	fs->retries[fs->nretries].attempts = f->attempts;
@@ -737,7 +628,62 @@ remove_after_commit(Firing *batch, int n)
 	CommitTransactionCommand();
 }
 
-/* The batch's transaction: a subtransaction per timer, then the commit. */
+/*
+ * fire_together tries a batch's timers in one subtransaction: when none
+ * fails, as many subtransactions as timers are saved (and a SQL handler's
+ * plan, which a new subtransaction makes again).  False, with nothing
+ * done, when one failed (each then goes in a subtransaction of its own) or
+ * when the batch retries one.
+ */
+static bool
+fire_together(Firing *batch, int n, StringInfo atimg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool done = false;
+
+	for (int i = 0; i < n; i++)
+		if (batch[i].attempts != 0)
+			return false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		for (int i = 0; i < n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			batch[i].ok = fire_one(&batch[i], atimg);
+		}
+		ReleaseCurrentSubTransaction();
+		done = true;
+	}
+	PG_CATCH();
+	{
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	for (int i = 0; i < n; i++)
+	{
+		if (!done)
+		{
+			batch[i].ok = false;
+			batch[i].emitted = 0;
+		}
+		else
+			batch[i].attempts = batch[i].ok ? 1 : -1;	/* -1: gone, nothing to do */
+	}
+	return done;
+}
+
+/*
+ * The batch's transaction: the timers in one subtransaction, or, when one
+ * fails, a subtransaction per timer; then the commit.
+ */
 static void
 fire_batch_transaction(Firing *batch, int n)
 {
@@ -746,11 +692,12 @@ fire_batch_transaction(Firing *batch, int n)
 	initStringInfo(&atimg);
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	for (int i = 0; i < n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		fire_in_subtransaction(&batch[i], &atimg);
-	}
+	if (n == 1 || !fire_together(batch, n, &atimg))
+		for (int i = 0; i < n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			fire_in_subtransaction(&batch[i], &atimg);
+		}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	remove_after_commit(batch, n);
@@ -807,9 +754,9 @@ fire_batch(Firing *batch, int n)
 			f->fs->window_fired += fired;
 			/* Windows that fired go when their lateness has passed. */
 			if (f->fs->window && f->revisit != DT_NOEND)
-				heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
+				timer_heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
 			if (f->again)
-				heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
+				timer_heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
 		}
 		else if (f->failed)
 			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);
@@ -931,13 +878,13 @@ state_timer_worker_main(Datum main_arg)
 	pgstat_report_appname("state_backend timers");
 	if (!timer_queue_attach(dbid))
 		proc_exit(0);			/* another one fires this database's timers */
-	worker_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend timers",
+	timer_worker_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend timers",
 									   ALLOCSET_DEFAULT_SIZES);
 	ereport(DEBUG1, (errmsg("state_backend timer worker of database %u started", dbid)));
 
 	while (any)
 	{
-		MemoryContext round_cxt = AllocSetContextCreate(worker_cxt, "timer round",
+		MemoryContext round_cxt = AllocSetContextCreate(timer_worker_cxt, "timer round",
 														ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(round_cxt);
 		bool		full;

@@ -1,0 +1,96 @@
+/*
+ * timer_firing.h
+ *		The timer worker's index entries and batches, which its two files
+ *		share (timer_worker.c: the loop, the index, the batches;
+ *		timer_windows.c: a batch's look at a window state's key).  Nothing
+ *		else includes it.
+ */
+#ifndef STATE_BACKEND_TIMER_FIRING_H
+#define STATE_BACKEND_TIMER_FIRING_H
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/timestamp.h"
+
+#include "backend/keyed_backend.h"
+#include "common/codec.h"
+
+/* Lags kept per state for their 99th percentile. */
+#define LAG_SAMPLES			1024
+
+/* One timer the index holds. */
+typedef struct Pending
+{
+	int64		at;
+	uint32		keylen;
+	char	   *key;			/* in the worker's context */
+} Pending;
+
+/* One that failed and waits to be tried again. */
+typedef struct Retry
+{
+	Pending		t;
+	int			attempts;
+	TimestampTz not_before;
+} Retry;
+
+typedef struct Fired
+{
+	uint32		id;
+	int			slot;
+	StateDesc	desc;
+	bool		seen;			/* by the last look at the registry */
+	TypeCodec	key_codec;
+	TypeCodec	at_codec;
+	FmgrInfo	handler;
+	bool		handler_ready;
+	bool		window;			/* a window state: timers are keys to look at */
+	char		problem[256];
+	/* the index: a binary heap by (at, key) */
+	Pending    *heap;
+	int			nheap;
+	int			maxheap;
+	Retry	   *retries;
+	int			nretries;
+	int			maxretries;
+	/* figures */
+	int64		lags[LAG_SAMPLES];
+	int			nlags;
+	int			lag_next;
+	int64		window_fired;
+	TimestampTz window_start;
+	double		fired_per_s;
+} Fired;
+
+/* One timer of a batch. */
+typedef struct Firing
+{
+	Fired	   *fs;
+	Pending		t;
+	int			attempts;		/* before this one */
+	bool		ok;
+	bool		failed;			/* to state.timer_failures */
+	char	   *error;
+	/* a window state's key: the clock it fires by, and what it fired */
+	int64		clock;
+	StringInfoData mark;
+	int64		revisit;
+	int			emitted;
+	bool		again;			/* changed while it fired: due again */
+} Firing;
+
+/* Window states' keys already in a batch (a key is looked at once a batch). */
+typedef struct BatchKeys
+{
+	int			size;			/* a power of two, over twice the batch */
+	int		   *slot;			/* batch index + 1, 0: free */
+} BatchKeys;
+
+/* timer_windows.c */
+extern void timer_windows_begin(BatchKeys *seen, int max);
+extern bool timer_windows_seen(BatchKeys *seen, const Firing *batch, const Fired *fs,
+							   const Pending *p);
+extern void timer_windows_add(BatchKeys *seen, const Firing *batch, int i);
+extern bool timer_windows_fire(Firing *f, const StateTarget *st, const StateKey *key);
+
+#endif							/* STATE_BACKEND_TIMER_FIRING_H */
