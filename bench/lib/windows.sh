@@ -22,6 +22,14 @@
 #              is at or before the same clock, inserted into bench.wn_out
 #   sliding:   as tumbling, windows of 5 minutes every minute
 #   session:   as tumbling, session windows of a 30 s gap
+#   tumbling_batch, table_batch: as tumbling and table, WN_BATCH events
+#              (random keys) per statement: SELECT count(window_add(...))
+#              FROM generate_series, and one INSERT ... SELECT ... GROUP BY
+#              ... ON CONFLICT DO UPDATE SET n = n + EXCLUDED.n (the events
+#              of a statement counted per key and window first, as ON
+#              CONFLICT cannot change a row twice)
+#   noop:      the floor: SELECT bench.noop(k, t::text), the statement of
+#              one event with the call doing nothing, no closing
 #
 # Each run counts with its events per second end to end (all events over
 # the time from pgbench's start until every window is in bench.wn_out) and
@@ -29,8 +37,8 @@
 # worker firing meanwhile).  Sanity check of every run (a failure counts in
 # FAILED): bench.wn_out's counts add up to the events pgbench fed (five
 # times them for sliding windows), no window emitted twice, none left open.
-# Order: tumbling table sliding session table tumbling (a case run twice
-# counts with the mean of its runs).
+# Order: noop tumbling table sliding session table tumbling tumbling_batch
+# table_batch (a case run twice counts with the mean of its runs).
 #
 # Records "wn" lines for bench/lib/report_windows.pl.
 
@@ -48,8 +56,10 @@ WN_MARGIN='30 seconds'			# the watermark trails the events' clock by this
 WN_BASE='2030-01-01 00:00:00+00'	# event time at t0 (a minute boundary)
 WN_END='2100-01-01 00:00:00+00'	# the last watermark: after every window
 WN_EPOCH='1970-01-01 00:00:00+00'
-WN_ORDER="tumbling table sliding session table tumbling"
-for v in WN_CLIENTS WN_SECS WN_SPEED; do
+WN_BATCH=${BENCH_WINDOWS_BATCH:-100}
+WN_ORDER="noop tumbling table sliding session table tumbling tumbling_batch table_batch"
+WN_STALL_S=60					# a drain with no progress for this long fails
+for v in WN_CLIENTS WN_SECS WN_SPEED WN_BATCH; do
 	case "${!v}" in '' | *[!0-9]* | 0) die "BENCH_WINDOWS_${v#WN_} must be a positive whole number" ;; esac
 done
 wn_fail() { FAILED=$((FAILED + 1)); printf 'bench: windows case %s FAILED\n' "$*" >&2; }
@@ -60,6 +70,7 @@ meta wn_warmup "$WN_WARMUP"
 meta wn_speed "$WN_SPEED"
 meta wn_margin "$WN_MARGIN"
 meta wn_order "$WN_ORDER"
+meta wn_batch "$WN_BATCH"
 
 # The event's time, in a pgbench statement, and the clock the watermark
 # follows (both from the statement's now()).
@@ -71,7 +82,7 @@ wn_state() { printf 'wn_%s' "$1"; }
 wn_create() {
 	local contents
 	case "$1" in
-		tumbling) contents="assigner => 'tumbling', size => '1 minute'" ;;
+		tumbling | tumbling_batch) contents="assigner => 'tumbling', size => '1 minute'" ;;
 		sliding) contents="assigner => 'sliding', size => '5 minutes', slide => '1 minute'" ;;
 		session) contents="assigner => 'session', gap => '30 seconds'" ;;
 	esac
@@ -80,6 +91,28 @@ wn_create() {
 }
 # Each event counts in this many windows of the case.
 wn_mult() { case "$1" in sliding) echo 5 ;; *) echo 1 ;; esac; }
+# Events per statement of a case.
+wn_per() { case "$1" in *_batch) echo "$WN_BATCH" ;; *) echo 1 ;; esac; }
+# Is it a table case?
+wn_table() { case "$1" in table | table_batch) return 0 ;; *) return 1 ;; esac; }
+
+# wn_floor N: the noop floor, one run; records its line.
+wn_floor() {
+	local n=$1 t0 f out tps
+	out="$WORK/out/wn-noop-$n.txt"
+	f="$WORK/out/wn-noop-$n.pgbench"
+	t0=$(sql1 "SELECT clock_timestamp()")
+	printf '\\set k random(1, %d)\nSELECT bench.noop(:k::text, %s::text);\n' "$WN_KEYS" "$(wn_event_time "$t0")" >"$f"
+	tps=$(WARMUP_N=$WN_WARMUP SECS=$WN_SECS script_tps "$out" "$f" "$WN_CLIENTS")
+	if [ -z "$tps" ]; then
+		tail -n 5 "$out" >&2
+		wn_fail "noop run $n"
+		raw wn floor "$n" ERR
+		return 0
+	fi
+	raw wn floor "$n" "$tps"
+	printf '   %-14s %8.0f statements/s (the floor)\n' noop "$tps" >&2
+}
 
 # wn_advancer STOPFILE STATEMENT: runs STATEMENT once a second, in one
 # session, until STOPFILE exists (looked for every 0.1 s, so that it stops
@@ -103,13 +136,31 @@ wn_advancer() {
 # second, and right after an advance they can show nothing pending before
 # the worker has read the windows.)
 wn_drained() {
-	sql1 "SELECT coalesce(bool_and(entries = 0), false) FROM state.states WHERE name = '$1'" 2>/dev/null
+	sql1 "SELECT coalesce(bool_and(entries = 0), false) FROM state.states WHERE name = '$1'" 2>>"$WORK/out/windows.log"
+}
+
+# wn_diagnose NAME: what a state that does not drain looks like (stderr and
+# windows.log).
+wn_diagnose() {
+	sql bench 2>&1 <<EOF | tee -a "$WORK/out/windows.log" >&2 || true
+\\set ON_ERROR_STOP 0
+\\echo state.states, state.stats, state.timer_status of $1:
+SELECT name, kind, entries, bytes FROM state.states WHERE name = '$1';
+SELECT * FROM state.stats WHERE name = '$1';
+SELECT * FROM state.timer_status WHERE name = '$1';
+\\echo open windows (count, fired, first and last end, the first 5):
+SELECT count(*), count(*) FILTER (WHERE fired), min(window_end), max(window_end) FROM state.windows('$1', NULL::text);
+SELECT * FROM state.windows('$1', NULL::text) ORDER BY window_end, key LIMIT 5;
+\\echo emitted (rows, sum of counts), timer failures:
+SELECT count(*), sum(n) FROM bench.wn_out;
+SELECT * FROM state.timer_failures WHERE name = '$1' LIMIT 5;
+EOF
 }
 
 # wn_run CASE N: one run of a case (the Nth of that case); records its line.
 wn_run() {
 	local c=$1 n=$2 name t0 f adv out tps events t_start t_end t_done stop adv_pid rc
-	local during windows sum dups expected late fired open failures status
+	local during windows sum dups expected late fired open failures status last now t_last
 	name=$(wn_state "$c")
 	out="$WORK/out/wn-$c-$n.txt"
 	f="$WORK/out/wn-$c-$n.pgbench"
@@ -118,7 +169,7 @@ wn_run() {
 		wn_fail "$c (truncating the tables)"
 		return 0
 	fi
-	if [ "$c" != table ] && ! wn_create "$c" >>"$WORK/out/windows.log" 2>&1; then
+	if ! wn_table "$c" && ! wn_create "$c" >>"$WORK/out/windows.log" 2>&1; then
 		tail -n 3 "$WORK/out/windows.log" >&2
 		wn_fail "$c (creating the state)"
 		raw wn run "$c" "$n" ERR
@@ -126,7 +177,15 @@ wn_run() {
 	fi
 	t0=$(sql1 "SELECT clock_timestamp()")
 	printf '\\set k random(1, %d)\n' "$WN_KEYS" >"$f"
-	if [ "$c" = table ]; then
+	if [ "$c" = table_batch ]; then
+		printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) SELECT k, ws, count(*) FROM (SELECT (1 + floor(random() * %d))::int::text AS k, date_bin('1 minute', %s, '%s') AS ws FROM generate_series(1, %d)) e GROUP BY k, ws ORDER BY k ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + EXCLUDED.n;\n" \
+			"$WN_KEYS" "$(wn_event_time "$t0")" "$WN_EPOCH" "$WN_BATCH" >>"$f"
+		adv="WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= $(wn_watermark "$t0") - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d;"
+	elif [ "$c" = tumbling_batch ]; then
+		printf "SELECT count(state.window_add('%s', (1 + floor(random() * %d))::int::text, %s, 1::bigint)) FROM generate_series(1, %d);\n" \
+			"$name" "$WN_KEYS" "$(wn_event_time "$t0")" "$WN_BATCH" >>"$f"
+		adv="SELECT state.advance_watermark('$name', $(wn_watermark "$t0"));"
+	elif [ "$c" = table ]; then
 		printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) VALUES (:k::text, date_bin('1 minute', %s, '%s'), 1) ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + 1;\n" \
 			"$(wn_event_time "$t0")" "$WN_EPOCH" >>"$f"
 		adv="WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= $(wn_watermark "$t0") - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d;"
@@ -148,13 +207,15 @@ wn_run() {
 		[ "$rc" -ne 0 ] && tail -n 5 "$WORK/out/wn-$c-$n.advance.txt" >&2
 		wn_fail "$c run $n ($([ -z "$tps" ] && echo pgbench || echo 'the advancing session'))"
 		raw wn run "$c" "$n" ERR
-		[ "$c" = table ] || sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
+		wn_table "$c" || sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
 		return 0
 	fi
 	events=$(awk '/^number of transactions actually processed: / { sub(/\/.*/, "", $6); print $6; exit }' "$out")
+	events=$((events * $(wn_per "$c")))
+	tps=$(awk -v t="$tps" -v p="$(wn_per "$c")" 'BEGIN { printf "%.1f", t * p }')
 	during=$(sql1 "SELECT count(*) FROM bench.wn_out")
 	# Close everything: the last watermark, or the last DELETE.
-	if [ "$c" = table ]; then
+	if wn_table "$c"; then
 		if ! sql1 "WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= '$WN_END'::timestamptz - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d" >/dev/null; then
 			wn_fail "$c run $n (the last DELETE)"
 			raw wn run "$c" "$n" ERR
@@ -167,10 +228,16 @@ wn_run() {
 			sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
 			return 0
 		fi
+		# Fails when the state's entries have not changed for WN_STALL_S.
+		last='' t_last=$(date +%s)
 		until [ "$(wn_drained "$name")" = t ]; do
 			sleep 0.02
-			if [ $(($(date +%s%N) - t_end)) -gt 600000000000 ]; then
-				wn_fail "$c run $n (windows not all fired 600 s after the last advance)"
+			now=$(sql1 "SELECT entries FROM state.states WHERE name = '$name'" 2>>"$WORK/out/windows.log" || true)
+			if [ "$now" != "$last" ]; then
+				last=$now t_last=$(date +%s)
+			elif [ $(($(date +%s) - t_last)) -ge "$WN_STALL_S" ]; then
+				wn_fail "$c run $n (windows not all fired: no progress for $WN_STALL_S s after the last advance)"
+				wn_diagnose "$name"
 				raw wn run "$c" "$n" ERR
 				sql1 "SELECT state.drop_state('$name')" >/dev/null 2>&1 || true
 				return 0
@@ -182,7 +249,7 @@ wn_run() {
 	IFS='|' read -r windows sum dups < <(sql1 "SELECT count(*), coalesce(sum(n), 0), count(*) - count(DISTINCT (k, ws)) FROM bench.wn_out")
 	expected=$((events * $(wn_mult "$c")))
 	late=- fired=- open=0 failures=0
-	if [ "$c" != table ]; then
+	if ! wn_table "$c"; then
 		IFS='|' read -r late fired < <(sql1 "SELECT late, timers_fired FROM state.stats WHERE name = '$name'" 2>>"$WORK/out/windows.log" || echo '?|?')
 		open=$(sql1 "SELECT count(*) FROM state.windows('$name', NULL::text)" 2>>"$WORK/out/windows.log" || echo '?')
 		failures=$(sql1 "SELECT count(*) FROM state.timer_failures WHERE name = '$name'" 2>>"$WORK/out/windows.log" || echo '?')
@@ -221,7 +288,11 @@ SQL
 		declare -A wn_seen=()
 		for c in $WN_ORDER; do
 			wn_seen[$c]=$((${wn_seen[$c]:-0} + 1))
-			wn_run "$c" "${wn_seen[$c]}"
+			if [ "$c" = noop ]; then
+				wn_floor "${wn_seen[$c]}"
+			else
+				wn_run "$c" "${wn_seen[$c]}"
+			fi
 		done
 		sql1 "DROP TABLE bench.wn_out, bench.wn_counts; DROP FUNCTION bench.wn_emit(text, timestamptz, timestamptz, bigint)" >/dev/null
 	fi
