@@ -65,6 +65,12 @@ emit_window(void *arg, int64 start, int64 end, Datum result, bool isnull)
 	Firing	   *f = arg;
 	LOCAL_FCINFO(fcinfo, 4);
 
+	/* A strict function is not called with a NULL, as SQL does not call it. */
+	if (isnull && f->fs->handler.fn_strict)
+	{
+		f->emitted++;
+		return;
+	}
 	InitFunctionCallInfoData(*fcinfo, &f->fs->handler, 4, InvalidOid, NULL, NULL);
 	fcinfo->args[0].value = codec_decode(&f->fs->key_codec, f->t.key, f->t.keylen);
 	fcinfo->args[0].isnull = false;

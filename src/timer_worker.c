@@ -389,7 +389,14 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			continue;
 		for (int r = 0; r < fs->nretries && n < max;)
 		{
-			if (fs->retries[r].not_before <= now)
+			if (fs->retries[r].not_before <= now && fs->window &&
+				timer_windows_seen(&seen, batch, fs, &fs->retries[r].t))
+			{
+				/* A key retried twice: one look does for both. */
+				pfree(fs->retries[r].t.key);
+				fs->retries[r] = fs->retries[--fs->nretries];
+			}
+			else if (fs->retries[r].not_before <= now)
 			{
 				batch[n] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
 				batch[n].clock = clock;

@@ -30,6 +30,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
@@ -233,9 +234,10 @@ again:
 			/*
 			 * The worker then reads the states whole: first let every
 			 * write of this session's reach them (a backend that posts
-			 * its writes may not have applied this one yet).
+			 * its writes may not have applied this one yet).  At a
+			 * commit, the apply has flushed them already.
 			 */
-			if (!flushed)
+			if (!flushed && IsTransactionState())
 			{
 				SpinLockRelease(&d->mutex);
 				keyed_backend_flush_all();

@@ -164,6 +164,8 @@ window_desc_ok(const StateDesc *d)
 			d->window_size == 0 && d->window_slide == 0 && d->window_gap == 0 &&
 			d->window_lateness == 0;
 	if (!state_desc_fires(d) || d->ttl > 0 || d->window_lateness < 0 ||
+		d->window_lateness > WINDOW_MAX_TIME || d->window_size > WINDOW_MAX_TIME ||
+		d->window_gap > WINDOW_MAX_TIME ||
 		d->window_contents < STATE_WINDOW_REDUCE || d->window_contents > STATE_WINDOW_LIST)
 		return false;
 	switch ((StateWindowAssigner) d->window_assigner)
@@ -223,6 +225,7 @@ state_desc_problem(const StateDesc *d, int key_groups)
 		return "a key-group range outside its key groups";
 	/* A timers state is a map of instants, named handler and all. */
 	if (memchr(d->timer_signature, '\0', sizeof(d->timer_signature)) == NULL ||
+		(state_desc_fires(d) && d->kind != STATE_KIND_MAP && d->kind != STATE_KIND_WINDOW) ||
 		(state_desc_is_timers(d) &&
 		 (d->kind != STATE_KIND_MAP || d->ttl > 0 ||
 		  d->types[STATE_TYPE_MAP_KEY].oid != TIMESTAMPTZOID)))

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
 
 #include "api/state_backend_api.h"
 
@@ -76,6 +77,8 @@ state_desc_agg_ok(const StateDesc *d)
 
 /* The most windows a sliding window state puts one value in (size / slide). */
 #define WINDOW_MAX_SLIDES	1000
+/* The longest window, slide, gap or lateness: a century, in microseconds. */
+#define WINDOW_MAX_TIME		(INT64CONST(100) * 366 * USECS_PER_DAY)
 
 extern const char *state_desc_problem(const StateDesc *d, int key_groups);
 

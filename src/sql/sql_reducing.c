@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
@@ -154,10 +155,17 @@ typedef struct KeptEntry
 static HTAB *kept = NULL;
 static MemoryContext kept_cxt = NULL;
 
+/*
+ * A set-up gone stale leaves the table; in a transaction it lives on until
+ * the transaction ends, since a pending commit's combine may still hold it.
+ */
 static void
 kept_forget(KeptEntry *e)
 {
-	MemoryContextDelete(e->call->own);
+	if (IsTransactionState())
+		MemoryContextSetParent(e->call->own, TopTransactionContext);
+	else
+		MemoryContextDelete(e->call->own);
 	(void) hash_search(kept, &e->state_id, HASH_REMOVE, NULL);
 }
 

@@ -44,9 +44,6 @@ PG_FUNCTION_INFO_V1(state_windows);
 #define ARG_EMIT		21
 #define ARG_LAST		ARG_EMIT
 
-/* The longest window, slide, gap or lateness: a century. */
-#define WINDOW_MAX_TIME		(INT64CONST(100) * 366 * USECS_PER_DAY)
-
 /* Microseconds since 2000-01-01 (timestamptz) of the Unix epoch, windows' origin. */
 #define UNIX_EPOCH_US	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
 
@@ -257,7 +254,7 @@ window_out_of_range(StateCall *call, TimestampTz t)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("the windows of state \"%s\" at %s end out of range",
+			 errmsg("the windows of state \"%s\" at %s are out of range",
 					NameStr(call->desc.name), timestamptz_to_str(t))));
 }
 
@@ -362,6 +359,9 @@ state_window_add(PG_FUNCTION_ARGS)
 
 	window_set_init(&in);
 	assign_windows(call, t, call->buf.data, call->buf.len, &in);
+	if (in.w[0].start < MIN_TIMESTAMP ||
+		in.w[in.n - 1].end > END_TIMESTAMP - d->window_lateness)
+		window_out_of_range(call, t);
 	/* Windows whose lateness the watermark passed take nothing. */
 	if (d->timer_event_time)
 	{

@@ -256,7 +256,9 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
 
 			join_into(run, o, x);
 			o->version++;
-			if (o->flags & WINDOW_FIRED)
+			/* Fired, or due and not fired (its emit failed): look again. */
+			if ((o->flags & WINDOW_FIRED) ||
+				(s->cleaned_to != WINDOW_NO_CLOCK && o->end <= s->cleaned_to))
 				wake(run, o->end);
 			o->flags |= WINDOW_DIRTY;
 			return true;
