@@ -418,11 +418,7 @@ state_window_get(PG_FUNCTION_ARGS)
 	resetStringInfo(&call->buf);
 	if (call->backend->get(&call->target, &call->key, &call->buf))
 	{
-		if (!window_set_read(call->buf.data, call->buf.len, &s))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("the windows of a key of state \"%s\" are damaged",
-							NameStr(call->desc.name))));
+		window_read_or_fail(run, call->buf.data, call->buf.len, &s);
 		for (int i = 0; i < s.n; i++)
 			if (s.w[i].start == start)
 			{
@@ -457,11 +453,7 @@ windows_collect(void *arg, const char *key, uint32 keylen, const char *img, uint
 	WindowSet	s;
 
 	CHECK_FOR_INTERRUPTS();
-	if (!window_set_read(img, len, &s))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the windows of a key of state \"%s\" are damaged",
-						NameStr(call->desc.name))));
+	window_read_or_fail(window_run(call), img, len, &s);
 	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
 										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
 										ctx->restype);

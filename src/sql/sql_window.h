@@ -45,6 +45,7 @@ extern WindowRun *window_run_kept(const StateDesc *desc);
 extern void window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 						 StringInfo out, void *arg);
 extern void *window_fold_arg(WindowRun *run, bool delta);
+extern void window_read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s);
 extern Datum window_result(WindowRun *run, const char *acc, uint32 acclen, Oid restype,
 						   bool *isnull);
 extern void sql_window_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);

@@ -197,8 +197,9 @@ window_result(WindowRun *run, const char *acc, uint32 acclen, Oid restype, bool 
 
 /* ------------------------------------------------------------ the fold */
 
-static void
-read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s)
+/* window_read_or_fail parses a key's image of windows, or raises data_corrupted. */
+void
+window_read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s)
 {
 	if (!window_set_read(img, len, s))
 		ereport(ERROR,
@@ -355,10 +356,10 @@ window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	run->folded.dropped = false;
 	run->folded.nwake = 0;
 	if (cur != NULL)
-		read_or_fail(run, cur, curlen, &s);
+		window_read_or_fail(run, cur, curlen, &s);
 	else
 		window_set_init(&s);
-	read_or_fail(run, in, inlen, &x);
+	window_read_or_fail(run, in, inlen, &x);
 	max = s.n;
 	s.cleaned_to = Max(s.cleaned_to, x.cleaned_to);
 	for (int i = 0; i < x.n; i++)
@@ -432,7 +433,7 @@ window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
 	WindowSet	m;
 	bool		any = false;
 
-	read_or_fail(run, img, len, &s);
+	window_read_or_fail(run, img, len, &s);
 	window_set_init(&m);
 	m.marks = palloc(sizeof(WindowMark) * Max(s.n, 1));
 	*revisit = DT_NOEND;
@@ -485,8 +486,8 @@ window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
 	/* A transaction's pending writes cannot remove a key only if unchanged. */
 	if (delta)
 		return false;
-	read_or_fail(run, out.data, out.len, &s);
-	read_or_fail(run, mark, len, &m);
+	window_read_or_fail(run, out.data, out.len, &s);
+	window_read_or_fail(run, mark, len, &m);
 	if (s.n == 0 && ops->replace != NULL)
 		(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
 	for (int i = 0; i < s.n; i++)
