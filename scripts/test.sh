@@ -33,7 +33,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-1500}
-TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest)
+TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 
 # shellcheck source=scripts/lib.sh

@@ -1,0 +1,562 @@
+/*
+ * sql/sql_proxy.c
+ *		The proxy database's functions (DESIGN 16): every function that
+ *		state.create_proxy makes in a proxy schema, with the name, arguments
+ *		and result of a state.* function, runs here; PL/Proxy carries the
+ *		call to the part that owns its key, or to every part.
+ *
+ * PL/Proxy takes no polymorphic argument, so a proxy function passes its
+ * arguments as text to an internal PL/Proxy function of the same name with
+ * a leading underscore (made by create_proxy, in the same schema), and
+ * reads the text it returns with the input function of the type the caller
+ * asked for, as a state reads an untyped literal.  The part of a key is
+ * computed here, as state.part_for computes it on a part: the key read as
+ * the state's key type, its image's key group, the part of the cluster's
+ * partition count that holds it.  A state's key type (and the parts'
+ * max_parallelism) come from part 0 the first time a session routes a key
+ * of it, and are kept until the cluster's foreign server changes.
+ *
+ * Every proxy call holds a share lock on the cluster's foreign server until
+ * its transaction ends; state.pause_proxy takes it exclusively, so that a
+ * rescale (state.rescale_proxy) changes the parts while no call runs.  The
+ * SQL half (create_proxy, alter_proxy, rescale_proxy) is in the extension
+ * script.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+
+#include "common/codec.h"
+#include "common/key_group.h"
+
+PG_FUNCTION_INFO_V1(state_proxy_call);
+PG_FUNCTION_INFO_V1(state_proxy_pause);
+
+/* What a session knows of a state of a cluster, to route its keys. */
+typedef struct ProxyStateKey
+{
+	NameData	cluster;
+	NameData	state;
+} ProxyStateKey;
+
+typedef struct ProxyState
+{
+	ProxyStateKey key;
+	int			max_parallelism;	/* the parts' */
+	TypeCodec	codec;			/* of the state's key type, in proxy_cxt */
+} ProxyState;
+
+static HTAB *proxy_states = NULL;
+static MemoryContext proxy_cxt = NULL;
+static bool proxy_stale = false;
+
+/* How a proxy function reaches its parts. */
+typedef struct ProxyCall
+{
+	char	   *schema;
+	char	   *cluster;
+	Oid			server;
+	char	   *name;			/* the function's */
+	int			nargs;
+	int			key_arg;		/* -1: a whole-state call, run on every part */
+	bool		sum;			/* a count from every part, summed */
+	SPIPlanPtr	plan;
+	FmgrInfo   *out;			/* output function per argument */
+	Oid		   *out_type;		/* the type out[] is for */
+} ProxyCall;
+
+/*
+ * What a session knows of its proxy functions, by function oid: kept for
+ * the session (a prepared plan each), as plpgsql keeps a function's.
+ */
+typedef struct ProxyCallEntry
+{
+	Oid			fn;
+	struct ProxyCall *pc;
+} ProxyCallEntry;
+
+static HTAB *proxy_calls = NULL;
+static MemoryContext proxy_calls_cxt = NULL;
+
+/* A session-long hash table in cxt, of fixed-size keys. */
+static HTAB *
+proxy_hash(const char *name, Size keysize, Size entrysize, MemoryContext cxt)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = cxt;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* A foreign server changed: what this session knows of states may be stale. */
+static void
+proxy_server_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	proxy_stale = true;
+}
+
+static void
+proxy_cache_init(void)
+{
+	if (proxy_cxt == NULL)
+	{
+		proxy_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend proxy",
+										  ALLOCSET_SMALL_SIZES);
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, proxy_server_changed, (Datum) 0);
+	}
+	else if (proxy_stale)
+		MemoryContextReset(proxy_cxt);
+	else if (proxy_states != NULL)
+		return;
+	proxy_stale = false;
+	proxy_states = proxy_hash("state_backend proxy states", sizeof(ProxyStateKey),
+							  sizeof(ProxyState), proxy_cxt);
+}
+
+/*
+ * proxy_part_count is the number of partitions of a PL/Proxy cluster
+ * defined with SQL/MED: options p<N> or partition_<N>.
+ */
+static int
+proxy_part_count(ForeignServer *server)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, server->options)
+	{
+		DefElem    *def = lfirst(lc);
+		const char *digits = NULL;
+
+		if (strncmp(def->defname, "partition_", 10) == 0)
+			digits = def->defname + 10;
+		else if (def->defname[0] == 'p')
+			digits = def->defname + 1;
+		if (digits != NULL && *digits != '\0' && strspn(digits, "0123456789") == strlen(digits))
+			n++;
+	}
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cluster \"%s\" has no parts", server->servername),
+				 errhint("Give it parts with state.alter_proxy.")));
+	return n;
+}
+
+/*
+ * proxy_state_info returns what routing needs of a state: asked of part 0
+ * (through the schema's _state_info) the first time.  Called inside SPI.
+ */
+static ProxyState *
+proxy_state_info(const char *schema, const char *cluster, const char *state)
+{
+	ProxyStateKey key;
+	ProxyState *ps;
+	bool		found;
+	char	   *query;
+	Datum		arg = CStringGetTextDatum(state);
+	Oid			argtype = TEXTOID;
+	char	   *typname;
+	char	   *maxpar;
+	Oid			keytype;
+	int			max_parallelism;
+
+	proxy_cache_init();
+	memset(&key, 0, sizeof(key));
+	namestrcpy(&key.cluster, cluster);
+	namestrcpy(&key.state, state);
+	ps = hash_search(proxy_states, &key, HASH_FIND, NULL);
+	if (ps != NULL)
+		return ps;
+
+	query = psprintf("SELECT key_type, max_parallelism FROM %s._state_info($1)",
+					 quote_identifier(schema));
+	if (SPI_execute_with_args(query, 1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state \"%s\" of cluster \"%s\"", state, cluster);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("state \"%s\" does not exist", state),
+				 errdetail("Part 0 of cluster \"%s\" has no state of that name.", cluster)));
+	typname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	maxpar = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (typname == NULL || maxpar == NULL)
+		elog(ERROR, "part 0 of cluster \"%s\" described state \"%s\" with a NULL", cluster, state);
+	max_parallelism = pg_strtoint32(maxpar);
+	if (max_parallelism < 1 || max_parallelism > 32768)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("part 0 of cluster \"%s\" reports a max_parallelism of %d", cluster,
+						max_parallelism)));
+	keytype = DatumGetObjectId(DirectFunctionCall1(to_regtype, CStringGetTextDatum(typname)));
+	if (!OidIsValid(keytype))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type %s of the keys of state \"%s\" does not exist in this database",
+						typname, state),
+				 errhint("The proxy reads keys as the parts do: create the type here too.")));
+
+	ps = hash_search(proxy_states, &key, HASH_ENTER, &found);
+	ps->max_parallelism = max_parallelism;
+	codec_init(&ps->codec, keytype, proxy_cxt);
+	return ps;
+}
+
+/*
+ * proxy_route is the part of the cluster that holds a key of a state (the
+ * key as text, read with the state's key type).  Called inside SPI.
+ */
+static int
+proxy_route(ProxyCall *pc, const char *state, char *keytext)
+{
+	ForeignServer *server = GetForeignServer(pc->server);
+	int			nparts = proxy_part_count(server);
+	ProxyState *ps = proxy_state_info(pc->schema, pc->cluster, state);
+	StringInfoData image;
+	Datum		key;
+	uint32		hash;
+	int			kg;
+
+	if (nparts > ps->max_parallelism)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cluster \"%s\" has %d parts, more than its key groups (%d)",
+						pc->cluster, nparts, ps->max_parallelism)));
+	key = codec_input(&ps->codec, keytext);
+	initStringInfo(&image);
+	codec_encode(&ps->codec, key, &image);
+	hash = key_image_hash(image.data, image.len);
+	kg = key_group_for_hash(hash, ps->max_parallelism);
+	pfree(image.data);
+	return key_group_part(ps->max_parallelism, nparts, kg);
+}
+
+/*
+ * The proxy of schema nsp: its cluster and foreign server, or an error.
+ * Strings are copied into cxt (SPI leaves its own context current).
+ */
+static void
+proxy_of_schema(ProxyCall *pc, Oid nsp, MemoryContext cxt)
+{
+	char	   *schema = get_namespace_name(nsp);
+	char	   *query;
+	char	   *cluster;
+
+	query = psprintf("SELECT cluster FROM state.proxies WHERE schema = %s",
+					 quote_literal_cstr(schema));
+	if (SPI_execute(query, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state.proxies");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("schema \"%s\" is not the schema of a proxy", schema),
+				 errhint("Proxy functions are made by state.create_proxy.")));
+	cluster = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	pc->schema = MemoryContextStrdup(cxt, schema);
+	pc->cluster = MemoryContextStrdup(cxt, cluster);
+	pc->server = GetForeignServerByName(cluster, false)->serverid;
+}
+
+/*
+ * proxy_call_init reads what a proxy function is (its own pg_proc row) and
+ * prepares the call of its internal PL/Proxy function.  Called inside SPI;
+ * everything kept lives in proxy_calls_cxt.
+ */
+static ProxyCall *
+proxy_call_init(FunctionCallInfo fcinfo)
+{
+	MemoryContext cxt = proxy_calls_cxt;
+	ProxyCall  *pc = MemoryContextAllocZero(cxt, sizeof(ProxyCall));
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	Form_pg_proc proc;
+	Oid		   *types;
+	char	  **names;
+	char	   *modes;
+	int			n;
+	StringInfoData q;
+	Oid		   *argtypes;
+	int			first;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	pc->name = MemoryContextStrdup(cxt, NameStr(proc->proname));
+	n = get_func_arg_info(tup, &types, &names, &modes);
+	pc->nargs = proc->pronargs;
+	pc->key_arg = -1;
+	/* The argument "key" (not a result column of that name). */
+	for (int i = 0, in = 0; i < n && names != NULL; i++)
+	{
+		if (modes != NULL && modes[i] != PROARGMODE_IN && modes[i] != PROARGMODE_INOUT &&
+			modes[i] != PROARGMODE_VARIADIC)
+			continue;
+		if (names[i] != NULL && strcmp(names[i], "key") == 0)
+			pc->key_arg = in;
+		in++;
+	}
+	pc->sum = pc->key_arg < 0 && !proc->proretset && proc->prorettype == INT8OID;
+	ReleaseSysCache(tup);
+	proxy_of_schema(pc, get_func_namespace(fcinfo->flinfo->fn_oid), cxt);
+
+	/* SELECT * FROM schema._name([$1,] $2, ...): the part, then the arguments as text. */
+	first = pc->key_arg >= 0 ? 1 : 0;
+	argtypes = palloc(sizeof(Oid) * (pc->nargs + 1));
+	initStringInfo(&q);
+	appendStringInfo(&q, "SELECT * FROM %s.%s(", quote_identifier(pc->schema),
+					 quote_identifier(psprintf("_%s", pc->name)));
+	if (first)
+	{
+		argtypes[0] = INT4OID;
+		appendStringInfoString(&q, "$1");
+	}
+	for (int i = 0; i < pc->nargs; i++)
+	{
+		argtypes[first + i] = TEXTOID;
+		appendStringInfo(&q, "%s$%d", first + i > 0 ? ", " : "", first + i + 1);
+	}
+	appendStringInfoChar(&q, ')');
+	pc->plan = SPI_prepare(q.data, pc->nargs + first, argtypes);
+	if (pc->plan == NULL)
+		elog(ERROR, "could not prepare \"%s\": %s", q.data, SPI_result_code_string(SPI_result));
+	SPI_keepplan(pc->plan);
+	pc->out = MemoryContextAllocZero(cxt, sizeof(FmgrInfo) * Max(pc->nargs, 1));
+	pc->out_type = MemoryContextAllocZero(cxt, sizeof(Oid) * Max(pc->nargs, 1));
+	return pc;
+}
+
+/* The session's ProxyCall of a proxy function, made on its first call. */
+static ProxyCall *
+proxy_call_get(FunctionCallInfo fcinfo)
+{
+	Oid			fn = fcinfo->flinfo->fn_oid;
+	ProxyCallEntry *e;
+	ProxyCall  *pc;
+	bool		found;
+
+	if (proxy_calls == NULL)
+	{
+		proxy_calls_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend proxy calls",
+												ALLOCSET_SMALL_SIZES);
+		proxy_calls = proxy_hash("state_backend proxy calls", sizeof(Oid),
+								 sizeof(ProxyCallEntry), proxy_calls_cxt);
+	}
+	e = hash_search(proxy_calls, &fn, HASH_FIND, NULL);
+	if (e != NULL)
+		return e->pc;
+	pc = proxy_call_init(fcinfo);
+	e = hash_search(proxy_calls, &fn, HASH_ENTER, &found);
+	e->pc = pc;
+	return e->pc;
+}
+
+/* An argument as text, NULL as NULL. */
+static Datum
+proxy_arg_text(ProxyCall *pc, FunctionCallInfo fcinfo, int i, char *nulls)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, i);
+	bool		isvarlena;
+	Oid			outfn;
+
+	nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	if (PG_ARGISNULL(i))
+		return (Datum) 0;
+	if (type == UNKNOWNOID)
+		return CStringGetTextDatum(DatumGetCString(PG_GETARG_DATUM(i)));
+	if (type == TEXTOID)
+		return PG_GETARG_DATUM(i);
+	if (!OidIsValid(type))
+		elog(ERROR, "could not determine the type of argument %d of %s", i + 1, pc->name);
+	if (pc->out_type[i] != type)
+	{
+		getTypeOutputInfo(type, &outfn, &isvarlena);
+		fmgr_info_cxt(outfn, &pc->out[i], proxy_calls_cxt);
+		pc->out_type[i] = type;
+	}
+	return CStringGetTextDatum(OutputFunctionCall(&pc->out[i], PG_GETARG_DATUM(i)));
+}
+
+/* A text a part returned, read as type (NULL stays NULL). */
+static Datum
+proxy_result(HeapTuple row, TupleDesc desc, int col, Oid type, int32 typmod, bool *isnull)
+{
+	char	   *s = SPI_getvalue(row, desc, col);
+	Oid			infn;
+	Oid			ioparam;
+
+	*isnull = s == NULL;
+	if (s == NULL)
+		return (Datum) 0;
+	getTypeInputInfo(type, &infn, &ioparam);
+	return OidInputFunctionCall(infn, s, ioparam, typmod);
+}
+
+/* Rows of a set-returning proxy function, read as its result columns. */
+static void
+proxy_return_set(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	spidesc = SPI_tuptable->tupdesc;
+	TupleDesc	desc;
+	Oid			scalar;
+	bool		composite;
+	MemoryContext old;
+
+	if (!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("materialize mode required, but it is not allowed in this context")));
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	composite = get_call_result_type(fcinfo, &scalar, &desc) == TYPEFUNC_COMPOSITE;
+	if (composite)
+		desc = CreateTupleDescCopy(desc);
+	else
+	{
+		desc = CreateTemplateTupleDesc(1);
+		TupleDescInitEntry(desc, 1, "value", scalar, -1, 0);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setDesc = desc;
+	rsinfo->setResult = tuplestore_begin_heap(rsinfo->allowedModes & SFRM_Materialize_Random,
+											  false, work_mem);
+	MemoryContextSwitchTo(old);
+	if (spidesc->natts != desc->natts)
+		elog(ERROR, "a part returned %d columns, not %d", spidesc->natts, desc->natts);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[r];
+		Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int c = 0; c < desc->natts; c++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, c);
+
+			values[c] = proxy_result(row, spidesc, c + 1, att->atttypid, att->atttypmod,
+									 &nulls[c]);
+		}
+		tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
+		pfree(values);
+		pfree(nulls);
+	}
+}
+
+/*
+ * state_proxy_call is every proxy function: it sends the call, its
+ * arguments as text, to the part that owns the key (or to every part) and
+ * returns what came back, in the caller's types.
+ */
+Datum
+state_proxy_call(PG_FUNCTION_ARGS)
+{
+	ProxyCall  *pc;
+	Datum	   *args;
+	char	   *nulls;
+	int			first;
+	Datum		result = (Datum) 0;
+	bool		isnull = true;
+	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	pc = fcinfo->flinfo->fn_extra;
+	if (pc == NULL)
+		fcinfo->flinfo->fn_extra = pc = proxy_call_get(fcinfo);
+	/* Wait while the cluster is paused (a rescale); hold it until commit. */
+	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
+
+	first = pc->key_arg >= 0 ? 1 : 0;
+	args = palloc(sizeof(Datum) * (pc->nargs + 1));
+	nulls = palloc(pc->nargs + 1);
+	for (int i = 0; i < pc->nargs; i++)
+		args[first + i] = proxy_arg_text(pc, fcinfo, i, nulls + first);
+	if (first)
+	{
+		if (PG_ARGISNULL(0))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("state name must not be null")));
+		if (PG_ARGISNULL(pc->key_arg))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key of state \"%s\" must not be null",
+							TextDatumGetCString(args[1]))));
+		args[0] = Int32GetDatum(proxy_route(pc, TextDatumGetCString(args[1]),
+											TextDatumGetCString(args[first + pc->key_arg])));
+		nulls[0] = ' ';
+	}
+	if (SPI_execute_plan(pc->plan, args, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not call %s._%s", pc->schema, pc->name);
+
+	if (fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo))
+		proxy_return_set(fcinfo);
+	else if (pc->sum)
+	{
+		int64		total = 0;
+
+		/* A count from every part (truncate): their sum. */
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		n;
+			Datum		d = proxy_result(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1,
+										 INT8OID, -1, &n);
+
+			if (!n)
+				total += DatumGetInt64(d);
+		}
+		result = Int64GetDatum(total);
+		isnull = false;
+	}
+	else if (rettype != VOIDOID && SPI_processed > 0)
+	{
+		result = proxy_result(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, rettype, -1,
+							  &isnull);
+		if (!isnull)
+			result = SPI_datumTransfer(result, get_typbyval(rettype), get_typlen(rettype));
+	}
+	SPI_finish();
+	if (fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo))
+		return (Datum) 0;
+	if (rettype == VOIDOID)
+		PG_RETURN_VOID();
+	if (isnull)
+		PG_RETURN_NULL();
+	return result;
+}
+
+/*
+ * pause_proxy(cluster): no proxy call of the cluster runs from now until
+ * this transaction ends (those running are waited for; new ones wait).
+ */
+Datum
+state_proxy_pause(PG_FUNCTION_ARGS)
+{
+	ForeignServer *server;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("cluster must not be null")));
+	server = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, AccessExclusiveLock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,193 @@
+# Scaling out through PL/Proxy: a proxy database routes every state call to
+# the server that holds its key (state.create_proxy).
+#
+# Three state servers hold parts 0, 1 and 2 of 3; a fourth server holds the
+# proxy database.  100,000 keys written and read through the proxy equal
+# the same calls made on one server; keys and entries through the proxy
+# list every key once, each on the server that part_for names.  Then the
+# cluster is rescaled live, 3 -> 2 -> 3 (state.rescale_proxy), while
+# clients keep calling through the proxy with untyped bind parameters: no
+# acknowledged write is lost, none is refused or sent to the wrong server,
+# and a server asked for a key it does not hold refuses it (22023).
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use StateBackendTAP;
+
+if (!-e '/usr/lib/postgresql/15/lib/plproxy.so')
+{
+	plan skip_all => 'PL/Proxy (postgresql-15-plproxy) is not installed';
+}
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $nkeys = 100_000;
+my $key = "state_backend.signing_key_file = '$dir/deployment.key'\n";
+my @servers = map { new_state_node("server$_", conf => $key) } 0 .. 2;
+my $proxy = new_state_node('proxy', conf => $key);
+ok(defined wait_for_worker($_), $_->name . ': state worker running') for @servers, $proxy;
+
+sub connstr
+{
+	my ($node) = @_;
+	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+}
+
+sub parts_array
+{
+	return 'ARRAY[' . join(', ', map { "'" . connstr($_) . "'" } @_) . ']';
+}
+
+my $states = q{
+SELECT state.create_state('v', 'value', 'int', 'bigint');
+SELECT state.create_state('r', 'reducing', 'int', 'bigint', reducer => 'sum', backend => 'rocksdb');
+SELECT state.create_state('m', 'map', 'text', 'int', map_key_type => 'int');
+SELECT state.create_state('l', 'list', 'int', 'text');
+};
+
+# The parts: server 0's empty states, split three ways.
+$servers[0]->safe_psql('postgres', $states);
+$servers[0]->safe_psql('postgres',
+	"SELECT state.wait_snapshot(state.snapshot('$dir/empty'))");
+for my $i (0 .. 2)
+{
+	$servers[$i]->safe_psql('postgres',
+		"SELECT state.restore('$dir/empty', parallelism => 3, part => $i)");
+}
+
+# The proxy, and the same states in the proxy database itself: the single
+# server that the cluster must equal.
+$proxy->safe_psql('postgres', 'CREATE EXTENSION plproxy');
+$proxy->safe_psql('postgres', $states);
+$proxy->safe_psql('postgres',
+	"SELECT state.create_proxy('sc', " . parts_array(@servers) . ')');
+is( $proxy->safe_psql('postgres',
+		"SELECT cluster, schema, cardinality(parts) FROM state.proxies"),
+	'sc|state_proxy|3',
+	'create_proxy: a cluster of three parts, in schema state_proxy');
+
+# The same writes on both sides: through the proxy, and on one server.
+sub writes
+{
+	my ($schema) = @_;
+	return qq{
+SELECT count($schema.value_set('v', i, i * 7::bigint)) FROM generate_series(1, $nkeys) i;
+SELECT count($schema.reduce('r', i % 5000, i::bigint)) FROM generate_series(1, 20000) i;
+SELECT count($schema.map_put('m', 'u' || i % 1000, i % 7, i)) FROM generate_series(1, 5000) i;
+SELECT count($schema.list_add('l', i % 2000, 'e' || i)) FROM generate_series(1, 6000) i;
+};
+}
+$proxy->safe_psql('postgres', writes('state_proxy'));
+$proxy->safe_psql('postgres', writes('state'));
+
+sub contents
+{
+	my ($schema) = @_;
+	return $proxy->safe_psql(
+		'postgres', qq{
+SELECT 'v', count(*), sum(value) FROM $schema.entries('v', NULL::int, NULL::bigint)
+UNION ALL SELECT 'r', count(*), sum(value) FROM $schema.entries('r', NULL::int, NULL::bigint)
+UNION ALL SELECT 'm', count(*), sum(v) FROM $schema.keys('m', NULL::text) k,
+	LATERAL $schema.map_entries('m', k, NULL::int, NULL::int) AS e(mk, v)
+UNION ALL SELECT 'l', count(*), sum($schema.list_length('l', k)) FROM $schema.keys('l', NULL::int) k
+UNION ALL SELECT 'get', count(*), sum($schema.value_get('v', i, 0::bigint)) FROM generate_series(1, $nkeys) i
+UNION ALL SELECT 'list', count(*), sum(length(array_to_string($schema.list_get('l', i, NULL::text[]), ','))) FROM generate_series(0, 1999) i
+ORDER BY 1});
+}
+my $single = contents('state');
+is(contents('state_proxy'), $single,
+	'through the proxy: the same keys and values as one server');
+is( $proxy->safe_psql('postgres',
+		"SELECT count(*), count(DISTINCT k) FROM state_proxy.keys('v', NULL::int) k"),
+	"$nkeys|$nkeys", 'keys through the proxy: every key once');
+
+# Every server holds exactly the keys of its part.
+sub placement
+{
+	my ($n, @nodes) = @_;
+	my $bad = 0;
+	my $total = 0;
+	for my $i (0 .. $#nodes)
+	{
+		my ($count, $wrong) = split /\|/, $nodes[$i]->safe_psql('postgres',
+			"SELECT count(*), count(*) FILTER (WHERE state.part_for('v', k, $n) <> $i)
+			 FROM state.keys('v', NULL::int) k");
+		$total += $count;
+		$bad += $wrong;
+	}
+	return "$total|$bad";
+}
+is(placement(3, @servers), "$nkeys|0", 'each server holds the keys part_for gives it');
+
+# The views, merged over the parts.
+is( $proxy->safe_psql('postgres',
+		"SELECT entries, parts FROM state_proxy.states WHERE name = 'v'"),
+	"$nkeys|3", 'state_proxy.states: the entries of every part');
+cmp_ok(
+	$proxy->safe_psql('postgres',
+		"SELECT writes FROM state_proxy.stats WHERE name = 'v'"),
+	'>=', $nkeys, 'state_proxy.stats: the writes of every part');
+
+# Errors come back as the part raised them.
+my $e = sql_error($proxy, "SELECT state_proxy.value_get('v', 'x', 0::bigint)");
+is($e->{sqlstate}, '22P02', 'a key that is not of the key type: invalid_text_representation');
+$e = sql_error($proxy, "SELECT state_proxy.value_get('nope', 1, 0::bigint)");
+is($e->{sqlstate}, '42704', 'a state that does not exist: undefined_object');
+$e = sql_error($proxy, "SELECT state_proxy.value_get('v', NULL::int, 0::bigint)");
+is($e->{sqlstate}, '22004', 'a NULL key: null_value_not_allowed');
+$e = sql_error($proxy, "SELECT state.create_proxy('sc', ARRAY['host=x'])");
+is($e->{sqlstate}, '42710', 'a second proxy of a cluster: duplicate_object');
+$e = sql_error($proxy, "SELECT state.create_proxy('Bad Name', ARRAY['host=x'], 'p2')");
+is($e->{sqlstate}, '22023', 'a cluster name that is not an identifier: 22023');
+
+# Live rescaling under a client loop: each transaction adds 1 to a random
+# key of 'r' through the proxy, its key an untyped bind parameter.
+my $before = $proxy->safe_psql('postgres',
+	"SELECT sum(value) FROM state_proxy.entries('r', NULL::int, NULL::bigint)");
+my $bench = start_pgbench(
+	$proxy,
+	'-n -M prepared -c 2 -j 2 -T 24',
+	{ 'rescale' => "\\set k random(1, 20000)\nSELECT state_proxy.reduce('r', :k, 1::bigint);\n" },
+	timeout => 240);
+sleep 5;
+my $restored = $proxy->safe_psql('postgres',
+	"SELECT state.rescale_proxy('sc', " . parts_array(@servers[0, 1]) . ", '$dir')");
+ok($restored > 0, "rescale 3 -> 2 restored $restored entries");
+is(placement(2, @servers[0, 1]), "$nkeys|0", 'after 3 -> 2: each of two servers holds its part');
+
+# A server asked for a key it does not hold refuses it.
+my $foreign = $servers[0]->safe_psql('postgres',
+	"SELECT min(i) FROM generate_series(1, 1000) i WHERE state.part_for('v', i, 2) = 1");
+$e = sql_error($servers[0], "SELECT state.value_set('v', $foreign, 1::bigint)");
+is($e->{sqlstate}, '22023', 'a key of another part: refused with 22023');
+sleep 5;
+$restored = $proxy->safe_psql('postgres',
+	"SELECT state.rescale_proxy('sc', " . parts_array(@servers) . ", '$dir')");
+ok($restored > 0, "rescale 2 -> 3 restored $restored entries");
+my $r = finish_pgbench($bench);
+is($r->{ret}, 0, 'clients through the rescales: no call failed')
+  or diag $r->{stderr};
+cmp_ok($r->{processed}, '>', 0, "clients made $r->{processed} calls");
+is( $proxy->safe_psql('postgres',
+		"SELECT sum(value) FROM state_proxy.entries('r', NULL::int, NULL::bigint)"),
+	$before + $r->{processed},
+	'every acknowledged write is there after 3 -> 2 -> 3');
+is(placement(3, @servers), "$nkeys|0", 'after 2 -> 3: each server holds its part');
+is( $proxy->safe_psql('postgres', "SELECT cardinality(parts), version FROM state.proxies"),
+	'3|3', 'the cluster has three parts again, after two changes');
+
+# A proxy goes with its schema and cluster.
+$proxy->safe_psql('postgres', "SELECT state.drop_proxy('sc')");
+is( $proxy->safe_psql('postgres',
+		"SELECT count(*) FROM pg_namespace WHERE nspname = 'state_proxy'")
+	  . $proxy->safe_psql('postgres',
+		"SELECT count(*) FROM pg_foreign_server WHERE srvname = 'sc'"),
+	'00', 'drop_proxy: schema and cluster gone');
+
+done_testing();
