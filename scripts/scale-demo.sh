@@ -5,19 +5,22 @@
 #   1. server 0 holds keyed and operator state, and takes a snapshot;
 #   2. the snapshot is restored onto servers 0, 1 and 2 as parts 0, 1 and 2
 #      of 3 (parallelism => 3, part => i);
-#   3. a client routes each call with state.part_for to the server that
-#      holds the key;
-#   4. each server takes a snapshot;
-#   5. the three snapshots merge back onto server 0.
+#   3. a proxy database (database "proxy" on server 0, with PL/Proxy) sends
+#      each call to the server that holds its key (state.create_proxy);
+#   4. the cluster is rescaled live, 3 -> 2 -> 3 (state.rescale_proxy),
+#      while pgbench keeps calling through the proxy;
+#   5. each server takes a snapshot;
+#   6. the three snapshots merge back onto server 0.
 #
 # The servers share one signing key file (state_backend.signing_key_file),
 # as the servers of one deployment do.
 #
-# It checks that every key is on exactly one server, and that the merge
-# equals the original, and exits non-zero otherwise.  Run as root or as a
-# user with sudo; the servers run as the postgres OS user, on Unix sockets
-# in STATE_BACKEND_SCALE_DIR (default /var/tmp/state_backend_scale), ports
-# 5441 to 5443, and are stopped at the end.
+# It checks that every key is on exactly one server, that no call failed
+# and no acknowledged write was lost across the rescales, and that the
+# merge equals the original, and exits non-zero otherwise.  Run as root or
+# as a user with sudo; the servers run as the postgres OS user, on Unix
+# sockets in STATE_BACKEND_SCALE_DIR (default /var/tmp/state_backend_scale),
+# ports 5441 to 5443, and are stopped at the end.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +36,14 @@ PORTS=(5441 5442 5443)
 
 # sql I SQL: runs SQL on server I, unaligned, tuples only.
 sql() { as_pg "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$DIR" -p "${PORTS[$1]}" -d postgres -c "$2"; }
+# sqlp SQL: runs SQL in the proxy database (on server 0).
+sqlp() { as_pg "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$DIR" -p "${PORTS[0]}" -d proxy -c "$1"; }
+# The parts of a cluster of the servers given, as an SQL array.
+parts() {
+	local i out=
+	for i in "$@"; do out+="${out:+, }'host=$DIR port=${PORTS[$i]} dbname=postgres'"; done
+	printf 'ARRAY[%s]' "$out"
+}
 
 stop_all() {
 	for i in 0 1 2; do
@@ -64,6 +75,7 @@ sql 0 "
 SELECT state.create_state('balance', 'value', 'int', 'bigint', backend => 'rocksdb');
 SELECT state.create_state('cart', 'map', 'int', 'int', map_key_type => 'text');
 SELECT state.create_state('events', 'list', 'int', 'text');
+SELECT state.create_state('deposits', 'reducing', 'int', 'bigint', reducer => 'sum');
 SELECT state.create_state('offsets', 'operator_list', value_type => 'bigint');
 SELECT state.create_state('rules', 'broadcast', value_type => 'text', map_key_type => 'text');
 SELECT count(state.value_set('balance', i, i * 10::bigint)) FROM generate_series(1, $KEYS) i;
@@ -91,34 +103,62 @@ for i in 0 1 2; do
 	log "   server $i: key groups $(sql "$i" "SELECT key_groups FROM state.states WHERE name = 'balance'"), $(contents "$i")"
 done
 
-log "3. route calls with part_for: a deposit of 5 to keys 1 to 20, each on its server"
-for k in $(seq 1 20); do
-	p=$(sql 0 "SELECT state.part_for('balance', $k, 3)")
-	sql "$p" "SELECT state.value_set('balance', $k, state.value_get('balance', $k, 0::bigint) + 5)" >/dev/null
-done
+log "3. a proxy database routes every call: PL/Proxy, state.create_proxy"
+sql 0 "CREATE DATABASE proxy" >/dev/null
+sqlp "CREATE EXTENSION plproxy; CREATE EXTENSION state_backend"
+sqlp "SELECT state.create_proxy('demo', $(parts 0 1 2))" >/dev/null
+log "   a deposit of 5 to keys 1 to 20 through the proxy, each sent to its server"
+sqlp "SELECT count(state_proxy.value_set('balance', k, state_proxy.value_get('balance', k, 0::bigint) + 5))
+      FROM generate_series(1, 20) k" >/dev/null
 if sql 1 "SELECT state.value_get('balance', (SELECT min(k) FROM generate_series(1, 100) k WHERE state.part_for('balance', k, 3) = 0), 0::bigint)" >/dev/null 2>"$DIR/wrong.txt"; then
 	die "a call on the wrong server did not fail"
 fi
 log "   the wrong server refuses: $(grep -o 'ERROR:.*' "$DIR/wrong.txt")"
 
-# every key on exactly one server
-total=0
-for i in 0 1 2; do
-	misplaced=$(sql "$i" "SELECT (SELECT count(*) FROM state.keys('balance', NULL::int) k WHERE state.part_for('balance', k, 3) <> $i)
-	  + (SELECT count(*) FROM state.keys('cart', NULL::int) k WHERE state.part_for('cart', k, 3) <> $i)
-	  + (SELECT count(*) FROM state.keys('events', NULL::int) k WHERE state.part_for('events', k, 3) <> $i)")
-	[ "$misplaced" = 0 ] || die "server $i holds $misplaced keys of other parts"
-	total=$((total + $(sql "$i" "SELECT count(*) FROM state.keys('balance', NULL::int)")))
-done
-[ "$total" = "$KEYS" ] || die "the three servers hold $total keys, not $KEYS"
-log "   every key is on exactly one server ($total keys)"
+# placed N I...: every key of the servers given is on the one part_for names
+placed() {
+	local n=$1 total=0 i j=0 misplaced
+	shift
+	for i in "$@"; do
+		misplaced=$(sql "$i" "SELECT (SELECT count(*) FROM state.keys('balance', NULL::int) k WHERE state.part_for('balance', k, $n) <> $j)
+		  + (SELECT count(*) FROM state.keys('cart', NULL::int) k WHERE state.part_for('cart', k, $n) <> $j)
+		  + (SELECT count(*) FROM state.keys('events', NULL::int) k WHERE state.part_for('events', k, $n) <> $j)")
+		[ "$misplaced" = 0 ] || die "server $i holds $misplaced keys of other parts"
+		total=$((total + $(sql "$i" "SELECT count(*) FROM state.keys('balance', NULL::int)")))
+		j=$((j + 1))
+	done
+	[ "$total" = "$KEYS" ] || die "the $n servers hold $total keys, not $KEYS"
+	[ "$(sqlp "SELECT count(*) FROM state_proxy.keys('balance', NULL::int)")" = "$KEYS" ] ||
+		die "the proxy does not list the $KEYS keys"
+	log "   every key is on exactly one server ($total keys), and the proxy lists each once"
+}
+placed 3 0 1 2
 
-log "4. snapshot the three servers"
+log "4. rescale live, 3 -> 2 -> 3 (state.rescale_proxy), while pgbench deposits through the proxy"
+printf '\\set k random(1, %d)\nSELECT state_proxy.reduce('"'"'deposits'"'"', :k, 1::bigint);\n' "$KEYS" |
+	as_pg tee "$DIR/deposit.pgbench" >/dev/null
+as_pg "$PGBIN/pgbench" -n -M prepared -c 2 -j 2 -T 12 -h "$DIR" -p "${PORTS[0]}" \
+	-f "$DIR/deposit.pgbench" proxy >"$DIR/pgbench.txt" 2>&1 &
+bench=$!
+sleep 3
+log "   3 -> 2: $(sqlp "SELECT state.rescale_proxy('demo', $(parts 0 1), '$DIR/snapshots')") entries restored"
+placed 2 0 1
+sleep 3
+log "   2 -> 3: $(sqlp "SELECT state.rescale_proxy('demo', $(parts 0 1 2), '$DIR/snapshots')") entries restored"
+placed 3 0 1 2
+wait "$bench" || { cat "$DIR/pgbench.txt" >&2; die "a call through the proxy failed during the rescales"; }
+calls=$(sed -nE 's|^number of transactions actually processed: ([0-9]+).*|\1|p' "$DIR/pgbench.txt")
+deposited=$(sqlp "SELECT coalesce(sum(value), 0) FROM state_proxy.entries('deposits', NULL::int, NULL::bigint)")
+[ -n "$calls" ] && [ "$calls" -gt 0 ] && [ "$deposited" = "$calls" ] ||
+	die "pgbench made ${calls:-no} calls, the deposits add up to $deposited"
+log "   $calls calls through the proxy across both rescales, none failed; the deposits add up to $deposited"
+
+log "5. snapshot the three servers"
 for i in 0 1 2; do
 	sql "$i" "SELECT state.wait_snapshot(state.snapshot('$DIR/snapshots/part$i'))" >/dev/null
 done
 
-log "5. merge the three snapshots onto server 0"
+log "6. merge the three snapshots onto server 0"
 sql 0 "SELECT state.restore(ARRAY['$DIR/snapshots/part0', '$DIR/snapshots/part1', '$DIR/snapshots/part2'])" >/dev/null
 merged=$(contents 0)
 # the deposits: 20 keys of 5 each

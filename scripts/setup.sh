@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libipc-run-perl librocksdb-dev liblmdb-dev build-essential python3)
+PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-plproxy libipc-run-perl librocksdb-dev liblmdb-dev build-essential python3)
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
