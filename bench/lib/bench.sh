@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -791,6 +791,14 @@ if has_case windows; then
 	. "$LIB/windows.sh"
 fi
 
+# ------------------------------------------------------------ proxies
+# bench/lib/proxy.sh: calls through a proxy database to 2 parts beside the
+# same calls made directly; the proxy's own CPU per call.
+if has_case proxy; then
+	# shellcheck source-path=SCRIPTDIR source=proxy.sh
+	. "$LIB/proxy.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -833,6 +841,7 @@ perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.pl failed"
 perl "$LIB/report_timers.pl" "$RAW" "$file" || die "report_timers.pl failed"
 perl "$LIB/report_windows.pl" "$RAW" "$file" || die "report_windows.pl failed"
+perl "$LIB/report_proxy.pl" "$RAW" "$file" || die "report_proxy.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
