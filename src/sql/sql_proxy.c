@@ -33,6 +33,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -75,6 +76,8 @@ typedef struct ProxyCall
 	char	   *name;			/* the function's */
 	int			nargs;
 	int			key_arg;		/* -1: a whole-state call, run on every part */
+	int			keys_arg;		/* a batch call: its array of keys, split by part */
+	bool	   *is_array;		/* an array argument (of a batch call) */
 	bool		sum;			/* a count from every part, summed */
 	SPIPlanPtr	plan;
 	FmgrInfo   *out;			/* output function per argument */
@@ -303,34 +306,44 @@ proxy_call_init(FunctionCallInfo fcinfo)
 	n = get_func_arg_info(tup, &types, &names, &modes);
 	pc->nargs = proc->pronargs;
 	pc->key_arg = -1;
-	/* The argument "key" (not a result column of that name). */
-	for (int i = 0, in = 0; i < n && names != NULL; i++)
+	pc->keys_arg = -1;
+	pc->is_array = MemoryContextAllocZero(cxt, sizeof(bool) * Max(pc->nargs, 1));
+	/* The argument "key", or "keys" (not a result column of that name). */
+	for (int i = 0, in = 0; i < n; i++)
 	{
 		if (modes != NULL && modes[i] != PROARGMODE_IN && modes[i] != PROARGMODE_INOUT &&
 			modes[i] != PROARGMODE_VARIADIC)
 			continue;
-		if (names[i] != NULL && strcmp(names[i], "key") == 0)
+		if (names != NULL && names[i] != NULL && strcmp(names[i], "key") == 0)
 			pc->key_arg = in;
+		if (names != NULL && names[i] != NULL && strcmp(names[i], "keys") == 0)
+			pc->keys_arg = in;
+		pc->is_array[in] = types[i] == ANYARRAYOID || types[i] == ANYCOMPATIBLEARRAYOID;
 		in++;
 	}
+	if (pc->keys_arg < 0)
+		memset(pc->is_array, 0, sizeof(bool) * Max(pc->nargs, 1));
 	pc->sum = pc->key_arg < 0 && !proc->proretset && proc->prorettype == INT8OID;
 	ReleaseSysCache(tup);
 	proxy_of_schema(pc, get_func_namespace(fcinfo->flinfo->fn_oid), cxt);
 
-	/* SELECT * FROM schema._name([$1,] $2, ...): the part, then the arguments as text. */
-	first = pc->key_arg >= 0 ? 1 : 0;
+	/*
+	 * SELECT * FROM schema._name([$1,] $2, ...): the part (or for a batch
+	 * call the part of each key), then the arguments as text (or text[]).
+	 */
+	first = pc->key_arg >= 0 || pc->keys_arg >= 0 ? 1 : 0;
 	argtypes = palloc(sizeof(Oid) * (pc->nargs + 1));
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT * FROM %s.%s(", quote_identifier(pc->schema),
 					 quote_identifier(psprintf("_%s", pc->name)));
 	if (first)
 	{
-		argtypes[0] = INT4OID;
+		argtypes[0] = pc->keys_arg >= 0 ? INT4ARRAYOID : INT4OID;
 		appendStringInfoString(&q, "$1");
 	}
 	for (int i = 0; i < pc->nargs; i++)
 	{
-		argtypes[first + i] = TEXTOID;
+		argtypes[first + i] = pc->is_array[i] ? TEXTARRAYOID : TEXTOID;
 		appendStringInfo(&q, "%s$%d", first + i > 0 ? ", " : "", first + i + 1);
 	}
 	appendStringInfoChar(&q, ')');
@@ -392,6 +405,80 @@ proxy_arg_text(ProxyCall *pc, FunctionCallInfo fcinfo, int i, char *nulls)
 		pc->out_type[i] = type;
 	}
 	return CStringGetTextDatum(OutputFunctionCall(&pc->out[i], PG_GETARG_DATUM(i)));
+}
+
+/*
+ * The arguments of a batch call: every array argument as text[], and the
+ * part of each key (args[0], int[]).  Arrays must be of one dimension and
+ * as long as the keys; keys must not be NULL.
+ */
+static void
+proxy_batch_args(ProxyCall *pc, FunctionCallInfo fcinfo, Datum *args, char *nulls)
+{
+	const char *state = TextDatumGetCString(args[1]);
+	int			nkeys = -1;
+	Datum	   *parts = NULL;
+
+	for (int i = 0; i < pc->nargs; i++)
+	{
+		ArrayType  *a;
+		Oid			elemtype;
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems;
+		bool	   *elemnulls;
+		int			n;
+		Oid			outfn;
+		bool		isvarlena;
+
+		if (!pc->is_array[i])
+			continue;
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("the arrays of a batch call must not be null")));
+		a = PG_GETARG_ARRAYTYPE_P(i);
+		if (ARR_NDIM(a) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("the arrays of a batch call must have one dimension")));
+		elemtype = ARR_ELEMTYPE(a);
+		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+		deconstruct_array(a, elemtype, typlen, typbyval, typalign, &elems, &elemnulls, &n);
+		if (nkeys >= 0 && n != nkeys)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the arrays of a batch call have %d and %d elements", nkeys, n),
+					 errhint("Give one value per key.")));
+		nkeys = n;
+		getTypeOutputInfo(elemtype, &outfn, &isvarlena);
+		if (i == pc->keys_arg)
+			parts = palloc(sizeof(Datum) * Max(n, 1));
+		for (int e = 0; e < n; e++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (elemnulls[e] && i == pc->keys_arg)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("key of state \"%s\" must not be null", state)));
+			if (!elemnulls[e])
+				elems[e] = CStringGetTextDatum(OidOutputFunctionCall(outfn, elems[e]));
+			if (i == pc->keys_arg)
+				parts[e] = Int32GetDatum(proxy_route(pc, state, TextDatumGetCString(elems[e])));
+		}
+		{
+			int			dims[1] = {n};
+			int			lbs[1] = {1};
+
+			args[1 + i] = PointerGetDatum(construct_md_array(elems, elemnulls, 1, dims, lbs,
+															 TEXTOID, -1, false, TYPALIGN_INT));
+		}
+		nulls[1 + i] = ' ';
+	}
+	args[0] = PointerGetDatum(construct_array(parts, nkeys, INT4OID, sizeof(int32), true,
+											  TYPALIGN_INT));
+	nulls[0] = ' ';
 }
 
 /* A text a part returned, read as type (NULL stays NULL). */
@@ -484,17 +571,20 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	/* Wait while the cluster is paused (a rescale); hold it until commit. */
 	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
 
-	first = pc->key_arg >= 0 ? 1 : 0;
+	first = pc->key_arg >= 0 || pc->keys_arg >= 0 ? 1 : 0;
 	args = palloc(sizeof(Datum) * (pc->nargs + 1));
 	nulls = palloc(pc->nargs + 1);
 	for (int i = 0; i < pc->nargs; i++)
-		args[first + i] = proxy_arg_text(pc, fcinfo, i, nulls + first);
-	if (first)
+		if (!pc->is_array[i])
+			args[first + i] = proxy_arg_text(pc, fcinfo, i, nulls + first);
+	if (first && PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("state name must not be null")));
+	if (pc->keys_arg >= 0)
+		proxy_batch_args(pc, fcinfo, args, nulls);
+	else if (first)
 	{
-		if (PG_ARGISNULL(0))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("state name must not be null")));
 		if (PG_ARGISNULL(pc->key_arg))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

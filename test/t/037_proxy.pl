@@ -125,6 +125,38 @@ sub placement
 }
 is(placement(3, @servers), "$nkeys|0", 'each server holds the keys part_for gives it');
 
+my $e;
+
+# A state made through the proxy is made on every part, with its range;
+# batch calls split their keys by part.
+$proxy->safe_psql('postgres',
+	"SELECT state_proxy.create_state('b', 'value', 'int', 'bigint')");
+is( $proxy->safe_psql('postgres', qq{
+SELECT state_proxy.value_set_many('b', ARRAY(SELECT generate_series(1, 10000)),
+                                  ARRAY(SELECT generate_series(1, 10000)::bigint * 3))}),
+	'10000', 'value_set_many: one write per key, on their parts');
+is( $proxy->safe_psql('postgres', qq{
+SELECT count(*), sum(value), count(*) FILTER (WHERE value = key * 3)
+  FROM state_proxy.value_get_many('b', ARRAY(SELECT generate_series(1, 10001)), -1::bigint)}),
+	'10001|150014999|10000', 'value_get_many: every key read from its part, the default for a missing one');
+is( $proxy->safe_psql('postgres', qq{
+SELECT state_proxy.reduce_many('r', ARRAY[1, 2, 1], ARRAY[10, 20, 30]::bigint[]),
+       state_proxy.value_get('r', 1, 0::bigint) - state.value_get('r', 1, 0::bigint)}),
+	'3|40', 'reduce_many: every value folded into its key');
+$proxy->safe_psql('postgres', "SELECT state.reduce('r', 1, 40::bigint), state.reduce('r', 2, 20::bigint)");
+my $misplaced = 0;
+for my $i (0 .. 2)
+{
+	$misplaced += $servers[$i]->safe_psql('postgres',
+		"SELECT count(*) FROM state.keys('b', NULL::int) k WHERE state.part_for('b', k, 3) <> $i");
+	is( $servers[$i]->safe_psql('postgres',
+			"SELECT key_groups = state.key_group_range(3, $i) FROM state.states WHERE name = 'b'"),
+		't', "server$i: the state made through the proxy holds part $i");
+}
+is($misplaced, 0, 'the batch wrote every key on its part');
+$e = sql_error($proxy, "SELECT state_proxy.value_set_many('b', ARRAY[1, 2], ARRAY[1::bigint])");
+is($e->{sqlstate}, '22023', 'a batch of more keys than values: 22023');
+
 # The views, merged over the parts.
 is( $proxy->safe_psql('postgres',
 		"SELECT entries, parts FROM state_proxy.states WHERE name = 'v'"),
@@ -135,7 +167,7 @@ cmp_ok(
 	'>=', $nkeys, 'state_proxy.stats: the writes of every part');
 
 # Errors come back as the part raised them.
-my $e = sql_error($proxy, "SELECT state_proxy.value_get('v', 'x', 0::bigint)");
+$e = sql_error($proxy, "SELECT state_proxy.value_get('v', 'x', 0::bigint)");
 is($e->{sqlstate}, '22P02', 'a key that is not of the key type: invalid_text_representation');
 $e = sql_error($proxy, "SELECT state_proxy.value_get('nope', 1, 0::bigint)");
 is($e->{sqlstate}, '42704', 'a state that does not exist: undefined_object');
