@@ -425,7 +425,12 @@ CREATE TABLE state.proxies (
 	version integer NOT NULL DEFAULT 1);
 SELECT pg_catalog.pg_extension_config_dump('state.proxies', '');
 REVOKE ALL ON state.proxies FROM PUBLIC;
-GRANT SELECT ON state.proxies TO PUBLIC;
+GRANT SELECT (cluster, schema, version) ON state.proxies TO PUBLIC;
+
+-- The CLUSTER of every internal PL/Proxy function: the cluster's name,
+-- after a share lock on its foreign server (see state.pause_proxy).
+CREATE FUNCTION state._proxy_gate(cluster text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_gate' LANGUAGE C CALLED ON NULL INPUT;
 
 -- Until this transaction ends, no proxy call of the cluster runs: those
 -- running are waited for, new ones wait.
@@ -436,7 +441,7 @@ REVOKE ALL ON FUNCTION state.pause_proxy(text) FROM PUBLIC;
 -- The functions a proxy has, by how they reach the parts: those with a key
 -- go to the part that holds it, the others to every part.
 CREATE FUNCTION state._proxy_functions()
-RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
+RETURNS text[] LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT ARRAY['value_get', 'value_set', 'reduce', 'aggregate', 'clear', 'key_group',
 		'list_add', 'list_add_all', 'list_get', 'list_length', 'list_update',
 		'map_put', 'map_put_all', 'map_get', 'map_remove', 'map_contains', 'map_entries',
@@ -448,7 +453,7 @@ $$;
 -- Checks a cluster's name and parts; returns the SQL/MED option of each
 -- part (p0 'connection string', ...).
 CREATE FUNCTION state._proxy_options(cluster text, parts text[])
-RETURNS text[] LANGUAGE plpgsql STABLE AS $$
+RETURNS text[] LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'plproxy') THEN
 		RAISE EXCEPTION 'extension "plproxy" is not installed in this database'
@@ -471,14 +476,33 @@ BEGIN
 			cardinality(parts), current_setting('state_backend.max_parallelism')
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	RETURN ARRAY(SELECT format('p%s %L', i - 1, parts[i]) FROM generate_subscripts(parts, 1) i ORDER BY i);
+	IF EXISTS (SELECT 1 FROM unnest(parts) c WHERE c ~* '^\s*postgres(ql)?://') THEN
+		RAISE EXCEPTION 'the parts of a cluster are key=value connection strings, not URIs'
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Write host=... port=... dbname=... for each part.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(parts) c WHERE c ~* '(^|\s)(password|options)\s*=') THEN
+		RAISE EXCEPTION 'a part''s connection string must not set password or options'
+			USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = 'Every role can read a cluster''s connection strings, and the proxy sets the options its parts need.',
+				HINT = 'Keep passwords in ~/.pgpass of the proxy server''s OS user, or in a user mapping of the cluster.';
+	END IF;
+	IF (SELECT count(DISTINCT c) FROM unnest(parts) c) <> cardinality(parts) THEN
+		RAISE EXCEPTION 'a cluster''s parts must be different servers'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- The settings that make values as text unambiguous (as the proxy's own
+	-- calls set them): ISO dates, PostgreSQL intervals, exact floats.
+	RETURN ARRAY(SELECT format('p%s %L', i - 1, parts[i]
+			|| ' options=''-c datestyle=ISO,YMD -c intervalstyle=postgres -c extra_float_digits=3''')
+		FROM generate_subscripts(parts, 1) i ORDER BY i);
 END
 $$;
 
 -- Makes the proxy function of state function fn, and its internal PL/Proxy
 -- function (one for the overloads that pass the same arguments as text).
 CREATE FUNCTION state._proxy_function(schema name, cluster text, fn regprocedure)
-RETURNS void LANGUAGE plpgsql AS $fn$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	p pg_proc;
 	n int;
@@ -524,7 +548,7 @@ BEGIN
 	END IF;
 	EXECUTE format('CREATE OR REPLACE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE plproxy AS %L',
 		schema, '_' || p.proname, iargs, iret,
-		format(E'CLUSTER %L;\n%s;\n%s;', cluster,
+		format(E'CLUSTER %I._gate();\n%s;\n%s;', schema,
 			CASE WHEN keyed THEN 'RUN ON part' ELSE 'RUN ON ALL' END, sel));
 	EXECUTE format('CREATE FUNCTION %I.%I(%s) RETURNS %s AS %L, %L LANGUAGE C %s %s',
 		schema, p.proname, pg_get_function_arguments(fn), pg_get_function_result(fn),
@@ -537,7 +561,7 @@ $fn$;
 -- A proxy for a cluster of servers: its PL/Proxy cluster (a SQL/MED
 -- server, part i = parts[i+1]) and, in schema, the state functions.
 CREATE FUNCTION state.create_proxy(cluster text, parts text[], schema name DEFAULT 'state_proxy')
-RETURNS void LANGUAGE plpgsql AS $fn$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	options text[] := state._proxy_options(cluster, parts);
 	fn regprocedure;
@@ -558,15 +582,20 @@ BEGIN
 	EXECUTE format('GRANT USAGE ON FOREIGN SERVER %I TO PUBLIC', cluster);
 	INSERT INTO state.proxies (cluster, schema, parts) VALUES (cluster, schema, parts);
 
-	-- What routing needs of a state, from part 0.
-	EXECUTE format($q$CREATE FUNCTION %I._state_info(name text)
-		RETURNS TABLE(key_type text, max_parallelism text) LANGUAGE plproxy AS %L$q$, schema,
-		format(E'CLUSTER %L;\nRUN ON 0;\nSELECT s.key_type::text AS key_type, current_setting(\'state_backend.max_parallelism\') AS max_parallelism FROM state.states s WHERE s.name = $1;', cluster));
+	-- The gate of every PL/Proxy call of the cluster.
+	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql
+		SET search_path = pg_catalog, pg_temp AS %L$q$, schema,
+		format('SELECT state._proxy_gate(%L)', cluster));
+	-- What routing needs of a state, from part 0: its key type (qualified),
+	-- the parts' max_parallelism and encoding.
+	EXECUTE format($q$CREATE FUNCTION %I._state_info(state_name text)
+		RETURNS TABLE(key_type text, max_parallelism text, encoding text) LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nRUN ON 0;\nSELECT pg_catalog.format(\'%%I.%%I\', tn.nspname, ty.typname) AS key_type, pg_catalog.current_setting(\'state_backend.max_parallelism\') AS max_parallelism, pg_catalog.current_setting(\'server_encoding\') AS encoding FROM state.states s JOIN pg_catalog.pg_type ty ON ty.oid = s.key_type JOIN pg_catalog.pg_namespace tn ON tn.oid = ty.typnamespace WHERE s.name = $1;', schema));
 	-- state.states and state.stats of every part, merged.
 	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
 	  FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
 	EXECUTE format('CREATE FUNCTION %I._states() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
-		format(E'CLUSTER %L;\nRUN ON ALL;\nSELECT %s FROM state.states s;', cluster,
+		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.states s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
 	EXECUTE format($q$CREATE VIEW %1$I.states AS
@@ -578,7 +607,7 @@ BEGIN
 	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
 	  FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
 	EXECUTE format('CREATE FUNCTION %I._stats() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
-		format(E'CLUSTER %L;\nRUN ON ALL;\nSELECT %s FROM state.stats s;', cluster,
+		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.stats s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
 	EXECUTE format($q$CREATE VIEW %1$I.stats AS
@@ -590,7 +619,7 @@ BEGIN
 	-- For state.rescale_proxy: a snapshot of a part, a restore on a server.
 	EXECUTE format($q$CREATE FUNCTION %I._snapshot_part(part integer, path text) RETURNS text
 		LANGUAGE plproxy AS %L$q$, schema,
-		format(E'CLUSTER %L;\nRUN ON part;\nSELECT state.wait_snapshot(state.snapshot($2));', cluster));
+		format(E'CLUSTER %I._gate();\nRUN ON part;\nSELECT state.wait_snapshot(state.snapshot($2));', schema));
 	EXECUTE format($q$CREATE FUNCTION %I._restore_at(connstr text, paths text[], parallelism text, part text)
 		RETURNS text LANGUAGE plproxy AS %L$q$, schema,
 		E'CONNECT connstr;\nSELECT state.restore($2, NULL, NULL, $3::integer, $4::integer)::text;');
@@ -599,17 +628,17 @@ BEGIN
 	-- Batch calls: arrays of keys (and values), split by part (PL/Proxy's SPLIT).
 	EXECUTE format($q$CREATE FUNCTION %I._value_set_many(parts integer[], a1 text, a2 text[], a3 text[])
 		RETURNS SETOF text LANGUAGE plproxy AS %L$q$, schema,
-		format(E'CLUSTER %L;\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.value_set($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', cluster));
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.value_set($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', schema));
 	EXECUTE format($q$CREATE FUNCTION %I.value_set_many(name text, keys anycompatiblearray, "values" anyarray)
 		RETURNS bigint AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
 	EXECUTE format($q$CREATE FUNCTION %I._reduce_many(parts integer[], a1 text, a2 text[], a3 text[])
 		RETURNS SETOF text LANGUAGE plproxy AS %L$q$, schema,
-		format(E'CLUSTER %L;\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.reduce($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', cluster));
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.reduce($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', schema));
 	EXECUTE format($q$CREATE FUNCTION %I.reduce_many(name text, keys anycompatiblearray, "values" anyarray)
 		RETURNS bigint AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
 	EXECUTE format($q$CREATE FUNCTION %I._value_get_many(parts integer[], a1 text, a2 text[], a3 text)
 		RETURNS TABLE(key text, value text) LANGUAGE plproxy AS %L$q$, schema,
-		format(E'CLUSTER %L;\nSPLIT parts, a2;\nRUN ON parts;\nSELECT u.k AS key, state.value_get($2, u.k, $4) AS value FROM unnest($3) AS u(k);', cluster));
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2;\nRUN ON parts;\nSELECT u.k AS key, state.value_get($2, u.k, $4) AS value FROM unnest($3) AS u(k);', schema));
 	EXECUTE format($q$CREATE FUNCTION %I.value_get_many(name text, keys anycompatiblearray, "default" anyelement)
 		RETURNS TABLE(key anycompatible, value anyelement) AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
 
@@ -627,7 +656,7 @@ REVOKE ALL ON FUNCTION state.create_proxy(text, text[], name) FROM PUBLIC;
 -- A proxy's parts change (a rescale): every proxy session sends its next
 -- call by the new parts.  Calls of the cluster running now end first.
 CREATE FUNCTION state.alter_proxy(cluster text, parts text[])
-RETURNS void LANGUAGE plpgsql AS $fn$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	options text[] := state._proxy_options(cluster, parts);
 	old text[];
@@ -652,7 +681,7 @@ REVOKE ALL ON FUNCTION state.alter_proxy(text, text[]) FROM PUBLIC;
 -- key groups of new part i restored from them onto parts[i+1], and the
 -- proxy switched to the new parts.  Returns the entries restored.
 CREATE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
-RETURNS bigint LANGUAGE plpgsql AS $fn$
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	p state.proxies;
 	stamp text := to_char(clock_timestamp(), 'YYYYMMDD"T"HH24MISSUS');
@@ -682,12 +711,28 @@ BEGIN
 		END IF;
 		paths := paths || path;
 	END LOOP;
-	FOR i IN 0 .. cardinality(parts) - 1 LOOP
-		EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
-			INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
-		total := total + status::bigint;
-	END LOOP;
-	PERFORM state.alter_proxy(cluster, parts);
+	BEGIN
+		FOR i IN 0 .. cardinality(parts) - 1 LOOP
+			EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
+				INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
+			total := total + status::bigint;
+		END LOOP;
+		PERFORM state.alter_proxy(cluster, parts);
+	EXCEPTION WHEN OTHERS THEN
+		-- The proxy keeps its old parts: put them back as they were, from the
+		-- same snapshots (a new part restored already may be one of them).
+		FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
+					USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+					USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
+						array_to_string(paths, ', '), cardinality(p.parts), i);
+			END;
+		END LOOP;
+		RAISE;
+	END;
 	RETURN total;
 END
 $fn$;
@@ -695,7 +740,7 @@ REVOKE ALL ON FUNCTION state.rescale_proxy(text, text[], text) FROM PUBLIC;
 
 -- Removes a proxy: its schema with its functions, and its cluster.
 CREATE FUNCTION state.drop_proxy(cluster text)
-RETURNS void LANGUAGE plpgsql AS $fn$
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	s name;
 BEGIN

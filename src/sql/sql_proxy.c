@@ -16,11 +16,14 @@
  * max_parallelism) come from part 0 the first time a session routes a key
  * of it, and are kept until the cluster's foreign server changes.
  *
- * Every proxy call holds a share lock on the cluster's foreign server until
- * its transaction ends; state.pause_proxy takes it exclusively, so that a
- * rescale (state.rescale_proxy) changes the parts while no call runs.  The
- * SQL half (create_proxy, alter_proxy, rescale_proxy) is in the extension
- * script.
+ * The key is read in the caller's settings (as the state would read it),
+ * everything else travels as text in fixed settings (ISO dates, exact
+ * floats) that create_proxy gives the parts' connections too.  Every proxy
+ * call holds a share lock on the cluster's foreign server while it runs,
+ * and every internal PL/Proxy function takes it in its CLUSTER clause
+ * (_proxy_gate); state.pause_proxy takes it exclusively, so that a rescale
+ * (state.rescale_proxy) changes the parts while no call runs.  The SQL half
+ * (create_proxy, alter_proxy, rescale_proxy) is in the extension script.
  */
 #include "postgres.h"
 
@@ -31,10 +34,12 @@
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -48,6 +53,7 @@
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
 PG_FUNCTION_INFO_V1(state_proxy_pause);
+PG_FUNCTION_INFO_V1(state_proxy_gate);
 
 /* What a session knows of a state of a cluster, to route its keys. */
 typedef struct ProxyStateKey
@@ -66,6 +72,9 @@ typedef struct ProxyState
 static HTAB *proxy_states = NULL;
 static MemoryContext proxy_cxt = NULL;
 static bool proxy_stale = false;
+
+/* Share locks the gate took in this session (state_proxy_gate). */
+static uint64 proxy_gates = 0;
 
 /* How a proxy function reaches its parts. */
 typedef struct ProxyCall
@@ -110,12 +119,25 @@ proxy_hash(const char *name, Size keysize, Size entrysize, MemoryContext cxt)
 	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/* A foreign server changed: what this session knows of states may be stale. */
+/*
+ * A foreign server, a type or a relation changed: what this session knows
+ * of states (their key types, a composite key type's attributes) may be
+ * stale.  It is forgotten at the next routing that uses none of it.
+ */
 static void
 proxy_server_changed(Datum arg, int cacheid, uint32 hashvalue)
 {
 	proxy_stale = true;
 }
+
+static void
+proxy_relation_changed(Datum arg, Oid relid)
+{
+	proxy_stale = true;
+}
+
+/* Routings running in this session (one may run inside another's input function). */
+static int	proxy_busy = 0;
 
 static void
 proxy_cache_init(void)
@@ -125,8 +147,10 @@ proxy_cache_init(void)
 		proxy_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend proxy",
 										  ALLOCSET_SMALL_SIZES);
 		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, proxy_server_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, proxy_server_changed, (Datum) 0);
+		CacheRegisterRelcacheCallback(proxy_relation_changed, (Datum) 0);
 	}
-	else if (proxy_stale)
+	else if (proxy_stale && proxy_busy == 0)
 		MemoryContextReset(proxy_cxt);
 	else if (proxy_states != NULL)
 		return;
@@ -166,6 +190,32 @@ proxy_part_count(ForeignServer *server)
 }
 
 /*
+ * proxy_canonical_begin sets, until proxy_canonical_end, the settings that
+ * make values as text unambiguous between the proxy and its parts (whose
+ * connections create_proxy gives the same): ISO dates, PostgreSQL's
+ * intervals, floats that read back exactly.  As postgres_fdw does.
+ */
+static int
+proxy_canonical_begin(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+static void
+proxy_canonical_end(int level)
+{
+	AtEOXact_GUC(true, level);
+}
+
+/*
  * proxy_state_info returns what routing needs of a state: asked of part 0
  * (through the schema's _state_info) the first time.  Called inside SPI.
  */
@@ -174,13 +224,16 @@ proxy_state_info(const char *schema, const char *cluster, const char *state)
 {
 	ProxyStateKey key;
 	ProxyState *ps;
+	ProxyState	fresh;
 	bool		found;
 	char	   *query;
 	Datum		arg = CStringGetTextDatum(state);
 	Oid			argtype = TEXTOID;
 	char	   *typname;
 	char	   *maxpar;
+	char	   *encoding;
 	Oid			keytype;
+	Oid			base;
 	int			max_parallelism;
 
 	proxy_cache_init();
@@ -191,7 +244,7 @@ proxy_state_info(const char *schema, const char *cluster, const char *state)
 	if (ps != NULL)
 		return ps;
 
-	query = psprintf("SELECT key_type, max_parallelism FROM %s._state_info($1)",
+	query = psprintf("SELECT key_type, max_parallelism, encoding FROM %s._state_info($1)",
 					 quote_identifier(schema));
 	if (SPI_execute_with_args(query, 1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read state \"%s\" of cluster \"%s\"", state, cluster);
@@ -202,8 +255,19 @@ proxy_state_info(const char *schema, const char *cluster, const char *state)
 				 errdetail("Part 0 of cluster \"%s\" has no state of that name.", cluster)));
 	typname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	maxpar = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if (typname == NULL || maxpar == NULL)
-		elog(ERROR, "part 0 of cluster \"%s\" described state \"%s\" with a NULL", cluster, state);
+	encoding = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	if (typname == NULL || maxpar == NULL || encoding == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("part 0 of cluster \"%s\" described state \"%s\" with a NULL",
+						cluster, state)));
+	if (strcmp(encoding, GetDatabaseEncodingName()) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the parts of cluster \"%s\" use encoding %s, this database %s",
+						cluster, encoding, GetDatabaseEncodingName()),
+				 errdetail("A key's key group is computed from its bytes, which depend on the encoding."),
+				 errhint("Make the proxy database with the parts' encoding.")));
 	max_parallelism = pg_strtoint32(maxpar);
 	if (max_parallelism < 1 || max_parallelism > 32768)
 		ereport(ERROR,
@@ -217,36 +281,66 @@ proxy_state_info(const char *schema, const char *cluster, const char *state)
 				 errmsg("type %s of the keys of state \"%s\" does not exist in this database",
 						typname, state),
 				 errhint("The proxy reads keys as the parts do: create the type here too.")));
+	/* Types whose values are OIDs differ from database to database. */
+	base = getBaseType(keytype);
+	if (get_typtype(base) == TYPTYPE_ENUM || base == OIDOID || base == REGPROCOID ||
+		base == REGPROCEDUREOID || base == REGOPEROID || base == REGOPERATOROID ||
+		base == REGCLASSOID || base == REGTYPEOID || base == REGROLEOID ||
+		base == REGNAMESPACEOID || base == REGCONFIGOID || base == REGDICTIONARYOID ||
+		base == REGCOLLATIONOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a proxy cannot route keys of type %s", typname),
+				 errdetail("Values of that type are object identifiers, which differ between the proxy and the parts."),
+				 errhint("Call the parts directly, routing with state.part_for.")));
 
+	/* Built whole before it is entered, so that an error leaves no half entry. */
+	memset(&fresh, 0, sizeof(fresh));
+	fresh.key = key;
+	fresh.max_parallelism = max_parallelism;
+	codec_init(&fresh.codec, keytype, proxy_cxt);
 	ps = hash_search(proxy_states, &key, HASH_ENTER, &found);
-	ps->max_parallelism = max_parallelism;
-	codec_init(&ps->codec, keytype, proxy_cxt);
+	*ps = fresh;
 	return ps;
 }
 
 /*
- * proxy_route is the part of the cluster that holds a key of a state (the
- * key as text, read with the state's key type).  Called inside SPI.
+ * proxy_route is the part of nparts that holds a key of a state, given as
+ * text and read with the state's key type under the caller's settings (as
+ * the state would read it); *canonical is set to the key as text again, in
+ * the settings of proxy_canonical_begin, for the part.  Called inside SPI.
  */
 static int
-proxy_route(ProxyCall *pc, const char *state, char *keytext)
+proxy_route(ProxyCall *pc, const char *state, char *keytext, int nparts, char **canonical)
 {
-	ForeignServer *server = GetForeignServer(pc->server);
-	int			nparts = proxy_part_count(server);
 	ProxyState *ps = proxy_state_info(pc->schema, pc->cluster, state);
 	StringInfoData image;
-	Datum		key;
+	Datum volatile key = (Datum) 0;
 	uint32		hash;
 	int			kg;
+	int			level;
 
 	if (nparts > ps->max_parallelism)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cluster \"%s\" has %d parts, more than its key groups (%d)",
 						pc->cluster, nparts, ps->max_parallelism)));
-	key = codec_input(&ps->codec, keytext);
+	/* A domain's check may call a proxy function: the cache stays until it returns. */
+	proxy_busy++;
+	PG_TRY();
+	{
+		key = codec_input(&ps->codec, keytext);
+	}
+	PG_FINALLY();
+	{
+		proxy_busy--;
+	}
+	PG_END_TRY();
 	initStringInfo(&image);
 	codec_encode(&ps->codec, key, &image);
+	level = proxy_canonical_begin();
+	*canonical = codec_output(&ps->codec, key);
+	proxy_canonical_end(level);
 	hash = key_image_hash(image.data, image.len);
 	kg = key_group_for_hash(hash, ps->max_parallelism);
 	pfree(image.data);
@@ -397,7 +491,9 @@ proxy_arg_text(ProxyCall *pc, FunctionCallInfo fcinfo, int i, char *nulls)
 	if (type == TEXTOID)
 		return PG_GETARG_DATUM(i);
 	if (!OidIsValid(type))
-		elog(ERROR, "could not determine the type of argument %d of %s", i + 1, pc->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("could not determine the type of argument %d of %s", i + 1, pc->name)));
 	if (pc->out_type[i] != type)
 	{
 		getTypeOutputInfo(type, &outfn, &isvarlena);
@@ -408,12 +504,14 @@ proxy_arg_text(ProxyCall *pc, FunctionCallInfo fcinfo, int i, char *nulls)
 }
 
 /*
- * The arguments of a batch call: every array argument as text[], and the
- * part of each key (args[0], int[]).  Arrays must be of one dimension and
- * as long as the keys; keys must not be NULL.
+ * The arguments of a batch call: every array argument as text[] (its keys
+ * read under the caller's settings and written again in the canonical
+ * ones; its values written in the canonical ones), and the part of each
+ * key (args[0], int[]).  Arrays must be of one dimension and as long as the
+ * keys; keys must not be NULL.
  */
 static void
-proxy_batch_args(ProxyCall *pc, FunctionCallInfo fcinfo, Datum *args, char *nulls)
+proxy_batch_args(ProxyCall *pc, FunctionCallInfo fcinfo, Datum *args, char *nulls, int nparts)
 {
 	const char *state = TextDatumGetCString(args[1]);
 	int			nkeys = -1;
@@ -431,6 +529,7 @@ proxy_batch_args(ProxyCall *pc, FunctionCallInfo fcinfo, Datum *args, char *null
 		int			n;
 		Oid			outfn;
 		bool		isvarlena;
+		bool		keys = i == pc->keys_arg;
 
 		if (!pc->is_array[i])
 			continue;
@@ -453,19 +552,33 @@ proxy_batch_args(ProxyCall *pc, FunctionCallInfo fcinfo, Datum *args, char *null
 					 errhint("Give one value per key.")));
 		nkeys = n;
 		getTypeOutputInfo(elemtype, &outfn, &isvarlena);
-		if (i == pc->keys_arg)
+		if (keys)
 			parts = palloc(sizeof(Datum) * Max(n, 1));
 		for (int e = 0; e < n; e++)
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (elemnulls[e] && i == pc->keys_arg)
+			if (elemnulls[e] && keys)
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("key of state \"%s\" must not be null", state)));
-			if (!elemnulls[e])
+			if (elemnulls[e])
+				continue;
+			if (keys)
+			{
+				char	   *canonical;
+
+				parts[e] = Int32GetDatum(proxy_route(pc, state,
+													 OidOutputFunctionCall(outfn, elems[e]),
+													 nparts, &canonical));
+				elems[e] = CStringGetTextDatum(canonical);
+			}
+			else
+			{
+				int			level = proxy_canonical_begin();
+
 				elems[e] = CStringGetTextDatum(OidOutputFunctionCall(outfn, elems[e]));
-			if (i == pc->keys_arg)
-				parts[e] = Int32GetDatum(proxy_route(pc, state, TextDatumGetCString(elems[e])));
+				proxy_canonical_end(level);
+			}
 		}
 		{
 			int			dims[1] = {n};
@@ -526,7 +639,10 @@ proxy_return_set(FunctionCallInfo fcinfo)
 											  false, work_mem);
 	MemoryContextSwitchTo(old);
 	if (spidesc->natts != desc->natts)
-		elog(ERROR, "a part returned %d columns, not %d", spidesc->natts, desc->natts);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a part returned %d columns, not %d", spidesc->natts, desc->natts),
+				 errhint("Are the parts and the proxy at the same version of state_backend?")));
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[r];
@@ -562,38 +678,56 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	Datum		result = (Datum) 0;
 	bool		isnull = true;
 	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	uint64		gates;
+	int			level;
+	int			nparts = 0;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	pc = fcinfo->flinfo->fn_extra;
 	if (pc == NULL)
 		fcinfo->flinfo->fn_extra = pc = proxy_call_get(fcinfo);
-	/* Wait while the cluster is paused (a rescale); hold it until commit. */
+	/* Wait while the cluster is paused (a rescale); given back after the call. */
 	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
+	gates = proxy_gates;
 
 	first = pc->key_arg >= 0 || pc->keys_arg >= 0 ? 1 : 0;
 	args = palloc(sizeof(Datum) * (pc->nargs + 1));
 	nulls = palloc(pc->nargs + 1);
-	for (int i = 0; i < pc->nargs; i++)
-		if (!pc->is_array[i])
-			args[first + i] = proxy_arg_text(pc, fcinfo, i, nulls + first);
-	if (first && PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("state name must not be null")));
+	if (first)
+	{
+		if (PG_ARGISNULL(0))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("state name must not be null")));
+		args[1] = PG_GETARG_DATUM(0);
+		nulls[1] = ' ';
+		nparts = proxy_part_count(GetForeignServer(pc->server));
+	}
+	/* The keys first, read as the state reads them: in the caller's settings. */
 	if (pc->keys_arg >= 0)
-		proxy_batch_args(pc, fcinfo, args, nulls);
+		proxy_batch_args(pc, fcinfo, args, nulls, nparts);
 	else if (first)
 	{
+		char	   *canonical;
+		Datum		keytext;
+
 		if (PG_ARGISNULL(pc->key_arg))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("key of state \"%s\" must not be null",
 							TextDatumGetCString(args[1]))));
+		keytext = proxy_arg_text(pc, fcinfo, pc->key_arg, nulls + first);
 		args[0] = Int32GetDatum(proxy_route(pc, TextDatumGetCString(args[1]),
-											TextDatumGetCString(args[first + pc->key_arg])));
+											TextDatumGetCString(keytext), nparts, &canonical));
 		nulls[0] = ' ';
+		args[first + pc->key_arg] = CStringGetTextDatum(canonical);
 	}
+	/* The rest, and the results, in the settings the parts' sessions have. */
+	level = proxy_canonical_begin();
+	for (int i = 0; i < pc->nargs; i++)
+		if (!pc->is_array[i] && i != pc->key_arg && !(first && i == 0))
+			args[first + i] = proxy_arg_text(pc, fcinfo, i, nulls + first);
 	if (SPI_execute_plan(pc->plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not call %s._%s", pc->schema, pc->name);
 
@@ -603,7 +737,7 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	{
 		int64		total = 0;
 
-		/* A count from every part (truncate): their sum. */
+		/* A count from every part (truncate, batch calls): their sum. */
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
 			bool		n;
@@ -623,6 +757,17 @@ state_proxy_call(PG_FUNCTION_ARGS)
 		if (!isnull)
 			result = SPI_datumTransfer(result, get_typbyval(rettype), get_typlen(rettype));
 	}
+	proxy_canonical_end(level);
+
+	/*
+	 * The call is done and committed on its parts: let a rescale proceed.
+	 * The gate of each PL/Proxy call made took the lock once more.
+	 */
+	for (uint64 n = 0; n <= proxy_gates - gates; n++)
+		UnlockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
+	/* A state made or dropped through the proxy: its key type is read again. */
+	if (strcmp(pc->name, "create_state") == 0 || strcmp(pc->name, "drop_state") == 0)
+		proxy_stale = true;
 	SPI_finish();
 	if (fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo))
 		return (Datum) 0;
@@ -633,12 +778,9 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	return result;
 }
 
-/*
- * pause_proxy(cluster): no proxy call of the cluster runs from now until
- * this transaction ends (those running are waited for; new ones wait).
- */
-Datum
-state_proxy_pause(PG_FUNCTION_ARGS)
+/* Locks the foreign server of the cluster named by argument 0 in mode. */
+static void
+proxy_lock_cluster(FunctionCallInfo fcinfo, LOCKMODE mode)
 {
 	ForeignServer *server;
 
@@ -647,6 +789,30 @@ state_proxy_pause(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cluster must not be null")));
 	server = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
-	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, AccessExclusiveLock);
+	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, mode);
+}
+
+/*
+ * _proxy_gate(cluster): the cluster's name, for the CLUSTER clause of every
+ * internal PL/Proxy function, after a share lock on its foreign server held
+ * until the transaction ends, or until the proxy function that made the
+ * call gives it back: no PL/Proxy call of a cluster runs while it is paused.
+ */
+Datum
+state_proxy_gate(PG_FUNCTION_ARGS)
+{
+	proxy_lock_cluster(fcinfo, AccessShareLock);
+	proxy_gates++;
+	PG_RETURN_TEXT_P(PG_GETARG_TEXT_P_COPY(0));
+}
+
+/*
+ * pause_proxy(cluster): no proxy call of the cluster runs from now until
+ * this transaction ends (those running are waited for; new ones wait).
+ */
+Datum
+state_proxy_pause(PG_FUNCTION_ARGS)
+{
+	proxy_lock_cluster(fcinfo, AccessExclusiveLock);
 	PG_RETURN_VOID();
 }

@@ -49,6 +49,7 @@ SELECT state.create_state('v', 'value', 'int', 'bigint');
 SELECT state.create_state('r', 'reducing', 'int', 'bigint', reducer => 'sum', backend => 'rocksdb');
 SELECT state.create_state('m', 'map', 'text', 'int', map_key_type => 'int');
 SELECT state.create_state('l', 'list', 'int', 'text');
+SELECT state.create_state('d', 'value', 'date', 'timestamptz');
 };
 
 # The parts: server 0's empty states, split three ways.
@@ -166,9 +167,36 @@ cmp_ok(
 		"SELECT writes FROM state_proxy.stats WHERE name = 'v'"),
 	'>=', $nkeys, 'state_proxy.stats: the writes of every part');
 
-# Errors come back as the part raised them.
+# Keys and values mean what they mean in the caller's session, whatever its
+# DateStyle and TimeZone: the key is read as a date in the caller's order
+# (day first here) and sent to the part as ISO, the instant keeps its zone.
+my $owner = $proxy->safe_psql('postgres',
+	"SELECT state.part_for('d', '2024-02-03'::date, 3)");
+$proxy->safe_psql(
+	'postgres', q{
+SET DateStyle = 'SQL, DMY';
+SET TimeZone = 'Asia/Tokyo';
+SELECT state_proxy.value_set('d', '03/02/2024', '03/02/2024 10:00'::timestamptz);
+});
+is( $servers[$owner]->safe_psql('postgres',
+		"SELECT state.value_get('d', '2024-02-03'::date, NULL::timestamptz) = '2024-02-03 01:00+00'"),
+	't', 'a date key in DMY order and a time in Tokyo reach the right part as what they meant');
+is( $proxy->safe_psql(
+		'postgres', q{
+SET DateStyle = 'SQL, DMY';
+SET TimeZone = 'Asia/Tokyo';
+SELECT state_proxy.value_get('d', '03/02/2024'::date, NULL::timestamptz) = '2024-02-03 10:00+09'}),
+	't', 'and read back the same in that session');
+
+# Errors: those of the proxy's own reading, and those a part raised.
 $e = sql_error($proxy, "SELECT state_proxy.value_get('v', 'x', 0::bigint)");
-is($e->{sqlstate}, '22P02', 'a key that is not of the key type: invalid_text_representation');
+is($e->{sqlstate}, '22P02', 'a key the proxy cannot read as the key type: invalid_text_representation');
+$e = sql_error($proxy, "SELECT state_proxy.value_set('v', 1, 'not a number')");
+is($e->{sqlstate}, '22P02', "a value the part cannot read: the part's invalid_text_representation");
+$e = sql_error($proxy, "SELECT state_proxy.value_set('l', 1, 2::bigint)");
+is($e->{sqlstate}, '42809', "a list state called as a value state: the part's wrong_object_type");
+$e = sql_error($proxy, "SELECT state.create_proxy('x2', ARRAY['host=a password=b'], 'p2')");
+is($e->{sqlstate}, '22023', 'a password in a connection string: refused (22023)');
 $e = sql_error($proxy, "SELECT state_proxy.value_get('nope', 1, 0::bigint)");
 is($e->{sqlstate}, '42704', 'a state that does not exist: undefined_object');
 $e = sql_error($proxy, "SELECT state_proxy.value_get('v', NULL::int, 0::bigint)");
@@ -177,6 +205,16 @@ $e = sql_error($proxy, "SELECT state.create_proxy('sc', ARRAY['host=x'])");
 is($e->{sqlstate}, '42710', 'a second proxy of a cluster: duplicate_object');
 $e = sql_error($proxy, "SELECT state.create_proxy('Bad Name', ARRAY['host=x'], 'p2')");
 is($e->{sqlstate}, '22023', 'a cluster name that is not an identifier: 22023');
+
+# A paused cluster: its calls wait until the pause ends.
+my $pauser = $proxy->background_psql('postgres', on_error_stop => 0);
+$pauser->query_safe("BEGIN; SELECT state.pause_proxy('sc')");
+$e = sql_error($proxy, "SET statement_timeout = '1s'; SELECT state_proxy.value_get('v', 1, 0::bigint)");
+is($e->{sqlstate}, '57014', 'a call while the cluster is paused waits (here until its timeout)');
+$pauser->query_safe('COMMIT');
+$pauser->quit;
+is($proxy->safe_psql('postgres', "SELECT state_proxy.value_get('v', 1, 0::bigint)"),
+	'7', 'and runs once the pause ends');
 
 # Live rescaling under a client loop: each transaction adds 1 to a random
 # key of 'r' through the proxy, its key an untyped bind parameter.
