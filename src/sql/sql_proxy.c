@@ -765,6 +765,8 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	 */
 	for (uint64 n = 0; n <= proxy_gates - gates; n++)
 		UnlockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
+	/* Given back: a proxy call around this one (a domain's check) counts only its own. */
+	proxy_gates = gates;
 	/* A state made or dropped through the proxy: its key type is read again. */
 	if (strcmp(pc->name, "create_state") == 0 || strcmp(pc->name, "drop_state") == 0)
 		proxy_stale = true;

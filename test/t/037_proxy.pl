@@ -240,6 +240,7 @@ sleep 5;
 $restored = $proxy->safe_psql('postgres',
 	"SELECT state.rescale_proxy('sc', " . parts_array(@servers) . ", '$dir')");
 ok($restored > 0, "rescale 2 -> 3 restored $restored entries");
+ok($bench->{run}->pumpable, 'the clients were still calling through the second rescale');
 my $r = finish_pgbench($bench);
 is($r->{ret}, 0, 'clients through the rescales: no call failed')
   or diag $r->{stderr};
