@@ -240,7 +240,18 @@ logged_at_commit(void)
 	if (synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
 	{
 		XLogFlush(lsn);
-		SyncRepWaitForLSN(lsn, true);
+
+		/*
+		 * Only sessions wait for synchronous standbys.  The workers write on
+		 * sessions' behalf (a session waits for the worker's records it
+		 * depends on: channel_session_lsn) or deliver at least once (timer
+		 * handlers); and SyncRepWaitForLSN ends early only for a process
+		 * being terminated as a session is, so a worker waiting there when
+		 * the standby goes (a failover) would hold off a fast shutdown
+		 * forever.
+		 */
+		if (MyBackendType == B_BACKEND)
+			SyncRepWaitForLSN(lsn, true);
 	}
 	else
 		XLogSetAsyncXactLSN(lsn);
