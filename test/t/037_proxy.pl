@@ -16,6 +16,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Handle;
+use POSIX ();
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
@@ -216,16 +218,74 @@ $pauser->quit;
 is($proxy->safe_psql('postgres', "SELECT state_proxy.value_get('v', 1, 0::bigint)"),
 	'7', 'and runs once the pause ends');
 
-# Live rescaling under a client loop: each transaction adds 1 to a random
-# key of 'r' through the proxy, its key an untyped bind parameter.
+# Live rescaling under a client loop: two clients, each in a long-lived
+# proxy session, add 1 to a random key of 'r' again and again, the key an
+# untyped bind parameter of a prepared statement; each records every call
+# acknowledged ("A") or failed ("F") in its file, until the stop file
+# appears.  Each step waits for the clients to have made more calls, not
+# for a time.
 my $before = $proxy->safe_psql('postgres',
 	"SELECT sum(value) FROM state_proxy.entries('r', NULL::int, NULL::bigint)");
-my $bench = start_pgbench(
-	$proxy,
-	'-n -M prepared -c 2 -j 2 -T 24',
-	{ 'rescale' => "\\set k random(1, 20000)\nSELECT state_proxy.reduce('r', :k, 1::bigint);\n" },
-	timeout => 240);
-sleep 5;
+my $stop = "$dir/stop_clients";
+my %clients;
+for my $id (1, 2)
+{
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		my $ok = eval {
+			open(my $log, '>>', "$dir/client_$id") or die "client $id: $!";
+			$log->autoflush(1);
+			my $s = $proxy->background_psql('postgres', on_error_stop => 0);
+			$s->query_safe(q{PREPARE deposit(unknown) AS
+				SELECT 'ok ' || state_proxy.reduce('r', $1, 1::bigint)});
+			until (-e $stop)
+			{
+				$s->{stderr} = '';
+				my $out = $s->query('EXECUTE deposit(' . (1 + int(rand(20000))) . ')');
+				print $log ($out =~ /^ok \d+$/m && $s->{stderr} !~ /ERROR/ ? "A\n" : "F $s->{stderr}\n");
+			}
+			$s->quit;
+			1;
+		};
+		POSIX::_exit($ok ? 0 : 1);
+	}
+	$clients{$id} = $pid;
+}
+
+# (acknowledged, failed) calls of the clients so far.
+sub client_calls
+{
+	my ($a, $f) = (0, 0);
+	for my $id (1, 2)
+	{
+		next unless -f "$dir/client_$id";
+		for (split /\n/, slurp_file("$dir/client_$id"))
+		{
+			/^A$/ ? $a++ : $f++;
+		}
+	}
+	return ($a, $f);
+}
+
+# more_calls($n, $what): until the clients have made $n more acknowledged
+# calls (at most the test's timeout).
+sub more_calls
+{
+	my ($n, $what) = @_;
+	my ($from) = client_calls();
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my ($now) = client_calls();
+		return 1 if $now >= $from + $n;
+		usleep(100_000);
+	}
+	diag "the clients made no $n more calls $what";
+	return 0;
+}
+
+ok(more_calls(500, 'before the rescales'), 'the clients call through the proxy');
 my $restored = $proxy->safe_psql('postgres',
 	"SELECT state.rescale_proxy('sc', " . parts_array(@servers[0, 1]) . ", '$dir')");
 ok($restored > 0, "rescale 3 -> 2 restored $restored entries");
@@ -236,18 +296,25 @@ my $foreign = $servers[0]->safe_psql('postgres',
 	"SELECT min(i) FROM generate_series(1, 1000) i WHERE state.part_for('v', i, 2) = 1");
 $e = sql_error($servers[0], "SELECT state.value_set('v', $foreign, 1::bigint)");
 is($e->{sqlstate}, '22023', 'a key of another part: refused with 22023');
-sleep 5;
+ok(more_calls(500, 'on two parts'), 'the clients call through the proxy on two parts');
 $restored = $proxy->safe_psql('postgres',
 	"SELECT state.rescale_proxy('sc', " . parts_array(@servers) . ", '$dir')");
 ok($restored > 0, "rescale 2 -> 3 restored $restored entries");
-ok($bench->{run}->pumpable, 'the clients were still calling through the second rescale');
-my $r = finish_pgbench($bench);
-is($r->{ret}, 0, 'clients through the rescales: no call failed')
-  or diag $r->{stderr};
-cmp_ok($r->{processed}, '>', 0, "clients made $r->{processed} calls");
+ok(more_calls(500, 'after the second rescale'),
+	'the clients were still calling through the second rescale');
+append_to_file($stop, '');
+for my $id (1, 2)
+{
+	waitpid($clients{$id}, 0);
+	is($? >> 8, 0, "client $id ended cleanly");
+}
+my ($acked, $failed) = client_calls();
+is($failed, 0, 'clients through the rescales: no call failed')
+  or diag join('', grep { !/^A$/ } map { slurp_file("$dir/client_$_") } 1, 2);
+cmp_ok($acked, '>', 0, "clients made $acked calls");
 is( $proxy->safe_psql('postgres',
 		"SELECT sum(value) FROM state_proxy.entries('r', NULL::int, NULL::bigint)"),
-	$before + $r->{processed},
+	$before + $acked,
 	'every acknowledged write is there after 3 -> 2 -> 3');
 is(placement(3, @servers), "$nkeys|0", 'after 2 -> 3: each server holds its part');
 is( $proxy->safe_psql('postgres', "SELECT cardinality(parts), version FROM state.proxies"),
