@@ -86,7 +86,8 @@ typedef struct ProxyCall
 	int			nargs;
 	int			key_arg;		/* -1: a whole-state call, run on every part */
 	int			keys_arg;		/* a batch call: its array of keys, split by part */
-	bool	   *is_array;		/* an array argument (of a batch call) */
+	bool		routed;			/* key_arg or keys_arg: the part(s) come first */
+	bool	   *is_array;		/* an array argument of a batch call, sent as text[] */
 	bool		sum;			/* a count from every part, summed */
 	SPIPlanPtr	plan;
 	FmgrInfo   *out;			/* output function per argument */
@@ -412,11 +413,13 @@ proxy_call_init(FunctionCallInfo fcinfo)
 			pc->key_arg = in;
 		if (names != NULL && names[i] != NULL && strcmp(names[i], "keys") == 0)
 			pc->keys_arg = in;
-		pc->is_array[in] = types[i] == ANYARRAYOID || types[i] == ANYCOMPATIBLEARRAYOID;
 		in++;
 	}
-	if (pc->keys_arg < 0)
-		memset(pc->is_array, 0, sizeof(bool) * Max(pc->nargs, 1));
+	for (int i = 0, in = 0; i < n && pc->keys_arg >= 0; i++)
+		if (modes == NULL || modes[i] == PROARGMODE_IN || modes[i] == PROARGMODE_INOUT ||
+			modes[i] == PROARGMODE_VARIADIC)
+			pc->is_array[in++] = types[i] == ANYARRAYOID || types[i] == ANYCOMPATIBLEARRAYOID;
+	pc->routed = pc->key_arg >= 0 || pc->keys_arg >= 0;
 	pc->sum = pc->key_arg < 0 && !proc->proretset && proc->prorettype == INT8OID;
 	ReleaseSysCache(tup);
 	proxy_of_schema(pc, get_func_namespace(fcinfo->flinfo->fn_oid), cxt);
@@ -425,7 +428,7 @@ proxy_call_init(FunctionCallInfo fcinfo)
 	 * SELECT * FROM schema._name([$1,] $2, ...): the part (or for a batch
 	 * call the part of each key), then the arguments as text (or text[]).
 	 */
-	first = pc->key_arg >= 0 || pc->keys_arg >= 0 ? 1 : 0;
+	first = pc->routed ? 1 : 0;
 	argtypes = palloc(sizeof(Oid) * (pc->nargs + 1));
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT * FROM %s.%s(", quote_identifier(pc->schema),
@@ -678,6 +681,7 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	Datum		result = (Datum) 0;
 	bool		isnull = true;
 	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	bool		retset = fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo);
 	uint64		gates;
 	int			level;
 	int			nparts = 0;
@@ -691,7 +695,7 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
 	gates = proxy_gates;
 
-	first = pc->key_arg >= 0 || pc->keys_arg >= 0 ? 1 : 0;
+	first = pc->routed ? 1 : 0;
 	args = palloc(sizeof(Datum) * (pc->nargs + 1));
 	nulls = palloc(pc->nargs + 1);
 	if (first)
@@ -731,7 +735,7 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	if (SPI_execute_plan(pc->plan, args, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not call %s._%s", pc->schema, pc->name);
 
-	if (fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo))
+	if (retset)
 		proxy_return_set(fcinfo);
 	else if (pc->sum)
 	{
@@ -771,7 +775,7 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	if (strcmp(pc->name, "create_state") == 0 || strcmp(pc->name, "drop_state") == 0)
 		proxy_stale = true;
 	SPI_finish();
-	if (fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo))
+	if (retset)
 		return (Datum) 0;
 	if (rettype == VOIDOID)
 		PG_RETURN_VOID();
