@@ -19,6 +19,8 @@ OBJS = \
 	src/state_ops.o \
 	src/logged.o \
 	src/logged_txn.o \
+	src/logged_replay.o \
+	src/logged_standby.o \
 	src/common/types.o \
 	src/common/locks.o \
 	src/common/settings.o \

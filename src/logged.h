@@ -1,8 +1,9 @@
 /*
  * logged.h
  *		Logged states and PostgreSQL's WAL: the check at create, the wait at
- *		commit, the replication slot that keeps the WAL recovery needs, and
- *		recovery in the state worker.
+ *		commit, the replication slot that keeps the WAL recovery needs,
+ *		recovery in the state worker, and the worker of a hot standby that
+ *		applies their WAL as it is replayed.
  */
 #ifndef STATE_BACKEND_LOGGED_H
 #define STATE_BACKEND_LOGGED_H
@@ -10,6 +11,7 @@
 #include "access/xlogdefs.h"
 
 #include "common/types.h"
+#include "format/snapshot_format.h"
 
 /* Sessions. */
 extern int	logged_create(StateDesc *desc);
@@ -17,10 +19,24 @@ extern void logged_before_restore(void);
 extern void logged_at_commit(void);
 
 /* The state worker. */
-extern void logged_note_adopted(void);
-extern bool logged_recover(const char *checkpoint_dir);
+extern bool logged_recover(const SnapshotManifest *checkpoint);
 extern void logged_checkpoint_done(XLogRecPtr wal_position, bool holds_logged);
 extern bool logged_wants_checkpoint(void);
-extern void logged_keep_for_standby(void);
+extern XLogRecPtr logged_newest_cut(void);
+extern void logged_keep_for_standby(XLogRecPtr needed);
+extern void logged_log_clock(void);
+
+/* The state worker of a hot standby (logged_standby.c). */
+extern void logged_standby_wait_for_checkpoint(void);
+extern void logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh);
+extern bool logged_standby_active(void);
+extern bool logged_standby_round(void);
+extern void logged_standby_promoted(void);
+
+/* Sessions (logged_standby.c). */
+extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);
+extern void logged_clock_moved(void);
+extern Size logged_standby_shmem_size(void);
+extern void logged_standby_shmem_init(void);
 
 #endif							/* STATE_BACKEND_LOGGED_H */

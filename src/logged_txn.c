@@ -6,13 +6,15 @@
  *
  * A transaction's records (format/state_wal.h: STATE_WAL_TXN_OFFSET) come
  * before its commit record, which may never come: the server crashed in
- * between, or the commit failed after them.  Replay (logged.c) holds them
- * here per xid; the transaction's commit record hands them back to be
- * applied, in the order they were logged, its abort record forgets them,
- * and whatever is still held when WAL ends is forgotten: those
+ * between, or the commit failed after them.  Replay (logged_replay.c)
+ * holds them here per xid; the transaction's commit record hands them back
+ * to be applied, in the order they were logged, its abort record forgets
+ * them, and whatever is still held when WAL ends is forgotten: those
  * transactions never committed.  The records hold whole images, map
- * entries and removals (never appends), so applying one again over a
- * state that had it already changes nothing.
+ * entries, removals and the elements a commit appends to a list; a replay
+ * that begins again before a commit it applied (a standby's worker
+ * started again) forgets that commit's records instead of applying them
+ * twice.
  */
 #include "postgres.h"
 
@@ -45,7 +47,7 @@ copy_image(MemoryContext cxt, const char *p, uint32 len)
 
 /* replay_txn_hold keeps a transactional record until its xid ends. */
 void
-replay_txn_hold(const StateWalRecord *rec, XLogRecPtr end)
+replay_txn_hold(const StateWalRecord *rec, XLogRecPtr start, XLogRecPtr end)
 {
 	HeldTxn    *t;
 	HeldRecord *h;
@@ -75,6 +77,7 @@ replay_txn_hold(const StateWalRecord *rec, XLogRecPtr end)
 	h->rec.key = copy_image(t->cxt, rec->key, rec->keylen);
 	h->rec.map_key = copy_image(t->cxt, rec->map_key, rec->map_keylen);
 	h->rec.value = copy_image(t->cxt, rec->value, rec->valuelen);
+	h->start = start;
 	h->end = end;
 	t->records = lappend(t->records, h);
 	MemoryContextSwitchTo(old);
@@ -85,6 +88,27 @@ bool
 replay_txn_any(void)
 {
 	return held != NULL && hash_get_num_entries(held) > 0;
+}
+
+/* Where the oldest record held begins (InvalidXLogRecPtr: none held). */
+XLogRecPtr
+replay_txn_oldest(void)
+{
+	XLogRecPtr	oldest = InvalidXLogRecPtr;
+	HASH_SEQ_STATUS seq;
+	HeldTxn    *t;
+
+	if (held == NULL)
+		return InvalidXLogRecPtr;
+	hash_seq_init(&seq, held);
+	while ((t = hash_seq_search(&seq)) != NULL)
+	{
+		HeldRecord *h = linitial(t->records);
+
+		if (oldest == InvalidXLogRecPtr || h->start < oldest)
+			oldest = h->start;
+	}
+	return oldest;
 }
 
 /* The records held for xid (NIL: none); replay_txn_forget frees them. */

@@ -14,10 +14,12 @@
 typedef struct HeldRecord
 {
 	StateWalRecord rec;
+	XLogRecPtr	start;
 	XLogRecPtr	end;
 } HeldRecord;
 
-extern void replay_txn_hold(const StateWalRecord *rec, XLogRecPtr end);
+extern void replay_txn_hold(const StateWalRecord *rec, XLogRecPtr start, XLogRecPtr end);
+extern XLogRecPtr replay_txn_oldest(void);
 extern bool replay_txn_any(void);
 extern List *replay_txn_take(TransactionId xid);
 extern void replay_txn_forget(TransactionId xid);

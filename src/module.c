@@ -81,6 +81,7 @@ state_backend_shmem_request(void)
 	size = add_size(size, channel_shmem_size());
 	size = add_size(size, state_stats_shmem_size());
 	size = add_size(size, ttl_clock_shmem_size());
+	size = add_size(size, logged_standby_shmem_size());
 	size = add_size(size, txn_state_shmem_size());
 	size = add_size(size, timer_queue_shmem_size());
 	RequestAddinShmemSpace(size);
@@ -102,6 +103,7 @@ state_backend_shmem_startup(void)
 	channel_shmem_init();
 	state_stats_shmem_init();
 	ttl_clock_shmem_init();
+	logged_standby_shmem_init();
 	txn_state_shmem_init();
 	timer_queue_shmem_init();
 	LWLockRelease(AddinShmemInitLock);

@@ -43,6 +43,7 @@
 #include "format/state_wal.h"
 #include "ipc/channel.h"
 #include "logged.h"
+#include "logged_replay.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
@@ -91,6 +92,8 @@ static MemoryContext sweep_cxt = NULL;
 #define STATE_WORKER_WAL_LOOK_MS			1000
 #define STATE_WORKER_WAL_CHECKPOINT_GAP_MS	2000
 #define STATE_WORKER_TIMERS_LOOK_MS			1000
+/* On a hot standby: a look this often at the WAL replayed (no wake-up comes). */
+#define STATE_WORKER_STANDBY_LOOK_MS		10
 
 /*
  * state_worker_dispatch runs one request of a session: snapshots are the
@@ -289,29 +292,8 @@ worker_pause(long ms)
 	}
 }
 
-/*
- * On a standby the worker serves nothing until the server is promoted
- * (sessions get read_only_sql_transaction meanwhile): its states would be
- * stale.  Returns whether the server was in recovery.
- */
-static bool
-state_worker_wait_for_promotion(void)
-{
-	bool		waited = false;
-
-	while (RecoveryInProgress())
-	{
-		if (!waited)
-			ereport(LOG,
-					(errmsg("state_backend worker waits for the end of recovery: states are not served on a standby")));
-		waited = true;
-		if (ShutdownRequestPending)
-			proc_exit(1);
-		logged_keep_for_standby();
-		worker_pause(200L);
-	}
-	return waited;
-}
+/* The checkpoint a standby's worker loaded at its start (NULL: none, or unknown). */
+static const char *standby_loaded = NULL;
 
 /* What the worker's loop keeps between its rounds. */
 typedef struct WorkerRounds
@@ -394,13 +376,29 @@ refuse_start(const char *backend)
 	proc_exit(0);
 }
 
+/*
+ * A standby's worker could not load the whole checkpoint (its files went
+ * while it read them): the WAL it would apply over what is missing would
+ * make states no primary ever had.  The server's processes start again
+ * (exit code 2: the postmaster restarts them all, with fresh shared
+ * memory), and the next start loads the newest checkpoint.
+ */
+static void
+standby_load_failed(const char *dir)
+{
+	ereport(LOG,
+			(errmsg("state_backend could not load checkpoint \"%s\" whole on this standby; the server's processes restart to load the newest one",
+					dir ? dir : "")));
+	proc_exit(2);
+}
+
 static void
 state_worker_start(void)
 {
 	bool		recovering;
-	bool		promoted;
+	bool		standby;
 	char	   *loaded = NULL;
-	const char *unregistered = NULL;
+	RestoreStart restored = {NULL, NULL, true};
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -414,12 +412,13 @@ state_worker_start(void)
 	ensure_signing_key();
 
 	/*
-	 * What a backend kept on a promoted standby is a copy of a running
-	 * primary's files: the backends set it aside, so that every state comes
-	 * from the newest checkpoint.
+	 * A standby's worker loads a checkpoint whose cut the standby's WAL
+	 * holds, and applies that WAL as it is replayed (logged_standby.c).
 	 */
-	promoted = state_worker_wait_for_promotion();
+	standby = RecoveryInProgress();
 	recovering = !registry_is_ready();
+	if (standby && recovering)
+		logged_standby_wait_for_checkpoint();
 
 	(void) state_area();
 	snapshot_worker_attach();
@@ -436,14 +435,21 @@ state_worker_start(void)
 	 */
 	if (recovering)
 	{
-		keyed_backends_worker_start(promoted ? STATE_WORKER_START_PROMOTED :
+		/*
+		 * What a backend kept on a standby is a copy of a running primary's
+		 * files (a base backup): the backends set it aside, so that every
+		 * state comes from the checkpoint and WAL.
+		 */
+		keyed_backends_worker_start(standby ? STATE_WORKER_START_PROMOTED :
 									STATE_WORKER_START_FRESH);
 		logged_note_adopted();
 		state_wal_suppress(true);
-		loaded = restore_on_start(&unregistered);
+		loaded = restore_on_start(standby, &restored);
 		state_wal_suppress(false);
-		if (unregistered != NULL)
-			refuse_start(unregistered);
+		if (restored.unregistered != NULL)
+			refuse_start(restored.unregistered);
+		if (!restored.complete && RecoveryInProgress())
+			standby_load_failed(loaded);
 		start_hold();
 	}
 	else
@@ -458,9 +464,16 @@ state_worker_start(void)
 
 	/*
 	 * Logged states: their WAL since the checkpoint, then a checkpoint of
-	 * the result, before any session is served (logged.c).
+	 * the result, before any session is served (logged.c); on a standby,
+	 * what it has replayed, and then as it replays more.
 	 */
-	if (recovering && logged_recover(loaded))
+	if (RecoveryInProgress())
+	{
+		logged_standby_begin(restored.manifest, recovering);
+		standby_loaded = loaded;
+		registry_set_standby(true);
+	}
+	else if (recovering && logged_recover(restored.manifest))
 		state_worker_checkpoint(false);
 	keyed_backends_worker_ready();
 	registry_set_ready();
@@ -501,7 +514,34 @@ round_timeout(const WorkerRounds *r)
 	/* A look each second at the WAL logged states keep. */
 	if (state_backend_checkpoint_dir[0] != '\0')
 		timeout = timeout < 0 ? STATE_WORKER_WAL_LOOK_MS : Min(timeout, STATE_WORKER_WAL_LOOK_MS);
+	if (logged_standby_active())
+		timeout = Min(timeout, STATE_WORKER_STANDBY_LOOK_MS);
 	return r->busy ? 0 : timeout;
+}
+
+/*
+ * standby_round, in a round of the worker of a hot standby: apply the WAL
+ * replayed since the last round; a standby takes no checkpoint, sweeps
+ * nothing and runs no timers (returns true).  Once the server is
+ * promoted: apply the rest, hand the states to sessions, and take a
+ * checkpoint at the next round (returns false).
+ */
+static bool
+standby_round(WorkerRounds *r)
+{
+	if (RecoveryInProgress())
+	{
+		r->busy |= logged_standby_round();
+		return true;
+	}
+	logged_standby_promoted();
+	restore_unlogged_at_promotion(standby_loaded);
+	/* The primary went on taking checkpoints: the next id comes after theirs. */
+	if (state_backend_checkpoint_dir[0] != '\0')
+		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	registry_set_standby(false);
+	r->last_checkpoint = 0;
+	return false;
 }
 
 /*
@@ -537,8 +577,11 @@ state_worker_round(WorkerRounds *r)
 						failed)));
 		proc_exit(1);
 	}
+	if (logged_standby_active() && standby_round(r))
+		return;
 	while (snapshot_run_pending())
 		;
+	logged_log_clock();
 	if (TimestampDifferenceExceeds(r->last_timers_look, GetCurrentTimestamp(),
 								   STATE_WORKER_TIMERS_LOOK_MS))
 	{
@@ -586,6 +629,10 @@ state_worker_main(Datum main_arg)
 	rounds.busy = false;
 	while (!ShutdownRequestPending)
 		state_worker_round(&rounds);
+
+	/* A standby's states are its primary's: it takes no checkpoint of them. */
+	if (logged_standby_active())
+		proc_exit(1);
 
 	/* Finish what was asked, then the final checkpoint. */
 	while (snapshot_run_pending())

@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy standby logged lmdb"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 
@@ -201,7 +201,7 @@ log_checkpoints = off"
 # The rocksdb group's checkpoints go under checkpoint_dir (SST files shared
 # between them under <dir>/shared); RocksDB's memory settings are the
 # defaults, written out for the record; rocksdb_sync stays off (default).
-if has_case rocksdb || has_case logged; then
+if has_case rocksdb || has_case logged || has_case standby; then
 	SERVER_CONF="$SERVER_CONF
 state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
@@ -799,6 +799,14 @@ if has_case proxy; then
 	. "$LIB/proxy.sh"
 fi
 
+# ------------------------------------------------------------ hot standby
+# bench/lib/standby.sh: reads on a hot standby beside the primary, its lag
+# under writes, and the first call after a promotion.
+if has_case standby; then
+	# shellcheck source-path=SCRIPTDIR source=standby.sh
+	. "$LIB/standby.sh"
+fi
+
 # ------------------------------------------------------------ logged states
 # bench/lib/logged.sh: logged states against unlogged ones and a logged
 # table; bulk WAL; replay after a crash (last: it crashes the server).
@@ -842,6 +850,7 @@ perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.
 perl "$LIB/report_timers.pl" "$RAW" "$file" || die "report_timers.pl failed"
 perl "$LIB/report_windows.pl" "$RAW" "$file" || die "report_windows.pl failed"
 perl "$LIB/report_proxy.pl" "$RAW" "$file" || die "report_proxy.pl failed"
+perl "$LIB/report_standby.pl" "$RAW" "$file" || die "report_standby.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then

@@ -548,9 +548,10 @@ typedef enum StateWorkerStart
 {
 	STATE_WORKER_START_FRESH,	/* server start or crash restart: fresh
 								 * shared memory, states to be restored */
-	STATE_WORKER_START_PROMOTED,	/* as FRESH, on a promoted standby: what
-									 * the backend kept is a copy of the
-									 * primary's, to be set aside */
+	STATE_WORKER_START_PROMOTED,	/* as FRESH, on a standby (hot, or
+									 * promoted before the worker began):
+									 * what the backend kept is a copy of
+									 * the primary's, to be set aside */
 	STATE_WORKER_START_AGAIN	/* the worker alone restarted: states are live */
 } StateWorkerStart;
 
@@ -561,6 +562,12 @@ typedef enum StateWorkerStart
 #define STATE_PROVIDER_OPERATOR_STATE	0x0002	/* operator states asked for
 												 * in it stay in it (else they
 												 * go to memory) */
+#define STATE_PROVIDER_STANDBY_READS	0x0004	/* on a hot standby, sessions
+												 * may read its logged states
+												 * while the worker applies
+												 * their WAL to them (its ops
+												 * called in the worker, its
+												 * reads in sessions) */
 
 /*
  * StateBackendProvider: one registered backend.  Every routine but ops may

@@ -50,7 +50,8 @@ static const StateBackendProvider memory_provider = {
 	.size = sizeof(StateBackendProvider),
 	.name = "memory",
 	.id = STATE_BACKEND_MEMORY_ID,
-	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_OPERATOR_STATE,
+	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_OPERATOR_STATE |
+	STATE_PROVIDER_STANDBY_READS,
 	.ops = &heap_keyed_backend,
 	.shmem_size = heap_provider_shmem_size,
 	.shmem_init = heap_provider_shmem_init,
@@ -62,7 +63,7 @@ static const StateBackendProvider filesystem_provider = {
 	.size = sizeof(StateBackendProvider),
 	.name = "filesystem",
 	.id = STATE_BACKEND_FILESYSTEM_ID,
-	.flags = STATE_PROVIDER_OPERATOR_STATE,
+	.flags = STATE_PROVIDER_OPERATOR_STATE | STATE_PROVIDER_STANDBY_READS,
 	.ops = &heap_keyed_backend,
 };
 

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -227,6 +228,20 @@ renewed(const StateTarget *st, const char *img, uint32 len, int64 now, bool rene
 }
 
 /*
+ * read_replace stores what a read cleaned up or renewed, unless the image
+ * changed meanwhile.  A hot standby stores nothing: its primary cleans up
+ * and renews, and WAL brings that.
+ */
+static bool
+read_replace(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
+			 const char *old, uint32 oldlen, const char *img, uint32 len)
+{
+	if (RecoveryInProgress())
+		return false;
+	return inner(st)->replace(st, key, mkey, mkeylen, old, oldlen, img, len);
+}
+
+/*
  * after_read cleans up and renews what a read of a key's whole image met:
  * it stores the image with the expired parts gone and, with
  * on_read_and_write, the rest renewed, unless the key changed meanwhile.
@@ -244,9 +259,9 @@ after_read(const StateTarget *st, const StateKey *key, const char *img, uint32 l
 		state_stats_count(st->slot, STATE_STAT_EXPIRED, 1);
 	initStringInfo(&next);
 	if (renewed(st, img, len, now, renew, record_ttl_deadline(now, st->desc->ttl), &next))
-		(void) inner(st)->replace(st, key, NULL, 0, img, len, next.data, next.len);
+		(void) read_replace(st, key, NULL, 0, img, len, next.data, next.len);
 	else
-		(void) inner(st)->replace(st, key, NULL, 0, img, len, NULL, 0);
+		(void) read_replace(st, key, NULL, 0, img, len, NULL, 0);
 	pfree(next.data);
 }
 
@@ -378,7 +393,7 @@ renew_map_entry(const StateTarget *st, const StateKey *key, const char *mkey,
 	initStringInfo(&next);
 	record_ttl_put(&next, record_ttl_deadline(now, st->desc->ttl));
 	appendBinaryStringInfo(&next, v + RECORD_TTL_HDR, len - RECORD_TTL_HDR);
-	(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, next.data, next.len);
+	(void) read_replace(st, key, mkey, mkeylen, v, len, next.data, next.len);
 	pfree(next.data);
 }
 
@@ -399,7 +414,7 @@ map_entry_read(const StateTarget *st, const StateKey *key, const char *mkey,
 	if (deadline <= now)
 	{
 		state_stats_count(st->slot, STATE_STAT_EXPIRED, 1);
-		(void) inner(st)->replace(st, key, mkey, mkeylen, v, len, NULL, 0);
+		(void) read_replace(st, key, mkey, mkeylen, v, len, NULL, 0);
 	}
 	else if (renews_on_read(st))
 		renew_map_entry(st, key, mkey, mkeylen, v, len, now);
@@ -480,7 +495,7 @@ entry_shown(void *arg, const char *mkey, uint32 mkeylen, const char *v, uint32 l
 	{
 		/* Met expired: cleaned up, as map_get does, so shown once at most. */
 		state_stats_count(t->st->slot, STATE_STAT_EXPIRED, 1);
-		(void) inner(t->st)->replace(t->st, t->key, mkey, mkeylen, v, len, NULL, 0);
+		(void) read_replace(t->st, t->key, mkey, mkeylen, v, len, NULL, 0);
 		if (hides_expired(t->st))
 			return;
 	}

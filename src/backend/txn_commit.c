@@ -434,6 +434,7 @@ txn_xact_callback(XactEvent event, void *arg)
 			timer_queue_at_commit();
 			break;
 		case XACT_EVENT_ABORT:
+			txn_standby_read_release();
 			txn_end();
 			timer_queue_at_abort();
 			break;
@@ -460,7 +461,10 @@ txn_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 		txn_pending_subxact_commit(mySubid, parentSubid);
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		txn_standby_read_release();
 		txn_pending_subxact_abort(mySubid);
+	}
 }
 
 /*

@@ -26,12 +26,16 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/condition_variable.h"
 #include "storage/lmgr.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
 #include "backend/txn_internal.h"
+#include "common/progress.h"
 #include "common/settings.h"
 
 #define TXN_LOCK_STATE		3
@@ -46,10 +50,18 @@ typedef struct TxnStateUse
 typedef struct TxnUses
 {
 	ConditionVariable cv;		/* whole uses ended */
+	/* A hot standby: reads of transactional states, and a commit's apply. */
+	pg_atomic_uint32 standby_readers;
+	pg_atomic_uint32 standby_applying;
+	ConditionVariable standby_cv;	/* an apply ended */
 	TxnStateUse slots[FLEXIBLE_ARRAY_MEMBER];
 } TxnUses;
 
 static TxnUses *uses = NULL;
+
+/* Reads of this process counted in standby_readers. */
+static int	standby_reads_held = 0;
+static bool standby_exit_registered = false;
 
 /* The slots this transaction uses, of a few keys and as a whole. */
 static List *few_slots = NIL;
@@ -71,6 +83,9 @@ txn_locks_shmem_init(void)
 	if (!found)
 	{
 		ConditionVariableInit(&uses->cv);
+		pg_atomic_init_u32(&uses->standby_readers, 0);
+		pg_atomic_init_u32(&uses->standby_applying, 0);
+		ConditionVariableInit(&uses->standby_cv);
 		for (int i = 0; i < state_backend_max_states; i++)
 		{
 			pg_atomic_init_u32(&uses->slots[i].few, 0);
@@ -194,4 +209,92 @@ txn_locks_release(void)
 		ConditionVariableBroadcast(&uses->cv);
 	few_slots = NIL;
 	whole_slots = NIL;
+}
+
+/* ------------------------------------------------------------ hot standby */
+
+/*
+ * On a hot standby the state worker applies a transactional commit's
+ * records one by one (logged_standby.c); a read of a transactional state
+ * must see all of them or none.  A read counts itself in standby_readers
+ * for as long as it looks at the state, and waits while an apply is under
+ * way; the apply raises standby_applying, then waits for the readers
+ * counted to be gone.  Nothing else is counted, so reads of other states
+ * and the primary pay nothing.  The apply serves sessions while it waits,
+ * since a read of a state the worker holds waits for the worker.  A read
+ * that fails is uncounted at the end
+ * of its (sub)transaction, one that exits at the exit.
+ */
+static void
+standby_reads_at_exit(int code, Datum arg)
+{
+	txn_standby_read_release();
+}
+
+void
+txn_standby_read_begin(void)
+{
+	if (!standby_exit_registered)
+	{
+		before_shmem_exit(standby_reads_at_exit, (Datum) 0);
+		standby_exit_registered = true;
+	}
+	for (;;)
+	{
+		/* A full barrier: the apply's flag is read after the count is seen. */
+		pg_atomic_fetch_add_u32(&uses->standby_readers, 1);
+		standby_reads_held++;
+		if (pg_atomic_read_u32(&uses->standby_applying) == 0)
+			return;
+		txn_standby_read_end();
+		ConditionVariablePrepareToSleep(&uses->standby_cv);
+		while (pg_atomic_read_u32(&uses->standby_applying) != 0)
+			ConditionVariableSleep(&uses->standby_cv, PG_WAIT_EXTENSION);
+		ConditionVariableCancelSleep();
+	}
+}
+
+void
+txn_standby_read_end(void)
+{
+	Assert(standby_reads_held > 0);
+	standby_reads_held--;
+	pg_atomic_fetch_sub_u32(&uses->standby_readers, 1);
+}
+
+/* At an abort or exit: every read this process still counts ends. */
+void
+txn_standby_read_release(void)
+{
+	while (standby_reads_held > 0)
+		txn_standby_read_end();
+}
+
+/*
+ * txn_standby_apply_begin, in the state worker of a standby, before a
+ * commit's records are applied: new reads wait, and the reads under way
+ * end first.  It waits for them as a worker must: its latch, the
+ * postmaster's death, a shutdown (then the apply goes on: the server is
+ * stopping).
+ */
+void
+txn_standby_apply_begin(void)
+{
+	pg_atomic_write_u32(&uses->standby_applying, 1);
+	pg_memory_barrier();
+	while (pg_atomic_read_u32(&uses->standby_readers) != 0 && !ShutdownRequestPending)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		/* The reads counted may wait for the worker (rocksdb states): serve them. */
+		progress_yield();
+	}
+}
+
+void
+txn_standby_apply_end(void)
+{
+	pg_atomic_write_u32(&uses->standby_applying, 0);
+	ConditionVariableBroadcast(&uses->standby_cv);
 }

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -582,11 +583,26 @@ pend_read(PendKey *pk, StringInfo out)
 
 /* ---------------------------------------------------------- operations */
 
+/*
+ * On a hot standby nothing is pending (writes are refused) and reads see
+ * the committed state, counted as standby reads so that no commit is seen
+ * half applied (txn_locks.c); an error uncounts them at the abort.
+ */
 static bool
 txn_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
-	PendKey    *pk = pend_key(st, key, false);
+	PendKey    *pk;
 
+	if (RecoveryInProgress())
+	{
+		bool		found;
+
+		txn_standby_read_begin();
+		found = inner(st)->get(st, key, out);
+		txn_standby_read_end();
+		return found;
+	}
+	pk = pend_key(st, key, false);
 	if (pk == NULL)
 		return inner(st)->get(st, key, out);
 	return pend_read(pk, out);
@@ -667,11 +683,21 @@ static bool
 txn_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
 			StringInfo out, bool *isnull)
 {
-	PendKey    *pk = pend_key(st, key, false);
+	PendKey    *pk;
 	const char *v;
 	uint32		vl;
 
 	*isnull = false;
+	if (RecoveryInProgress())
+	{
+		bool		found;
+
+		txn_standby_read_begin();
+		found = inner(st)->map_get(st, key, mkey, mkeylen, out, isnull);
+		txn_standby_read_end();
+		return found;
+	}
+	pk = pend_key(st, key, false);
 	if (pk != NULL)
 	{
 		switch (mapop_find(pk, mkey, mkeylen, &v, &vl))
@@ -721,8 +747,16 @@ txn_map_remove(const StateTarget *st, const StateKey *key, const char *mkey, uin
 static void
 txn_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, void *arg)
 {
-	PendKey    *pk = pend_key(st, key, false);
+	PendKey    *pk;
 
+	if (RecoveryInProgress())
+	{
+		txn_standby_read_begin();
+		inner(st)->map_iterate(st, key, fn, arg);
+		txn_standby_read_end();
+		return;
+	}
+	pk = pend_key(st, key, false);
 	if (pk == NULL)
 		inner(st)->map_iterate(st, key, fn, arg);
 	else if (pk->base != PEND_SET)
@@ -741,10 +775,18 @@ txn_map_iterate(const StateTarget *st, const StateKey *key, StateEntryFn fn, voi
 static int64
 txn_length(const StateTarget *st, const StateKey *key)
 {
-	PendKey    *pk = pend_key(st, key, false);
+	PendKey    *pk;
 	StringInfoData img;
 	int64		n = 0;
 
+	if (RecoveryInProgress())
+	{
+		txn_standby_read_begin();
+		n = inner(st)->length(st, key);
+		txn_standby_read_end();
+		return n;
+	}
+	pk = pend_key(st, key, false);
 	if (pk == NULL)
 		return inner(st)->length(st, key);
 	if (state_kind_layout(st->desc->kind) == STATE_KIND_MAP)
@@ -791,10 +833,18 @@ iterate_entry(void *arg, const char *key, uint32 keylen, const char *value, uint
 static void
 txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 {
-	PendState  *ps = pend_state(st, false);
+	PendState  *ps;
 	TxnIterate	it;
 	HASHCTL		ctl;
 
+	if (RecoveryInProgress())
+	{
+		txn_standby_read_begin();
+		inner(st)->iterate(st, key_group, fn, arg);
+		txn_standby_read_end();
+		return;
+	}
+	ps = pend_state(st, false);
 	if (ps == NULL)
 	{
 		inner(st)->iterate(st, key_group, fn, arg);

@@ -31,6 +31,13 @@ extern void txn_state_init(void);
 extern bool txn_state_cut_ready(void);
 extern void txn_state_cut_done(void);
 
+/*
+ * A hot standby's worker applies a transactional commit between these, so
+ * that no read sees half of it (txn_locks.c).
+ */
+extern void txn_standby_apply_begin(void);
+extern void txn_standby_apply_end(void);
+
 extern Size txn_state_shmem_size(void);
 extern void txn_state_shmem_init(void);
 

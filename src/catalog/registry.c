@@ -46,6 +46,7 @@ typedef struct RegistryShared
 {
 	pg_atomic_uint64 version;
 	bool		ready;			/* the worker has restored what it had to */
+	bool		standby;		/* it applies a standby's WAL (logged_standby.c) */
 	pg_atomic_uint32 logged_pending;	/* logged states being created */
 	uint32		next_id;
 	int			nslots;
@@ -83,6 +84,7 @@ registry_shmem_init(void)
 	{
 		pg_atomic_init_u64(&registry->version, 1);
 		registry->ready = false;
+		registry->standby = false;
 		pg_atomic_init_u32(&registry->logged_pending, 0);
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
@@ -122,10 +124,27 @@ registry_is_ready(void)
 	return ready;
 }
 
+/*
+ * registry_set_standby: the worker applies a hot standby's WAL to the
+ * states (on), or has applied what the promoted server's WAL held (off).
+ */
+void
+registry_set_standby(bool on)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	registry->standby = on;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/*
+ * Sessions wait until the worker is ready; once the server is promoted,
+ * also until the worker has applied the rest of the standby's WAL, so that
+ * no write comes before a change logged earlier.
+ */
 static void
 registry_wait_ready(void)
 {
-	while (!registry->ready)
+	while (!registry->ready || (registry->standby && !RecoveryInProgress()))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
@@ -238,7 +257,9 @@ registry_resolve(const char *name, StateDesc *desc, int *slot)
 	if (!registry_lookup(name, desc, slot))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state \"%s\" does not exist", name)));
+				 errmsg("state \"%s\" does not exist", name),
+				 RecoveryInProgress() ?
+				 errdetail("This server is a standby: it knows the logged states its primary's WAL brings, and the states of the checkpoint it loaded; an unlogged state created since is on the primary only.") : 0));
 }
 
 /*

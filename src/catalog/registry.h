@@ -16,6 +16,7 @@ extern void registry_shmem_init(void);
 
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
+extern void registry_set_standby(bool on);
 extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);

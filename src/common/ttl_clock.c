@@ -4,7 +4,9 @@
  *		time) plus an offset in shared memory, zero but when a test moves
  *		it forward (state._advance_ttl_clock), as Flink's tests give a state
  *		backend a TtlTimeProvider of their own.  So tests of expiry wait on
- *		no clock.  The offset is read without PostgreSQL's help: a
+ *		no clock.  On a hot standby the clock is pinned to its primary's,
+ *		as WAL carries it (logged_standby.c), so that expiry there follows
+ *		the primary.  The offset is read without PostgreSQL's help: a
  *		backend's own threads (a storage engine's compaction) read it too.  Reading the clock is
  *		format/records.h's record_ttl_now.
  */
@@ -24,13 +26,19 @@
 /* The TTL clock is never more than this far ahead (about 1000 years). */
 #define TTL_CLOCK_MAX_OFFSET	(INT64CONST(1000) * 365 * USECS_PER_DAY)
 
+typedef struct TtlClock
+{
+	pg_atomic_uint64 offset;
+	pg_atomic_uint64 pinned;	/* a standby's: its primary's clock; 0: none */
+} TtlClock;
+
 /* Set in the postmaster at shared-memory start-up, inherited by children. */
-static pg_atomic_uint64 *clock_offset = NULL;
+static TtlClock *clock_shared = NULL;
 
 Size
 ttl_clock_shmem_size(void)
 {
-	return sizeof(pg_atomic_uint64);
+	return sizeof(TtlClock);
 }
 
 /* Under AddinShmemInitLock. */
@@ -39,16 +47,37 @@ ttl_clock_shmem_init(void)
 {
 	bool		found;
 
-	clock_offset = ShmemInitStruct("state_backend ttl clock", sizeof(pg_atomic_uint64), &found);
+	clock_shared = ShmemInitStruct("state_backend ttl clock", sizeof(TtlClock), &found);
 	if (!found)
-		pg_atomic_init_u64(clock_offset, 0);
+	{
+		pg_atomic_init_u64(&clock_shared->offset, 0);
+		pg_atomic_init_u64(&clock_shared->pinned, 0);
+	}
 }
 
 /* ttl_clock_offset: microseconds the TTL clock is ahead of the wall clock. */
 int64
 ttl_clock_offset(void)
 {
-	return clock_offset ? (int64) pg_atomic_read_u64(clock_offset) : 0;
+	return clock_shared ? (int64) pg_atomic_read_u64(&clock_shared->offset) : 0;
+}
+
+/*
+ * ttl_clock_pinned: on a hot standby, the TTL clock is its primary's, as
+ * the WAL applied last carried it (logged_standby.c); 0 elsewhere.
+ */
+int64
+ttl_clock_pinned(void)
+{
+	return clock_shared ? (int64) pg_atomic_read_u64(&clock_shared->pinned) : 0;
+}
+
+/* ttl_clock_pin sets the clock a standby reads by (0: the wall clock again). */
+void
+ttl_clock_pin(int64 now)
+{
+	Assert(clock_shared != NULL);
+	pg_atomic_write_u64(&clock_shared->pinned, (uint64) now);
 }
 
 /*
@@ -62,12 +91,12 @@ ttl_clock_advance(int64 usecs)
 {
 	uint64		old;
 
-	Assert(usecs > 0 && clock_offset != NULL);
-	old = pg_atomic_read_u64(clock_offset);
+	Assert(usecs > 0 && clock_shared != NULL);
+	old = pg_atomic_read_u64(&clock_shared->offset);
 	do
 	{
 		if (usecs > TTL_CLOCK_MAX_OFFSET - (int64) old)
 			return -1;
-	} while (!pg_atomic_compare_exchange_u64(clock_offset, &old, old + usecs));
+	} while (!pg_atomic_compare_exchange_u64(&clock_shared->offset, &old, old + usecs));
 	return (int64) old + usecs;
 }

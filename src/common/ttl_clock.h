@@ -9,5 +9,7 @@ extern Size ttl_clock_shmem_size(void);
 extern void ttl_clock_shmem_init(void);
 extern int64 ttl_clock_offset(void);
 extern int64 ttl_clock_advance(int64 usecs);
+extern int64 ttl_clock_pinned(void);
+extern void ttl_clock_pin(int64 now);
 
 #endif							/* STATE_BACKEND_TTL_CLOCK_H */

@@ -193,7 +193,10 @@ static inline int64
 record_ttl_now(void)
 {
 	struct timeval tv;
+	int64		pinned = ttl_clock_pinned();
 
+	if (pinned != 0)
+		return pinned;
 	gettimeofday(&tv, NULL);
 	return ((int64) tv.tv_sec -
 			(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY) *

@@ -20,6 +20,7 @@
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
+#include "utils/timestamp.h"
 
 #include "common/settings.h"
 #include "format/desc_image.h"
@@ -121,6 +122,13 @@ state_wal_log_create(const StateDesc *desc, bool hidden)
 }
 
 XLogRecPtr
+state_wal_log_clock(int64 now)
+{
+	return state_wal_log(STATE_WAL_CLOCK, 0, NULL, 0, NULL, 0, (const char *) &now,
+						 sizeof(int64), false);
+}
+
+XLogRecPtr
 state_wal_take_last(void)
 {
 	XLogRecPtr	lsn = last_lsn;
@@ -191,7 +199,7 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		if (!TransactionIdIsValid(rec->xid))
 			return false;
 	}
-	else if (rec->kind > STATE_WAL_CREATE_HIDDEN)
+	else if (rec->kind > STATE_WAL_CREATE_HIDDEN && rec->kind != STATE_WAL_CLOCK)
 		return false;
 	hlen = is_map_kind(rec->kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE;
 	if (len < hlen)
@@ -213,6 +221,12 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 	rec->value = isnull ? NULL : rec->map_key + mklen;
 	if (isnull && rec->valuelen != 0)
 		return false;
+	if (rec->kind == STATE_WAL_CLOCK)
+	{
+		if (rec->state_id != 0 || rec->keylen != 0 || rec->valuelen != sizeof(int64))
+			return false;
+		memcpy(&rec->clock, rec->value, sizeof(int64));
+	}
 	if (rec->kind == STATE_WAL_CREATE || rec->kind == STATE_WAL_CREATE_HIDDEN)
 	{
 		if (!state_desc_image_get(&rec->desc, rec->value, rec->valuelen))
@@ -248,6 +262,8 @@ state_wal_identify(uint8 info)
 			return "TRUNCATE";
 		case STATE_WAL_CREATE_HIDDEN:
 			return "CREATE_HIDDEN";
+		case STATE_WAL_CLOCK:
+			return "CLOCK";
 		case STATE_WAL_PUT + STATE_WAL_TXN_OFFSET:
 			return "TXN_PUT";
 		case STATE_WAL_APPEND + STATE_WAL_TXN_OFFSET:
@@ -271,6 +287,11 @@ state_wal_desc(StringInfo buf, XLogReaderState *reader)
 	if (!state_wal_decode(reader, &rec))
 	{
 		appendStringInfoString(buf, "malformed state_backend record");
+		return;
+	}
+	if (rec.kind == STATE_WAL_CLOCK)
+	{
+		appendStringInfo(buf, "ttl clock %s", timestamptz_to_str(rec.clock));
 		return;
 	}
 	appendStringInfo(buf, "state %u", rec.state_id);

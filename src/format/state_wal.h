@@ -36,6 +36,7 @@
 #define STATE_WAL_MAP_REMOVE		STATE_CHANGE_MAP_REMOVE
 #define STATE_WAL_TRUNCATE		STATE_CHANGE_TRUNCATE
 #define STATE_WAL_CREATE_HIDDEN	0x80	/* a state being restored, not yet seen */
+#define STATE_WAL_CLOCK			0xE0	/* the primary's TTL clock (state id 0) */
 
 /*
  * A transactional state's change (PUT to MAP_REMOVE) has its own info,
@@ -58,6 +59,7 @@ typedef struct StateWalRecord
 	bool		txn;			/* a transactional state's change: applied
 								 * only if its transaction committed */
 	TransactionId xid;
+	int64		clock;			/* STATE_WAL_CLOCK only */
 } StateWalRecord;
 
 /* Writing: returns the end of the record inserted. */
@@ -70,6 +72,12 @@ extern XLogRecPtr state_wal_log_txn(uint8 kind, uint32 state_id,
 									const char *map_key, uint32 map_keylen,
 									const char *value, uint32 valuelen, bool isnull);
 extern XLogRecPtr state_wal_log_create(const StateDesc *desc, bool hidden);
+
+/*
+ * The TTL clock of the primary (format/records.h: record_ttl_now), which a
+ * hot standby's reads measure expiry on (logged_standby.c).
+ */
+extern XLogRecPtr state_wal_log_clock(int64 now);
 
 /*
  * The end of the last record this process inserted since it was last

@@ -8,11 +8,17 @@
  * complete ones are deleted, and so is any incomplete one older than it (a
  * checkpoint a crash interrupted); then each backend's snapshot strategy
  * drops the files it shared between checkpoints that none uses any more.
+ * A checkpoint a standby is loading (its LEASE file touched in the last
+ * CHECKPOINT_LEASE_SECONDS) is kept meanwhile: the primary's retention
+ * runs while the standby reads it from the directory both share.
  */
 #include "postgres.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "common/file_perm.h"
 #include "storage/fd.h"
@@ -204,6 +210,42 @@ retain_cb(const char *root, const char *name, int64 id, void *arg)
 	}
 }
 
+#define CHECKPOINT_LEASE_FILE		"LEASE"
+#define CHECKPOINT_LEASE_SECONDS	600
+
+/*
+ * checkpoint_lease, on a standby about to load the checkpoint at dir: ask
+ * the retention of whichever server takes checkpoints to keep it for
+ * CHECKPOINT_LEASE_SECONDS; returns whether it is still complete (it may
+ * have gone just before).
+ */
+bool
+checkpoint_lease(const char *dir)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, CHECKPOINT_LEASE_FILE);
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | PG_BINARY);
+	if (fd >= 0)
+	{
+		CloseTransientFile(fd);
+		(void) utime(path, NULL);
+	}
+	return snapshot_dir_is_complete(dir);
+}
+
+/* Is the checkpoint at path leased by a standby loading it? */
+static bool
+checkpoint_leased(const char *path)
+{
+	char		lease[MAXPGPATH];
+	struct stat st;
+
+	snprintf(lease, sizeof(lease), "%s/%s", path, CHECKPOINT_LEASE_FILE);
+	return stat(lease, &st) == 0 && time(NULL) - st.st_mtime < CHECKPOINT_LEASE_SECONDS;
+}
+
 /*
  * remove_checkpoint deletes a checkpoint directory, its MANIFEST first so
  * that a deletion cut short never leaves something that looks complete.
@@ -254,7 +296,9 @@ checkpoint_retain(int64 newest_id)
 	{
 		char	   *path = checkpoint_path(s.complete[i]);
 
-		if (!remove_checkpoint(path))
+		if (checkpoint_leased(path))
+			ereport(DEBUG1, (errmsg("kept checkpoint \"%s\": a standby loads it", path)));
+		else if (!remove_checkpoint(path))
 			ereport(WARNING,
 					(errmsg("could not remove old checkpoint \"%s\"", path)));
 		else

@@ -299,6 +299,37 @@ any_logged(const StateDesc *descs, int n)
 }
 
 /*
+ * section_keep_unlogged leaves in sec its unlogged states whose name no
+ * state of the database has (a logged state of that name came later).
+ */
+static void
+section_keep_unlogged(Section *sec, Oid dbid)
+{
+	StateDesc  *live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			nlive = registry_copy_all(live, NULL);
+	int			kept = 0;
+
+	for (int i = 0; i < sec->n; i++)
+	{
+		bool		taken = sec->descs[i].logged;
+
+		for (int j = 0; j < nlive && !taken; j++)
+			taken = live[j].dbid == dbid &&
+				strcmp(NameStr(live[j].name), NameStr(sec->descs[i].name)) == 0;
+		if (taken)
+			continue;
+		sec->states[kept] = sec->states[i];
+		sec->descs[kept] = sec->descs[i];
+		sec->source_backends[kept] = sec->source_backends[i];
+		sec->slots[kept] = sec->slots[i];
+		sec->native[kept] = sec->native[i];
+		kept++;
+	}
+	sec->n = kept;
+	pfree(live);
+}
+
+/*
  * plan_inputs checks every input's section and merges their states
  * (rescale_plan); returns the merged states' count.
  */
@@ -322,6 +353,8 @@ plan_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 					 errhint("Restore it with state.restore().")));
 		check_section(in[i].src, in[i].m, &in[i].sec, in[i].source_dbid, target_dbid,
 					  backend_override, trust_oids);
+		if (in[i].unlogged_only)
+			section_keep_unlogged(&in[i].sec, target_dbid);
 		nflat += in[i].sec.n;
 	}
 	flat = palloc(sizeof(RescaleInput) * Max(nflat, 1));
@@ -494,6 +527,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 	PG_TRY();
 	{
 		state_ops_publish(target_dbid, merged, nm,
+						  in[0].unlogged_only ? STATE_PUBLISH_KEEP_ALL :
 						  trust_oids ? STATE_PUBLISH_KEEP_KEPT : STATE_PUBLISH_REPLACE,
 						  !trust_oids);
 	}
@@ -542,17 +576,68 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
 }
 
 /*
+ * restore_database_at_start restores database d of the checkpoint m at
+ * src into the database of that oid, if it exists (its unlogged states
+ * only, beside the rest: unlogged_only); a failure is reported, and
+ * returns false.  In the state worker, at start or at a promotion.
+ */
+static bool
+restore_database_at_start(const SnapshotSource *src, SnapshotManifest *m, int d,
+						  bool unlogged_only)
+{
+	Oid			dbid = m->db_oids[d];
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+	bool		exists;
+
+	StartTransactionCommand();
+	exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
+	CommitTransactionCommand();
+	if (!exists)
+		return true;
+	PG_TRY();
+	{
+		RestoreInput in = {src, m, dbid};
+		RestoreSplit whole = {0, 0};
+		int64		n;
+
+		in.unlogged_only = unlogged_only;
+		n = restore_inputs(&in, 1, dbid, -1, &whole, true);
+		ereport(LOG,
+				(errmsg("state_backend restored " INT64_FORMAT " entries of %sdatabase \"%s\" from \"%s\"",
+						n, unlogged_only ? "unlogged states of " : "", m->db_names[d], src->dir)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		LWLockReleaseAll();
+		AbortOutOfAnyTransaction();
+		ereport(WARNING,
+				(errmsg("state_backend could not restore %sdatabase \"%s\" from \"%s\"",
+						unlogged_only ? "the unlogged states of " : "", m->db_names[d], src->dir)));
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
  * restore_on_start loads every database's states from the newest complete
  * checkpoint, in the state worker at server start, but for the states of
  * backends that kept their working data (keyed_backend_kept_data).  A
  * section that cannot be loaded is reported and skipped: the server must
  * come up.  Returns the checkpoint's directory, or NULL when none was read.
  * A checkpoint that holds states of a backend not registered here is not
- * loaded at all (*unregistered gets its name): the states could not be
- * kept, and the next checkpoint would lose them.
+ * loaded at all (out->unregistered gets its name): the states could not be
+ * kept, and the next checkpoint would lose them.  out->manifest is the
+ * checkpoint's MANIFEST as read, out->complete whether every section was
+ * loaded.  A standby (standby) leases the checkpoint first, so that the
+ * primary's retention keeps it while it is read (checkpoint_lease).
  */
 char *
-restore_on_start(const char **unregistered)
+restore_on_start(bool standby, RestoreStart *out)
 {
 	char	   *dir;
 	int64		id;
@@ -560,13 +645,21 @@ restore_on_start(const char **unregistered)
 	SnapshotManifest *m;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	*unregistered = NULL;
+	memset(out, 0, sizeof(*out));
+	out->complete = true;
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return NULL;
 	snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	if (!state_backend_restore_on_start)
 		return NULL;
-	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+	for (;;)
+	{
+		dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
+		/* Gone since it was found: a newer one completed meanwhile. */
+		if (dir == NULL || !standby || checkpoint_lease(dir))
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
 	checkpoint_warn_final_failed(dir);
 	if (dir == NULL)
 		return NULL;
@@ -586,46 +679,74 @@ restore_on_start(const char **unregistered)
 		FlushErrorState();
 		ereport(WARNING,
 				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
+		out->complete = false;
 		return NULL;
 	}
 	PG_END_TRY();
-	*unregistered = manifest_unregistered(m);
-	if (*unregistered != NULL)
+	out->unregistered = manifest_unregistered(m);
+	if (out->unregistered != NULL)
 		return NULL;
-
+	out->manifest = m;
 	for (int d = 0; d < m->ndbs; d++)
-	{
-		Oid			dbid = m->db_oids[d];
-		bool		exists;
-
-		StartTransactionCommand();
-		exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
-		CommitTransactionCommand();
-		if (!exists)
-			continue;
-		PG_TRY();
-		{
-			RestoreInput in = {&src, m, dbid};
-			RestoreSplit whole = {0, 0};
-			int64		n = restore_inputs(&in, 1, dbid, -1, &whole, true);
-
-			ereport(LOG,
-					(errmsg("state_backend restored " INT64_FORMAT " entries of database \"%s\" from \"%s\"",
-							n, m->db_names[d], dir)));
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(cxt);
-			EmitErrorReport();
-			FlushErrorState();
-			LWLockReleaseAll();
-			AbortOutOfAnyTransaction();
-			ereport(WARNING,
-					(errmsg("state_backend could not restore database \"%s\" from \"%s\"",
-							m->db_names[d], dir)));
-		}
-		PG_END_TRY();
-	}
+		if (!restore_database_at_start(&src, m, d, false))
+			out->complete = false;
 	return dir;
 }
 
+
+/*
+ * restore_unlogged_at_promotion, in the worker of a standby just promoted,
+ * whose logged states are current (logged_standby.c): its unlogged states
+ * come back as of the newest checkpoint, as after a crash.  Those of the
+ * checkpoint it loaded at its start (loaded) go, and a newer checkpoint's
+ * come in beside the logged states; a failure is reported, and leaves the
+ * unlogged states as the older checkpoint had them.
+ */
+void
+restore_unlogged_at_promotion(const char *loaded)
+{
+	int64		id;
+	char	   *dir = state_backend_checkpoint_dir[0] != '\0' ?
+		checkpoint_newest(state_backend_checkpoint_dir, &id) : NULL;
+	SnapshotSource src;
+	SnapshotManifest *m;
+	StateDesc  *live;
+	int			nlive;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (dir == NULL || (loaded != NULL && strcmp(dir, loaded) == 0))
+		return;
+	memset(&src, 0, sizeof(src));
+	src.dir = dir;
+	src.name = dir;
+	src.trusted = true;
+	PG_TRY();
+	{
+		m = snapshot_read_manifest(&src);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("state_backend could not read checkpoint \"%s\"; unlogged states stay as an older checkpoint had them", dir)));
+		return;
+	}
+	PG_END_TRY();
+	if (manifest_unregistered(m) != NULL)
+		return;
+	live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	nlive = registry_copy_all(live, NULL);
+	for (int i = 0; i < nlive; i++)
+	{
+		StateDesc	cur;
+		int			slot = live[i].logged ? -1 : registry_find(live[i].id, &cur);
+
+		if (slot >= 0)
+			(void) state_ops_drop(&cur, slot);
+	}
+	pfree(live);
+	for (int d = 0; d < m->ndbs; d++)
+		(void) restore_database_at_start(&src, m, d, true);
+}

@@ -11,7 +11,17 @@
 extern int64 restore_into_database(const SnapshotSource *srcs, int nsrcs,
 								   const char *from_database, int backend_override,
 								   const RestoreSplit *split);
-extern char *restore_on_start(const char **unregistered);
+/* What restore_on_start found. */
+typedef struct RestoreStart
+{
+	const char *unregistered;	/* a backend the checkpoint has states of, not
+								 * registered here (then nothing is loaded) */
+	SnapshotManifest *manifest; /* the checkpoint's, as read (NULL: none) */
+	bool		complete;		/* every section was loaded */
+} RestoreStart;
+
+extern char *restore_on_start(bool standby, RestoreStart *out);
+extern void restore_unlogged_at_promotion(const char *loaded);
 
 /*
  * Called in a session before a restore creates logged states, so that the

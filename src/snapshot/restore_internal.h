@@ -47,6 +47,7 @@ typedef struct RestoreInput
 	Oid			source_dbid;
 	Section		sec;
 	RescaleLoad *loads;			/* per state of sec: rescale_plan's */
+	bool		unlogged_only;	/* a promotion's: its unlogged states, beside the rest */
 } RestoreInput;
 
 /* restore_check.c */

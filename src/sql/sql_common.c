@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "parser/parse_coerce.h"
 #include "utils/array.h"
@@ -22,6 +23,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "backend/providers.h"
 #include "common/key_group.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
@@ -94,6 +96,47 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 }
 
 /*
+ * On a hot standby, logged states are read as the state worker has
+ * applied their WAL (logged_standby.c), once it serves them.
+ */
+void
+state_standby_check_ready(void)
+{
+	state_backend_check_loaded();
+	if (!registry_is_ready())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("states are not readable on this standby yet"),
+				 errdetail("The state worker waits for a checkpoint of the primary whose WAL this standby holds, or still loads it."),
+				 errhint("Use the primary, or try again shortly.")));
+}
+
+/* A standby reads logged states only, and writes none. */
+static void
+standby_check_call(StateCall *call, uint8 privs)
+{
+	if (!call->desc.logged)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("state \"%s\" is not logged, so this standby has no copy of it",
+						NameStr(call->desc.name)),
+				 errdetail("A standby serves the states whose changes travel in WAL."),
+				 errhint("Use the primary, or create the state with logged => true.")));
+	if (!(keyed_backend_provider(call->desc.backend)->flags & STATE_PROVIDER_STANDBY_READS))
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("state \"%s\" is not readable on a standby: backend \"%s\" does not serve reads there",
+						NameStr(call->desc.name), keyed_backend_name(call->desc.backend)),
+				 errhint("Use the primary.")));
+	if (privs & STATE_PRIV_WRITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot change state \"%s\" on a standby", NameStr(call->desc.name)),
+				 errdetail("This server is a standby: it reads logged states as its primary's WAL brings them."),
+				 errhint("Write on the primary.")));
+}
+
+/*
  * state_call_begin resolves the state named by argument 0 and checks that
  * it is of the given kind (or kinds: ANY_KIND, KEYED_KIND, OPERATOR_LISTS)
  * and that the caller has "privs"
@@ -105,8 +148,12 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	char	   *name = state_call_name_arg(fcinfo);
 	StateCall  *call;
 	uint64		version;
+	bool		standby = RecoveryInProgress();
 
-	state_backend_check_available();
+	if (standby)
+		state_standby_check_ready();
+	else
+		state_backend_check_available();
 	call = state_call_site(fcinfo);
 	version = registry_version();
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
@@ -140,6 +187,8 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	else if (kind >= 0 && (call->desc.kind != (StateKind) kind ||
 						   state_desc_is_timers(&call->desc)))
 		state_call_reject_kind(call, (StateKind) kind);
+	if (standby)
+		standby_check_call(call, privs);
 	registry_check_access(&call->desc, privs);
 	state_stats_count(call->target.slot,
 					  (privs & STATE_PRIV_WRITE) ? STATE_STAT_WRITES : STATE_STAT_READS, 1);

@@ -69,6 +69,7 @@ typedef struct StateCall
 } StateCall;
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
+extern void state_standby_check_ready(void);
 extern StateCall *state_call_detached(const StateDesc *desc);
 extern void state_call_setup_detached(StateCall *call, const StateDesc *desc);
 extern Datum state_call_default(StateCall *call, FunctionCallInfo fcinfo, int argno);

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "funcapi.h"
@@ -358,6 +359,8 @@ state_advance_ttl_clock(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("the TTL clock cannot move that far"),
 				 errdetail("It moves at most 1000 years ahead of the server's clock.")));
+	/* Standbys measure logged states' expiry on this clock: they follow. */
+	logged_clock_moved();
 	PG_RETURN_TIMESTAMPTZ(record_ttl_now());
 }
 
@@ -388,13 +391,32 @@ state_drop_state(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* A view's start: its tuplestore, and the current database's states. */
+/*
+ * A view's start: its tuplestore, and the current database's states; on a
+ * hot standby, its logged states, the ones it serves.
+ */
 static int
 view_states(FunctionCallInfo fcinfo, StateDesc **descs, int **slots)
 {
-	state_backend_check_available();
+	int			n;
+	int			kept = 0;
+
+	if (!RecoveryInProgress())
+	{
+		state_backend_check_available();
+		InitMaterializedSRF(fcinfo, 0);
+		return registry_list(MyDatabaseId, descs, slots);
+	}
+	state_standby_check_ready();
 	InitMaterializedSRF(fcinfo, 0);
-	return registry_list(MyDatabaseId, descs, slots);
+	n = registry_list(MyDatabaseId, descs, slots);
+	for (int i = 0; i < n; i++)
+		if ((*descs)[i].logged)
+		{
+			(*descs)[kept] = (*descs)[i];
+			(*slots)[kept++] = (*slots)[i];
+		}
+	return kept;
 }
 
 /* The rows of the state.states view, for the current database. */
@@ -689,12 +711,26 @@ state_worker(PG_FUNCTION_ARGS)
 	int			n;
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
 
-	state_backend_check_available();
+	state_backend_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
 	channel_worker_figures(&pid, &requests, &busy_us);
 	worker_row(rsinfo, "pid", pid, pid == 0);
 	worker_row(rsinfo, "requests", (int64) requests, false);
 	worker_row(rsinfo, "busy_ms", (int64) (busy_us / 1000), false);
+	if (RecoveryInProgress())
+	{
+		XLogRecPtr	applied;
+		int64		lag_bytes = 0;
+		int64		lag_ms = 0;
+		bool		applying = logged_standby_figures(&applied, &lag_bytes, &lag_ms);
+
+		worker_row(rsinfo, "standby_applied_lsn", (int64) applied, !applying);
+		worker_row(rsinfo, "standby_lag_bytes", lag_bytes, !applying);
+		worker_row(rsinfo, "standby_lag_ms", lag_ms, !applying);
+	}
+	/* A standby's worker that does not serve yet has no figures to give. */
+	if (!registry_is_ready())
+		return (Datum) 0;
 	for (int i = 0; i < n; i++)
 		if (all[i]->figures)
 			all[i]->figures(worker_row, rsinfo);

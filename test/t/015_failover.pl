@@ -6,8 +6,9 @@
 # immediate) and the standby is promoted.  Logged states hold every
 # acknowledged write; unlogged states hold the newest checkpoint; nothing
 # comes from the rocksdb directory the base backup copied.  Before the
-# promotion the standby serves no state, and keeps the WAL that promotion
-# will replay with a slot of its own.
+# promotion the standby serves its logged states, applied as it replays
+# their WAL, and keeps the WAL a restart would replay with a slot of its
+# own; the promotion applies only what was left.
 
 use strict;
 use warnings;
@@ -81,9 +82,17 @@ $primary->safe_psql('postgres',
 is($primary->safe_psql('postgres', $probe), '1004000 4000 4 lost lost',
 	'primary: every write made');
 
-# The standby serves nothing, and keeps WAL from the checkpoint's cut.
-is(sql_error($standby, q{SELECT state.value_get('lh', 0, 0::bigint)})->{sqlstate}, '25006',
-	'standby: a call on a logged state fails with 25006');
+# The standby serves its logged states as it replays their WAL, none of
+# its unlogged ones, and keeps WAL from the checkpoint's cut.
+my $logged_probe = q{
+SELECT state.value_get('lh', 0, 0::bigint) + state.value_get('lh', 1, 0::bigint) || ' ' ||
+       coalesce(state.list_length('lr', 0), 0) + coalesce(state.list_length('lr', 1), 0) || ' ' ||
+       coalesce(state.map_size('lm', 0), 0) + coalesce(state.map_size('lm', 1), 0)
+};
+ok( $standby->poll_query_until('postgres', $logged_probe, '1004000 4000 4'),
+	'standby: its logged states hold every write, read where they were replayed');
+is(sql_error($standby, q{SELECT state.value_get('uh', 1, ''::text)})->{sqlstate}, '25006',
+	'standby: a call on an unlogged state fails with 25006');
 my ($newest) = sort { $b <=> $a } map { /chk-(\d+)/ ? $1 : () } glob("$chkroot/chk-*");
 my ($cut) = slurp_file("$chkroot/chk-$newest/MANIFEST") =~ /^wal_position (\S+)$/m;
 ok(defined $cut, 'the checkpoint records its cut\'s WAL position');
@@ -106,8 +115,11 @@ $standby->promote;
 ok(defined wait_for_worker($standby), 'promoted: state worker running');
 is($standby->safe_psql('postgres', $probe), '1004000 4000 4 checkpointed checkpointed',
 	'promoted: logged states hold every acknowledged write, unlogged ones the checkpoint, none the backup\'s copy');
-like(slurp_file($standby->logfile, $log_offset), qr/replayed \d+ WAL records of logged states/,
-	'promoted: the worker replayed WAL from the checkpoint');
+my $promotion_log = slurp_file($standby->logfile, $log_offset);
+like($promotion_log, qr/continues on the promoted server/,
+	'promoted: the worker went on from the WAL it had applied');
+unlike($promotion_log, qr/replays the WAL of logged states from/,
+	'promoted: no replay from the checkpoint\'s cut');
 
 # The new primary goes on logging, and a crash of it keeps that too.
 $standby->safe_psql('postgres', q{SELECT state.reduce('lh', 0, 1::bigint)});

@@ -25,7 +25,7 @@ rp_worker_start(StateWorkerStart how)
 		return;
 	}
 	if (how == STATE_WORKER_START_PROMOTED)
-		rocks_set_aside("on a promoted standby it is a copy of the primary's");
+		rocks_set_aside("on a standby it is a copy of the primary's or of an earlier start");
 	rocks_sweep_read_scratch();
 	if (!rocks_adopt_states())
 		rocks_begin_load();
@@ -44,7 +44,7 @@ static const StateBackendProvider rocks_provider_def = {
 	.size = sizeof(StateBackendProvider),
 	.name = "rocksdb",
 	.id = STATE_BACKEND_ROCKSDB_ID,
-	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS,
+	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &rocks_keyed_backend,
 	.shmem_size = rocks_cache_shmem_size,
 	.shmem_init = rocks_cache_shmem_init,

@@ -1,0 +1,717 @@
+/*
+ * logged_replay.c
+ *		Applying logged states' WAL records in the state worker.
+ *
+ * Records name states by id, and states keep their ids across restarts,
+ * checkpoints and promotions, so a record applies to the state of its id
+ * whatever happened since: a map from ids to the states of this server
+ * (those the checkpoint loaded, those their backend kept, those a CREATE
+ * record made) is all a replay needs.  After a crash or at a promotion
+ * (logged.c) it reads from the newest checkpoint's cut to the end of WAL
+ * once; on a hot standby (logged_standby.c) it goes on reading as the
+ * standby replays WAL: the local WAL page reader gives it what the
+ * startup process has replayed, never more, and it begins again where it
+ * stopped for want of WAL.
+ *
+ * A transactional state's records wait for their transaction's commit
+ * record (logged_txn.c).  A CLOCK record sets a standby's TTL clock to its
+ * primary's.  A record that cannot be applied is reported and skipped.
+ */
+#include "postgres.h"
+
+#include "access/rmgr.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogreader.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "backend/keyed_backend.h"
+#include "backend/txn_state.h"
+#include "catalog/registry.h"
+#include "common/settings.h"
+#include "common/ttl_clock.h"
+#include "format/snapshot_format.h"
+#include "format/state_wal.h"
+#include "logged_replay.h"
+#include "logged_txn.h"
+#include "state_ops.h"
+
+/* A logged state records name, by the id they carry. */
+typedef struct ReplayTarget
+{
+	uint32		wal_id;			/* hash key */
+	StateDesc	desc;
+	int			slot;
+	XLogRecPtr	applied;		/* records ending here or before are in */
+	bool		hidden;			/* being restored: not published yet */
+} ReplayTarget;
+
+struct LoggedReplay
+{
+	HTAB	   *map;			/* of ReplayTarget */
+	XLogReaderState *reader;
+	ReadLocalXLogPageNoWaitPrivate *priv;
+	XLogRecPtr	next;			/* where the next record begins */
+	bool		begin;			/* XLogBeginRead(next) before reading */
+	bool		standby;		/* a hot standby's: CLOCK records pin its clock */
+	XLogRecPtr	applied_before; /* commits ending here or before are in */
+	XLogRecPtr	reported;		/* the last position a read failure was reported at */
+	MemoryContext cxt;			/* the replay's own */
+	MemoryContext rec_cxt;		/* one record's work */
+};
+
+/* In the worker: log the error being handled, and go on. */
+static void
+report_error(MemoryContext cxt)
+{
+	MemoryContextSwitchTo(cxt);
+	EmitErrorReport();
+	FlushErrorState();
+	LWLockReleaseAll();
+}
+
+
+static StateDesc *adopted = NULL;
+static int	nadopted = 0;
+
+/*
+ * logged_note_adopted notes the states whose backend kept their data
+ * across the restart, before the checkpoint is loaded: they keep their ids.
+ */
+void
+logged_note_adopted(void)
+{
+	adopted = MemoryContextAlloc(TopMemoryContext,
+								 sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	nadopted = registry_copy_all(adopted, NULL);
+}
+
+static void
+map_add(HTAB *map, uint32 wal_id, const StateDesc *desc, int slot, XLogRecPtr applied,
+		bool hidden)
+{
+	bool		found;
+	ReplayTarget *t = hash_search(map, &wal_id, HASH_ENTER, &found);
+
+	t->desc = *desc;
+	t->slot = slot;
+	t->applied = applied;
+	t->hidden = hidden;
+}
+
+/* Was the state with this id kept by its backend across the restart? */
+static bool
+is_adopted(uint32 id)
+{
+	for (int i = 0; i < nadopted; i++)
+		if (adopted[i].id == id)
+			return true;
+	return false;
+}
+
+/*
+ * map_checkpoint maps the logged states of the checkpoint m (its MANIFEST)
+ * to the states it was loaded into, which kept their ids, and returns its
+ * cut's WAL position (InvalidXLogRecPtr when unknown); *any_logged is set
+ * when it holds a logged state.
+ */
+static XLogRecPtr
+map_checkpoint(HTAB *map, const SnapshotManifest *m, bool *any_logged)
+{
+	for (int i = 0; i < m->nstates; i++)
+	{
+		const StateDesc *d = &m->states[i].desc;
+		StateDesc	cur;
+		int			slot;
+
+		*any_logged |= d->logged;
+		if (!d->logged || hash_search(map, &d->id, HASH_FIND, NULL) != NULL)
+			continue;
+		slot = registry_find(d->id, &cur);
+		if (slot >= 0 && cur.logged && cur.dbid == d->dbid)
+			map_add(map, d->id, &cur, slot, InvalidXLogRecPtr, false);
+	}
+	return m->wal_position;
+}
+
+/*
+ * make_room_for_name: a state is about to appear under a name another
+ * state has.  One its backend kept across the restart is a later state of
+ * that name (WAL drops the earlier one further on): returns false, and
+ * the state appears hidden meanwhile.  Any other was replaced (by a
+ * restore: an unlogged state, whose drop is not logged): it goes.
+ */
+static bool
+make_room_for_name(Oid dbid, const char *name)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			n = registry_copy_all(descs, NULL);
+	bool		room = true;
+
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc	cur;
+		int			slot;
+
+		if (descs[i].dbid != dbid || strcmp(NameStr(descs[i].name), name) != 0)
+			continue;
+		if (is_adopted(descs[i].id))
+		{
+			room = false;
+			continue;
+		}
+		slot = registry_find(descs[i].id, &cur);
+		if (slot >= 0)
+			(void) state_ops_drop(&cur, slot);
+	}
+	pfree(descs);
+	return room;
+}
+
+/*
+ * A CREATE record: make the state, or publish the one a restore logged as
+ * hidden.  A CREATE_HIDDEN record: make a hidden state that the restore's
+ * entries go to.
+ */
+static bool
+replay_create(HTAB *map, const StateWalRecord *rec)
+{
+	StateDesc	d = rec->desc;
+	bool		hidden = rec->kind == STATE_WAL_CREATE_HIDDEN;
+	ReplayTarget *t = hash_search(map, &rec->state_id, HASH_FIND, NULL);
+	const KeyedStateBackend *b;
+	StateTarget target;
+	int			slot;
+
+	if (t != NULL)
+	{
+		if (!(t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name))))
+			return false;
+		state_ops_publish(t->desc.dbid, &t->desc, 1, STATE_PUBLISH_KEEP_ALL, true);
+		t->hidden = false;
+		return true;
+	}
+	if (keyed_backend_provider(d.backend) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the WAL of logged state \"%s\" names backend %d, which is not registered on this server",
+						NameStr(d.name), d.backend),
+				 errhint("Add the library that provides it to shared_preload_libraries.")));
+	if (!hidden)
+		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
+	b = keyed_backend_by_id(d.backend);
+	/* It keeps its id: WAL and checkpoints name it so. */
+	slot = registry_create_as(&d);
+	target.desc = &d;
+	target.slot = slot;
+	PG_TRY();
+	{
+		if (b->create)
+			b->create(&target);
+	}
+	PG_CATCH();
+	{
+		state_ops_discard(&d, slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* Published alone: every other state of the database stays. */
+	if (!hidden)
+		state_ops_publish(d.dbid, &d, 1, STATE_PUBLISH_KEEP_ALL, true);
+	map_add(map, rec->state_id, &d, slot, InvalidXLogRecPtr, hidden);
+	return true;
+}
+
+/* Hidden states whose restore never published them are dropped. */
+static void
+discard_hidden(HTAB *map)
+{
+	HASH_SEQ_STATUS seq;
+	ReplayTarget *t;
+
+	hash_seq_init(&seq, map);
+	while ((t = hash_seq_search(&seq)) != NULL)
+		if (t->hidden)
+			state_ops_discard(&t->desc, t->slot);
+}
+
+/* Apply one change record to the state it names. */
+static void
+replay_change(ReplayTarget *t, const StateWalRecord *rec)
+{
+	const KeyedStateBackend *b = keyed_backend_by_id(t->desc.backend);
+	StateTarget st;
+	StateKey	key;
+
+	st.desc = &t->desc;
+	st.slot = t->slot;
+	state_key_set(&key, rec->key, rec->keylen);
+	switch (rec->kind)
+	{
+		case STATE_WAL_PUT:
+			b->put(&st, &key, rec->value, rec->valuelen);
+			break;
+		case STATE_WAL_APPEND:
+			b->append(&st, &key, rec->value, rec->valuelen);
+			break;
+		case STATE_WAL_REMOVE:
+			(void) b->remove(&st, &key);
+			break;
+		case STATE_WAL_MAP_PUT:
+			b->map_put(&st, &key, rec->map_key, rec->map_keylen,
+					   rec->value ? rec->value : "", rec->valuelen, rec->value == NULL);
+			break;
+		case STATE_WAL_MAP_REMOVE:
+			(void) b->map_remove(&st, &key, rec->map_key, rec->map_keylen);
+			break;
+		case STATE_WAL_TRUNCATE:
+			(void) b->truncate(&st);
+			break;
+	}
+}
+
+/* Apply one record; false when it changed nothing. */
+static bool
+replay_record(LoggedReplay *r)
+{
+	XLogReaderState *reader = r->reader;
+	HTAB	   *map = r->map;
+	StateWalRecord rec;
+	ReplayTarget *t;
+
+	if (!state_wal_decode(reader, &rec))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed state_backend WAL record")));
+	if (rec.kind == STATE_WAL_CLOCK)
+	{
+		/* A standby's reads measure expiry on its primary's clock. */
+		if (r->standby)
+			ttl_clock_pin(rec.clock);
+		return false;
+	}
+	if (rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN)
+		return replay_create(map, &rec);
+	t = hash_search(map, &rec.state_id, HASH_FIND, NULL);
+	if (t == NULL)
+		return false;
+	if (rec.kind == STATE_WAL_DROP)
+	{
+		StateDesc	d = t->desc;
+		int			slot = t->slot;
+
+		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
+		(void) state_ops_drop(&d, slot);
+		return true;
+	}
+	if (rec.txn)
+	{
+		/* Applied at its transaction's commit record, if one comes. */
+		replay_txn_hold(&rec, reader->ReadRecPtr, reader->EndRecPtr);
+		return false;
+	}
+	if (reader->EndRecPtr <= t->applied)
+		return false;
+	replay_change(t, &rec);
+	return true;
+}
+
+/*
+ * replay_txn_outcome applies, at a transaction's commit record, the records
+ * of transactional states held for it, and forgets them at its abort
+ * record; returns how many changed something.  A commit applied before a
+ * standby's worker started again is only forgotten.  On a standby, no
+ * read sees a commit half applied (txn_locks.c).
+ */
+static int64
+replay_txn_outcome(LoggedReplay *r)
+{
+	XLogReaderState *reader = r->reader;
+	uint8		info = XLogRecGetInfo(reader) & XLOG_XACT_OPMASK;
+	TransactionId xid = XLogRecGetXid(reader);
+	List	   *records = NIL;
+	ListCell   *lc;
+	int64		n = 0;
+
+	if (info == XLOG_XACT_COMMIT && reader->EndRecPtr > r->applied_before)
+		records = replay_txn_take(xid);
+	if (records != NIL && r->standby)
+		txn_standby_apply_begin();
+	PG_TRY();
+	{
+		foreach(lc, records)
+		{
+			HeldRecord *h = lfirst(lc);
+			ReplayTarget *t = hash_search(r->map, &h->rec.state_id, HASH_FIND, NULL);
+
+			/*
+			 * Not skipped below the state's applied position: the commit
+			 * record, not the backend's watermark, says whether they are in.
+			 */
+			if (t == NULL)
+				continue;
+			replay_change(t, &h->rec);
+			n++;
+		}
+	}
+	PG_FINALLY();
+	{
+		if (records != NIL && r->standby)
+			txn_standby_apply_end();
+	}
+	PG_END_TRY();
+	if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
+		replay_txn_forget(xid);
+	return n;
+}
+
+/* Report why reading WAL stopped, unless it reached the end. */
+static void
+report_read_stop(XLogReaderState *reader, const char *errormsg, bool end_of_wal)
+{
+	if (errormsg != NULL && !end_of_wal)
+		ereport(WARNING,
+				(errmsg("state_backend stopped replaying WAL at %X/%X: %s",
+						LSN_FORMAT_ARGS(reader->EndRecPtr), errormsg),
+				 errdetail("Logged states hold the changes before that point only.")));
+}
+
+/*
+ * map_kept maps the states whose backend kept their data across the
+ * restart, with the WAL position their data holds changes up to.
+ */
+static void
+map_kept(HTAB *map)
+{
+	for (int i = 0; i < nadopted; i++)
+	{
+		const KeyedStateBackend *b = keyed_backend_by_id(adopted[i].backend);
+		StateDesc	cur;
+		int			slot = registry_find(adopted[i].id, &cur);
+
+		if (slot >= 0 && cur.logged)
+			map_add(map, cur.id, &cur, slot,
+					b->applied_lsn ? b->applied_lsn() : InvalidXLogRecPtr, false);
+	}
+}
+
+/* Records applied between commits of posted writes (a backend's batch: flush). */
+#define REPLAY_FLUSH_EVERY	10000
+
+static LoggedReplay *
+replay_new(bool standby)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "state_backend replay",
+											  ALLOCSET_DEFAULT_SIZES);
+	LoggedReplay *r = MemoryContextAllocZero(cxt, sizeof(LoggedReplay));
+	HASHCTL		ctl;
+
+	r->cxt = cxt;
+	r->rec_cxt = AllocSetContextCreate(cxt, "state_backend replayed record",
+									   ALLOCSET_DEFAULT_SIZES);
+	r->standby = standby;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(ReplayTarget);
+	ctl.hcxt = cxt;
+	r->map = hash_create("state_backend replay", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return r;
+}
+
+static XLogReaderState *
+reader_new(ReadLocalXLogPageNoWaitPrivate *priv)
+{
+	XLogReaderState *reader;
+
+	reader = XLogReaderAllocate(wal_segment_size, NULL,
+								XL_ROUTINE(.page_read = &read_local_xlog_page_no_wait,
+										   .segment_open = &wal_segment_open,
+										   .segment_close = &wal_segment_close),
+								priv);
+	if (reader == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while reading WAL")));
+	return reader;
+}
+
+/*
+ * replay_readable: does local WAL hold a record at or after lsn, up to
+ * what the server has flushed or (a standby) replayed?  False also when
+ * the segment is gone.
+ */
+bool
+replay_readable(XLogRecPtr lsn)
+{
+	ReadLocalXLogPageNoWaitPrivate priv;
+	XLogReaderState *volatile reader = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool found = false;
+
+	memset(&priv, 0, sizeof(priv));
+	PG_TRY();
+	{
+		reader = reader_new(&priv);
+		found = XLogFindNextRecord(reader, lsn) != InvalidXLogRecPtr;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (reader != NULL)
+		XLogReaderFree(reader);
+	return found;
+}
+
+bool
+replay_seek(LoggedReplay *r, XLogRecPtr start)
+{
+	XLogRecPtr	first;
+
+	if (r->reader == NULL)
+	{
+		r->priv = MemoryContextAllocZero(r->cxt, sizeof(ReadLocalXLogPageNoWaitPrivate));
+		r->reader = reader_new(r->priv);
+	}
+	r->priv->end_of_wal = false;
+	first = XLogFindNextRecord(r->reader, start);
+	if (first == InvalidXLogRecPtr)
+		return false;
+	r->next = first;
+	r->begin = true;
+	return true;
+}
+
+LoggedReplay *
+replay_open(const SnapshotManifest *m, XLogRecPtr slot, bool standby, XLogRecPtr *start)
+{
+	LoggedReplay *r = replay_new(standby);
+	bool		any_logged = false;
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+	*start = InvalidXLogRecPtr;
+	map_kept(r->map);
+	if (m != NULL)
+		*start = map_checkpoint(r->map, m, &any_logged);
+
+	/*
+	 * A checkpoint that holds no logged state may be older than the slot,
+	 * which the first logged state made: every logged record is past the
+	 * slot's position, and WAL before it may be gone.
+	 */
+	if (*start == InvalidXLogRecPtr || (!any_logged && slot > *start))
+		*start = slot;
+	MemoryContextSwitchTo(old);
+	return r;
+}
+
+LoggedReplay *
+replay_open_live(XLogRecPtr applied)
+{
+	LoggedReplay *r = replay_new(true);
+	StateDesc  *live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			n = registry_copy_all(live, NULL);
+
+	for (int i = 0; i < n; i++)
+	{
+		StateDesc	cur;
+		int			slot;
+
+		if (!live[i].logged)
+			continue;
+		slot = registry_find(live[i].id, &cur);
+		if (slot >= 0)
+			map_add(r->map, cur.id, &cur, slot, applied, false);
+	}
+	pfree(live);
+	r->applied_before = applied;
+	return r;
+}
+
+/* Apply the record just read, in its own memory; a failure skips it. */
+static int64
+replay_one(LoggedReplay *r)
+{
+	XLogReaderState *reader = r->reader;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int64 n = 0;
+
+	/*
+	 * Logged nothing meanwhile; a backend that keeps its data stamps each
+	 * write with the end of the last record wholly applied.
+	 */
+	state_wal_set_replaying(r->next);
+	MemoryContextSwitchTo(r->rec_cxt);
+	PG_TRY();
+	{
+		if (XLogRecGetRmid(reader) == RM_XACT_ID)
+			n = replay_txn_outcome(r);
+		else if (replay_record(r))
+			n = 1;
+		/* Wholly applied: what is committed from here on holds it. */
+		state_wal_set_replaying(reader->EndRecPtr);
+	}
+	PG_CATCH();
+	{
+		report_error(r->rec_cxt);
+		ereport(WARNING,
+				(errmsg("state_backend could not replay the WAL record at %X/%X; it is skipped",
+						LSN_FORMAT_ARGS(reader->ReadRecPtr))));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	MemoryContextReset(r->rec_cxt);
+	return n;
+}
+
+/*
+ * replay_records is replay_read's loop; an error of reading WAL (a segment
+ * gone) ends it.
+ */
+static int64
+replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
+{
+	int64		applied = 0;
+	int64		read = 0;
+	int64		since_flush = 0;
+
+	if (r->begin)
+	{
+		XLogBeginRead(r->reader, r->next);
+		r->begin = false;
+	}
+	r->priv->end_of_wal = false;
+	for (;;)
+	{
+		char	   *errormsg = NULL;
+		XLogRecord *record;
+
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * Asked to stop: go without a word more.  The states are half
+		 * replayed, so no checkpoint may be taken of them; the next start
+		 * replays it all again.
+		 */
+		if (ShutdownRequestPending)
+		{
+			ereport(LOG,
+					(errmsg("state_backend stops replaying WAL: the server shuts down")));
+			proc_exit(1);
+		}
+		if (max > 0 && read >= max)
+			break;
+		record = XLogReadRecord(r->reader, &errormsg);
+		if (record == NULL)
+		{
+			/* Begin again where it stopped, when there is more. */
+			if (errormsg != NULL && !r->priv->end_of_wal && r->reported != r->next)
+			{
+				report_read_stop(r->reader, errormsg, false);
+				r->reported = r->next;
+			}
+			r->begin = true;
+			*at_end = true;
+			break;
+		}
+		if (until != InvalidXLogRecPtr && r->reader->ReadRecPtr >= until)
+		{
+			r->begin = true;
+			*at_end = true;
+			break;
+		}
+		read++;
+		if (XLogRecGetRmid(r->reader) == STATE_WAL_RMGR_ID ||
+			(XLogRecGetRmid(r->reader) == RM_XACT_ID && replay_txn_any()))
+		{
+			applied += replay_one(r);
+			if (++since_flush >= REPLAY_FLUSH_EVERY)
+			{
+				keyed_backend_flush_all();
+				since_flush = 0;
+			}
+		}
+		r->next = r->reader->EndRecPtr;
+	}
+	return applied;
+}
+
+int64
+replay_read(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int64 applied = 0;
+
+	*at_end = true;
+	if (r->reader == NULL)
+		return 0;
+	*at_end = false;
+	PG_TRY();
+	{
+		applied = replay_records(r, until, max, at_end);
+	}
+	PG_CATCH();
+	{
+		report_error(cxt);
+		if (r->reported != r->next)
+			ereport(WARNING,
+					(errmsg("state_backend stopped replaying WAL at %X/%X",
+							LSN_FORMAT_ARGS(r->next))));
+		r->reported = r->next;
+		r->begin = true;
+		*at_end = true;
+	}
+	PG_END_TRY();
+	/* What is committed now holds every record read: so it is stamped. */
+	state_wal_set_replaying(r->next);
+	keyed_backend_flush_all();
+	state_wal_set_replaying(InvalidXLogRecPtr);
+	return applied;
+}
+
+XLogRecPtr
+replay_position(const LoggedReplay *r)
+{
+	return r->next;
+}
+
+XLogRecPtr
+replay_restart_position(const LoggedReplay *r)
+{
+	XLogRecPtr	held = replay_txn_oldest();
+
+	return held != InvalidXLogRecPtr && held < r->next ? held : r->next;
+}
+
+void
+replay_close(LoggedReplay *r)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	(void) replay_txn_end();
+	state_wal_set_replaying(r->next);
+	PG_TRY();
+	{
+		keyed_backend_flush_all();
+		discard_hidden(r->map);
+	}
+	PG_CATCH();
+	{
+		report_error(cxt);
+		ereport(WARNING,
+				(errmsg("state_backend could not finish replaying WAL of logged states")));
+	}
+	PG_END_TRY();
+	state_wal_set_replaying(InvalidXLogRecPtr);
+	if (r->reader)
+		XLogReaderFree(r->reader);
+	MemoryContextDelete(r->cxt);
+}

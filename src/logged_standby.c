@@ -1,0 +1,300 @@
+/*
+ * logged_standby.c
+ *		Logged states on a hot standby: the state worker applies their WAL
+ *		records as the standby replays WAL, so that sessions read them
+ *		there, and a promotion has only the tail left to apply.
+ *
+ * At start the worker waits for a checkpoint whose cut the standby's own
+ * WAL holds (one taken before the base backup began is cut where the
+ * standby has no WAL), loads it, and from its cut applies records up
+ * to what the startup process has replayed (logged_replay.c reads local
+ * WAL no further), then again each round as more is replayed.  Sessions
+ * read logged states meanwhile (sql/sql_common.c); the registry says the
+ * worker is a standby's, so that once the server is promoted sessions wait
+ * until the worker has applied the rest, the end-of-recovery tail, before
+ * anything is written.
+ *
+ * The applied position (the end of the last record read, whatever its
+ * kind), and since when it has been behind the replayed one, are in
+ * shared memory for state.worker; so is where a worker that starts again
+ * (its own restart, not the server's) reads from: the applied position,
+ * or the first record of a transaction not yet committed.
+ *
+ * TTL: the primary's worker logs its TTL clock each second while a logged
+ * state has a TTL (logged_log_clock), and at once when a test moves it;
+ * the standby's replay pins the standby's clock to it, so that what
+ * expired on the primary reads as expired here.  The standby cleans up
+ * nothing: the primary's sweeps and reads are logged, and come through
+ * WAL.
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "catalog/registry.h"
+#include "common/settings.h"
+#include "common/ttl_clock.h"
+#include "format/records.h"
+#include "format/state_wal.h"
+#include "logged.h"
+#include "logged_replay.h"
+
+/* Records applied in one round at most, so that requests are served between. */
+#define STANDBY_ROUND_RECORDS	20000
+
+typedef struct StandbyShared
+{
+	pg_atomic_uint64 applied;	/* end of the last record applied; 0: none */
+	pg_atomic_uint64 restart;	/* where a worker started again reads from */
+	pg_atomic_uint64 behind_since;	/* since when applied is behind replay; 0: not */
+} StandbyShared;
+
+static StandbyShared *standby = NULL;
+
+/* The worker's replay, while the server is a standby. */
+static LoggedReplay *replay = NULL;
+
+Size
+logged_standby_shmem_size(void)
+{
+	return sizeof(StandbyShared);
+}
+
+void
+logged_standby_shmem_init(void)
+{
+	bool		found;
+
+	standby = ShmemInitStruct("state_backend standby", sizeof(StandbyShared), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&standby->applied, 0);
+		pg_atomic_init_u64(&standby->restart, 0);
+		pg_atomic_init_u64(&standby->behind_since, 0);
+	}
+}
+
+static void
+standby_pause(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+					 PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (ShutdownRequestPending)
+		proc_exit(1);
+}
+
+/*
+ * logged_standby_wait_for_checkpoint, before the worker of a fresh standby
+ * loads the newest checkpoint: wait until there is one whose cut the
+ * standby's WAL holds.  Logged states created before the base backup began
+ * are in no WAL the standby has: only a checkpoint taken since brings
+ * them, and what a checkpoint cut before the backup misses could not be
+ * applied.  Sessions get 25006 meanwhile.  Without a checkpoint directory
+ * no logged state exists, and there is nothing to wait for.  Returns early
+ * when the server is promoted meanwhile: the worker then starts as after a
+ * crash, from the newest checkpoint.
+ */
+void
+logged_standby_wait_for_checkpoint(void)
+{
+	bool		said = false;
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return;
+	while (RecoveryInProgress())
+	{
+		XLogRecPtr	cut = logged_newest_cut();
+
+		logged_keep_for_standby(InvalidXLogRecPtr);
+		if (cut != InvalidXLogRecPtr && replay_readable(cut))
+			return;
+		/* Not for a cut the standby has yet to replay: it comes soon. */
+		if (!said && (cut == InvalidXLogRecPtr || cut < GetXLogReplayRecPtr(NULL)))
+		{
+			ereport(LOG,
+					(errmsg("state_backend waits for a checkpoint of the primary taken since this standby's base backup"),
+					 cut == InvalidXLogRecPtr ?
+					 errdetail("The checkpoint directory holds no checkpoint.") :
+					 errdetail("The newest checkpoint is cut at %X/%X, before this server's WAL begins.",
+							   LSN_FORMAT_ARGS(cut)),
+					 errhint("Take a snapshot on the primary (state.snapshot()), or set state_backend.checkpoint_interval there.")));
+			said = true;
+		}
+		standby_pause(200L);
+	}
+}
+
+/* Publish the applied position; note since when it is behind replay. */
+static void
+publish_position(void)
+{
+	XLogRecPtr	applied = replay_position(replay);
+	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
+
+	pg_atomic_write_u64(&standby->applied, applied);
+	pg_atomic_write_u64(&standby->restart, replay_restart_position(replay));
+	if (applied >= replayed)
+		pg_atomic_write_u64(&standby->behind_since, 0);
+	else if (pg_atomic_read_u64(&standby->behind_since) == 0)
+		pg_atomic_write_u64(&standby->behind_since, (uint64) GetCurrentTimestamp());
+}
+
+/*
+ * logged_standby_begin: the worker of a standby begins applying, from the
+ * checkpoint it loaded into fresh shared memory (fresh), or, when
+ * it started again on its own, from where the last worker would have read
+ * next.  Returns once it has applied what the standby has replayed.
+ */
+void
+logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
+{
+	XLogRecPtr	start;
+	bool		at_end;
+	bool		said = false;
+
+	if (fresh)
+	{
+		replay = replay_open(checkpoint, logged_slot_position(), true, &start);
+		/* No checkpoint directory, no logged state: what comes from now on. */
+		if (start == InvalidXLogRecPtr)
+			start = GetXLogReplayRecPtr(NULL);
+	}
+	else
+	{
+		start = (XLogRecPtr) pg_atomic_read_u64(&standby->restart);
+		replay = replay_open_live((XLogRecPtr) pg_atomic_read_u64(&standby->applied));
+	}
+	while (!replay_seek(replay, start))
+	{
+		if (!said)
+			ereport(LOG,
+					(errmsg("state_backend waits for the WAL at %X/%X to apply logged states from",
+							LSN_FORMAT_ARGS(start))));
+		said = true;
+		logged_keep_for_standby(start);
+		standby_pause(100L);
+	}
+	ereport(LOG,
+			(errmsg("state_backend applies the WAL of logged states on this standby from %X/%X",
+					LSN_FORMAT_ARGS(start))));
+	do
+		(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
+	while (!at_end);
+	publish_position();
+}
+
+/* Whether the worker applies a standby's WAL. */
+bool
+logged_standby_active(void)
+{
+	return replay != NULL;
+}
+
+/*
+ * logged_standby_round, each round of the worker of a standby: apply what
+ * the standby replayed since; returns whether more is waiting.
+ */
+bool
+logged_standby_round(void)
+{
+	bool		at_end;
+
+	Assert(replay != NULL);
+	(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
+	publish_position();
+	logged_keep_for_standby(replay_restart_position(replay));
+	return !at_end;
+}
+
+/*
+ * logged_standby_promoted, once the server is promoted: apply the rest of
+ * its WAL (the end of recovery), then the states are the new primary's.
+ * The TTL clock is the server's own again.
+ */
+void
+logged_standby_promoted(void)
+{
+	TimestampTz began = GetCurrentTimestamp();
+	XLogRecPtr	from = replay_position(replay);
+	int64		applied;
+	bool		at_end;
+
+	applied = replay_read(replay, GetFlushRecPtr(NULL), 0, &at_end);
+	replay_close(replay);
+	replay = NULL;
+	ttl_clock_pin(0);
+	pg_atomic_write_u64(&standby->applied, 0);
+	pg_atomic_write_u64(&standby->behind_since, 0);
+	ereport(LOG,
+			(errmsg("state_backend continues on the promoted server from %X/%X: applied " INT64_FORMAT " WAL records of logged states in %ld ms",
+					LSN_FORMAT_ARGS(from), applied,
+					(long) ((GetCurrentTimestamp() - began) / 1000))));
+}
+
+/*
+ * logged_standby_figures, for state.worker on a standby: the position
+ * applied, how far behind the replayed one it is, and for how long it has
+ * been behind; false when the worker applies nothing (yet).
+ */
+bool
+logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms)
+{
+	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
+	TimestampTz since = (TimestampTz) pg_atomic_read_u64(&standby->behind_since);
+
+	*applied = (XLogRecPtr) pg_atomic_read_u64(&standby->applied);
+	if (*applied == InvalidXLogRecPtr)
+		return false;
+	*lag_bytes = replayed > *applied ? (int64) (replayed - *applied) : 0;
+	*lag_ms = since != 0 && *lag_bytes > 0 ?
+		(GetCurrentTimestamp() - since) / 1000 : 0;
+	return true;
+}
+
+/* ------------------------------------------------------------- the primary */
+
+static bool
+logged_with_ttl(const StateDesc *d, const void *arg)
+{
+	return d->logged && d->ttl > 0;
+}
+
+/*
+ * logged_log_clock, in the worker of a primary: log the TTL clock each
+ * second while a logged state has a TTL, for standbys to measure expiry
+ * on (a record of 8 bytes; none when no such state exists).
+ */
+void
+logged_log_clock(void)
+{
+	static TimestampTz last = 0;
+	NameData	name;
+
+	if (RecoveryInProgress() ||
+		!TimestampDifferenceExceeds(last, GetCurrentTimestamp(), 1000))
+		return;
+	last = GetCurrentTimestamp();
+	if (registry_find_match(logged_with_ttl, NULL, &name))
+		(void) state_wal_log_clock(record_ttl_now());
+}
+
+/* logged_clock_moved: a session moved the TTL clock; standbys follow at once. */
+void
+logged_clock_moved(void)
+{
+	NameData	name;
+
+	if (!RecoveryInProgress() && registry_find_match(logged_with_ttl, NULL, &name))
+		(void) state_wal_log_clock(record_ttl_now());
+}
