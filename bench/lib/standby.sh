@@ -29,6 +29,7 @@
 SB_KEYS=$((NKEYS < 1000000 ? NKEYS : 1000000))
 SB_CLIENTS=${BENCH_STANDBY_CLIENTS:-8}
 SB_WRITERS=${BENCH_STANDBY_WRITERS:-4}
+# shellcheck disable=SC2153  # PORT: bench.sh's
 SB_PORT=$((PORT + 1))
 SB_DATA="$WORK/standby"
 sb_fail() { FAILED=$((FAILED + 1)); printf 'bench: standby case %s FAILED\n' "$*" >&2; }
@@ -45,8 +46,8 @@ sb_primary_lsn() { sql1 "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"; }
 
 # sb_wait_applied LSN: until the standby's worker has applied up to LSN (60 s at most).
 sb_wait_applied() {
-	local want=$1 i got
-	for i in $(seq 1 600); do
+	local want=$1 _ got
+	for _ in $(seq 1 600); do
 		got=$(sb_sql "SELECT coalesce(value, 0) FROM state.worker WHERE name = 'standby_applied_lsn'" 2>/dev/null) || got=0
 		[ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
 		sleep 0.1
@@ -89,11 +90,11 @@ sb_reads() {
 # sb_pair NAME STMT: STMT on the primary and the standby, A B B A.
 sb_pair() {
 	local name=$1 stmt=$2 p1 s1 s2 p2
-	p1=$(sb_reads "$name" "$PORT" "$stmt") && s1=$(sb_reads "$name" "$SB_PORT" "$stmt") &&
-		s2=$(sb_reads "$name" "$SB_PORT" "$stmt") && p2=$(sb_reads "$name" "$PORT" "$stmt") || {
+	if ! { p1=$(sb_reads "$name" "$PORT" "$stmt") && s1=$(sb_reads "$name" "$SB_PORT" "$stmt") &&
+		s2=$(sb_reads "$name" "$SB_PORT" "$stmt") && p2=$(sb_reads "$name" "$PORT" "$stmt"); }; then
 		raw sb tps "$name" ERR ERR
 		return 0
-	}
+	fi
 	p1=$(awk -v a="$p1" -v b="$p2" 'BEGIN { printf "%.1f", (a + b) / 2 }')
 	s1=$(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.1f", (a + b) / 2 }')
 	raw sb tps "$name" "$p1" "$s1"
@@ -125,9 +126,9 @@ WHERE name IN ('standby_lag_bytes', 'standby_lag_ms')" >>"$samples" 2>/dev/null 
 
 # sb_first_call: seconds until a value_get succeeds on the standby's port.
 sb_first_call() {
-	local t0 i
+	local t0 _
 	t0=$(date +%s.%N)
-	for i in $(seq 1 3000); do
+	for _ in $(seq 1 3000); do
 		if sb_sql "SELECT state.value_get('sb', 1, 0::bigint)" >/dev/null 2>&1; then
 			awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'
 			return 0
