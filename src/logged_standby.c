@@ -15,7 +15,7 @@
  * anything is written.
  *
  * The applied position (the end of the last record read, whatever its
- * kind), and since when it has been behind the replayed one, are in
+ * kind), and when the standby had replayed no more than it, are in
  * shared memory for state.worker; so is where a worker that starts again
  * (its own restart, not the server's) reads from: the applied position,
  * or the first record of a transaction not yet committed.
@@ -40,6 +40,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
@@ -55,7 +56,8 @@ typedef struct StandbyShared
 {
 	pg_atomic_uint64 applied;	/* end of the last record applied; 0: none */
 	pg_atomic_uint64 restart;	/* where a worker started again reads from */
-	pg_atomic_uint64 behind_since;	/* since when applied is behind replay; 0: not */
+	pg_atomic_uint64 seen_at;	/* when the standby had replayed no more than
+								 * what is applied now (a TimestampTz) */
 } StandbyShared;
 
 static StandbyShared *standby = NULL;
@@ -79,7 +81,7 @@ logged_standby_shmem_init(void)
 	{
 		pg_atomic_init_u64(&standby->applied, 0);
 		pg_atomic_init_u64(&standby->restart, 0);
-		pg_atomic_init_u64(&standby->behind_since, 0);
+		pg_atomic_init_u64(&standby->seen_at, 0);
 	}
 }
 
@@ -135,19 +137,21 @@ logged_standby_wait_for_checkpoint(void)
 	}
 }
 
-/* Publish the applied position; note since when it is behind replay. */
+/*
+ * Publish the applied position.  seen_at: when the replayed position was
+ * read that the worker has applied since (the worker reads all that was
+ * replayed when it began reading), so that what is applied is at most
+ * that old.
+ */
 static void
-publish_position(void)
+publish_position(XLogRecPtr target, TimestampTz target_at)
 {
 	XLogRecPtr	applied = replay_position(replay);
-	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
 
 	pg_atomic_write_u64(&standby->applied, applied);
 	pg_atomic_write_u64(&standby->restart, replay_restart_position(replay));
-	if (applied >= replayed)
-		pg_atomic_write_u64(&standby->behind_since, 0);
-	else if (pg_atomic_read_u64(&standby->behind_since) == 0)
-		pg_atomic_write_u64(&standby->behind_since, (uint64) GetCurrentTimestamp());
+	if (applied >= target)
+		pg_atomic_write_u64(&standby->seen_at, (uint64) target_at);
 }
 
 /*
@@ -160,9 +164,10 @@ void
 logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
 {
 	XLogRecPtr	start;
-	bool		at_end;
 	bool		said = false;
 
+	/* A worker that exited while applying a commit left reads waiting. */
+	txn_standby_apply_end();
 	if (fresh)
 	{
 		replay = replay_open(checkpoint, logged_slot_position(), true, &start);
@@ -188,10 +193,8 @@ logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
 	ereport(LOG,
 			(errmsg("state_backend applies the WAL of logged states on this standby from %X/%X",
 					LSN_FORMAT_ARGS(start))));
-	do
-		(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
-	while (!at_end);
-	publish_position();
+	while (logged_standby_round())
+		;
 }
 
 /* Whether the worker applies a standby's WAL. */
@@ -209,10 +212,12 @@ bool
 logged_standby_round(void)
 {
 	bool		at_end;
+	TimestampTz now = GetCurrentTimestamp();
+	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
 
 	Assert(replay != NULL);
 	(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
-	publish_position();
+	publish_position(replayed, now);
 	logged_keep_for_standby(replay_restart_position(replay));
 	return !at_end;
 }
@@ -235,7 +240,7 @@ logged_standby_promoted(void)
 	replay = NULL;
 	ttl_clock_pin(0);
 	pg_atomic_write_u64(&standby->applied, 0);
-	pg_atomic_write_u64(&standby->behind_since, 0);
+	pg_atomic_write_u64(&standby->seen_at, 0);
 	ereport(LOG,
 			(errmsg("state_backend continues on the promoted server from %X/%X: applied " INT64_FORMAT " WAL records of logged states in %ld ms",
 					LSN_FORMAT_ARGS(from), applied,
@@ -244,21 +249,22 @@ logged_standby_promoted(void)
 
 /*
  * logged_standby_figures, for state.worker on a standby: the position
- * applied, how far behind the replayed one it is, and for how long it has
- * been behind; false when the worker applies nothing (yet).
+ * applied, how far behind the replayed one it is, and how long ago the
+ * standby had replayed no more than it (0 when nothing is behind); false
+ * when the worker applies nothing (yet).
  */
 bool
 logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms)
 {
 	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
-	TimestampTz since = (TimestampTz) pg_atomic_read_u64(&standby->behind_since);
+	TimestampTz seen_at = (TimestampTz) pg_atomic_read_u64(&standby->seen_at);
 
 	*applied = (XLogRecPtr) pg_atomic_read_u64(&standby->applied);
 	if (*applied == InvalidXLogRecPtr)
 		return false;
 	*lag_bytes = replayed > *applied ? (int64) (replayed - *applied) : 0;
-	*lag_ms = since != 0 && *lag_bytes > 0 ?
-		(GetCurrentTimestamp() - since) / 1000 : 0;
+	*lag_ms = seen_at != 0 && *lag_bytes > 0 ?
+		Max(GetCurrentTimestamp() - seen_at, 0) / 1000 : 0;
 	return true;
 }
 

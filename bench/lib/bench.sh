@@ -254,6 +254,25 @@ stmt_tps() {
 }
 sql1() { sql bench <<<"$1"; }
 
+# checkpoint_now: a checkpoint, once no other snapshot runs.  Taken after
+# the last logged state of a group is dropped, it drops the replication
+# slot at once; else the state worker takes one by itself within seconds,
+# and an explicit snapshot of a later case would meet it (55006).
+checkpoint_now() {
+	sql1 "DO \$\$
+BEGIN
+	FOR i IN 1 .. 600 LOOP
+		BEGIN
+			PERFORM state.wait_snapshot(state.snapshot());
+			RETURN;
+		EXCEPTION WHEN object_in_use THEN
+			PERFORM pg_sleep(0.1);
+		END;
+	END LOOP;
+	RAISE EXCEPTION 'no checkpoint could start in a minute';
+END \$\$" >/dev/null
+}
+
 sql postgres <<<"CREATE DATABASE bench" >/dev/null
 sql bench >/dev/null <<EOF
 CREATE EXTENSION state_backend;

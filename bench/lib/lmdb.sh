@@ -86,6 +86,7 @@ fi
 if [ "$lmd_loaded" = 1 ]; then
 	log "lmdb snapshots: a native snapshot and a restore of $LMDB_KEYS keys, per backend"
 	sql1 "SELECT count(state.drop_state(name)) FROM state.states" >/dev/null
+	checkpoint_now || lmd_fail "a checkpoint once every state was dropped"
 	for b in "${LMD_TARGETS[@]}"; do
 		path=$WORK/lmd-snap-$b
 		rm -rf "$path"

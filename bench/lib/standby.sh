@@ -167,4 +167,5 @@ else
 fi
 as_pg "$PGBIN/pg_ctl" -D "$SB_DATA" -m fast stop >/dev/null 2>&1 || true
 sql1 "SELECT state.drop_state('sb')" >/dev/null 2>&1 || true
+checkpoint_now || sb_fail "a checkpoint once its state was dropped"
 meta sb_total_seconds "$(($(date +%s) - t_sb))"
