@@ -102,8 +102,13 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 void
 state_standby_check_ready(void)
 {
+	/* Once ready, for as long as this session's shared memory lives. */
+	static bool ready = false;
+
 	state_backend_check_loaded();
-	if (!registry_is_ready())
+	if (!ready)
+		ready = registry_is_ready();
+	if (!ready)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("states are not readable on this standby yet"),
