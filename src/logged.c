@@ -420,12 +420,16 @@ XLogRecPtr
 logged_newest_cut(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext tmp;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	char	   *dir;
 	int64		id;
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return InvalidXLogRecPtr;
+	/* Looked at every second for as long as a standby runs: nothing stays. */
+	tmp = AllocSetContextCreate(cxt, "state_backend newest cut", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(tmp);
 	dir = checkpoint_newest(state_backend_checkpoint_dir, &id);
 	if (dir != NULL)
 	{
@@ -441,11 +445,13 @@ logged_newest_cut(void)
 		}
 		PG_CATCH();
 		{
-			MemoryContextSwitchTo(cxt);
+			MemoryContextSwitchTo(tmp);
 			FlushErrorState();
 		}
 		PG_END_TRY();
 	}
+	MemoryContextSwitchTo(cxt);
+	MemoryContextDelete(tmp);
 	return lsn;
 }
 

@@ -24,6 +24,7 @@
 #include "access/xlog.h"
 #include "access/xlogreader.h"
 #include "access/xlogutils.h"
+#include "storage/standbydefs.h"
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -60,7 +61,8 @@ struct LoggedReplay
 	XLogRecPtr	next;			/* where the next record begins */
 	bool		begin;			/* XLogBeginRead(next) before reading */
 	bool		standby;		/* a hot standby's: CLOCK records pin its clock */
-	XLogRecPtr	applied_before; /* commits ending here or before are in */
+	XLogRecPtr	applied_before; /* records ending here or before are in */
+	pg_atomic_uint64 *progress;	/* where to publish each record's end, or NULL */
 	XLogRecPtr	reported;		/* the last position a read failure was reported at */
 	MemoryContext cxt;			/* the replay's own */
 	MemoryContext rec_cxt;		/* one record's work */
@@ -289,6 +291,15 @@ replay_record(LoggedReplay *r)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("malformed state_backend WAL record")));
+	/*
+	 * Read again by a worker started again: states made or dropped, and the
+	 * clock, are as they were.  Changes are skipped per state below, against
+	 * what its backend holds.
+	 */
+	if ((rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN ||
+		 rec.kind == STATE_WAL_DROP || rec.kind == STATE_WAL_CLOCK) &&
+		reader->EndRecPtr <= r->applied_before)
+		return false;
 	if (rec.kind == STATE_WAL_CLOCK)
 	{
 		/* A standby's reads measure expiry on its primary's clock. */
@@ -364,10 +375,10 @@ replay_txn_outcome(LoggedReplay *r)
 	{
 		if (records != NIL && r->standby)
 			txn_standby_apply_end();
+		if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
+			replay_txn_forget(xid);
 	}
 	PG_END_TRY();
-	if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
-		replay_txn_forget(xid);
 	return n;
 }
 
@@ -528,12 +539,25 @@ replay_open_live(XLogRecPtr applied)
 		if (!live[i].logged)
 			continue;
 		slot = registry_find(live[i].id, &cur);
+		/* A backend that keeps its data knows what it holds (rocksdb). */
 		if (slot >= 0)
-			map_add(r->map, cur.id, &cur, slot, applied, false);
+		{
+			const KeyedStateBackend *b = keyed_backend_by_id(cur.backend);
+			XLogRecPtr	held = b->applied_lsn ? b->applied_lsn() : applied;
+
+			map_add(r->map, cur.id, &cur, slot, held, false);
+		}
 	}
 	pfree(live);
 	r->applied_before = applied;
 	return r;
+}
+
+/* replay_publish_to: each record's end is written there once it is applied. */
+void
+replay_publish_to(LoggedReplay *r, pg_atomic_uint64 *progress)
+{
+	r->progress = progress;
 }
 
 /* Apply the record just read, in its own memory; a failure skips it. */
@@ -629,6 +653,9 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 			break;
 		}
 		read++;
+		if (XLogRecGetRmid(r->reader) == RM_STANDBY_ID && replay_txn_any() &&
+			(XLogRecGetInfo(r->reader) & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS)
+			replay_txn_forget_before(((xl_running_xacts *) XLogRecGetData(r->reader))->oldestRunningXid);
 		if (XLogRecGetRmid(r->reader) == STATE_WAL_RMGR_ID ||
 			(XLogRecGetRmid(r->reader) == RM_XACT_ID && replay_txn_any()))
 		{
@@ -640,6 +667,8 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 			}
 		}
 		r->next = r->reader->EndRecPtr;
+		if (r->progress)
+			pg_atomic_write_u64(r->progress, r->next);
 	}
 	return applied;
 }

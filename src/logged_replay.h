@@ -9,6 +9,7 @@
 #define STATE_BACKEND_LOGGED_REPLAY_H
 
 #include "access/xlogdefs.h"
+#include "port/atomics.h"
 
 #include "format/snapshot_format.h"
 
@@ -34,6 +35,9 @@ extern LoggedReplay *replay_open(const SnapshotManifest *m, XLogRecPtr slot, boo
  * commit record ends at or before applied are in them already.
  */
 extern LoggedReplay *replay_open_live(XLogRecPtr applied);
+
+/* Publish the end of each record applied there (a standby's shared memory). */
+extern void replay_publish_to(LoggedReplay *r, pg_atomic_uint64 *progress);
 
 /* Read from the first record at or after start; false: local WAL has none (yet). */
 extern bool replay_seek(LoggedReplay *r, XLogRecPtr start);

@@ -114,6 +114,9 @@ logged_standby_wait_for_checkpoint(void)
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return;
+	/* Told not to load checkpoints: nothing to apply WAL over; serve none. */
+	while (!state_backend_restore_on_start && RecoveryInProgress())
+		standby_pause(200L);
 	while (RecoveryInProgress())
 	{
 		XLogRecPtr	cut = logged_newest_cut();
@@ -180,6 +183,7 @@ logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
 		start = (XLogRecPtr) pg_atomic_read_u64(&standby->restart);
 		replay = replay_open_live((XLogRecPtr) pg_atomic_read_u64(&standby->applied));
 	}
+	replay_publish_to(replay, &standby->applied);
 	while (!replay_seek(replay, start))
 	{
 		if (!said)

@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -129,6 +130,29 @@ replay_txn_forget(TransactionId xid)
 		return;
 	MemoryContextDelete(t->cxt);
 	(void) hash_search(held, &xid, HASH_REMOVE, NULL);
+}
+
+/*
+ * replay_txn_forget_before forgets the transactions that precede xid, the
+ * oldest one running on the primary (a RUNNING_XACTS record): those that
+ * ended without a commit or abort record (a crash of the primary) would be
+ * held for ever by a standby that goes on.
+ */
+void
+replay_txn_forget_before(TransactionId xid)
+{
+	HASH_SEQ_STATUS seq;
+	HeldTxn    *t;
+
+	if (held == NULL || !TransactionIdIsNormal(xid))
+		return;
+	hash_seq_init(&seq, held);
+	while ((t = hash_seq_search(&seq)) != NULL)
+		if (TransactionIdPrecedes(t->xid, xid))
+		{
+			MemoryContextDelete(t->cxt);
+			(void) hash_search(held, &t->xid, HASH_REMOVE, NULL);
+		}
 }
 
 /* WAL ended: forget every transaction not committed; returns how many. */

@@ -23,6 +23,7 @@ extern XLogRecPtr replay_txn_oldest(void);
 extern bool replay_txn_any(void);
 extern List *replay_txn_take(TransactionId xid);
 extern void replay_txn_forget(TransactionId xid);
+extern void replay_txn_forget_before(TransactionId xid);
 extern int64 replay_txn_end(void);
 
 #endif							/* STATE_BACKEND_LOGGED_TXN_H */

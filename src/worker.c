@@ -377,9 +377,11 @@ refuse_start(const char *backend)
 }
 
 /*
- * A standby's worker could not load the whole checkpoint (its files went
- * while it read them): the WAL it would apply over what is missing would
- * make states no primary ever had.  The server's processes start again
+ * A standby's worker could not load the whole checkpoint, and it is gone
+ * (the primary's retention removed it while it was read, past its lease):
+ * the WAL it would apply over what is missing would make states no primary
+ * ever had.  (A load that fails otherwise is reported and the rest served,
+ * as at a primary's start.)  The server's processes start again
  * (exit code 2: the postmaster restarts them all, with fresh shared
  * memory), and the next start loads the newest checkpoint.
  */
@@ -448,7 +450,8 @@ state_worker_start(void)
 		state_wal_suppress(false);
 		if (restored.unregistered != NULL)
 			refuse_start(restored.unregistered);
-		if (!restored.complete && RecoveryInProgress())
+		if (!restored.complete && RecoveryInProgress() && loaded != NULL &&
+			!snapshot_dir_is_complete(loaded))
 			standby_load_failed(loaded);
 		start_hold();
 	}
@@ -467,8 +470,13 @@ state_worker_start(void)
 	 * the result, before any session is served (logged.c); on a standby,
 	 * what it has replayed, and then as it replays more.
 	 */
-	if (RecoveryInProgress())
+	if (RecoveryInProgress() || (!recovering && registry_is_standby()))
 	{
+		/*
+		 * A worker started again on a standby, or during a promotion that
+		 * its predecessor did not finish, goes on from where that one had
+		 * applied; the first round finishes a promotion.
+		 */
 		logged_standby_begin(restored.manifest, recovering);
 		standby_loaded = loaded;
 		registry_set_standby(true);
@@ -540,7 +548,10 @@ standby_round(WorkerRounds *r)
 	if (state_backend_checkpoint_dir[0] != '\0')
 		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	registry_set_standby(false);
-	r->last_checkpoint = 0;
+	/* As after a crash: the next recovery reads from here. */
+	if (registry_any_logged())
+		state_worker_checkpoint(false);
+	r->last_checkpoint = GetCurrentTimestamp();
 	return false;
 }
 

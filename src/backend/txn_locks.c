@@ -239,6 +239,16 @@ txn_standby_read_begin(void)
 		before_shmem_exit(standby_reads_at_exit, (Datum) 0);
 		standby_exit_registered = true;
 	}
+	/*
+	 * A read within a read (an aggregate's final function reading a state
+	 * while entries() scans): the apply waits for the outer one anyway.
+	 */
+	if (standby_reads_held > 0)
+	{
+		pg_atomic_fetch_add_u32(&uses->standby_readers, 1);
+		standby_reads_held++;
+		return;
+	}
 	for (;;)
 	{
 		/* A full barrier: the apply's flag is read after the count is seen. */

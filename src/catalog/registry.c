@@ -136,6 +136,18 @@ registry_set_standby(bool on)
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 }
 
+/* Does the registry say its states are a standby's (being applied)? */
+bool
+registry_is_standby(void)
+{
+	bool		on;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	on = registry->standby;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return on;
+}
+
 /*
  * Sessions wait until the worker is ready; once the server is promoted,
  * also until the worker has applied the rest of the standby's WAL, so that

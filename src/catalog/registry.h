@@ -17,6 +17,7 @@ extern void registry_shmem_init(void);
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
 extern void registry_set_standby(bool on);
+extern bool registry_is_standby(void);
 extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);

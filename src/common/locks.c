@@ -63,10 +63,9 @@ state_backend_check_loaded(void)
 /*
  * state_backend_check_available raises an error unless states may be used
  * in this session: the library preloaded, and the server not in recovery.
- * A standby's states would be stale (heap states from a checkpoint, a
- * backend's files copied from a running primary), so none is served
- * until the server is promoted and the state worker has loaded the newest
- * checkpoint.
+ * On a standby this refuses what a standby cannot do (create, drop,
+ * restore, snapshot); reads of logged states take their own path
+ * (sql/sql_common.c, logged_standby.c).
  */
 void
 state_backend_check_available(void)
@@ -77,5 +76,5 @@ state_backend_check_available(void)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("states are not available during recovery"),
 				 errdetail("This server is a standby, or is still recovering: its states could be stale."),
-				 errhint("Use the primary. When this server is promoted, its states are loaded from the newest checkpoint.")));
+				 errhint("Use the primary. A hot standby reads logged states only.")));
 }

@@ -69,6 +69,9 @@ wal_insert(uint8 info, uint8 kind, uint32 state_id, const char *key, uint32 keyl
 		mklen = 0;
 
 	XLogBeginInsert();
+	/* The clock alone does not make an idle server look busy (checkpoints, archive_timeout). */
+	if (info == STATE_WAL_CLOCK)
+		XLogSetRecordFlags(XLOG_MARK_UNIMPORTANT);
 	XLogRegisterData(h, is_map_kind(kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE);
 	if (klen > 0)
 		XLogRegisterData(unconstify(char *, key), klen);

@@ -101,6 +101,33 @@ note sprintf('standby: applied the load and the tail %.1f s after the load began
 is($standby->safe_psql('postgres', $probe), $expected, 'standby: reads what the primary holds');
 is(join("\n", log_crashes($primary, 0)), '', 'primary: no process crashed');
 
+# The standby's state worker, stopped and started again alone, goes on from
+# where it was: a list written while it is away holds every element once,
+# and one logged transactional commit's appends too.
+$primary->safe_psql(
+	'postgres', q{
+SELECT state.create_state('lst', 'list', 'int', 'int', logged => true);
+SELECT state.create_state('tl', 'list', 'int', 'int', logged => true, transactional => true);
+SELECT count(state.list_add('lst', i % 10, i)) FROM generate_series(1, 20000) i;
+});
+ok(wait_applied(), 'standby: applied the list');
+my $old_worker = wait_for_worker($standby);
+$standby->safe_psql('postgres',
+	"SELECT pg_terminate_backend($old_worker)");
+$primary->safe_psql(
+	'postgres', q{
+SELECT count(state.list_add('lst', i % 10, i)) FROM generate_series(20001, 40000) i;
+BEGIN;
+SELECT count(state.list_add('tl', i % 10, i)) FROM generate_series(1, 1000) i;
+COMMIT;
+});
+ok(defined wait_for_worker($standby, not => $old_worker), 'standby: its worker started again');
+ok(wait_applied(), 'standby: the new worker applied what came meanwhile');
+my $lists = q{SELECT sum(state.list_length('lst', k)) || ' ' || sum(state.list_length('tl', k))
+  FROM generate_series(0, 9) k};
+is($standby->safe_psql('postgres', $lists), '40000 1000',
+	'standby: every element once after its worker started again');
+
 # Failover.
 $primary->stop('immediate');
 my $log_offset = -s $standby->logfile;
@@ -124,6 +151,7 @@ ok(defined $first, 'promoted: a state call succeeds') or diag "last error: $err"
 $first //= $timeout;
 diag sprintf('promoted: the first state call succeeded %.3f s after the promotion (%d attempts)',
 	$first, $tries);
+is($standby->safe_psql('postgres', $lists), '40000 1000', 'promoted: the lists hold every element once');
 cmp_ok($first, '<', 10, 'promoted: the first state call came within 10 s of the promotion');
 is($standby->safe_psql('postgres', $probe), $expected,
 	'promoted: the states hold every write the standby had applied');
