@@ -7,13 +7,14 @@
  * Changes are logged where they are made (format/state_wal.h).  A cut's
  * WAL position parts the changes a checkpoint holds from those it does not
  * (catalog/registry.c, registry_copy_all), and the MANIFEST records it.
- * After a crash or a promotion the state worker loads the newest checkpoint
+ * After a crash the state worker loads the newest checkpoint
  * (snapshot/restore.c), then logged_recover replays the logged states'
- * records from that position to the end of WAL, before sessions are
- * served, and the worker takes a checkpoint at once: the states' ids are
- * new ones, and WAL written from now on names them.  States whose backend
- * kept their data across the restart (KeyedStateBackend.applied_lsn) skip the records their data
- * already holds.
+ * records from that position to the end of WAL (logged_replay.c), before
+ * sessions are served, and the worker takes a checkpoint at once, so that
+ * the next recovery has less to read.  States whose backend kept their
+ * data across the restart (KeyedStateBackend.applied_lsn) skip the records
+ * their data already holds.  A hot standby applies them as it replays WAL,
+ * and a promotion goes on from there (logged_standby.c).
  *
  * The slot "state_backend" keeps WAL from the newest checkpoint's position:
  * made when the first logged state is created (or, on a standby, by the
@@ -22,19 +23,13 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "access/rmgr.h"
 #include "access/xlog.h"
-#include "access/xlogreader.h"
 #include "access/xlogrecovery.h"
-#include "access/xlogutils.h"
 #include "miscadmin.h"
-#include "postmaster/interrupt.h"
-#include "storage/ipc.h"
 #include "replication/slot.h"
 #include "replication/syncrep.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "backend/keyed_backend.h"
@@ -434,21 +429,10 @@ logged_newest_cut(void)
 	if (dir != NULL)
 	{
 		SnapshotSource src;
+		SnapshotManifest *m = checkpoint_read_manifest(dir, &src, false);
 
-		memset(&src, 0, sizeof(src));
-		src.dir = dir;
-		src.name = dir;
-		src.trusted = true;
-		PG_TRY();
-		{
-			lsn = snapshot_read_manifest(&src)->wal_position;
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(tmp);
-			FlushErrorState();
-		}
-		PG_END_TRY();
+		if (m != NULL)
+			lsn = m->wal_position;
 	}
 	MemoryContextSwitchTo(cxt);
 	MemoryContextDelete(tmp);

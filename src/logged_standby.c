@@ -280,6 +280,16 @@ logged_with_ttl(const StateDesc *d, const void *arg)
 	return d->logged && d->ttl > 0;
 }
 
+/* Log the TTL clock when a logged state has a TTL (a primary only). */
+static void
+log_clock(void)
+{
+	NameData	name;
+
+	if (!RecoveryInProgress() && registry_find_match(logged_with_ttl, NULL, &name))
+		(void) state_wal_log_clock(record_ttl_now());
+}
+
 /*
  * logged_log_clock, in the worker of a primary: log the TTL clock each
  * second while a logged state has a TTL, for standbys to measure expiry
@@ -289,22 +299,16 @@ void
 logged_log_clock(void)
 {
 	static TimestampTz last = 0;
-	NameData	name;
 
-	if (RecoveryInProgress() ||
-		!TimestampDifferenceExceeds(last, GetCurrentTimestamp(), 1000))
+	if (!TimestampDifferenceExceeds(last, GetCurrentTimestamp(), 1000))
 		return;
 	last = GetCurrentTimestamp();
-	if (registry_find_match(logged_with_ttl, NULL, &name))
-		(void) state_wal_log_clock(record_ttl_now());
+	log_clock();
 }
 
 /* logged_clock_moved: a session moved the TTL clock; standbys follow at once. */
 void
 logged_clock_moved(void)
 {
-	NameData	name;
-
-	if (!RecoveryInProgress() && registry_find_match(logged_with_ttl, NULL, &name))
-		(void) state_wal_log_clock(record_ttl_now());
+	log_clock();
 }

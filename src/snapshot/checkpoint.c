@@ -165,6 +165,37 @@ checkpoint_newest(const char *root, int64 *id)
 	return s.id > 0 ? psprintf("%s/chk-" INT64_FORMAT, root, s.id) : NULL;
 }
 
+/*
+ * checkpoint_read_manifest reads the MANIFEST of the server's own
+ * checkpoint at dir, filling *src; NULL when it cannot be read (the error
+ * is reported when report, else dropped).  For the worker, which must go
+ * on whatever the checkpoint directory holds.
+ */
+SnapshotManifest *
+checkpoint_read_manifest(const char *dir, SnapshotSource *src, bool report)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SnapshotManifest *volatile m = NULL;
+
+	memset(src, 0, sizeof(*src));
+	src->dir = dir;
+	src->name = dir;
+	src->trusted = true;		/* the server's own checkpoint */
+	PG_TRY();
+	{
+		m = snapshot_read_manifest(src);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		if (report)
+			EmitErrorReport();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	return m;
+}
+
 /* checkpoint_max_id returns the largest chk-<id> under root, complete or not. */
 int64
 checkpoint_max_id(const char *root)

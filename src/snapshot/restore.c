@@ -643,7 +643,6 @@ restore_on_start(bool standby, RestoreStart *out)
 	int64		id;
 	SnapshotSource src;
 	SnapshotManifest *m;
-	MemoryContext cxt = CurrentMemoryContext;
 
 	memset(out, 0, sizeof(*out));
 	out->complete = true;
@@ -664,25 +663,14 @@ restore_on_start(bool standby, RestoreStart *out)
 	if (dir == NULL)
 		return NULL;
 
-	memset(&src, 0, sizeof(src));
-	src.dir = dir;
-	src.name = dir;
-	src.trusted = true;			/* the server's own checkpoint */
-	PG_TRY();
+	m = checkpoint_read_manifest(dir, &src, true);
+	if (m == NULL)
 	{
-		m = snapshot_read_manifest(&src);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
 		ereport(WARNING,
 				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
 		out->complete = false;
 		return NULL;
 	}
-	PG_END_TRY();
 	out->unregistered = manifest_unregistered(m);
 	if (out->unregistered != NULL)
 		return NULL;
@@ -699,8 +687,9 @@ restore_on_start(bool standby, RestoreStart *out)
  * whose logged states are current (logged_standby.c): its unlogged states
  * come back as of the newest checkpoint, as after a crash.  Those of the
  * checkpoint it loaded at its start (loaded) go, and a newer checkpoint's
- * come in beside the logged states; a failure is reported, and leaves the
- * unlogged states as the older checkpoint had them.
+ * come in beside the logged states.  A MANIFEST that cannot be read leaves
+ * the unlogged states as the older checkpoint had them; a database whose
+ * restore fails is reported, and left without its unlogged states.
  */
 void
 restore_unlogged_at_promotion(const char *loaded)
@@ -712,28 +701,16 @@ restore_unlogged_at_promotion(const char *loaded)
 	SnapshotManifest *m;
 	StateDesc  *live;
 	int			nlive;
-	MemoryContext cxt = CurrentMemoryContext;
 
 	if (dir == NULL || (loaded != NULL && strcmp(dir, loaded) == 0))
 		return;
-	memset(&src, 0, sizeof(src));
-	src.dir = dir;
-	src.name = dir;
-	src.trusted = true;
-	PG_TRY();
+	m = checkpoint_read_manifest(dir, &src, true);
+	if (m == NULL)
 	{
-		m = snapshot_read_manifest(&src);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
 		ereport(WARNING,
 				(errmsg("state_backend could not read checkpoint \"%s\"; unlogged states stay as an older checkpoint had them", dir)));
 		return;
 	}
-	PG_END_TRY();
 	if (manifest_unregistered(m) != NULL)
 		return;
 	live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
