@@ -843,14 +843,21 @@ sleep_ms(TimestampTz now)
 
 /* ------------------------------------------------------------ the loop */
 
-/* One round: look, drain, fire.  Returns whether a batch was full. */
+/*
+ * One round: look, drain, fire.  Returns whether a batch was full.
+ *
+ * When the ring overflows while the states are read whole, the timers it
+ * dropped may be of keys the read had passed already: the next round reads
+ * the states whole once more (reload_next), and comes at once.
+ */
 static bool
-timer_round(Firing *batch, TimestampTz *last_sync, bool *any)
+timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	bool		overflow = timer_queue_drain(queued, NULL);
+	bool		overflow = timer_queue_drain(queued, NULL) || *reload_next;
 	int			n;
 
+	*reload_next = false;
 	if (overflow || registry_version() != seen_version ||
 		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS))
 	{
@@ -860,7 +867,7 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any)
 		*last_sync = now;
 		place_unseen();
 		/* What was registered while the states were read. */
-		(void) timer_queue_drain(queued, NULL);
+		*reload_next = timer_queue_drain(queued, NULL);
 	}
 	n = collect_batch(batch, state_backend_timer_batch_size, now);
 	if (n > 0)
@@ -875,6 +882,7 @@ state_timer_worker_main(Datum main_arg)
 	TimestampTz last_sync = 0;
 	TimestampTz last_publish = 0;
 	bool		any = true;
+	bool		reload_next = false;
 	Firing	   *batch;
 
 	pqsignal(SIGTERM, die);
@@ -903,7 +911,7 @@ state_timer_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);
-		full = timer_round(batch, &last_sync, &any);
+		full = timer_round(batch, &last_sync, &any, &reload_next);
 		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))
 		{
 			publish_figures(GetCurrentTimestamp());
@@ -911,7 +919,7 @@ state_timer_worker_main(Datum main_arg)
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(round_cxt);
-		if (!full && any)
+		if (!full && !reload_next && any)
 		{
 			long		ms = sleep_ms(GetCurrentTimestamp());
 
