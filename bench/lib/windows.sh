@@ -28,8 +28,16 @@
 #              ... ON CONFLICT DO UPDATE SET n = n + EXCLUDED.n (the events
 #              of a statement counted per key and window first, as ON
 #              CONFLICT cannot change a row twice)
+#   tumbling_pipe, table_pipe: as tumbling and table, the events sent
+#              WN_PIPE at a time in a pipeline (one round trip), each event
+#              its own statement in its own transaction (BEGIN; the
+#              statement; COMMIT), as a client that streams events sends
+#              them: the upsert per event of the table, the window_add per
+#              event of the state, without a round trip each
 #   noop:      the floor: SELECT bench.noop(k, t::text), the statement of
 #              one event with the call doing nothing, no closing
+#   noop_pipe: the floor of the pipelined cases, the same statement in the
+#              same pipeline of transactions
 #
 # Each run counts with its events per second end to end (all events over
 # the time from pgbench's start until every window is in bench.wn_out) and
@@ -38,7 +46,8 @@
 # FAILED): bench.wn_out's counts add up to the events pgbench fed (five
 # times them for sliding windows), no window emitted twice, none left open.
 # Order: noop tumbling table sliding session table tumbling tumbling_batch
-# table_batch (a case run twice counts with the mean of its runs).
+# table_batch noop_pipe tumbling_pipe table_pipe table_pipe tumbling_pipe (a
+# case run twice counts with the mean of its runs).
 #
 # Records "wn" lines for bench/lib/report_windows.pl.
 
@@ -57,9 +66,10 @@ WN_BASE='2030-01-01 00:00:00+00'	# event time at t0 (a minute boundary)
 WN_END='2100-01-01 00:00:00+00'	# the last watermark: after every window
 WN_EPOCH='1970-01-01 00:00:00+00'
 WN_BATCH=${BENCH_WINDOWS_BATCH:-100}
-WN_ORDER="noop tumbling table sliding session table tumbling tumbling_batch table_batch"
+WN_PIPE=${BENCH_WINDOWS_PIPELINE:-100}
+WN_ORDER="noop tumbling table sliding session table tumbling tumbling_batch table_batch noop_pipe tumbling_pipe table_pipe table_pipe tumbling_pipe"
 WN_STALL_S=60					# a drain with no progress for this long fails
-for v in WN_CLIENTS WN_SECS WN_SPEED WN_BATCH; do
+for v in WN_CLIENTS WN_SECS WN_SPEED WN_BATCH WN_PIPE; do
 	case "${!v}" in '' | *[!0-9]* | 0) die "BENCH_WINDOWS_${v#WN_} must be a positive whole number" ;; esac
 done
 wn_fail() { FAILED=$((FAILED + 1)); printf 'bench: windows case %s FAILED\n' "$*" >&2; }
@@ -71,6 +81,7 @@ meta wn_speed "$WN_SPEED"
 meta wn_margin "$WN_MARGIN"
 meta wn_order "$WN_ORDER"
 meta wn_batch "$WN_BATCH"
+meta wn_pipe "$WN_PIPE"
 
 # The event's time, in a pgbench statement, and the clock the watermark
 # follows (both from the statement's now()).
@@ -82,7 +93,7 @@ wn_state() { printf 'wn_%s' "$1"; }
 wn_create() {
 	local contents
 	case "$1" in
-		tumbling | tumbling_batch) contents="assigner => 'tumbling', size => '1 minute'" ;;
+		tumbling | tumbling_batch | tumbling_pipe) contents="assigner => 'tumbling', size => '1 minute'" ;;
 		sliding) contents="assigner => 'sliding', size => '5 minutes', slide => '1 minute'" ;;
 		session) contents="assigner => 'session', gap => '30 seconds'" ;;
 	esac
@@ -92,26 +103,46 @@ wn_create() {
 # Each event counts in this many windows of the case.
 wn_mult() { case "$1" in sliding) echo 5 ;; *) echo 1 ;; esac; }
 # Events per statement of a case.
-wn_per() { case "$1" in *_batch) echo "$WN_BATCH" ;; *) echo 1 ;; esac; }
+wn_per() { case "$1" in *_batch) echo "$WN_BATCH" ;; *_pipe) echo "$WN_PIPE" ;; *) echo 1 ;; esac; }
 # Is it a table case?
-wn_table() { case "$1" in table | table_batch) return 0 ;; *) return 1 ;; esac; }
+wn_table() { case "$1" in table | table_batch | table_pipe) return 0 ;; *) return 1 ;; esac; }
 
-# wn_floor N: the noop floor, one run; records its line.
+# wn_script CASE STATEMENT: the pgbench script of a case whose event is
+# STATEMENT (on a random key :k), on stdout: one event per transaction of
+# pgbench, or, for a pipelined case, WN_PIPE of them in a pipeline, each in
+# a transaction of its own.
+wn_script() {
+	local i
+	case "$1" in
+		*_pipe)
+			printf '\\startpipeline\n'
+			for ((i = 0; i < WN_PIPE; i++)); do
+				printf '\\set k random(1, %d)\nBEGIN;\n%s\nCOMMIT;\n' "$WN_KEYS" "$2"
+			done
+			printf '\\endpipeline\n'
+			;;
+		*) printf '\\set k random(1, %d)\n%s\n' "$WN_KEYS" "$2" ;;
+	esac
+}
+
+# wn_floor CASE N: a floor (noop or noop_pipe), one run; records its line
+# ("floor" or "floor_pipe", in events per second).
 wn_floor() {
-	local n=$1 t0 f out tps
-	out="$WORK/out/wn-noop-$n.txt"
-	f="$WORK/out/wn-noop-$n.pgbench"
+	local c=$1 n=$2 t0 f out tps
+	out="$WORK/out/wn-$c-$n.txt"
+	f="$WORK/out/wn-$c-$n.pgbench"
 	t0=$(sql1 "SELECT clock_timestamp()")
-	printf '\\set k random(1, %d)\nSELECT bench.noop(:k::text, %s::text);\n' "$WN_KEYS" "$(wn_event_time "$t0")" >"$f"
+	wn_script "$c" "SELECT bench.noop(:k::text, $(wn_event_time "$t0")::text);" >"$f"
 	tps=$(WARMUP_N=$WN_WARMUP SECS=$WN_SECS script_tps "$out" "$f" "$WN_CLIENTS")
 	if [ -z "$tps" ]; then
 		tail -n 5 "$out" >&2
-		wn_fail "noop run $n"
-		raw wn floor "$n" ERR
+		wn_fail "$c run $n"
+		raw wn "${c/noop/floor}" "$n" ERR
 		return 0
 	fi
-	raw wn floor "$n" "$tps"
-	printf '   %-14s %8.0f statements/s (the floor)\n' noop "$tps" >&2
+	tps=$(awk -v t="$tps" -v p="$(wn_per "$c")" 'BEGIN { printf "%.1f", t * p }')
+	raw wn "${c/noop/floor}" "$n" "$tps"
+	printf '   %-14s %8.0f events/s (the floor)\n' "$c" "$tps" >&2
 }
 
 # wn_advancer STOPFILE STATEMENT: runs STATEMENT once a second, in one
@@ -176,22 +207,26 @@ wn_run() {
 		return 0
 	fi
 	t0=$(sql1 "SELECT clock_timestamp()")
-	printf '\\set k random(1, %d)\n' "$WN_KEYS" >"$f"
-	if [ "$c" = table_batch ]; then
-		printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) SELECT k, ws, count(*) FROM (SELECT (1 + floor(random() * %d))::int::text AS k, date_bin('1 minute', %s, '%s') AS ws FROM generate_series(1, %d)) e GROUP BY k, ws ORDER BY k ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + EXCLUDED.n;\n" \
-			"$WN_KEYS" "$(wn_event_time "$t0")" "$WN_EPOCH" "$WN_BATCH" >>"$f"
+	adv="SELECT state.advance_watermark('$name', $(wn_watermark "$t0"));"
+	case "$c" in
+		table_batch)
+			wn_script "$c" "$(printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) SELECT k, ws, count(*) FROM (SELECT (1 + floor(random() * %d))::int::text AS k, date_bin('1 minute', %s, '%s') AS ws FROM generate_series(1, %d)) e GROUP BY k, ws ORDER BY k ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + EXCLUDED.n;" \
+				"$WN_KEYS" "$(wn_event_time "$t0")" "$WN_EPOCH" "$WN_BATCH")" >"$f"
+			;;
+		tumbling_batch)
+			wn_script "$c" "$(printf "SELECT count(state.window_add('%s', (1 + floor(random() * %d))::int::text, %s, 1::bigint)) FROM generate_series(1, %d);" \
+				"$name" "$WN_KEYS" "$(wn_event_time "$t0")" "$WN_BATCH")" >"$f"
+			;;
+		table | table_pipe)
+			wn_script "$c" "$(printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) VALUES (:k::text, date_bin('1 minute', %s, '%s'), 1) ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + 1;" \
+				"$(wn_event_time "$t0")" "$WN_EPOCH")" >"$f"
+			;;
+		*)
+			wn_script "$c" "SELECT state.window_add('$name', :k::text, $(wn_event_time "$t0"), 1::bigint);" >"$f"
+			;;
+	esac
+	if wn_table "$c"; then
 		adv="WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= $(wn_watermark "$t0") - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d;"
-	elif [ "$c" = tumbling_batch ]; then
-		printf "SELECT count(state.window_add('%s', (1 + floor(random() * %d))::int::text, %s, 1::bigint)) FROM generate_series(1, %d);\n" \
-			"$name" "$WN_KEYS" "$(wn_event_time "$t0")" "$WN_BATCH" >>"$f"
-		adv="SELECT state.advance_watermark('$name', $(wn_watermark "$t0"));"
-	elif [ "$c" = table ]; then
-		printf "INSERT INTO bench.wn_counts AS c (k, window_start, n) VALUES (:k::text, date_bin('1 minute', %s, '%s'), 1) ON CONFLICT (k, window_start) DO UPDATE SET n = c.n + 1;\n" \
-			"$(wn_event_time "$t0")" "$WN_EPOCH" >>"$f"
-		adv="WITH d AS (DELETE FROM bench.wn_counts WHERE window_start <= $(wn_watermark "$t0") - interval '1 minute' RETURNING k, window_start, window_start + interval '1 minute', n) INSERT INTO bench.wn_out SELECT * FROM d;"
-	else
-		printf "SELECT state.window_add('%s', :k::text, %s, 1::bigint);\n" "$name" "$(wn_event_time "$t0")" >>"$f"
-		adv="SELECT state.advance_watermark('$name', $(wn_watermark "$t0"));"
 	fi
 	rm -f "$stop"
 	wn_advancer "$stop" "$adv" >"$WORK/out/wn-$c-$n.advance.txt" 2>&1 &
@@ -288,8 +323,8 @@ SQL
 		declare -A wn_seen=()
 		for c in $WN_ORDER; do
 			wn_seen[$c]=$((${wn_seen[$c]:-0} + 1))
-			if [ "$c" = noop ]; then
-				wn_floor "${wn_seen[$c]}"
+			if [ "$c" = noop ] || [ "$c" = noop_pipe ]; then
+				wn_floor "$c" "${wn_seen[$c]}"
 			else
 				wn_run "$c" "${wn_seen[$c]}"
 			fi
