@@ -11,10 +11,10 @@
  *   and a ring of the timers registered since the worker last looked, so
  *   that the worker keeps its due-time index without scanning the states
  *   again.  A push wakes the worker only when it would not look in time
- *   by itself (push_record).  A registration that finds the ring full
- *   waits until its session's writes are applied (a backend may post
- *   them), then marks it overflowed, and the worker scans its states once
- *   more; one that finds no slot needs
+ *   by itself (push_record).  A registration is pushed once its session's
+ *   writes are applied (a backend may post them), as the worker looks for
+ *   it in its state; one that finds the ring full marks it overflowed, and
+ *   the worker scans its states once more; one that finds no slot needs
  *   nothing, since a worker scans every state when it starts.  The ring may
  *   name timers that never committed or were deleted since: the worker
  *   checks each timer in its state before firing it.
@@ -30,7 +30,6 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
@@ -217,35 +216,22 @@ push_record(Oid dbid, uint32 state_id, int slot, bool event_time,
 	TimerRecord rec = {keylen, state_id, at};
 	Size		need = sizeof(rec) + keylen;
 	bool		wake = false;
-	bool		flushed = false;
 	Latch	   *latch = NULL;
 
 	if (db < 0)
 		return;
 	d = &timers->dbs[db];
-again:
 	SpinLockAcquire(&d->mutex);
 	if (d->dbid == dbid)
 	{
-		/* A record longer than a drain's chunk goes as an overflow too. */
+		/*
+		 * A record longer than a drain's chunk goes as an overflow too.
+		 * The worker then reads the states whole, which hold the timer:
+		 * the caller's writes are applied.
+		 */
 		if (need > TIMER_DRAIN_CHUNK || d->overflow ||
 			need > timers->ring_size - (Size) (d->head - d->tail))
-		{
-			/*
-			 * The worker then reads the states whole: first let every
-			 * write of this session's reach them (a backend that posts
-			 * its writes may not have applied this one yet).  At a
-			 * commit, the apply has flushed them already.
-			 */
-			if (!flushed && IsTransactionState())
-			{
-				SpinLockRelease(&d->mutex);
-				keyed_backend_flush_all();
-				flushed = true;
-				goto again;
-			}
 			wake = d->overflow = true;
-		}
 		else
 		{
 			ring_copy(db, d->head, (char *) &rec, sizeof(rec), true);
@@ -288,10 +274,16 @@ timer_queue_wake(Oid dbid)
 		SetLatch(latch);
 }
 
-/* timer_queue_push tells the worker of a timer registered (and applied). */
+/*
+ * timer_queue_push tells the worker of a timer registered.  The worker
+ * looks for it in its state when the ring names it, and forgets one it
+ * does not find: first every write this session posted (rocksdb) is
+ * applied.
+ */
 void
 timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at)
 {
+	keyed_backend_flush_all();
 	push_record(desc->dbid, desc->id, slot, desc->timer_event_time, key, keylen, at);
 }
 

@@ -18,7 +18,6 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "backend/keyed_backend.h"
 #include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
@@ -142,15 +141,7 @@ state_timer_register(PG_FUNCTION_ARGS)
 	if (call->desc.transactional)
 		timer_queue_note(&call->desc, call->target.slot, call->key.data, call->key.len, at);
 	else
-	{
-		/*
-		 * The worker looks for the timer in the state once the ring names
-		 * it, and forgets one it does not find: a write this session
-		 * posted (rocksdb) must be applied before.
-		 */
-		keyed_backend_flush_all();
 		timer_queue_push(&call->desc, call->target.slot, call->key.data, call->key.len, at);
-	}
 	PG_RETURN_VOID();
 }
 
