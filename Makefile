@@ -97,9 +97,10 @@ OBJS = \
 EXTENSION = state_backend
 # The current version's script, and the oldest one's with the updates from
 # it: CREATE EXTENSION ... VERSION of any release runs 1.0's and its updates.
-DATA = state_backend--1.6.sql state_backend--1.0.sql state_backend--1.0--1.1.sql \
+DATA = state_backend--1.7.sql state_backend--1.0.sql state_backend--1.0--1.1.sql \
 	state_backend--1.1--1.2.sql state_backend--1.2--1.3.sql state_backend--1.3--1.4.sql \
-	state_backend--1.4--1.5.sql state_backend--1.5--1.6.sql
+	state_backend--1.4--1.5.sql state_backend--1.5--1.6.sql \
+	state_backend--1.6--1.7.sql
 PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 # The provider API, for libraries that register backends of their own:
 # $(includedir_server)/extension/state_backend/state_backend_api.h

@@ -117,7 +117,7 @@ is($node->safe_psql('postgres', $digest), $before, 'with every entry');
 $node->safe_psql('postgres', 'ALTER EXTENSION state_backend UPDATE');
 is($node->safe_psql('postgres',
 		q{SELECT extversion FROM pg_extension WHERE extname = 'state_backend'}),
-	'1.6', 'ALTER EXTENSION UPDATE reaches 1.6');
+	'1.7', 'ALTER EXTENSION UPDATE reaches 1.7');
 is($node->safe_psql('postgres', $digest), $before, 'the update keeps every entry');
 is($node->safe_psql('postgres', q{
 SELECT count(*) || ' ' || sum(value) FROM state.entries('r_value', NULL::text, NULL::bigint)}),

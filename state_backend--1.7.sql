@@ -1,4 +1,4 @@
-/* state_backend--1.6.sql: the SQL contract of the extension (schema "state"), version 1.6. */
+/* state_backend--1.7.sql: the SQL contract of the extension (schema "state"), version 1.7. */
 
 \echo Use "CREATE EXTENSION state_backend" to load this file. \quit
 
