@@ -34,6 +34,7 @@ OBJS = \
 	src/common/signing.o \
 	src/common/membuf.o \
 	src/common/ttl_clock.o \
+	src/common/fault.o \
 	src/ipc/channel.o \
 	src/ipc/channel_worker.o \
 	src/catalog/registry.o \

@@ -10,6 +10,7 @@
 
 #include "utils/guc.h"
 
+#include "common/fault.h"
 #include "common/settings.h"
 
 char	   *state_backend_default_backend = NULL;
@@ -38,6 +39,7 @@ int			state_backend_timer_max_retries = 3;
 int			state_backend_timer_retry_delay_ms = 1000;
 int			state_backend_timer_statement_timeout_ms = 60000;
 int			state_backend_timer_queue_kb = 1024;
+char	   *state_backend_fault_points = NULL;
 int			state_backend_max_timer_databases = 8;
 
 /*
@@ -306,6 +308,15 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							 PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("state_backend.fault_points",
+							   "Fault points armed in this process: name:action[:n], comma-separated.",
+							   "A developer option, for tests of a failure at each step of a commit, apply, replay, checkpoint, restore, timer firing or rescale: action error, exit, crash (SIGKILL, as kill -9) or sleep (n ms); n of the others: act at the n-th arrival only.",
+							   &state_backend_fault_points,
+							   "",
+							   PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE,
+							   fault_points_check, fault_points_assign, NULL);
 
 	DefineCustomBoolVariable("state_backend.snapshot_hold",
 							 "Snapshots this session asks for wait after their cut until they are cancelled.",

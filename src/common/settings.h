@@ -36,6 +36,7 @@ extern int	state_backend_timer_retry_delay_ms;
 extern int	state_backend_timer_statement_timeout_ms;
 extern int	state_backend_timer_queue_kb;
 extern int	state_backend_max_timer_databases;
+extern char *state_backend_fault_points;
 
 /*
  * Called from _PG_init while the library is preloaded.  The backends'
