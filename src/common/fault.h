@@ -8,7 +8,18 @@
  * ('name:action[:n], ...'; common/fault.c reads it).  When nothing is
  * armed a point costs one test of a global.  Points are reached only from
  * threads PostgreSQL started (never from RocksDB's).  test/t/041_fault_points.pl
- * finds every FAULT_POINT("...") of the source and walks it.
+ * finds every FAULT_POINT("...") of the source and walks it with the load
+ * its first word names:
+ *	commit.		a transactional state's commit, up to its commit record
+ *	apply.		a commit's apply to the backends, after its commit record
+ *	write.		a backend's write (heap, rocksdb, a provider's)
+ *	replay.		the start's replay of logged states' WAL
+ *	checkpoint.	a checkpoint
+ *	restore.	a restore of a snapshot or checkpoint
+ *	timer.		a timer's firing
+ *	window.		a window's emit
+ *	standby.	a hot standby's apply of logged states
+ *	rescale.	a rescale (of snapshots, or of a proxy's parts)
  */
 #ifndef STATE_BACKEND_FAULT_H
 #define STATE_BACKEND_FAULT_H
