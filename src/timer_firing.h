@@ -32,6 +32,7 @@ typedef struct Retry
 	Pending		t;
 	int			attempts;
 	TimestampTz not_before;
+	bool		alone;			/* its batch failed as a whole: next time in a batch of its own */
 } Retry;
 
 typedef struct Fired
@@ -46,6 +47,8 @@ typedef struct Fired
 	bool		handler_ready;
 	bool		window;			/* a window state: timers are keys to look at */
 	char		problem[256];
+	uint64		deleted_seen;	/* timer_queue_deleted when it was last read whole */
+	uint64		checked_batch;	/* the batch its handler was last checked for */
 	/* the index: a binary heap by (at, key) */
 	Pending    *heap;
 	int			nheap;
@@ -70,6 +73,8 @@ typedef struct Firing
 	int			attempts;		/* before this one */
 	bool		ok;
 	bool		failed;			/* to state.timer_failures */
+	bool		alone;			/* in a batch of its own */
+	bool		skip;			/* not fired this time: back to the index */
 	char	   *error;
 	/* a window state's key: the clock it fires by, and what it fired */
 	int64		clock;

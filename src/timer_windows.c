@@ -8,6 +8,7 @@
 
 #include "common/hashfn.h"
 
+#include "common/fault.h"
 #include "sql/sql_window.h"
 #include "timer_firing.h"
 
@@ -80,7 +81,9 @@ emit_window(void *arg, int64 start, int64 end, Datum result, bool isnull)
 	fcinfo->args[2].isnull = false;
 	fcinfo->args[3].value = result;
 	fcinfo->args[3].isnull = isnull;
+	FAULT_POINT("window.before_emit");
 	(void) FunctionCallInvoke(fcinfo);
+	FAULT_POINT("window.after_emit");
 	f->emitted++;
 }
 

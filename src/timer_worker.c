@@ -27,6 +27,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/prepare.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -34,8 +36,10 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
@@ -46,6 +50,7 @@
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
@@ -64,6 +69,24 @@ static MemoryContext timer_worker_cxt;
 static Fired **states = NULL;
 static int	nstates = 0;
 static uint64 seen_version = 0;
+static int	first_state = 0;	/* where the next batch starts looking */
+static uint64 batch_number = 0;
+
+/* The worker's own identity, which no owner's code ever runs with. */
+static Oid	worker_user;
+static int	worker_sec;
+
+/*
+ * A handler that runs past state_backend.timer_statement_timeout is
+ * cancelled; one that is still running a moment later (it caught the
+ * cancel) stops the worker, whose next one counts the timer as failed once
+ * (KilledTimer).  firing_now is the timer whose handler runs.
+ */
+#define OVERRUN_GRACE_MS	1000
+static TimeoutId overrun_timeout;
+static Firing *volatile firing_now = NULL;
+static bool have_killed = false;
+static KilledTimer killed;
 
 /*
  * Timers the ring gave for a state the worker has not seen yet: created
@@ -200,7 +223,30 @@ load_state(Fired *fs)
 	StateTarget st = {&fs->desc, fs->slot};
 
 	heap_clear(fs);
+	fs->deleted_seen = timer_queue_deleted(fs->slot, fs->id);
 	keyed_state_ops(&fs->desc)->iterate(&st, -1, load_key, fs);
+}
+
+/*
+ * A state's index is read again once many of its timers were deleted
+ * (the index names a deleted timer until it is due): past half of what it
+ * holds, so a state's reads cost at most two entries per deletion.
+ */
+static bool
+index_stale(Fired *fs)
+{
+	uint64		deleted = timer_queue_deleted(fs->slot, fs->id) - fs->deleted_seen;
+
+	return deleted > Max((uint64) 1024, (uint64) fs->nheap / 2);
+}
+
+static bool
+any_index_stale(void)
+{
+	for (int i = 0; i < nstates; i++)
+		if (index_stale(states[i]))
+			return true;
+	return false;
 }
 
 static Fired *
@@ -332,7 +378,7 @@ sync_states(bool reload_all)
 		{
 			fs->desc = descs[i];
 			fs->slot = slots[i];
-			if (reload_all)
+			if (reload_all || index_stale(fs))
 				load_state(fs);
 		}
 		fs->seen = true;
@@ -369,52 +415,88 @@ state_clock(Fired *fs, TimestampTz *passed_at)
 	return record_ttl_now();
 }
 
-/* Collect due timers into batch; returns how many. */
+/* Whether p is the timer the last worker was stopped in. */
+static bool
+is_killed(const Fired *fs, const Pending *p)
+{
+	return have_killed && killed.state_id == fs->id && killed.at == p->at &&
+		killed.keylen == p->keylen &&
+		killed.keyhash == hash_bytes((const unsigned char *) p->key, (int) p->keylen);
+}
+
+/* A timer into the batch. */
+static void
+batch_add(Firing *batch, int *n, BatchKeys *seen, Fired *fs, Pending t, int attempts,
+		  int64 clock)
+{
+	batch[*n] = (Firing) {fs, t, attempts};
+	batch[*n].clock = clock;
+	/* What it fires is folded in after the batch's transaction. */
+	if (fs->window)
+	{
+		initStringInfo(&batch[*n].mark);
+		timer_windows_add(seen, batch, *n);
+	}
+	(*n)++;
+}
+
+/*
+ * Collect due timers into batch; returns how many.  A batch holds the
+ * timers of one owner only (its transaction runs as that owner), and
+ * batches start at each state in turn, so that every owner's timers come.
+ * A timer whose batch failed as a whole, or whose handler stopped the last
+ * worker, goes in a batch of its own.
+ */
 static int
 collect_batch(Firing *batch, int max, TimestampTz now)
 {
 	int			n = 0;
 	BatchKeys	seen;
+	Oid			owner = InvalidOid;
+	bool		closed = false;
 
 	timer_windows_begin(&seen, max);
-	for (int i = 0; i < nstates && n < max; i++)
+	for (int k = 0; k < nstates && n < max && !closed; k++)
 	{
-		Fired	   *fs = states[i];
+		Fired	   *fs = states[(first_state + k) % nstates];
 		TimestampTz passed_at;
-		int64		clock = state_clock(fs, &passed_at);
+		int64		clock;
 		bool		have_last = false;
 		Pending		last = {0};
 
-		if (fs->problem[0] != '\0')
+		if (fs->problem[0] != '\0' || (OidIsValid(owner) && fs->desc.owner != owner))
 			continue;
-		for (int r = 0; r < fs->nretries && n < max;)
+		clock = state_clock(fs, &passed_at);
+		for (int r = 0; r < fs->nretries && n < max && !closed;)
 		{
-			if (fs->retries[r].not_before <= now && fs->window &&
-				timer_windows_seen(&seen, batch, fs, &fs->retries[r].t))
+			Retry	   *rt = &fs->retries[r];
+
+			if (rt->not_before > now || (rt->alone && n > 0))
+				r++;
+			else if (fs->window && timer_windows_seen(&seen, batch, fs, &rt->t))
 			{
 				/* A key retried twice: one look does for both. */
-				pfree(fs->retries[r].t.key);
-				fs->retries[r] = fs->retries[--fs->nretries];
-			}
-			else if (fs->retries[r].not_before <= now)
-			{
-				batch[n] = (Firing) {fs, fs->retries[r].t, fs->retries[r].attempts};
-				batch[n].clock = clock;
-				if (fs->window)
-				{
-					initStringInfo(&batch[n].mark);
-					timer_windows_add(&seen, batch, n);
-				}
-				n++;
-				fs->retries[r] = fs->retries[--fs->nretries];
+				pfree(rt->t.key);
+				*rt = fs->retries[--fs->nretries];
 			}
 			else
-				r++;
+			{
+				batch_add(batch, &n, &seen, fs, rt->t, rt->attempts, clock);
+				batch[n - 1].alone = closed = rt->alone;
+				owner = fs->desc.owner;
+				*rt = fs->retries[--fs->nretries];
+			}
 		}
-		while (fs->nheap > 0 && fs->heap[0].at <= clock && n < max)
+		while (!closed && fs->nheap > 0 && fs->heap[0].at <= clock && n < max)
 		{
-			Pending		p = heap_pop(fs);
+			Pending		p;
 
+			if (is_killed(fs, &fs->heap[0]) && n > 0)
+			{
+				closed = true;	/* it comes first in the next batch */
+				break;
+			}
+			p = heap_pop(fs);
 			/* The index may hold a timer twice: the ring and a read both saw it. */
 			if ((have_last && pending_cmp(&last, &p) == 0) ||
 				(fs->window && timer_windows_seen(&seen, batch, fs, &p)))
@@ -422,15 +504,18 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 				pfree(p.key);
 				continue;
 			}
-			batch[n] = (Firing) {fs, p, 0};
-			batch[n].clock = clock;
-			/* What it fires is folded in after the batch's transaction. */
-			if (fs->window)
+			if (is_killed(fs, &p))
 			{
-				initStringInfo(&batch[n].mark);
-				timer_windows_add(&seen, batch, n);
+				batch_add(batch, &n, &seen, fs, p, killed.attempts + 1, clock);
+				batch[n - 1].alone = closed = true;
+				batch[n - 1].error =
+					psprintf("the handler ran past state_backend.timer_statement_timeout (%d ms) and did not stop when cancelled: its timer worker was stopped",
+							 state_backend_timer_statement_timeout_ms);
+				have_killed = false;
 			}
-			n++;
+			else
+				batch_add(batch, &n, &seen, fs, p, 0, clock);
+			owner = fs->desc.owner;
 			last = p;
 			have_last = true;
 			if (fs->nlags < LAG_SAMPLES)
@@ -441,6 +526,8 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			fs->lag_next = (fs->lag_next + 1) % LAG_SAMPLES;
 		}
 	}
+	if (nstates > 0)
+		first_state = (first_state + 1) % nstates;
 	return n;
 }
 
@@ -475,9 +562,55 @@ remove_timer(Firing *f, StringInfo atimg)
 	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
 }
 
+/* The timeouts around one handler's call. */
+static void
+handler_timeouts_enable(void)
+{
+	if (state_backend_timer_statement_timeout_ms > 0)
+	{
+		EnableTimeoutParams t[2];
+
+		t[0].id = STATEMENT_TIMEOUT;
+		t[0].type = TMPARAM_AFTER;
+		t[0].delay_ms = state_backend_timer_statement_timeout_ms;
+		t[1].id = overrun_timeout;
+		t[1].type = TMPARAM_AFTER;
+		t[1].delay_ms = state_backend_timer_statement_timeout_ms + OVERRUN_GRACE_MS;
+		enable_timeouts(t, 2);
+	}
+}
+
+static void
+handler_timeouts_disable(void)
+{
+	DisableTimeoutParams t[2];
+
+	t[0].id = STATEMENT_TIMEOUT;
+	t[0].keep_indicator = false;
+	t[1].id = overrun_timeout;
+	t[1].keep_indicator = false;
+	disable_timeouts(t, 2);
+}
+
+/*
+ * handler_overrun: the handler ran on after its cancel.  The worker exits
+ * as a terminated process does (FATAL, which no handler can catch) at its
+ * next check for interrupts; timer_worker_exit notes the timer.
+ */
+static void
+handler_overrun(void)
+{
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
 /*
  * fire_one calls one timer's handler, in the subtransaction the caller
  * opened: false when the timer is gone from its state (nothing to do).
+ * The caller runs as the state's owner, in a security-restricted
+ * operation (fire_batch); the handler gets a GUC nest level of its own, so
+ * that nothing it SETs outlives it.
  */
 static bool
 fire_one(Firing *f, StringInfo atimg)
@@ -488,39 +621,39 @@ fire_one(Firing *f, StringInfo atimg)
 	StateKey	key;
 	StringInfoData scratch;
 	bool		isnull;
-	Oid			save_user;
-	int			save_sec;
+	bool		fired = true;
+	int			nestlevel;
 	LOCAL_FCINFO(fcinfo, 2);
 
 	timer_key(f, &key, atimg);
 	initStringInfo(&scratch);
 	if (!fs->window && !ops->map_get(&st, &key, atimg->data, atimg->len, &scratch, &isnull))
 		return false;
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(fs->desc.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (state_backend_timer_statement_timeout_ms > 0)
-		enable_timeout_after(STATEMENT_TIMEOUT, state_backend_timer_statement_timeout_ms);
+	Assert(GetUserId() == fs->desc.owner && InSecurityRestrictedOperation());
+	FAULT_POINT("timer.before_handler");
+	nestlevel = NewGUCNestLevel();
+	firing_now = f;
+	handler_timeouts_enable();
 	if (fs->window)
+		fired = timer_windows_fire(f, &st, &key);
+	else
 	{
-		bool		any = timer_windows_fire(f, &st, &key);
-
-		disable_timeout(STATEMENT_TIMEOUT, false);
-		SetUserIdAndSecContext(save_user, save_sec);
-		return any;
+		/* Its result, NULL (a void function's) or not, is not looked at. */
+		InitFunctionCallInfoData(*fcinfo, &fs->handler, 2, InvalidOid, NULL, NULL);
+		fcinfo->args[0].value = codec_decode(&fs->key_codec, f->t.key, f->t.keylen);
+		fcinfo->args[0].isnull = false;
+		fcinfo->args[1].value = TimestampTzGetDatum(f->t.at);
+		fcinfo->args[1].isnull = false;
+		(void) FunctionCallInvoke(fcinfo);
 	}
-	/* Its result, NULL (a void function's) or not, is not looked at. */
-	InitFunctionCallInfoData(*fcinfo, &fs->handler, 2, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = codec_decode(&fs->key_codec, f->t.key, f->t.keylen);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = TimestampTzGetDatum(f->t.at);
-	fcinfo->args[1].isnull = false;
-	(void) FunctionCallInvoke(fcinfo);
-	disable_timeout(STATEMENT_TIMEOUT, false);
-	SetUserIdAndSecContext(save_user, save_sec);
+	handler_timeouts_disable();
+	firing_now = NULL;
+	AtEOXact_GUC(false, nestlevel);
+	FAULT_POINT("timer.after_handler");
 	/* A transactional state's timer leaves it with the handler's writes. */
-	if (fs->desc.transactional)
+	if (fired && !fs->window && fs->desc.transactional)
 		remove_timer(f, atimg);
-	return true;
+	return fired;
 }
 
 /* Keep a failed timer in state.timer_failures, in the batch's transaction. */
@@ -531,6 +664,8 @@ record_failure(Firing *f)
 	Datum		values[7];
 	Oid			types[7] = {TEXTOID, INT8OID, OIDOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
 	char	   *keytext;
+	Oid			save_user;
+	int			save_sec;
 
 	keytext = codec_output(&fs->key_codec, codec_decode(&fs->key_codec, f->t.key, f->t.keylen));
 	values[0] = CStringGetTextDatum(NameStr(fs->desc.name));
@@ -540,13 +675,18 @@ record_failure(Firing *f)
 	values[4] = TimestampTzGetDatum(f->t.at);
 	values[5] = Int32GetDatum(f->attempts);
 	values[6] = CStringGetTextDatum(f->error ? f->error : "");
+	/* The table is the extension's: written as the worker, no owner's code runs. */
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(worker_user,
+						   worker_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	SPI_connect();
 	if (SPI_execute_with_args("INSERT INTO state._timer_failures "
 							  "(name, state_id, owner, key, at, attempts, error, failed_at) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, now())",
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.now())",
 							  7, types, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "state_backend: could not record a failed timer");
 	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	if (fs->desc.transactional)
 	{
 		StringInfoData atimg;
@@ -579,7 +719,8 @@ fire_in_subtransaction(Firing *f, StringInfo atimg)
 	{
 		ErrorData  *edata;
 
-		disable_timeout(STATEMENT_TIMEOUT, false);
+		handler_timeouts_disable();
+		firing_now = NULL;
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -612,6 +753,7 @@ retry_later(Firing *f, TimestampTz now)
 	}
 	fs->retries[fs->nretries].t = f->t;
 	fs->retries[fs->nretries].attempts = f->attempts;
+	fs->retries[fs->nretries].alone = f->alone;
 	fs->retries[fs->nretries].not_before =
 		TimestampTzPlusMilliseconds(now, (int64) state_backend_timer_retry_delay_ms << shift);
 	fs->nretries++;
@@ -650,7 +792,7 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 	volatile bool done = false;
 
 	for (int i = 0; i < n; i++)
-		if (batch[i].attempts != 0)
+		if (batch[i].attempts != 0 || batch[i].skip)
 			return false;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -666,7 +808,8 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 	}
 	PG_CATCH();
 	{
-		disable_timeout(STATEMENT_TIMEOUT, false);
+		handler_timeouts_disable();
+		firing_now = NULL;
 		MemoryContextSwitchTo(cxt);
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
@@ -688,8 +831,33 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 }
 
 /*
+ * check_handlers, in the batch's transaction: a state whose handler its
+ * owner may no longer execute (revoked, dropped, replaced since the last
+ * look) fires nothing; its timers wait for it to be put right.
+ */
+static void
+check_handlers(Firing *batch, int n)
+{
+	batch_number++;
+	for (int i = 0; i < n; i++)
+	{
+		Fired	   *fs = batch[i].fs;
+
+		if (fs->checked_batch != batch_number)
+		{
+			const char *problem = timer_handler_problem(&fs->desc);
+
+			fs->checked_batch = batch_number;
+			strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
+		}
+		batch[i].skip = fs->problem[0] != '\0';
+	}
+}
+
+/*
  * The batch's transaction: the timers in one subtransaction, or, when one
- * fails, a subtransaction per timer; then the commit.
+ * fails, a subtransaction per timer; then the commit.  A timer whose
+ * handler stopped the worker too often is not tried again, only recorded.
  */
 static void
 fire_batch_transaction(Firing *batch, int n)
@@ -699,21 +867,66 @@ fire_batch_transaction(Firing *batch, int n)
 	initStringInfo(&atimg);
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	check_handlers(batch, n);
+	FAULT_POINT("timer.batch_begin");
 	if (n == 1 || !fire_together(batch, n, &atimg))
 		for (int i = 0; i < n; i++)
 		{
+			Firing	   *f = &batch[i];
+
 			CHECK_FOR_INTERRUPTS();
-			fire_in_subtransaction(&batch[i], &atimg);
+			if (f->skip)
+				continue;
+			if (f->attempts > state_backend_timer_max_retries)
+			{
+				f->ok = false;
+				f->failed = true;
+				record_failure(f);
+				continue;
+			}
+			fire_in_subtransaction(f, &atimg);
 		}
+	PopActiveSnapshot();
+	FAULT_POINT("timer.batch_before_commit");
+	CommitTransactionCommand();
+	FAULT_POINT("timer.batch_after_commit");
+	remove_after_commit(batch, n);
+}
+
+/*
+ * After a batch whose transaction failed as a whole: the timers that have
+ * had their tries go to state.timer_failures (in a transaction of the
+ * worker's own, which runs no owner's code) and leave their states.
+ */
+static void
+record_batch_failures(Firing *batch, int n)
+{
+	bool		any = false;
+
+	for (int i = 0; i < n; i++)
+		any |= batch[i].failed;
+	if (!any)
+		return;
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	for (int i = 0; i < n; i++)
+		if (batch[i].failed)
+			record_failure(&batch[i]);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	remove_after_commit(batch, n);
 }
 
 /*
- * Fire a batch.  When its transaction fails as a whole (its commit: a
- * deferred constraint, a transactional state's commit refused), every
- * timer of it is retried later, as one that failed.
+ * Fire a batch: one owner's timers, in a transaction that runs as that
+ * owner from its start to its commit (deferred triggers and transactional
+ * states' commits run then), in a security-restricted operation (no SET
+ * ROLE, no temporary objects that another owner's code could meet).
+ * When the transaction fails as a whole (its commit: a deferred
+ * constraint, a transactional state's commit refused), every timer of it
+ * counts a failed try and is tried again in a batch of its own.  What an
+ * owner's code may have left in the session (prepared statements,
+ * session advisory locks) goes before the next batch.
  */
 static void
 fire_batch(Firing *batch, int n)
@@ -726,7 +939,11 @@ fire_batch(Firing *batch, int n)
 		attempts[i] = batch[i].attempts;
 	PG_TRY();
 	{
+		SetUserIdAndSecContext(batch[0].fs->desc.owner,
+							   worker_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
 		fire_batch_transaction(batch, n);
+		SetUserIdAndSecContext(worker_user, worker_sec);
 	}
 	PG_CATCH();
 	{
@@ -736,23 +953,47 @@ fire_batch(Firing *batch, int n)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		SetUserIdAndSecContext(worker_user, worker_sec);
 		MemoryContextSwitchTo(cxt);
 		ereport(LOG,
 				(errmsg("state_backend: a batch of %d timers failed, to be retried: %s",
 						n, edata->message)));
 		for (int i = 0; i < n; i++)
 		{
-			batch[i].ok = batch[i].failed = false;
-			batch[i].attempts = attempts[i] + 1;
+			Firing	   *f = &batch[i];
+
+			f->ok = false;
+			f->emitted = 0;
+			if (f->skip)
+				continue;
+			f->attempts = attempts[i] + 1;
+			f->alone = true;
+			f->failed = f->attempts > state_backend_timer_max_retries;
+			f->error = pstrdup(edata->message);
 		}
+		record_batch_failures(batch, n);
 	}
 	PG_END_TRY();
+	DropAllPreparedStatements();
+	LockReleaseSession(USER_LOCKMETHOD);
 
 	now = GetCurrentTimestamp();
 	for (int i = 0; i < n; i++)
 	{
 		Firing	   *f = &batch[i];
 
+		if (f->skip)
+		{
+			/* Its state's handler cannot run: back to wait for it. */
+			if (f->attempts > 0)
+				retry_later(f, now);
+			else
+			{
+				timer_heap_push(f->fs, f->t.at, f->t.key, f->t.keylen);
+				pfree(f->t.key);
+			}
+			continue;
+		}
 		if (f->ok)
 		{
 			int			fired = f->fs->window ? f->emitted : 1;
@@ -859,7 +1100,7 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 
 	*reload_next = false;
 	if (overflow || registry_version() != seen_version ||
-		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS))
+		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS) || any_index_stale())
 	{
 		StartTransactionCommand();
 		*any = sync_states(overflow) > 0;
@@ -873,6 +1114,31 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 	if (n > 0)
 		fire_batch(batch, n);
 	return n == state_backend_timer_batch_size;
+}
+
+/*
+ * timer_worker_exit, as the worker exits: a handler still running (the
+ * worker was stopped in it) is noted for the next worker.
+ */
+static void
+timer_worker_exit(int code, Datum arg)
+{
+	Firing	   *f = firing_now;
+	KilledTimer k;
+
+	if (f == NULL)
+		return;
+	k.state_id = f->fs->id;
+	k.at = f->t.at;
+	k.keylen = f->t.keylen;
+	k.keyhash = hash_bytes((const unsigned char *) f->t.key, (int) f->t.keylen);
+	k.attempts = f->attempts;
+	timer_queue_note_killed(&k);
+	ereport(LOG,
+			(errmsg("state_backend: the timer worker of database %u stopped while the %s of state \"%s\" ran",
+					MyDatabaseId, f->fs->window ? "emit function" : "handler",
+					NameStr(f->fs->desc.name)),
+			 errdetail("A handler that runs past state_backend.timer_statement_timeout and does not stop when cancelled stops its worker; the timer counts a failed try.")));
 }
 
 void
@@ -893,6 +1159,10 @@ state_timer_worker_main(Datum main_arg)
 	pgstat_report_appname("state_backend timers");
 	if (!timer_queue_attach(dbid))
 		proc_exit(0);			/* another one fires this database's timers */
+	GetUserIdAndSecContext(&worker_user, &worker_sec);
+	overrun_timeout = RegisterTimeout(USER_TIMEOUT, handler_overrun);
+	before_shmem_exit(timer_worker_exit, (Datum) 0);
+	have_killed = timer_queue_take_killed(&killed);
 	timer_worker_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend timers",
 									   ALLOCSET_DEFAULT_SIZES);
 	ereport(DEBUG1, (errmsg("state_backend timer worker of database %u started", dbid)));

@@ -71,6 +71,9 @@ typedef struct TimerDb
 	bool		overflow;
 	int64		wakes_by;		/* the worker looks by then without a wake */
 	int64		unwoken_min;	/* earliest instant pushed without a wake */
+	/* kept across workers (not by ring_reset): see KilledTimer */
+	Oid			killed_dbid;	/* InvalidOid: none */
+	KilledTimer killed;
 } TimerDb;
 
 typedef struct TimerSlot
@@ -79,6 +82,7 @@ typedef struct TimerSlot
 	uint32		id;				/* the state these are of */
 	TimestampTz watermark;
 	TimestampTz watermark_set_at;
+	uint64		deleted;		/* timers deleted, ever (the worker's index keeps them) */
 	TimerFigures figures;
 } TimerSlot;
 
@@ -349,6 +353,7 @@ slot_lock(int slot, uint32 id)
 		t->id = id;
 		t->watermark = DT_NOBEGIN;
 		t->watermark_set_at = 0;
+		t->deleted = 0;
 		memset(&t->figures, 0, sizeof(t->figures));
 		t->figures.next_due = DT_NOEND;
 		t->figures.lag_p99_us = -1;
@@ -411,6 +416,72 @@ timer_figures_read(int slot, uint32 id, TimerFigures *out)
 }
 
 /* ------------------------------------------------------------ workers */
+
+/*
+ * timer_queue_note_deleted counts a timer deleted from a state: the timer
+ * worker's index still names it until it is due, so the worker reads the
+ * state whole again once many were (timer_queue_deleted).
+ */
+void
+timer_queue_note_deleted(int slot, uint32 id)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+
+	t->deleted++;
+	SpinLockRelease(&t->mutex);
+}
+
+/* The timers deleted from a state since it came to its slot. */
+uint64
+timer_queue_deleted(int slot, uint32 id)
+{
+	TimerSlot  *t = slot_lock(slot, id);
+	uint64		n = t->deleted;
+
+	SpinLockRelease(&t->mutex);
+	return n;
+}
+
+/*
+ * timer_queue_note_killed, as a timer worker exits in the middle of a
+ * handler: the timer it was firing, for the database's next worker.
+ */
+void
+timer_queue_note_killed(const KilledTimer *k)
+{
+	int			db = db_index(MyDatabaseId);
+	TimerDb    *d;
+
+	if (db < 0)
+		return;
+	d = &timers->dbs[db];
+	SpinLockAcquire(&d->mutex);
+	d->killed_dbid = MyDatabaseId;
+	d->killed = *k;
+	SpinLockRelease(&d->mutex);
+}
+
+/* timer_queue_take_killed: the timer this database's last worker was stopped in, once. */
+bool
+timer_queue_take_killed(KilledTimer *k)
+{
+	bool		found = false;
+
+	for (int i = 0; i < timers->ndbs && !found; i++)
+	{
+		TimerDb    *d = &timers->dbs[i];
+
+		SpinLockAcquire(&d->mutex);
+		if (d->killed_dbid == MyDatabaseId)
+		{
+			*k = d->killed;
+			d->killed_dbid = InvalidOid;
+			found = true;
+		}
+		SpinLockRelease(&d->mutex);
+	}
+	return found;
+}
 
 /*
  * timer_queue_launch starts the timer worker of a database unless it runs

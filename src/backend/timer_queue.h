@@ -24,6 +24,21 @@ typedef struct TimerFigures
 	char		problem[256];	/* why it cannot fire, or "" */
 } TimerFigures;
 
+/*
+ * The timer whose handler was running when its worker exited (stopped for
+ * running past state_backend.timer_statement_timeout, or killed): its next
+ * worker counts that as a failed attempt.  The key is known by its length
+ * and hash.
+ */
+typedef struct KilledTimer
+{
+	uint32		state_id;
+	int64		at;
+	uint32		keylen;
+	uint32		keyhash;
+	int			attempts;		/* before the one that was stopped */
+} KilledTimer;
+
 extern Size timer_queue_shmem_size(void);
 extern void timer_queue_shmem_init(void);
 
@@ -49,5 +64,9 @@ extern bool timer_queue_attach(Oid dbid);
 extern bool timer_queue_drain(TimerQueuedFn fn, void *arg);
 extern bool timer_queue_may_sleep(int64 until);
 extern void timer_figures_publish(int slot, uint32 id, const TimerFigures *f);
+extern void timer_queue_note_deleted(int slot, uint32 id);
+extern uint64 timer_queue_deleted(int slot, uint32 id);
+extern void timer_queue_note_killed(const KilledTimer *k);
+extern bool timer_queue_take_killed(KilledTimer *k);
 
 #endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -36,6 +36,7 @@
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "storage/shmem.h"
+#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -302,6 +303,8 @@ txn_pre_commit(void)
 		ps[n++] = s;
 	qsort(ps, n, sizeof(PendState *), cmp_state_id);
 
+	/* An aggregate's combine function may run SQL: it needs a snapshot. */
+	PushActiveSnapshot(GetTransactionSnapshot());
 	for (int i = 0; i < n; i++)
 	{
 		lock_state_keys(ps[i]);
@@ -318,6 +321,7 @@ txn_pre_commit(void)
 		}
 		any_logged |= ps[i]->desc.logged;
 	}
+	PopActiveSnapshot();
 	if (heap > 0)
 	{
 		reservation = heap_state_reserve(heap);

@@ -151,10 +151,15 @@ state_timer_delete(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
 
+	bool		removed;
+
 	state_call_key(call, fcinfo, 1);
 	(void) instant_arg(call, fcinfo, 2, "a timer's instant");
-	PG_RETURN_BOOL(call->backend->map_remove(&call->target, &call->key,
-											 call->buf.data, call->buf.len));
+	removed = call->backend->map_remove(&call->target, &call->key,
+										call->buf.data, call->buf.len);
+	if (removed)
+		timer_queue_note_deleted(call->target.slot, call->desc.id);
+	PG_RETURN_BOOL(removed);
 }
 
 typedef struct TimersRows
