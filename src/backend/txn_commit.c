@@ -444,6 +444,12 @@ txn_xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that wrote to transactional states"),
 						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
+			/* A truncate's lock of the state would outlive the session. */
+			if (txn_locks_state_held())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that truncated a transactional state"),
+						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
 			break;
 		case XACT_EVENT_PREPARE:
 			txn_end();

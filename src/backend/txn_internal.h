@@ -112,6 +112,7 @@ extern void txn_use_state(const StateTarget *st);
 extern void txn_use_state_whole(const StateTarget *st);
 extern void txn_use_state_whole_end(const StateTarget *st);
 extern void txn_locks_release(void);
+extern bool txn_locks_state_held(void);
 extern Size txn_locks_shmem_size(void);
 extern void txn_standby_read_begin(void);
 extern void txn_standby_read_end(void);
