@@ -11,8 +11,9 @@
  *	   writes: commits of one key follow each other;
  *	2. fold what must be folded against the value committed by then
  *	   (reduce, aggregate), giving each key what the apply will write;
- *	3. set aside the memory the heap's writes will take (54000 when
- *	   state_backend.memory_limit cannot hold them);
+ *	3. ask each state's backend to set aside what the apply will take
+ *	   (KeyedStateBackend.reserve: the heap's memory, lmdb's map space,
+ *	   rocksdb's disk), or to refuse the commit (54000, 53100) now;
  *	4. pass the gate (below), then log the writes of logged states to WAL
  *	   with the transaction's xid, which recovery applies only if it meets
  *	   the transaction's commit record.
@@ -34,15 +35,17 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend/heap_table.h"
 #include "backend/timer_queue.h"
 #include "backend/txn_internal.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "format/state_wal.h"
 
 /* More keys of one state than this in a transaction: lock the state. */
@@ -62,8 +65,6 @@ static TxnGate *gate = NULL;
 
 static bool committing = false;	/* from our pre-commit to the end */
 static bool in_gate = false;
-static bool reserved = false;
-static dsa_pointer reservation;
 
 /* ---------------------------------------------------------------- gate */
 
@@ -242,16 +243,72 @@ finalize_key(PendKey *pk)
 	resetStringInfo(&pk->tail);
 }
 
-/* Bytes of the heap a key's apply may take, generously. */
-static Size
-heap_bytes(const PendKey *pk)
+/*
+ * reserve_key describes what the apply will write to a key (its backend's
+ * reserve sizes it): a whole image or a removal, then list elements or map
+ * entries.  For a state with a TTL each write carries a deadline more.
+ */
+static void
+reserve_key(const PendKey *pk, StateReserveKey *rk)
 {
-	Size		n = pk->key.len + 64;
+	uint32		off = 0;
+	PendMapOp	op;
+	uint32		ttl_extra = pk->state->desc.ttl > 0 ? 16 : 0;
 
-	n += pk->image.len + pk->image.len / 4;
-	/* An append or a map change may copy the entry: count them twice. */
-	n += 2 * ((Size) pk->tail.len + pk->mapops.len);
-	return n;
+	rk->key = &pk->key;
+	rk->replaced = pk->base != PEND_OVER;
+	rk->image_len = pk->base == PEND_SET ? pk->image.len + ttl_extra : 0;
+	rk->grow_len = 0;
+	rk->writes = pk->base != PEND_OVER ? 1 : 0;
+	if (pk->has_tail)
+	{
+		rk->grow_len += (uint64) pk->tail.len + ttl_extra;
+		rk->writes++;
+	}
+	while (pend_mapop_next(pk, &off, &op))
+	{
+		rk->grow_len += (uint64) op.mkeylen + op.vallen + 2 * sizeof(uint32) + ttl_extra;
+		rk->writes++;
+	}
+}
+
+/*
+ * reserve_state asks the state's backend to set aside what the apply of the
+ * transaction's writes to it will take, or to refuse the commit now.
+ */
+static void
+reserve_state(PendState *ps)
+{
+	const KeyedStateBackend *b = keyed_backend_by_id(ps->desc.backend);
+	StateReserveKey *keys;
+	int			n = 0;
+	void	   *handle;
+
+	if (b->reserve == NULL)
+		return;
+	keys = palloc(sizeof(StateReserveKey) * Max(ps->nkeys, 1));
+	for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+		if (!pend_key_empty(pk))
+			reserve_key(pk, &keys[n++]);
+	if (n > 0)
+	{
+		handle = b->reserve(&ps->target, keys, n);
+		ps->reservation = handle;
+		ps->reserved = true;
+	}
+	pfree(keys);
+}
+
+/* unreserve_state gives a state's reservation back (before its apply, or at the end). */
+static void
+unreserve_state(PendState *ps)
+{
+	if (!ps->reserved)
+		return;
+	ps->reserved = false;
+	if (ps->reservation != NULL)
+		keyed_backend_by_id(ps->desc.backend)->unreserve(ps->reservation);
+	ps->reservation = NULL;
 }
 
 /* Log a key's writes (a logged state's): what the apply will do. */
@@ -289,7 +346,6 @@ txn_pre_commit(void)
 	PendState  *list = txn_pending_states();
 	PendState **ps;
 	int			n = 0;
-	Size		heap = 0;
 	bool		any_logged = false;
 
 	committing = true;
@@ -302,6 +358,7 @@ txn_pre_commit(void)
 		ps[n++] = s;
 	qsort(ps, n, sizeof(PendState *), cmp_state_id);
 
+	FAULT_POINT("commit.begin");
 	for (int i = 0; i < n; i++)
 	{
 		lock_state_keys(ps[i]);
@@ -311,26 +368,29 @@ txn_pre_commit(void)
 					 errmsg("state \"%s\" does not exist", NameStr(ps[i]->desc.name)),
 					 errdetail("It was dropped before this transaction committed its writes to it.")));
 		for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
-		{
 			finalize_key(pk);
-			if (ps[i]->heap && !pend_key_empty(pk))
-				heap += heap_bytes(pk);
-		}
 		any_logged |= ps[i]->desc.logged;
 	}
-	if (heap > 0)
-	{
-		reservation = heap_state_reserve(heap);
-		reserved = true;
-	}
+	FAULT_POINT("commit.before_reserve");
+
+	/*
+	 * What the apply needs, set aside in every backend now: after the commit
+	 * record nothing may fail.
+	 */
+	for (int i = 0; i < n; i++)
+		reserve_state(ps[i]);
+	FAULT_POINT("commit.after_reserve");
 	if (any_logged)
 		(void) GetTopTransactionId();
 	gate_enter();
+	FAULT_POINT("commit.in_gate");
 	for (int i = 0; i < n; i++)
 		if (ps[i]->desc.logged)
 			for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
 				log_key(pk);
 	pfree(ps);
+	/* The last step before PostgreSQL writes the commit record. */
+	FAULT_POINT("commit.before_commit_record");
 }
 
 /* -------------------------------------------------------------- commit */
@@ -368,18 +428,20 @@ txn_apply(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
+	FAULT_POINT("apply.begin");
 	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
 	{
-		/* The memory set aside goes back just before the heap's writes take it. */
-		if (reserved && ps->heap)
-		{
-			heap_state_unreserve(reservation);
-			reserved = false;
-		}
+		FAULT_POINT("apply.state_before");
+		/* What was set aside goes back just before the writes take it. */
+		unreserve_state(ps);
 		PG_TRY();
 		{
 			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+			{
+				FAULT_POINT("apply.key");
 				apply_key(ps, pk);
+			}
+			FAULT_POINT("apply.state_written");
 			if (keyed_backend_by_id(ps->desc.backend)->flush)
 				keyed_backend_by_id(ps->desc.backend)->flush();
 		}
@@ -398,7 +460,9 @@ txn_apply(void)
 			FreeErrorData(edata);
 		}
 		PG_END_TRY();
+		FAULT_POINT("apply.state_after");
 	}
+	FAULT_POINT("apply.end");
 }
 
 /* The end of the transaction, however it ended. */
@@ -407,11 +471,8 @@ txn_end(void)
 {
 	gate_leave();
 	txn_locks_release();
-	if (reserved)
-	{
-		heap_state_unreserve(reservation);
-		reserved = false;
-	}
+	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
+		unreserve_state(ps);
 	committing = false;
 	txn_pending_freeze(false);
 	txn_pending_forget();

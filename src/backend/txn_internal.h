@@ -71,7 +71,8 @@ struct PendState
 	StateDesc	quiet;			/* the same, not logged: the apply at commit */
 	StateTarget quiet_target;
 	const KeyedStateBackend *inner;
-	bool		heap;			/* a heap state: its commit reserves memory */
+	void	   *reservation;	/* its backend's, for the commit's apply */
+	bool		reserved;
 	StateMergeFn combine;		/* reducing, aggregating: set up when needed */
 	void	   *combine_arg;
 	PendKey    *first;

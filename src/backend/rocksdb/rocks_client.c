@@ -610,6 +610,25 @@ rc_figures(StateFigureFn fn, void *arg)
 	pfree(reply.data);
 }
 
+/*
+ * rc_reserve is KeyedStateBackend.reserve: a transactional commit's writes
+ * go to RocksDB's log and memtables, then to files; the file system must
+ * have room for them twice beside what RocksDB keeps free, or the commit
+ * fails now with disk_full.  Nothing is held: the worker refuses other
+ * writes before the file system fills.
+ */
+static void *
+rc_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
+{
+	uint64		bytes = 0;
+
+	for (int i = 0; i < nkeys; i++)
+		bytes += 2 * ((uint64) keys[i].key->len + keys[i].image_len + keys[i].grow_len +
+					  32 * (uint64) keys[i].writes);
+	rocks_check_space_for(bytes);
+	return NULL;
+}
+
 const KeyedStateBackend rocks_keyed_backend = {
 	.name = "rocksdb",
 	.get = rc_get,
@@ -634,6 +653,8 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.applied_lsn = rocks_applied_lsn,
 	.kept_data = rocks_kept_data,
 	.figures = rc_figures,
+	.reserve = rc_reserve,
+	.unreserve = NULL,
 	.snapshot = &rocks_snapshot_strategy,
 };
 

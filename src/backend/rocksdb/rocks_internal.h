@@ -107,6 +107,7 @@ typedef struct RocksInstance
 extern RocksInstance rocks;
 
 extern void rocks_check_space(void);
+extern void rocks_check_space_for(uint64 extra);
 extern bool rocks_kept_data(void);
 
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,
