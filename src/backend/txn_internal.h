@@ -73,6 +73,7 @@ struct PendState
 	const KeyedStateBackend *inner;
 	void	   *reservation;	/* its backend's, for the commit's apply */
 	bool		reserved;
+	bool		staged;			/* its writes were staged (rocksdb) */
 	StateMergeFn combine;		/* reducing, aggregating: set up when needed */
 	void	   *combine_arg;
 	PendKey    *first;

@@ -742,6 +742,9 @@ rocks_commit(void)
 	char	   *err = NULL;
 	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
 
+	/* A staged commit's writes gather into one batch (rocks_stage.c). */
+	if (rocks_commit_held)
+		return;
 	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
 	{
 		rocks_cache_committed(false);	/* nothing waits in an empty batch */
