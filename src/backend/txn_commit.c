@@ -400,7 +400,9 @@ static void apply_key(PendState *ps, PendKey *pk);
 static void
 stage_writes(PendState **ps, int n, uint64 fxid)
 {
-	if (!rocks_client_stage_begin((uint32) MyProc->pgprocno + 1, fxid))
+	/* A stage is a PGPROC's among the first MaxBackends (sessions, background workers). */
+	if (MyProc->pgprocno >= MaxBackends ||
+		!rocks_client_stage_begin((uint32) MyProc->pgprocno + 1, fxid))
 		return;
 	PG_TRY();
 	{

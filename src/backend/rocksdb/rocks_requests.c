@@ -18,6 +18,7 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/fold.h"
 #include "format/records.h"
 #include "format/state_wal.h"
@@ -778,7 +779,10 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 		return true;
 	}
 	if (op_writes(op))
+	{
+		FAULT_POINT("write.rocksdb_request");
 		check_space_now_and_then();
+	}
 	request_parse(payload, len, &r);
 	switch (op)
 	{
