@@ -64,6 +64,7 @@ OBJS = \
 	src/backend/rocksdb/rocks_options.o \
 	src/backend/rocksdb/rocks_compact.o \
 	src/backend/rocksdb/rocks_requests.o \
+	src/backend/rocksdb/rocks_stage.o \
 	src/backend/rocksdb/rocks_client.o \
 	src/backend/rocksdb/rocks_cache.o \
 	src/backend/rocksdb/rocks_files.o \

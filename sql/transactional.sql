@@ -158,6 +158,12 @@ PREPARE TRANSACTION 'tx_prepared';
 SELECT state.value_get('tx_v', 'p', 0) AS p;
 SELECT count(*) AS prepared FROM pg_prepared_xacts;
 
+-- ... and after a truncate, whose lock of the state it would carry across restarts
+BEGIN;
+SELECT state.truncate('tx_v');
+PREPARE TRANSACTION 'tx_prepared_truncate';
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+
 -- With a TTL
 SELECT state.create_state('tx_ttl', 'value', 'text', 'int', ttl => '1 hour', transactional => true);
 BEGIN;

@@ -9,7 +9,7 @@
  * point-in-time view, so the cut stops no session.  Its writers are held
  * off only across the cut's instant, so that each of their changes (and
  * its WAL record, for a logged state) is either in the snapshot or after
- * the cut's WAL position.
+ * the cut's WAL position (the writes lock, lmdb_env.c, is held across it).
  */
 #include "postgres.h"
 
@@ -35,6 +35,7 @@ snap_release(int64 id)
 	if (cut_writer)
 		mdb_txn_abort(cut_writer);
 	cut_writer = NULL;
+	lmdb_writes_unlock();
 	if (snap_txn)
 		mdb_txn_abort(snap_txn);
 	snap_txn = NULL;
@@ -51,10 +52,13 @@ snap_prepare(int64 id)
 	int			rc;
 
 	snap_release(id);
+	/* No write between its LMDB commit and its WAL record at the instant. */
+	lmdb_writes_lock();
 	rc = mdb_txn_begin(env, NULL, 0, &cut_writer);
 	if (rc != 0)
 	{
 		cut_writer = NULL;
+		lmdb_writes_unlock();
 		lmdb_fail(rc, "begin a snapshot's cut");
 	}
 	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &snap_txn);
@@ -72,6 +76,7 @@ snap_after_cut(int64 id)
 	if (cut_writer)
 		mdb_txn_abort(cut_writer);
 	cut_writer = NULL;
+	lmdb_writes_unlock();
 }
 
 typedef struct CollectArg
@@ -149,6 +154,8 @@ static const StateBackendProvider lmdb_provider = {
 	.id = LMDB_BACKEND_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &lmdb_keyed_backend,
+	.shmem_size = lmdb_reserve_shmem_size,
+	.shmem_init = lmdb_reserve_shmem_init,
 	.worker_start = lmdb_worker_start,
 	.worker_stop = lmdb_worker_stop,
 };
@@ -164,6 +171,16 @@ lmdb_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+
+static void
+lmdb_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	lmdb_writes_lock_request();
+}
+
 void
 _PG_init(void)
 {
@@ -176,4 +193,7 @@ _PG_init(void)
 	lmdb_host = state_backend_host_find();
 	lmdb_host->register_backend(&lmdb_provider);
 	RegisterXactCallback(lmdb_xact_callback, NULL);
+	lmdb_reserve_init();
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = lmdb_shmem_request;
 }

@@ -14,6 +14,7 @@
 #include "miscadmin.h"
 #include "port/pg_bswap.h"
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
 
@@ -279,6 +280,46 @@ lmdb_write_abort(void)
 	if (wtxn)
 		mdb_txn_abort(wtxn);
 	wtxn = NULL;
+}
+
+/*
+ * The writes lock, a named LWLock: a write holds it from before its LMDB
+ * transaction until its WAL records are written (LMDB has one writer at a
+ * time anyway, and a change's record must follow the previous change's);
+ * a snapshot's cut holds it across its instant.  Taken before LMDB's
+ * writer lock, always.
+ */
+#define LMDB_WRITES_TRANCHE	"state_backend_lmdb writes"
+
+static LWLock *writes_lock = NULL;
+
+/* In the shmem_request_hook. */
+void
+lmdb_writes_lock_request(void)
+{
+	RequestNamedLWLockTranche(LMDB_WRITES_TRANCHE, 1);
+}
+
+static LWLock *
+writes(void)
+{
+	if (writes_lock == NULL)
+		writes_lock = &(GetNamedLWLockTranche(LMDB_WRITES_TRANCHE))->lock;
+	return writes_lock;
+}
+
+void
+lmdb_writes_lock(void)
+{
+	LWLockAcquire(writes(), LW_EXCLUSIVE);
+}
+
+/* Lets go of the writes lock if this process holds it (an error may have). */
+void
+lmdb_writes_unlock(void)
+{
+	if (writes_lock != NULL && LWLockHeldByMe(writes_lock))
+		LWLockRelease(writes_lock);
 }
 
 /* ------------------------------------------------------------ keys */

@@ -38,6 +38,13 @@ extern bool lmdb_sync;
 
 extern const StateBackendHost *lmdb_host;
 
+/* A fault point (the host's: common/fault.h), one test of a flag when none is armed. */
+#define FAULT_POINT_HOST(name) \
+	do { \
+		if (unlikely(*lmdb_host->faults_armed)) \
+			lmdb_host->fault_point(name); \
+	} while (0)
+
 /* The environment, opened in this process on first use. */
 extern MDB_env *lmdb_env(void);
 extern MDB_dbi lmdb_dbi;
@@ -51,6 +58,14 @@ extern void lmdb_read_end(void);
 extern MDB_txn *lmdb_write_begin(void);
 extern void lmdb_write_commit(MDB_txn *txn);
 extern void lmdb_write_abort(void);
+
+/*
+ * The writes lock: a write holds it from before its LMDB transaction to
+ * after its WAL records, a snapshot's cut across its instant.
+ */
+extern void lmdb_writes_lock_request(void);
+extern void lmdb_writes_lock(void);
+extern void lmdb_writes_unlock(void);
 extern void lmdb_fail(int rc, const char *what) pg_attribute_noreturn();
 
 /* Keys. */
@@ -72,6 +87,14 @@ typedef bool (*LmdbScanFn) (void *arg, const MDB_val *lkey, const char *key, uin
 							const char *image, uint32 imagelen);
 extern void lmdb_scan(MDB_txn *txn, const char *prefix, size_t plen, const MDB_val *from,
 					  LmdbScanFn fn, void *arg);
+
+/* Room set aside for transactional commits (lmdb_reserve.c). */
+extern Size lmdb_reserve_shmem_size(void);
+extern void lmdb_reserve_shmem_init(void);
+extern void lmdb_reserve_init(void);
+extern void *lmdb_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys);
+extern void lmdb_unreserve(void *handle);
+extern void lmdb_reserve_check(uint64 bytes);
 
 /* Stored values (lmdb_ops.c). */
 extern bool lmdb_get_in(MDB_txn *txn, const LmdbKey *k, const StateKey *key,

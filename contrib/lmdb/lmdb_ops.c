@@ -7,13 +7,18 @@
  * No PostgreSQL function that may wait or call user code runs inside a
  * write transaction: a merge folds outside it and stores the result only
  * if the key's image did not change meanwhile.  A logged state's change is
- * logged inside it, before the commit, so that WAL has changes in the
- * order they were made.  An error inside a write transaction aborts it
- * first, so nothing half-made is kept.
+ * logged once LMDB committed it, so that WAL holds only what was written
+ * (a commit can fail: a full map, a full disk); the writes lock
+ * (lmdb_writes_lock, taken before LMDB's writer lock and let go of after
+ * the log) keeps WAL in the order of the changes, and a snapshot's cut
+ * holds it too, so that each change is in the snapshot with its record
+ * after the cut's WAL position, or neither.  An error inside a write
+ * transaction aborts it first, so nothing half-made is kept.
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 
 #include "lmdb_internal.h"
 
@@ -115,7 +120,20 @@ typedef struct LmdbWrite
 	bool		log_truncate;	/* remove_all: a truncate (a drop is logged by the host) */
 	StringInfoData img;
 	LmdbUsage	u;
+	List	   *logs;			/* LmdbLog: to log once committed */
 } LmdbWrite;
+
+/* A change to log once the write transaction committed (pointers: the caller's). */
+typedef struct LmdbLog
+{
+	uint8		kind;
+	const StateKey *key;
+	const char *mkey;
+	uint32		mkeylen;
+	const char *value;
+	uint32		len;
+	bool		isnull;
+} LmdbLog;
 
 /* A write's body, in txn: returns whether to commit (else it changed nothing). */
 typedef bool (*WriteFn) (MDB_txn *txn, LmdbWrite *w);
@@ -139,25 +157,57 @@ write_init(LmdbWrite *w, const StateTarget *st, const StateKey *key)
 static bool
 write_txn(LmdbWrite *w, WriteFn fn)
 {
-	MDB_txn    *txn = lmdb_write_begin();
+	MDB_txn    *txn;
 	volatile bool keep = false;
+	ListCell   *lc;
 
+	list_free_deep(w->logs);
+	w->logs = NIL;
+	FAULT_POINT_HOST("write.lmdb_begin");
+	lmdb_writes_lock();
+	txn = lmdb_write_begin();
 	PG_TRY();
 	{
 		keep = fn(txn, w);
+		if (keep)
+			lmdb_reserve_check((uint64) Max(w->u.bytes, 0) + w->img.len + w->len +
+							   w->k.len);
 	}
 	PG_CATCH();
 	{
 		lmdb_write_abort();
+		lmdb_writes_unlock();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	if (!keep)
 	{
 		lmdb_write_abort();
+		lmdb_writes_unlock();
 		return false;
 	}
-	lmdb_write_commit(txn);
+	PG_TRY();
+	{
+		FAULT_POINT_HOST("write.lmdb_commit");
+		lmdb_write_commit(txn);
+	}
+	PG_CATCH();
+	{
+		lmdb_write_abort();
+		lmdb_writes_unlock();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* Written: now, and only now, WAL may say so. */
+	foreach(lc, w->logs)
+	{
+		LmdbLog    *l = lfirst(lc);
+
+		lmdb_host->log_change(w->st, l->kind, l->key, l->mkey, l->mkeylen, l->value, l->len,
+							  l->isnull);
+	}
+	lmdb_writes_unlock();
+	FAULT_POINT_HOST("write.lmdb_committed");
 	if (w->u.entries != 0 || w->u.bytes != 0)
 		lmdb_host->add_usage(w->st, w->u.entries, w->u.bytes);
 	return true;
@@ -166,15 +216,36 @@ write_txn(LmdbWrite *w, WriteFn fn)
 static void
 write_done(LmdbWrite *w)
 {
+	list_free_deep(w->logs);
 	pfree(w->img.data);
 	if (w->k.data)
 		pfree(w->k.data);
 }
 
+/* Note a change of a logged state, logged once the write committed. */
+static void
+log_key_change(LmdbWrite *w, uint8 kind, const StateKey *key, const char *value, uint32 len,
+			   bool isnull)
+{
+	LmdbLog    *l;
+
+	if (!w->st->desc->logged)
+		return;
+	l = palloc(sizeof(LmdbLog));
+	l->kind = kind;
+	l->key = key;
+	l->mkey = w->mkey;
+	l->mkeylen = w->mkeylen;
+	l->value = value;
+	l->len = len;
+	l->isnull = isnull;
+	w->logs = lappend(w->logs, l);
+}
+
 static void
 log_change(LmdbWrite *w, uint8 kind, const char *value, uint32 len, bool isnull)
 {
-	lmdb_host->log_change(w->st, kind, w->key, w->mkey, w->mkeylen, value, len, isnull);
+	log_key_change(w, kind, w->key, value, len, isnull);
 }
 
 static bool
@@ -234,8 +305,7 @@ w_put_many(MDB_txn *txn, LmdbWrite *w)
 
 		lmdb_key_make(&k, w->st->desc->id, &p->keys[i]);
 		store(txn, &k, &p->keys[i], p->values[i], p->lens[i], &w->u);
-		lmdb_host->log_change(w->st, STATE_CHANGE_PUT, &p->keys[i], NULL, 0, p->values[i],
-							  p->lens[i], false);
+		log_key_change(w, STATE_CHANGE_PUT, &p->keys[i], p->values[i], p->lens[i], false);
 		pfree(k.data);
 	}
 	return true;
@@ -744,5 +814,7 @@ const KeyedStateBackend lmdb_keyed_backend = {
 	.drop = lm_drop,
 	.size = lm_size,
 	.figures = lm_figures,
+	.reserve = lmdb_reserve,
+	.unreserve = lmdb_unreserve,
 	.snapshot = &lmdb_snapshot_strategy,
 };

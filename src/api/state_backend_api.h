@@ -40,7 +40,9 @@
  * The version of this API.  A provider built against another version is
  * refused at registration: the tables' layouts may differ.
  */
-#define STATE_BACKEND_API_VERSION	2	/* 2: StateDesc holds window states' fields */
+#define STATE_BACKEND_API_VERSION	3	/* 2: StateDesc holds window states'
+										 * fields; 3: KeyedStateBackend has
+										 * reserve and unreserve */
 
 /* The name of the rendezvous variable that holds the host's table. */
 #define STATE_BACKEND_API_RENDEZVOUS	"state_backend_api"
@@ -330,6 +332,22 @@ typedef struct NativeRestoreItem
 	int32		kg_last;
 } NativeRestoreItem;
 
+/*
+ * StateReserveKey: what a transactional commit's apply will write to one key
+ * of a state (KeyedStateBackend.reserve).  The apply first puts the key's
+ * whole image (image_len bytes) or removes it when replaced, then appends
+ * list elements or sets and removes map entries, grow_len bytes of them
+ * (as the images and pairs it passes): writes calls in all.
+ */
+typedef struct StateReserveKey
+{
+	const StateKey *key;
+	bool		replaced;
+	uint32		image_len;
+	uint64		grow_len;
+	uint32		writes;
+} StateReserveKey;
+
 /* The host's writer of one snapshot (write_native gets it). */
 typedef struct SnapshotWriter SnapshotWriter;
 
@@ -540,6 +558,25 @@ typedef struct KeyedStateBackend
 	/* The backend's own figures, for state.worker.  NULL: it has none. */
 	void		(*figures) (StateFigureFn fn, void *arg);
 
+	/*
+	 * A transactional commit applies its writes after its commit record,
+	 * where nothing may fail any more.  Before the record, reserve sets aside
+	 * what the apply of the writes described (nkeys keys of the state) will
+	 * take: memory, map space, disk.  It returns a handle (palloc'd in
+	 * TopTransactionContext, or NULL for nothing held), or raises the error
+	 * that refuses the commit (54000 program_limit_exceeded, 53100
+	 * disk_full).  It runs in the committing session, with no lock of the
+	 * host's held.  unreserve gives the handle back: just before the apply's
+	 * writes to the state, which then have the room, or at the end of a
+	 * transaction that did not apply them.  A backend whose room another
+	 * process could take between the two keeps it for this process's writes
+	 * until the transaction ends.  unreserve may be NULL when reserve only
+	 * checks (it returns NULL).  Both NULL: the backend's writes cannot fail
+	 * for want of room (the host then cannot promise a commit whole).
+	 */
+	void	   *(*reserve) (const StateTarget *st, const StateReserveKey *keys, int nkeys);
+	void		(*unreserve) (void *handle);
+
 	const SnapshotStrategy *snapshot;
 } KeyedStateBackend;
 
@@ -697,6 +734,15 @@ typedef struct StateBackendHost
 								 uint32 len, StringInfo reply, bool long_running);
 	void		(*channel_post) (int32 provider_id, uint16 kind, const char *payload,
 								 uint32 len);
+
+	/*
+	 * Fault points (state_backend.fault_points): a provider's named places
+	 * where a test makes the process fail.  fault_point acts on an armed
+	 * point; call it only when *faults_armed (nothing else is read when no
+	 * point is armed), never from a thread PostgreSQL did not start.
+	 */
+	const bool *faults_armed;
+	void		(*fault_point) (const char *name);
 } StateBackendHost;
 
 /*

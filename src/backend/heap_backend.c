@@ -48,6 +48,7 @@
 #include "backend/heap_table.h"
 #include "catalog/registry.h"
 #include "common/area.h"
+#include "common/fault.h"
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -95,6 +96,9 @@ heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
 	op->hash = heap_entry_hash(st->desc->id, key->hash);
 	op->part = &heap_state_shared->parts[heap_partition_index(key->key_group, op->hash)];
 	op->lock = state_backend_lock((int) (op->part - heap_state_shared->parts));
+	/* A backend write's own fault point, before its lock: writes of every kind pass here. */
+	if (mode == LW_EXCLUSIVE)
+		FAULT_POINT("write.heap");
 	LWLockAcquire(op->lock, mode);
 }
 
@@ -741,6 +745,75 @@ heap_length(const StateTarget *st, const StateKey *key)
 	return n;
 }
 
+/*
+ * heap_state_value_room returns the room a key's entry has (0 when it has
+ * none), and in *len the length of its image.
+ */
+static Size
+heap_state_value_room(const StateTarget *st, const StateKey *key, Size *len)
+{
+	HeapOp		op;
+	HeapEntry  *e;
+	Size		room = 0;
+
+	*len = 0;
+	heap_op_begin(&op, st, key, LW_SHARED);
+	e = heap_find(&op, NULL);
+	if (e != NULL)
+	{
+		*len = e->val_len;
+		room = ENTRY_HAS_CAP(e) ? entry_cap(e) : e->val_len;
+	}
+	LWLockRelease(op.lock);
+	return room;
+}
+
+/*
+ * heap_state_reserve_keys is the heap's KeyedStateBackend.reserve: it sets
+ * aside, in the area, what a commit's writes to the keys may allocate at
+ * most.  An entry that grows is copied into one of twice its room (while
+ * the old one is still allocated), so a key counts its new image twice
+ * over, its current one when the writes build on it, and the overhead of an
+ * entry and of the retired list per write.  Raises 54000 when the area has
+ * no room for it (state_backend.memory_limit).
+ */
+static void *
+heap_state_reserve_keys(const StateTarget *st, const StateReserveKey *keys, int nkeys)
+{
+	Size		bytes = 0;
+	dsa_pointer *handle;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		const StateReserveKey *k = &keys[i];
+		Size		cur = 0;
+		Size		room = 0;
+		Size		after;
+
+		if (!k->replaced && k->grow_len > 0)
+			room = heap_state_value_room(st, k->key, &cur);
+		after = add_size(add_size(cur, k->image_len), (Size) k->grow_len);
+		bytes = add_size(bytes, ENTRY_SIZE(k->key->len, Max(2 * room, 2 * after), true));
+		bytes = add_size(bytes, mul_size(k->writes, 2 * sizeof(dsa_pointer) + 64));
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (bytes == 0)
+		return NULL;
+	handle = MemoryContextAlloc(TopTransactionContext, sizeof(dsa_pointer));
+	*handle = heap_state_reserve(bytes);
+	return handle;
+}
+
+/* heap_state_unreserve_keys frees what heap_state_reserve_keys set aside. */
+static void
+heap_state_unreserve_keys(void *handle)
+{
+	dsa_pointer *p = handle;
+
+	heap_state_unreserve(*p);
+	pfree(p);
+}
+
 const KeyedStateBackend heap_keyed_backend = {
 	.name = "heap",
 	.get = heap_get,
@@ -764,5 +837,7 @@ const KeyedStateBackend heap_keyed_backend = {
 	.flush = NULL,
 	.sync_catalog = NULL,
 	.applied_lsn = NULL,
+	.reserve = heap_state_reserve_keys,
+	.unreserve = heap_state_unreserve_keys,
 	.snapshot = &heap_snapshot_strategy,
 };

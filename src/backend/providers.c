@@ -21,6 +21,7 @@
 #include "backend/providers.h"
 #include "backend/rocksdb/rocks.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/progress.h"
 #include "format/records.h"
 #include "format/state_wal.h"
@@ -676,4 +677,6 @@ static const StateBackendHost host = {
 	.list_image_count = host_list_image_count,
 	.channel_call = host_channel_call,
 	.channel_post = host_channel_post,
+	.faults_armed = &state_backend_faults_armed,
+	.fault_point = fault_point_reached,
 };

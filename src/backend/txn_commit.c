@@ -11,14 +11,24 @@
  *	   writes: commits of one key follow each other;
  *	2. fold what must be folded against the value committed by then
  *	   (reduce, aggregate), giving each key what the apply will write;
- *	3. set aside the memory the heap's writes will take (54000 when
- *	   state_backend.memory_limit cannot hold them);
+ *	3. ask each state's backend to set aside what the apply will take
+ *	   (KeyedStateBackend.reserve: the heap's memory, lmdb's map space,
+ *	   rocksdb's disk), or to refuse the commit (54000, 53100) now;
  *	4. pass the gate (below), then log the writes of logged states to WAL
  *	   with the transaction's xid, which recovery applies only if it meets
- *	   the transaction's commit record.
+ *	   the transaction's commit record;
+ *	5. stage the writes of rocksdb states (not logged, no TTL): the state
+ *	   worker keeps them aside and makes them durable as one intent record
+ *	   (backend/rocksdb/rocks_stage.c), or the commit fails.
  * After the commit (XACT_EVENT_COMMIT), where nothing may fail: apply the
- * writes through the states' backends, leave the gate.  The locks go at
- * the end of the transaction, after the apply.
+ * writes through the states' backends; ask the worker to apply the staged
+ * ones in one RocksDB write, and wait until it has (a cancel or terminate
+ * ends the wait with a WARNING: the worker applies them by itself once it
+ * sees the transaction committed, and a start applies an intent record a
+ * crash left); leave the gate.  The locks go at the end of the
+ * transaction, after the apply.  A crash at any step leaves the commit
+ * whole: before the commit record nothing was applied; after it, logged
+ * states get their writes from WAL and staged ones from their intent.
  *
  * The gate: a snapshot's cut must not fall between a transaction's WAL
  * records and the end of its apply (it would hold part of the
@@ -34,16 +44,20 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
+#include "storage/proc.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend/heap_table.h"
+#include "backend/rocksdb/rocks.h"
 #include "backend/timer_queue.h"
 #include "backend/txn_internal.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "format/state_wal.h"
 
 /* More keys of one state than this in a transaction: lock the state. */
@@ -57,21 +71,30 @@ typedef struct TxnGate
 	pg_atomic_uint32 inside;	/* commits between their WAL and their apply */
 	pg_atomic_uint64 cut_wanted_until;	/* a timestamp; 0: none */
 	ConditionVariable cv;
+	/* Staged commits: per PGPROC, the last whose writes the worker applied. */
+	ConditionVariable stage_cv;
+	pg_atomic_uint64 stage_applied[FLEXIBLE_ARRAY_MEMBER];	/* full xids */
 } TxnGate;
 
 static TxnGate *gate = NULL;
 
 static bool committing = false;	/* from our pre-commit to the end */
 static bool in_gate = false;
-static bool reserved = false;
-static dsa_pointer reservation;
+static uint64 staged_fxid = 0;	/* this commit's rocksdb writes are staged */
 
 /* ---------------------------------------------------------------- gate */
+
+static Size
+gate_size(void)
+{
+	return add_size(offsetof(TxnGate, stage_applied),
+					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+}
 
 Size
 txn_state_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size());
+	return add_size(MAXALIGN(gate_size()), txn_locks_shmem_size());
 }
 
 void
@@ -79,14 +102,31 @@ txn_state_shmem_init(void)
 {
 	bool		found;
 
-	gate = ShmemInitStruct("state_backend transactional commits", sizeof(TxnGate), &found);
+	gate = ShmemInitStruct("state_backend transactional commits", gate_size(), &found);
 	if (!found)
 	{
 		pg_atomic_init_u32(&gate->inside, 0);
 		pg_atomic_init_u64(&gate->cut_wanted_until, 0);
 		ConditionVariableInit(&gate->cv);
+		ConditionVariableInit(&gate->stage_cv);
+		for (int i = 0; i < MaxBackends; i++)
+			pg_atomic_init_u64(&gate->stage_applied[i], 0);
 	}
 	txn_locks_shmem_init();
+}
+
+/*
+ * txn_state_stage_applied: the state worker applied (or, for a transaction
+ * that did not commit, forgot) the staged writes of commit fxid of the
+ * session whose stage is "stage" (its PGPROC number + 1).
+ */
+void
+txn_state_stage_applied(uint32 stage, uint64 fxid)
+{
+	if (stage == 0 || stage > (uint32) MaxBackends)
+		return;
+	pg_atomic_write_u64(&gate->stage_applied[stage - 1], fxid);
+	ConditionVariableBroadcast(&gate->stage_cv);
 }
 
 static bool
@@ -243,16 +283,72 @@ finalize_key(PendKey *pk)
 	resetStringInfo(&pk->tail);
 }
 
-/* Bytes of the heap a key's apply may take, generously. */
-static Size
-heap_bytes(const PendKey *pk)
+/*
+ * reserve_key describes what the apply will write to a key (its backend's
+ * reserve sizes it): a whole image or a removal, then list elements or map
+ * entries.  For a state with a TTL each write carries a deadline more.
+ */
+static void
+reserve_key(const PendKey *pk, StateReserveKey *rk)
 {
-	Size		n = pk->key.len + 64;
+	uint32		off = 0;
+	PendMapOp	op;
+	uint32		ttl_extra = pk->state->desc.ttl > 0 ? 16 : 0;
 
-	n += pk->image.len + pk->image.len / 4;
-	/* An append or a map change may copy the entry: count them twice. */
-	n += 2 * ((Size) pk->tail.len + pk->mapops.len);
-	return n;
+	rk->key = &pk->key;
+	rk->replaced = pk->base != PEND_OVER;
+	rk->image_len = pk->base == PEND_SET ? pk->image.len + ttl_extra : 0;
+	rk->grow_len = 0;
+	rk->writes = pk->base != PEND_OVER ? 1 : 0;
+	if (pk->has_tail)
+	{
+		rk->grow_len += (uint64) pk->tail.len + ttl_extra;
+		rk->writes++;
+	}
+	while (pend_mapop_next(pk, &off, &op))
+	{
+		rk->grow_len += (uint64) op.mkeylen + op.vallen + 2 * sizeof(uint32) + ttl_extra;
+		rk->writes++;
+	}
+}
+
+/*
+ * reserve_state asks the state's backend to set aside what the apply of the
+ * transaction's writes to it will take, or to refuse the commit now.
+ */
+static void
+reserve_state(PendState *ps)
+{
+	const KeyedStateBackend *b = keyed_backend_by_id(ps->desc.backend);
+	StateReserveKey *keys;
+	int			n = 0;
+	void	   *handle;
+
+	if (b->reserve == NULL)
+		return;
+	keys = palloc(sizeof(StateReserveKey) * Max(ps->nkeys, 1));
+	for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+		if (!pend_key_empty(pk))
+			reserve_key(pk, &keys[n++]);
+	if (n > 0)
+	{
+		handle = b->reserve(&ps->target, keys, n);
+		ps->reservation = handle;
+		ps->reserved = true;
+	}
+	pfree(keys);
+}
+
+/* unreserve_state gives a state's reservation back (before its apply, or at the end). */
+static void
+unreserve_state(PendState *ps)
+{
+	if (!ps->reserved)
+		return;
+	ps->reserved = false;
+	if (ps->reservation != NULL)
+		keyed_backend_by_id(ps->desc.backend)->unreserve(ps->reservation);
+	ps->reservation = NULL;
 }
 
 /* Log a key's writes (a logged state's): what the apply will do. */
@@ -284,14 +380,63 @@ log_key(const PendKey *pk)
 	}
 }
 
+/*
+ * A rocksdb state's writes are staged: made durable in RocksDB before the
+ * commit record and applied by the state worker in one write batch after
+ * it (backend/rocksdb/rocks_stage.c), so that a crash at any step leaves
+ * the commit whole.  A logged state's are not: its WAL records, applied by
+ * recovery when they meet the commit record, keep it whole; nor a state's
+ * with a TTL, whose layer reads as it writes.
+ */
+static bool
+state_staged(const PendState *ps)
+{
+	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID && !ps->desc.logged &&
+		ps->desc.ttl == 0;
+}
+
+static void apply_key(PendState *ps, PendKey *pk);
+
+/* Stage the writes of the commit's rocksdb states, then make them durable. */
+static void
+stage_writes(PendState **ps, int n, uint64 fxid)
+{
+	/* A stage is a PGPROC's among the first MaxBackends (sessions, background workers). */
+	if (MyProc->pgprocno >= MaxBackends ||
+		!rocks_client_stage_begin((uint32) MyProc->pgprocno + 1, fxid))
+		return;
+	PG_TRY();
+	{
+		for (int i = 0; i < n; i++)
+		{
+			if (!state_staged(ps[i]))
+				continue;
+			ps[i]->staged = true;
+			for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
+			{
+				FAULT_POINT("commit.stage_key");
+				apply_key(ps[i], pk);
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		rocks_client_stage_end();
+	}
+	PG_END_TRY();
+	FAULT_POINT("commit.before_stage_prepare");
+	rocks_client_stage_prepare();
+	staged_fxid = fxid;
+}
+
 static void
 txn_pre_commit(void)
 {
 	PendState  *list = txn_pending_states();
 	PendState **ps;
 	int			n = 0;
-	Size		heap = 0;
 	bool		any_logged = false;
+	bool		any_staged = false;
 
 	committing = true;
 	txn_pending_freeze(true);
@@ -303,6 +448,7 @@ txn_pre_commit(void)
 		ps[n++] = s;
 	qsort(ps, n, sizeof(PendState *), cmp_state_id);
 
+	FAULT_POINT("commit.begin");
 	/* An aggregate's combine function may run SQL: it needs a snapshot. */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	for (int i = 0; i < n; i++)
@@ -314,27 +460,34 @@ txn_pre_commit(void)
 					 errmsg("state \"%s\" does not exist", NameStr(ps[i]->desc.name)),
 					 errdetail("It was dropped before this transaction committed its writes to it.")));
 		for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
-		{
 			finalize_key(pk);
-			if (ps[i]->heap && !pend_key_empty(pk))
-				heap += heap_bytes(pk);
-		}
 		any_logged |= ps[i]->desc.logged;
 	}
 	PopActiveSnapshot();
-	if (heap > 0)
-	{
-		reservation = heap_state_reserve(heap);
-		reserved = true;
-	}
-	if (any_logged)
+	FAULT_POINT("commit.before_reserve");
+
+	/*
+	 * What the apply needs, set aside in every backend now: after the commit
+	 * record nothing may fail.
+	 */
+	for (int i = 0; i < n; i++)
+		reserve_state(ps[i]);
+	FAULT_POINT("commit.after_reserve");
+	for (int i = 0; i < n; i++)
+		any_staged |= state_staged(ps[i]);
+	if (any_logged || any_staged)
 		(void) GetTopTransactionId();
 	gate_enter();
+	FAULT_POINT("commit.in_gate");
 	for (int i = 0; i < n; i++)
 		if (ps[i]->desc.logged)
 			for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
 				log_key(pk);
+	if (any_staged)
+		stage_writes(ps, n, U64FromFullTransactionId(GetTopFullTransactionId()));
 	pfree(ps);
+	/* The last step before PostgreSQL writes the commit record. */
+	FAULT_POINT("commit.before_commit_record");
 }
 
 /* -------------------------------------------------------------- commit */
@@ -363,6 +516,49 @@ apply_key(PendState *ps, PendKey *pk)
 }
 
 /*
+ * apply_staged has the state worker apply the staged writes, and waits
+ * until it has, so that the keys stay locked meanwhile.  PostgreSQL holds
+ * interrupts here, so the wait looks for a cancel or a terminate itself:
+ * the transaction has committed, and the worker applies the writes whole
+ * by itself once it sees that, so the wait ends with a WARNING; a cancel
+ * is spent on it, a terminate ends the session after its commit.
+ */
+static void
+apply_staged(void)
+{
+	pg_atomic_uint64 *done = &gate->stage_applied[MyProc->pgprocno];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	FAULT_POINT("apply.stage_before_ask");
+	PG_TRY();
+	{
+		rocks_client_stage_apply();
+	}
+	PG_CATCH();
+	{
+		/* The worker applies them anyway, once it sees the commit. */
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	FAULT_POINT("apply.stage_wait");
+	while (pg_atomic_read_u64(done) != staged_fxid)
+	{
+		if (ProcDiePending || QueryCancelPending)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling the wait for the apply of this transaction's writes to rocksdb states"),
+					 errdetail("The transaction has already committed; the state worker applies its writes whole.")));
+			QueryCancelPending = false;
+			break;
+		}
+		(void) ConditionVariableTimedSleep(&gate->stage_cv, 100, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
  * txn_apply writes what the pre-commit readied.  The transaction has
  * committed: an error cannot abort it any more, so a state whose writes
  * fail (its backend failed meanwhile) is reported and the others go on.
@@ -372,18 +568,22 @@ txn_apply(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
+	FAULT_POINT("apply.begin");
 	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
 	{
-		/* The memory set aside goes back just before the heap's writes take it. */
-		if (reserved && ps->heap)
-		{
-			heap_state_unreserve(reservation);
-			reserved = false;
-		}
+		FAULT_POINT("apply.state_before");
+		/* What was set aside goes back just before the writes take it. */
+		unreserve_state(ps);
+		if (ps->staged)
+			continue;			/* the state worker applies them: below */
 		PG_TRY();
 		{
 			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
+			{
+				FAULT_POINT("apply.key");
 				apply_key(ps, pk);
+			}
+			FAULT_POINT("apply.state_written");
 			if (keyed_backend_by_id(ps->desc.backend)->flush)
 				keyed_backend_by_id(ps->desc.backend)->flush();
 		}
@@ -402,7 +602,11 @@ txn_apply(void)
 			FreeErrorData(edata);
 		}
 		PG_END_TRY();
+		FAULT_POINT("apply.state_after");
 	}
+	if (staged_fxid != 0)
+		apply_staged();
+	FAULT_POINT("apply.end");
 }
 
 /* The end of the transaction, however it ended. */
@@ -411,11 +615,10 @@ txn_end(void)
 {
 	gate_leave();
 	txn_locks_release();
-	if (reserved)
-	{
-		heap_state_unreserve(reservation);
-		reserved = false;
-	}
+	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
+		unreserve_state(ps);
+	rocks_client_stage_end();
+	staged_fxid = 0;
 	committing = false;
 	txn_pending_freeze(false);
 	txn_pending_forget();
@@ -447,6 +650,12 @@ txn_xact_callback(XactEvent event, void *arg)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that wrote to transactional states"),
+						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
+			/* A truncate's lock of the state would outlive the session. */
+			if (txn_locks_state_held())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that truncated a transactional state"),
 						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
 			break;
 		case XACT_EVENT_PREPARE:

@@ -71,7 +71,9 @@ struct PendState
 	StateDesc	quiet;			/* the same, not logged: the apply at commit */
 	StateTarget quiet_target;
 	const KeyedStateBackend *inner;
-	bool		heap;			/* a heap state: its commit reserves memory */
+	void	   *reservation;	/* its backend's, for the commit's apply */
+	bool		reserved;
+	bool		staged;			/* its writes were staged (rocksdb) */
 	StateMergeFn combine;		/* reducing, aggregating: set up when needed */
 	void	   *combine_arg;
 	PendKey    *first;
@@ -112,6 +114,7 @@ extern void txn_use_state(const StateTarget *st);
 extern void txn_use_state_whole(const StateTarget *st);
 extern void txn_use_state_whole_end(const StateTarget *st);
 extern void txn_locks_release(void);
+extern bool txn_locks_state_held(void);
 extern Size txn_locks_shmem_size(void);
 extern void txn_standby_read_begin(void);
 extern void txn_standby_read_end(void);

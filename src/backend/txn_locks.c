@@ -67,6 +67,9 @@ static bool standby_exit_registered = false;
 static List *few_slots = NIL;
 static List *whole_slots = NIL;
 
+/* The ids of the states whose lock this transaction took (PREPARE's check). */
+static List *locked_states = NIL;
+
 Size
 txn_locks_shmem_size(void)
 {
@@ -158,6 +161,7 @@ txn_use_state_whole(const StateTarget *st)
 		elog(ERROR, "state_backend: state \"%s\" is being committed by this transaction",
 			 NameStr(st->desc->name));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, st->desc->id, 0, TXN_LOCK_STATE);
+	remember(&locked_states, (int) st->desc->id);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	remember(&whole_slots, -1);
 	pg_atomic_fetch_add_u32(&u->whole, 1);
@@ -191,12 +195,35 @@ txn_use_state_whole_end(const StateTarget *st)
 		}
 }
 
+/*
+ * txn_locks_state_held says whether this transaction holds the lock of a
+ * state (a truncate took it): PREPARE TRANSACTION would carry it across
+ * restarts, so it is refused then.  A lock a rolled back subtransaction
+ * took went with it.
+ */
+bool
+txn_locks_state_held(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, locked_states)
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) lfirst_int(lc), 0, TXN_LOCK_STATE);
+		if (LockHeldByMe(&tag, ExclusiveLock))
+			return true;
+	}
+	return false;
+}
+
 /* The transaction ended: what it used, others may. */
 void
 txn_locks_release(void)
 {
 	ListCell   *lc;
 
+	locked_states = NIL;		/* in TopTransactionContext, which goes too */
 	if (uses == NULL || (few_slots == NIL && whole_slots == NIL))
 		return;
 	foreach(lc, few_slots)

@@ -158,7 +158,6 @@ pend_state(const StateTarget *st, bool create)
 	ps->quiet_target.desc = &ps->quiet;
 	ps->quiet_target.slot = st->slot;
 	ps->inner = keyed_state_ops_applied(st->desc);
-	ps->heap = keyed_backend_by_id(st->desc->backend) == &heap_keyed_backend;
 	ps->next = states;
 	states = ps;
 	return ps;

@@ -12,4 +12,15 @@
 /* The rocksdb provider (rocks_provider.c); sets up its session hooks. */
 extern const StateBackendProvider *rocks_provider(void);
 
+/*
+ * A transactional commit's writes to rocksdb states, staged (rocks_client.c):
+ * between begin and end the session's writes to rocksdb states are kept
+ * aside by the state worker; prepare makes them durable (before the commit
+ * record; an error refuses the commit), apply has them applied at once.
+ */
+extern bool rocks_client_stage_begin(uint32 stage, uint64 fxid);
+extern void rocks_client_stage_end(void);
+extern void rocks_client_stage_prepare(void);
+extern void rocks_client_stage_apply(void);
+
 #endif							/* STATE_BACKEND_ROCKS_H */

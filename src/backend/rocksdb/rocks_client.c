@@ -56,9 +56,88 @@ rc_run_here(RocksReqKind op, const char *payload, uint32 len)
 	pfree(reply.data);
 }
 
+/* The commit whose writes are staged now (rocks_client_stage_begin), or none. */
+static bool staging = false;
+static RocksStageHeader stage_header;
+
+/* A write, staged: posted as part of the commit's stage. */
+static void
+rc_post_staged(RocksReqKind op, const char *payload, uint32 len)
+{
+	StringInfoData req;
+	uint16		kind = (uint16) op;
+
+	initStringInfo(&req);
+	appendBinaryStringInfo(&req, (const char *) &stage_header, sizeof(stage_header));
+	appendBinaryStringInfo(&req, (const char *) &kind, sizeof(kind));
+	appendBinaryStringInfo(&req, payload, len);
+	channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE, req.data, req.len);
+	pfree(req.data);
+}
+
+static inline bool
+rc_staged_write(RocksReqKind op)
+{
+	return staging && (op == ROCKS_REQ_PUT || op == ROCKS_REQ_APPEND || op == ROCKS_REQ_MAP_PUT ||
+					   op == ROCKS_REQ_REMOVE || op == ROCKS_REQ_MAP_REMOVE);
+}
+
+/*
+ * rocks_client_stage_begin: until rocks_client_stage_end, this session's
+ * writes to rocksdb states are part of the stage of a commit (fxid), kept
+ * aside by the worker.  False (nothing staged) in the worker itself.
+ */
+bool
+rocks_client_stage_begin(uint32 stage, uint64 fxid)
+{
+	if (channel_is_worker())
+		return false;
+	memset(&stage_header, 0, sizeof(stage_header));
+	stage_header.stage = stage;
+	stage_header.fxid = fxid;
+	staging = true;
+	return true;
+}
+
+void
+rocks_client_stage_end(void)
+{
+	staging = false;
+}
+
+/*
+ * rocks_client_stage_prepare has the worker make the stage durable (an
+ * intent record in RocksDB, synced), before the commit record; its error
+ * (a full disk) refuses the commit.
+ */
+void
+rocks_client_stage_prepare(void)
+{
+	StringInfoData reply;
+
+	initStringInfo(&reply);
+	channel_call(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_PREPARE,
+				 (const char *) &stage_header, sizeof(stage_header), &reply, true);
+	pfree(reply.data);
+}
+
+/* rocks_client_stage_apply asks for the stage to be applied (after the commit record). */
+void
+rocks_client_stage_apply(void)
+{
+	channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_APPLY,
+				 (const char *) &stage_header, sizeof(stage_header));
+	channel_wake_worker();
+}
+
 static void
 rc_send_post(RocksReqKind op, const char *payload, uint32 len)
 {
+	if (rc_staged_write(op))
+	{
+		rc_post_staged(op, payload, len);
+		return;
+	}
 	if (channel_is_worker())
 		rc_run_here(op, payload, len);
 	else
@@ -184,6 +263,13 @@ rc_call_bool(RocksReqKind op, StringInfo req)
 	StringInfoData reply;
 	bool		b;
 
+	/* A staged removal answers nothing: the apply does not ask. */
+	if (rc_staged_write(op))
+	{
+		rc_post_staged(op, req->data, req->len);
+		pfree(req->data);
+		return false;
+	}
 	initStringInfo(&reply);
 	rc_send_call(op, req->data, req->len, &reply, false);
 	b = reply.data[0] != 0;
@@ -610,6 +696,25 @@ rc_figures(StateFigureFn fn, void *arg)
 	pfree(reply.data);
 }
 
+/*
+ * rc_reserve is KeyedStateBackend.reserve: a transactional commit's writes
+ * go to RocksDB's log and memtables, then to files; the file system must
+ * have room for them twice beside what RocksDB keeps free, or the commit
+ * fails now with disk_full.  Nothing is held: the worker refuses other
+ * writes before the file system fills.
+ */
+static void *
+rc_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
+{
+	uint64		bytes = 0;
+
+	for (int i = 0; i < nkeys; i++)
+		bytes += 2 * ((uint64) keys[i].key->len + keys[i].image_len + keys[i].grow_len +
+					  32 * (uint64) keys[i].writes);
+	rocks_check_space_for(bytes);
+	return NULL;
+}
+
 const KeyedStateBackend rocks_keyed_backend = {
 	.name = "rocksdb",
 	.get = rc_get,
@@ -634,6 +739,8 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.applied_lsn = rocks_applied_lsn,
 	.kept_data = rocks_kept_data,
 	.figures = rc_figures,
+	.reserve = rc_reserve,
+	.unreserve = NULL,
 	.snapshot = &rocks_snapshot_strategy,
 };
 

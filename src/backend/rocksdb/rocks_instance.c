@@ -220,6 +220,17 @@ space_needed(void)
 void
 rocks_check_space(void)
 {
+	rocks_check_space_for(0);
+}
+
+/*
+ * rocks_check_space_for: the same, with room for "extra" bytes to be
+ * written besides (a transactional commit's, checked in its session before
+ * its commit record).
+ */
+void
+rocks_check_space_for(uint64 extra)
+{
 	struct statvfs fs;
 	char		dir[MAXPGPATH];
 	uint64		avail;
@@ -240,12 +251,12 @@ rocks_check_space(void)
 			return;
 	}
 	avail = (uint64) fs.f_bavail * fs.f_frsize;
-	if (avail < space_needed())
+	if (avail < space_needed() + extra)
 		ereport(ERROR,
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("rocksdb states cannot be written: the file system of \"%s\" has %llu kB free, and %llu kB must stay free",
 						state_backend_rocksdb_dir, (unsigned long long) (avail / 1024),
-						(unsigned long long) (space_needed() / 1024)),
+						(unsigned long long) ((space_needed() + extra) / 1024)),
 				 errdetail("RocksDB keeps room for a flush of its write buffers (twice state_backend.rocksdb_write_buffer_size, and 8 MB)."),
 				 errhint("Free space on that file system; rocksdb states are written again once there is room.")));
 }
@@ -731,6 +742,9 @@ rocks_commit(void)
 	char	   *err = NULL;
 	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
 
+	/* A staged commit's writes gather into one batch (rocks_stage.c). */
+	if (rocks_commit_held)
+		return;
 	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
 	{
 		rocks_cache_committed(false);	/* nothing waits in an empty batch */

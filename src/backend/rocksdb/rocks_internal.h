@@ -42,7 +42,11 @@ typedef enum RocksReqKind
 	ROCKS_REQ_SIZE,
 	ROCKS_REQ_RESTORE_NATIVE,
 	ROCKS_REQ_COMPACT,
-	ROCKS_REQ_FIGURES			/* RocksDB's own figures (state.worker) */
+	ROCKS_REQ_FIGURES,			/* RocksDB's own figures (state.worker) */
+	/* A transactional commit's writes, staged (rocks_stage.c). */
+	ROCKS_REQ_STAGE,			/* one write of a commit, kept aside */
+	ROCKS_REQ_STAGE_PREPARE,	/* make them durable, before the commit record */
+	ROCKS_REQ_STAGE_APPLY		/* apply them at once, after it */
 } RocksReqKind;
 
 /* The shared cache of entries sessions read in place (rocks_cache.c). */
@@ -84,6 +88,25 @@ typedef struct RocksRequest
 	uint32		keylen;
 } RocksRequest;
 
+/*
+ * A staged request starts with this header: the committing session's stage
+ * (its PGPROC number + 1) and its transaction; a ROCKS_REQ_STAGE then holds
+ * [uint16 request kind][the request].
+ */
+typedef struct RocksStageHeader
+{
+	uint32		stage;
+	uint32		pad;
+	uint64		fxid;			/* FullTransactionId */
+} RocksStageHeader;
+
+/* rocks_stage.c: the worker's side of staged commits */
+extern bool rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len,
+							   StringInfo reply);
+extern void rocks_stage_round(void);
+extern void rocks_stage_recover(void);
+extern bool rocks_commit_held;
+
 /* Flags of a CAS request (rocks_requests.c: handle_cas). */
 #define ROCKS_CAS_EXPECTED	0x01	/* the key holds an image to compare */
 #define ROCKS_CAS_REMOVE	0x02	/* remove the key instead of storing */
@@ -107,6 +130,7 @@ typedef struct RocksInstance
 extern RocksInstance rocks;
 
 extern void rocks_check_space(void);
+extern void rocks_check_space_for(uint64 extra);
 extern bool rocks_kept_data(void);
 
 typedef bool (*RocksScanFn) (void *arg, const char *k, size_t klen,

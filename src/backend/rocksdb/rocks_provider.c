@@ -21,7 +21,8 @@ rp_worker_start(StateWorkerStart how)
 {
 	if (how == STATE_WORKER_START_AGAIN)
 	{
-		(void) rocks_open_existing();
+		if (rocks_open_existing())
+			rocks_stage_recover();
 		return;
 	}
 	if (how == STATE_WORKER_START_PROMOTED)
@@ -29,6 +30,16 @@ rp_worker_start(StateWorkerStart how)
 	rocks_sweep_read_scratch();
 	if (!rocks_adopt_states())
 		rocks_begin_load();
+	else
+		rocks_stage_recover();	/* commits a crash cut short */
+}
+
+/* Between rounds: the registry's changes, and staged commits whose transaction ended. */
+static void
+rp_worker_round(void)
+{
+	rocks_sync_registry();
+	rocks_stage_round();
 }
 
 static bool
@@ -52,7 +63,7 @@ static const StateBackendProvider rocks_provider_def = {
 	.worker_ready = rocks_end_load,
 	.worker_stop = rocks_close,
 	.worker_reload = rocks_apply_settings,
-	.worker_round = rocks_sync_registry,
+	.worker_round = rp_worker_round,
 	.worker_failed = rocks_failed,
 	.handle_request = rp_handle_request,
 };

@@ -18,6 +18,7 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/fold.h"
 #include "format/records.h"
 #include "format/state_wal.h"
@@ -729,8 +730,12 @@ static void
 check_space_now_and_then(void)
 {
 	static TimestampTz last_ok = 0;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 
+	/* A staged commit's writes: their room was checked before its commit record. */
+	if (rocks_commit_held)
+		return;
+	now = GetCurrentTimestamp();
 	if (now - last_ok < 10 * 1000)
 		return;
 	rocks_check_space();
@@ -748,6 +753,8 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 {
 	Request		r;
 
+	if (op == ROCKS_REQ_STAGE || op == ROCKS_REQ_STAGE_PREPARE || op == ROCKS_REQ_STAGE_APPLY)
+		return rocks_stage_handle(op, payload, len, reply);
 	if (op == STATE_REQUEST_ROUND_END)
 	{
 		if (rocks.db)
@@ -772,7 +779,10 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 		return true;
 	}
 	if (op_writes(op))
+	{
+		FAULT_POINT("write.rocksdb_request");
 		check_space_now_and_then();
+	}
 	request_parse(payload, len, &r);
 	switch (op)
 	{

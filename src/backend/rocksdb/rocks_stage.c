@@ -1,0 +1,376 @@
+/*
+ * backend/rocksdb/rocks_stage.c
+ *		A transactional commit's writes to rocksdb states, applied whole
+ *		or not at all, and never lost once committed: the state worker's
+ *		side of staged commits (rocks_client.c stages them, txn_commit.c
+ *		drives them).
+ *
+ * Before its commit record the committing session sends its writes
+ * tagged with its stage (ROCKS_REQ_STAGE); the worker keeps them aside,
+ * in memory, untouched.  ROCKS_REQ_STAGE_PREPARE writes them to RocksDB as
+ * one intent record (the default family, key "txn_intent:" and the
+ * transaction's full xid), synced, before the session writes its commit
+ * record: an error (a full disk) refuses the commit.  Once the transaction
+ * has committed, the writes are applied in one RocksDB write batch
+ * together with the intent record's removal: all of them or none, at
+ * once.  The worker applies them when the session asks
+ * (ROCKS_REQ_STAGE_APPLY), or by itself as soon as it sees, between rounds,
+ * that the transaction is no longer running (the session may have been
+ * cancelled or terminated after its commit, or have died): committed, it
+ * applies them; aborted, it forgets them.  A start finds the intent
+ * records left by a crash and does the same by the transaction's status.
+ * The stage ends by telling the session (txn_state_stage_applied).
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xlog.h"
+#include "storage/procarray.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "backend/rocksdb/rocks_internal.h"
+#include "backend/txn_state.h"
+#include "catalog/registry.h"
+#include "common/fault.h"
+
+#define INTENT_PREFIX	"txn_intent:"
+#define INTENT_PREFIX_LEN	(sizeof(INTENT_PREFIX) - 1)
+
+typedef struct Stage
+{
+	uint32		stage;			/* hash key */
+	uint64		fxid;
+	bool		prepared;		/* its intent record is written */
+	StringInfoData writes;		/* [uint16 kind][uint32 len][request] each */
+} Stage;
+
+static HTAB *stages = NULL;
+
+/* While set, rocks_commit gathers instead of writing: one batch for a stage. */
+bool		rocks_commit_held = false;
+
+static void
+stages_init(void)
+{
+	HASHCTL		ctl;
+
+	if (stages)
+		return;
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(Stage);
+	ctl.hcxt = TopMemoryContext;
+	stages = hash_create("state_backend rocksdb stages", 16, &ctl,
+						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+static void
+intent_key(StringInfo k, uint64 fxid)
+{
+	initStringInfo(k);
+	appendBinaryStringInfo(k, INTENT_PREFIX, INTENT_PREFIX_LEN);
+	appendBinaryStringInfo(k, (const char *) &fxid, sizeof(fxid));
+}
+
+static void
+stage_forget(Stage *s)
+{
+	uint32		id = s->stage;
+
+	pfree(s->writes.data);
+	(void) hash_search(stages, &id, HASH_REMOVE, NULL);
+}
+
+/*
+ * apply_writes runs a stage's writes into the instance's batch with its
+ * commits held, adds the intent record's removal, and writes the batch:
+ * one RocksDB write.  fix_slots: the writes come from before a restart,
+ * so their registry slots are looked up again (a dropped state's writes
+ * are skipped).  On an error nothing is written and the intent stays.
+ */
+static int
+apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
+{
+	StringInfoData reply;
+	StringInfoData key;
+	uint32		off = 0;
+	int			skipped = 0;
+
+	rocks_commit();				/* what was gathered before goes first, alone */
+	initStringInfo(&reply);
+	rocks_commit_held = true;
+	PG_TRY();
+	{
+		while (off + sizeof(uint16) + sizeof(uint32) <= len)
+		{
+			uint16		kind;
+			uint32		rlen;
+			char	   *req;
+
+			memcpy(&kind, data + off, sizeof(kind));
+			memcpy(&rlen, data + off + sizeof(kind), sizeof(rlen));
+			off += sizeof(kind) + sizeof(rlen);
+			if (rlen > len - off || rlen < sizeof(RocksRequest))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("a staged commit of rocksdb states is damaged")));
+			req = (char *) data + off;
+			off += rlen;
+			if (fix_slots)
+			{
+				RocksRequest h;
+				StateDesc	d;
+				int			slot;
+
+				memcpy(&h, req, sizeof(h));
+				slot = registry_find(h.state_id, &d);
+				if (slot < 0)
+				{
+					skipped++;
+					continue;
+				}
+				h.slot = slot;
+				req = palloc(rlen);
+				memcpy(req, data + off - rlen, rlen);
+				memcpy(req, &h, sizeof(h));
+			}
+			FAULT_POINT("apply.rocksdb_stage_write");
+			resetStringInfo(&reply);
+			(void) rocks_handle_request((RocksReqKind) kind, req, rlen, &reply);
+		}
+		intent_key(&key, fxid);
+		rocksdb_writebatch_delete_cf(rocks.batch, rocks.deflt, key.data, key.len);
+		pfree(key.data);
+	}
+	PG_CATCH();
+	{
+		rocks_commit_held = false;
+		rocksdb_writebatch_clear(rocks.batch);
+		rocks.batch_lsn = InvalidXLogRecPtr;
+		rocks_cache_committed(false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	rocks_commit_held = false;
+	FAULT_POINT("apply.rocksdb_stage_before_write");
+	rocks_commit();
+	pfree(reply.data);
+	return skipped;
+}
+
+/* A stage's end: applied when its transaction committed, forgotten otherwise. */
+static void
+stage_resolve(Stage *s, bool committed)
+{
+	if (committed)
+		(void) apply_writes(s->writes.data, s->writes.len, s->fxid, false);
+	else if (s->prepared)
+	{
+		StringInfoData key;
+		char	   *err = NULL;
+
+		intent_key(&key, s->fxid);
+		rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
+		pfree(key.data);
+		rocks_check(err, "remove a staged commit");
+	}
+	txn_state_stage_applied(s->stage, s->fxid);
+	stage_forget(s);
+}
+
+/* Whether a transaction (a full xid of this server's epoch) is still running. */
+static bool
+xact_running(uint64 fxid)
+{
+	return TransactionIdIsInProgress(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)));
+}
+
+static bool
+xact_committed(uint64 fxid)
+{
+	return TransactionIdDidCommit(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)));
+}
+
+/*
+ * rocks_stage_handle serves a staged-commit request (ROCKS_REQ_STAGE*);
+ * returns whether a reply was produced.
+ */
+bool
+rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo reply)
+{
+	RocksStageHeader h;
+	Stage	   *s;
+	bool		found;
+
+	if (len < sizeof(h))
+		elog(ERROR, "state_backend: short staged request");
+	memcpy(&h, payload, sizeof(h));
+	stages_init();
+	s = hash_search(stages, &h.stage, HASH_ENTER, &found);
+	if (found && s->fxid != h.fxid)
+	{
+		/* The session's earlier commit: its end was not seen yet. */
+		stage_resolve(s, !xact_running(s->fxid) && xact_committed(s->fxid));
+		s = hash_search(stages, &h.stage, HASH_ENTER, &found);
+	}
+	if (!found)
+	{
+		s->fxid = h.fxid;
+		s->prepared = false;
+		s->writes.data = MemoryContextAlloc(TopMemoryContext, 1024);
+		s->writes.maxlen = 1024;
+		s->writes.len = 0;
+		s->writes.cursor = 0;
+		s->writes.data[0] = '\0';
+	}
+	switch (op)
+	{
+		case ROCKS_REQ_STAGE:
+			{
+				uint16		kind;
+				uint32		rlen;
+				MemoryContext old;
+
+				if (len < sizeof(h) + sizeof(kind))
+					elog(ERROR, "state_backend: short staged request");
+				memcpy(&kind, payload + sizeof(h), sizeof(kind));
+				rlen = len - sizeof(h) - sizeof(kind);
+				old = MemoryContextSwitchTo(TopMemoryContext);
+				appendBinaryStringInfo(&s->writes, (const char *) &kind, sizeof(kind));
+				appendBinaryStringInfo(&s->writes, (const char *) &rlen, sizeof(rlen));
+				appendBinaryStringInfo(&s->writes, payload + sizeof(h) + sizeof(kind), rlen);
+				MemoryContextSwitchTo(old);
+				return false;
+			}
+		case ROCKS_REQ_STAGE_PREPARE:
+			{
+				StringInfoData key;
+				rocksdb_writeoptions_t *sync = rocksdb_writeoptions_create();
+				char	   *err = NULL;
+
+				FAULT_POINT("commit.rocksdb_stage_prepare");
+				rocks_check_space_for(2 * (uint64) s->writes.len);
+				intent_key(&key, s->fxid);
+				rocksdb_writeoptions_set_sync(sync, 1);
+				rocksdb_put_cf(rocks.db, sync, rocks.deflt, key.data, key.len,
+							   s->writes.data, s->writes.len, &err);
+				rocksdb_writeoptions_destroy(sync);
+				pfree(key.data);
+				if (err)
+					rocks.failed = true;
+				rocks_check(err, "write a staged commit");
+				s->prepared = true;
+				return true;
+			}
+		default:
+			/* ROCKS_REQ_STAGE_APPLY: its transaction has committed. */
+			if (s->prepared)
+				stage_resolve(s, true);
+			else
+				stage_forget(s);
+			return false;
+	}
+}
+
+/*
+ * rocks_stage_round, between the worker's rounds: a stage whose
+ * transaction is no longer running is applied (committed) or forgotten,
+ * before any request is served that could read what it writes.
+ */
+void
+rocks_stage_round(void)
+{
+	HASH_SEQ_STATUS seq;
+	Stage	   *s;
+	uint32		ids[64];
+	int			n = 0;
+
+	if (stages == NULL || hash_get_num_entries(stages) == 0)
+		return;
+	hash_seq_init(&seq, stages);
+	while ((s = hash_seq_search(&seq)) != NULL)
+	{
+		if (n < lengthof(ids) && !xact_running(s->fxid))
+			ids[n++] = s->stage;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		s = hash_search(stages, &ids[i], HASH_FIND, NULL);
+		if (s != NULL)
+			stage_resolve(s, s->prepared && xact_committed(s->fxid));
+	}
+}
+
+typedef struct Intent
+{
+	uint64		fxid;
+	char	   *data;
+	uint32		len;
+} Intent;
+
+typedef struct IntentList
+{
+	List	   *items;
+} IntentList;
+
+static bool
+collect_intent(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+	IntentList *l = arg;
+	Intent	   *in;
+
+	if (klen != INTENT_PREFIX_LEN + sizeof(uint64) ||
+		memcmp(k, INTENT_PREFIX, INTENT_PREFIX_LEN) != 0)
+		return true;
+	in = palloc(sizeof(Intent));
+	memcpy(&in->fxid, k + INTENT_PREFIX_LEN, sizeof(uint64));
+	in->data = palloc(vlen);
+	memcpy(in->data, v, vlen);
+	in->len = (uint32) vlen;
+	l->items = lappend(l->items, in);
+	return true;
+}
+
+/*
+ * rocks_stage_recover, at a start that kept the instance: the intent
+ * records a crash left are applied when their transaction committed and
+ * removed otherwise.  Not on a standby (its instance is set aside).
+ */
+void
+rocks_stage_recover(void)
+{
+	IntentList	l = {NIL};
+	ListCell   *lc;
+	char		to[INTENT_PREFIX_LEN + 1];
+
+	if (RecoveryInProgress() || rocks.db == NULL)
+		return;
+	memcpy(to, INTENT_PREFIX, INTENT_PREFIX_LEN);
+	to[INTENT_PREFIX_LEN] = (char) 0xFF;
+	rocks_scan(rocks.db, rocks.ropts, rocks.deflt, INTENT_PREFIX, INTENT_PREFIX_LEN,
+			   to, sizeof(to), collect_intent, &l);
+	foreach(lc, l.items)
+	{
+		Intent	   *in = lfirst(lc);
+
+		if (xact_committed(in->fxid))
+		{
+			int			skipped = apply_writes(in->data, in->len, in->fxid, true);
+
+			ereport(LOG,
+					(errmsg("state_backend applied the writes to rocksdb states of transaction %llu, which committed before the restart",
+							(unsigned long long) in->fxid),
+					 skipped > 0 ? errdetail("%d writes to states dropped since were left out.", skipped) : 0));
+		}
+		else
+		{
+			StringInfoData key;
+			char	   *err = NULL;
+
+			intent_key(&key, in->fxid);
+			rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
+			pfree(key.data);
+			rocks_check(err, "remove a staged commit");
+		}
+	}
+}
