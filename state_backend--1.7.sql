@@ -57,7 +57,7 @@ CREATE FUNCTION state._states(
 	OUT aggregate regprocedure, OUT transactional boolean)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
-CREATE VIEW state.states AS SELECT * FROM state._states();
+CREATE VIEW state.states WITH (security_barrier) AS SELECT * FROM state._states();
 
 CREATE FUNCTION state._stats(
 	OUT name text, OUT kind text, OUT reads bigint, OUT writes bigint, OUT misses bigint,
@@ -65,12 +65,12 @@ CREATE FUNCTION state._stats(
 	OUT timers_fired bigint, OUT timers_failed bigint, OUT late bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_stats' LANGUAGE C STRICT;
 
-CREATE VIEW state.stats AS SELECT * FROM state._stats();
+CREATE VIEW state.stats WITH (security_barrier) AS SELECT * FROM state._stats();
 
 CREATE FUNCTION state._worker(OUT name text, OUT value bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_worker' LANGUAGE C STRICT;
 
-CREATE VIEW state.worker AS SELECT * FROM state._worker();
+CREATE VIEW state.worker WITH (security_barrier) AS SELECT * FROM state._worker();
 
 CREATE FUNCTION state.reset_stats(name text DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_reset_stats' LANGUAGE C CALLED ON NULL INPUT;
@@ -284,7 +284,7 @@ CREATE FUNCTION state._snapshots(
 	OUT phase text, OUT key_groups_done integer, OUT key_groups_total integer)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_snapshots' LANGUAGE C STRICT;
 
-CREATE VIEW state.snapshots AS SELECT * FROM state._snapshots();
+CREATE VIEW state.snapshots WITH (security_barrier) AS SELECT * FROM state._snapshots();
 
 CREATE FUNCTION state.wait_snapshot(id bigint, timeout interval DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'state_wait_snapshot' LANGUAGE C CALLED ON NULL INPUT;
@@ -338,12 +338,13 @@ CREATE FUNCTION state._timer_status(
 	OUT lag_p99 interval, OUT problem text)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_timer_status' LANGUAGE C STRICT;
 
-CREATE VIEW state.timer_status AS SELECT * FROM state._timer_status();
+CREATE VIEW state.timer_status WITH (security_barrier) AS SELECT * FROM state._timer_status();
 
 -- Timers whose handler failed state_backend.timer_max_retries times more,
 -- kept with the error: written by the timer worker, read through the view
--- by the roles that own the states.
-CREATE TABLE state._timer_failures (
+-- by the roles that own the states.  (Not named _timer_failures: that is
+-- the name of the view's array type.)
+CREATE TABLE state._failed_timers (
 	name text NOT NULL,
 	state_id bigint NOT NULL,
 	owner oid NOT NULL,
@@ -352,10 +353,12 @@ CREATE TABLE state._timer_failures (
 	attempts integer NOT NULL,
 	error text NOT NULL,
 	failed_at timestamptz NOT NULL);
-REVOKE ALL ON state._timer_failures FROM PUBLIC;
+REVOKE ALL ON state._failed_timers FROM PUBLIC;
 
-CREATE VIEW state.timer_failures AS
-	SELECT name, key, at, attempts, error, failed_at FROM state._timer_failures
+-- A security barrier: a caller's own conditions see only the rows this one
+-- lets through (every view here that filters by privilege is one).
+CREATE VIEW state.timer_failures WITH (security_barrier) AS
+	SELECT name, key, at, attempts, error, failed_at FROM state._failed_timers
 	WHERE pg_has_role(owner, 'USAGE');
 
 GRANT SELECT ON state.timer_status TO PUBLIC;
@@ -441,7 +444,7 @@ REVOKE ALL ON FUNCTION state.pause_proxy(text) FROM PUBLIC;
 -- The functions a proxy has, by how they reach the parts: those with a key
 -- go to the part that holds it, the others to every part.
 CREATE FUNCTION state._proxy_functions()
-RETURNS text[] LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT ARRAY['value_get', 'value_set', 'reduce', 'aggregate', 'clear', 'key_group',
 		'list_add', 'list_add_all', 'list_get', 'list_length', 'list_update',
 		'map_put', 'map_put_all', 'map_get', 'map_remove', 'map_contains', 'map_entries',

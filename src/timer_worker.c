@@ -541,7 +541,7 @@ record_failure(Firing *f)
 	values[5] = Int32GetDatum(f->attempts);
 	values[6] = CStringGetTextDatum(f->error ? f->error : "");
 	SPI_connect();
-	if (SPI_execute_with_args("INSERT INTO state._timer_failures "
+	if (SPI_execute_with_args("INSERT INTO state._failed_timers "
 							  "(name, state_id, owner, key, at, attempts, error, failed_at) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, now())",
 							  7, types, values, NULL, false, 0) != SPI_OK_INSERT)
