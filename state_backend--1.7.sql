@@ -430,10 +430,14 @@ SELECT pg_catalog.pg_extension_config_dump('state.proxies', '');
 REVOKE ALL ON state.proxies FROM PUBLIC;
 GRANT SELECT (cluster, schema, version) ON state.proxies TO PUBLIC;
 
--- The CLUSTER of every internal PL/Proxy function: the cluster's name,
--- after a share lock on its foreign server (see state.pause_proxy).
+-- The CLUSTER of every internal PL/Proxy function (through the proxy
+-- schema's _gate()): the cluster's name, in a session that holds the lock
+-- of its foreign server, as a proxy call that runs does (share) and a
+-- rescale (state.pause_proxy, exclusive); refused otherwise.  It takes no
+-- lock: nothing of a call outlives it.
 CREATE FUNCTION state._proxy_gate(cluster text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_gate' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._proxy_gate(text) FROM PUBLIC;
 
 -- Until this transaction ends, no proxy call of the cluster runs: those
 -- running are waited for, new ones wait.
@@ -585,8 +589,9 @@ BEGIN
 	EXECUTE format('GRANT USAGE ON FOREIGN SERVER %I TO PUBLIC', cluster);
 	INSERT INTO state.proxies (cluster, schema, parts) VALUES (cluster, schema, parts);
 
-	-- The gate of every PL/Proxy call of the cluster.
-	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql
+	-- The gate of every PL/Proxy call of the cluster: callers run it, as
+	-- this function's owner (state._proxy_gate is not for PUBLIC).
+	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql SECURITY DEFINER
 		SET search_path = pg_catalog, pg_temp AS %L$q$, schema,
 		format('SELECT state._proxy_gate(%L)', cluster));
 	-- What routing needs of a state, from part 0: its key type (qualified),
@@ -601,20 +606,26 @@ BEGIN
 		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.states s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
-	EXECUTE format($q$CREATE VIEW %1$I.states AS
+	-- Read through a proxy function (states()), which holds the gate while
+	-- it runs.
+	EXECUTE format('CREATE FUNCTION %I.states() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.states WITH (security_barrier) AS
 		SELECT name, min(kind) AS kind, min(backend) AS backend, min(key_type) AS key_type,
 		  min(value_type) AS value_type, min(map_key_type) AS map_key_type, min(reducer) AS reducer,
 		  min(ttl)::interval AS ttl, min(owner) AS owner, sum(entries::bigint) AS entries,
 		  sum(bytes::bigint) AS bytes, count(*) AS parts
-		FROM %1$I._states() GROUP BY name$q$, schema);
+		FROM %1$I.states() GROUP BY name$q$, schema);
 	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
 	  FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
 	EXECUTE format('CREATE FUNCTION %I._stats() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
 		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.stats s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
-	EXECUTE format($q$CREATE VIEW %1$I.stats AS
-		SELECT name, kind, %2$s FROM %1$I._stats() GROUP BY name, kind$q$, schema,
+	EXECUTE format('CREATE FUNCTION %I.stats() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.stats WITH (security_barrier) AS
+		SELECT name, kind, %2$s FROM %1$I.stats() GROUP BY name, kind$q$, schema,
 		(SELECT string_agg(format('sum(%1$I::bigint) AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 		   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0
 		   AND NOT a.attisdropped AND a.attname NOT IN ('name', 'kind')));

@@ -9,6 +9,11 @@
 # clients keep calling through the proxy with untyped bind parameters: no
 # acknowledged write is lost, none is refused or sent to the wrong server,
 # and a server asked for a key it does not hold refuses it (22023).
+#
+# The gate of the proxy's internal functions is not for PUBLIC and is held
+# only while a call runs: sessions that called the proxy, read its views or
+# tried the gate in transactions still open hold nothing a rescale waits
+# for.
 
 use strict;
 use warnings;
@@ -319,6 +324,32 @@ is( $proxy->safe_psql('postgres',
 is(placement(3, @servers), "$nkeys|0", 'after 2 -> 3: each server holds its part');
 is( $proxy->safe_psql('postgres', "SELECT cardinality(parts), version FROM state.proxies"),
 	'3|3', 'the cluster has three parts again, after two changes');
+
+# The gate: state._proxy_gate is not for PUBLIC, the proxy's _gate() and
+# its internal functions refuse to run outside a proxy call, and nothing of
+# a call outlives it: a rescale does not wait for the transactions, still
+# open, of sessions that called the proxy or read its views.
+$proxy->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
+$e = sql_error($proxy, "SET ROLE regress_plain; SELECT state._proxy_gate('sc')");
+is($e->{sqlstate}, '42501', 'state._proxy_gate: not for PUBLIC');
+$e = sql_error($proxy, "SET ROLE regress_plain; SELECT state_proxy._gate()");
+is($e->{sqlstate}, '55000', "the proxy's gate, called alone: refused (55000)");
+$e = sql_error($proxy,
+	"SET ROLE regress_plain; SELECT state_proxy._value_get(0, 'v', '1', '0')");
+is($e->{sqlstate}, '55000', 'an internal PL/Proxy function called alone: refused at its gate');
+my $caller = $proxy->background_psql('postgres', on_error_stop => 0);
+$caller->query_safe(
+	"BEGIN; SELECT state_proxy.value_get('v', 1, 0::bigint); SELECT count(*) FROM state_proxy.states; SELECT count(*) FROM state_proxy.stats");
+my $attacker = $proxy->background_psql('postgres', on_error_stop => 0);
+$attacker->query("SET ROLE regress_plain; BEGIN; SELECT state_proxy._gate()");
+$attacker->query("SET ROLE regress_plain; BEGIN; SELECT state._proxy_gate('sc')");
+my ($ret, $out, $err) = $proxy->psql('postgres',
+	"SET lock_timeout = '5s'; BEGIN; SELECT 'paused' FROM state.pause_proxy('sc'); COMMIT");
+is($out, 'paused', 'a pause does not wait for open transactions that called the proxy or tried its gate')
+  or diag $err;
+$caller->query_safe('COMMIT');
+$caller->quit;
+$attacker->quit;
 
 # A proxy goes with its schema and cluster.
 $proxy->safe_psql('postgres', "SELECT state.drop_proxy('sc')");
