@@ -34,6 +34,18 @@ ALTER FUNCTION state._proxy_functions() PARALLEL SAFE;
 -- and lets a call through only inside a proxy call or a rescale.
 REVOKE ALL ON FUNCTION state._proxy_gate(text) FROM PUBLIC;
 
+-- For state.rescale_proxy: a step done (each has a fault point).
+CREATE FUNCTION state._proxy_rescale_step(step text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_rescale_step' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
+
+-- On a part, for state.rescale_proxy: with true, no timer or window of this
+-- database fires until a call with false in this session, or its end (the
+-- batch firing now is waited for).  Not for PUBLIC.
+CREATE FUNCTION state._pause_timers(pause boolean)
+RETURNS void AS 'MODULE_PATHNAME', 'state_pause_timers' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._pause_timers(boolean) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION state.create_proxy(cluster text, parts text[], schema name DEFAULT 'state_proxy')
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -104,7 +116,11 @@ BEGIN
 	EXECUTE format($q$CREATE FUNCTION %I._restore_at(connstr text, paths text[], parallelism text, part text)
 		RETURNS text LANGUAGE plproxy AS %L$q$, schema,
 		E'CONNECT connstr;\nSELECT state.restore($2, NULL, NULL, $3::integer, $4::integer)::text;');
-	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text) FROM PUBLIC', schema);
+	-- And the pause of a server's timers and windows (state._pause_timers).
+	EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+		RETURNS void LANGUAGE plproxy AS %L$q$, schema,
+		E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text), %1$I._pause_timers_at(text, boolean) FROM PUBLIC', schema);
 
 	-- Batch calls: arrays of keys (and values), split by part (PL/Proxy's SPLIT).
 	EXECUTE format($q$CREATE FUNCTION %I._value_set_many(parts integer[], a1 text, a2 text[], a3 text[])
@@ -133,9 +149,98 @@ BEGIN
 END
 $fn$;
 
+CREATE OR REPLACE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	p state.proxies;
+	stamp text := to_char(clock_timestamp(), 'YYYYMMDD"T"HH24MISSUS');
+	paths text[] := '{}';
+	path text;
+	status text;
+	total bigint := 0;
+	server text;
+	paused text[] := '{}';
+BEGIN
+	PERFORM state._proxy_options(cluster, parts);
+	SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
+			USING ERRCODE = 'undefined_object', HINT = 'Make one with state.create_proxy.';
+	END IF;
+	IF snapshot_dir IS NULL OR snapshot_dir !~ '^/' THEN
+		RAISE EXCEPTION 'snapshot_dir must be an absolute path'
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give a directory that every server of the cluster reads and writes.';
+	END IF;
+	PERFORM state.pause_proxy(cluster);
+	PERFORM state._proxy_rescale_step('calls_paused');
+	BEGIN
+		-- No timer or window fires on a server of the cluster, old or new,
+		-- until the end: what a handler wrote after its part's snapshot
+		-- would go with the part's old contents at the restore.  A pause
+		-- lasts while its connection does (the session of this proxy).
+		FOR server IN SELECT DISTINCT s FROM unnest(p.parts || parts) s LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
+		END LOOP;
+		PERFORM state._proxy_rescale_step('timers_paused');
+		FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+			path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
+			EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
+			IF status IS DISTINCT FROM 'completed' THEN
+				RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
+					USING ERRCODE = 'object_not_in_prerequisite_state';
+			END IF;
+			paths := paths || path;
+			PERFORM state._proxy_rescale_step('part_snapshot');
+		END LOOP;
+		BEGIN
+			FOR i IN 0 .. cardinality(parts) - 1 LOOP
+				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
+					INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
+				total := total + status::bigint;
+				PERFORM state._proxy_rescale_step('part_restored');
+			END LOOP;
+			PERFORM state.alter_proxy(cluster, parts);
+			PERFORM state._proxy_rescale_step('switched');
+		EXCEPTION WHEN OTHERS THEN
+			-- The proxy keeps its old parts: put them back as they were, from the
+			-- same snapshots (a new part restored already may be one of them).
+			FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+				BEGIN
+					EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
+						USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+					PERFORM state._proxy_rescale_step('part_put_back');
+				EXCEPTION WHEN OTHERS THEN
+					RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+						USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
+							array_to_string(paths, ', '), cardinality(p.parts), i);
+				END;
+			END LOOP;
+			RAISE;
+		END;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
+			END;
+		END LOOP;
+		RAISE;
+	END;
+	FOREACH server IN ARRAY paused LOOP
+		EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+	END LOOP;
+	PERFORM state._proxy_rescale_step('timers_resumed');
+	RETURN total;
+END
+$fn$;
 
 -- The proxies made by 1.6: their gate runs as its owner, their views read
--- through proxy functions (which hold the gate while they run).  What this script makes in a proxy's
+-- through proxy functions (which hold the gate while they run), and they
+-- get the pause of a server's timers.  What this script makes in a proxy's
 -- schema is the proxy's, not the extension's (as create_proxy makes it), and
 -- a view is replaced while it is lent to the extension (so that its
 -- privileges and dependent views stay).
@@ -157,6 +262,11 @@ BEGIN
 					format('%I.%I()', s, '_' || v), format('%I.%I()', s, v)));
 			EXECUTE format('ALTER EXTENSION state_backend DROP VIEW %I.%I', s, v);
 		END LOOP;
+		EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+			RETURNS void LANGUAGE plproxy AS %L$q$, s,
+			E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+		EXECUTE format('ALTER EXTENSION state_backend DROP FUNCTION %I._pause_timers_at(text, boolean)', s);
+		EXECUTE format('REVOKE ALL ON FUNCTION %I._pause_timers_at(text, boolean) FROM PUBLIC', s);
 	END LOOP;
 END
 $upgrade$;

@@ -439,6 +439,18 @@ CREATE FUNCTION state._proxy_gate(cluster text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_gate' LANGUAGE C CALLED ON NULL INPUT;
 REVOKE ALL ON FUNCTION state._proxy_gate(text) FROM PUBLIC;
 
+-- For state.rescale_proxy: a step done (each has a fault point).
+CREATE FUNCTION state._proxy_rescale_step(step text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_rescale_step' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
+
+-- On a part, for state.rescale_proxy: with true, no timer or window of this
+-- database fires until a call with false in this session, or its end (the
+-- batch firing now is waited for).  Not for PUBLIC.
+CREATE FUNCTION state._pause_timers(pause boolean)
+RETURNS void AS 'MODULE_PATHNAME', 'state_pause_timers' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._pause_timers(boolean) FROM PUBLIC;
+
 -- Until this transaction ends, no proxy call of the cluster runs: those
 -- running are waited for, new ones wait.
 CREATE FUNCTION state.pause_proxy(cluster text)
@@ -637,7 +649,11 @@ BEGIN
 	EXECUTE format($q$CREATE FUNCTION %I._restore_at(connstr text, paths text[], parallelism text, part text)
 		RETURNS text LANGUAGE plproxy AS %L$q$, schema,
 		E'CONNECT connstr;\nSELECT state.restore($2, NULL, NULL, $3::integer, $4::integer)::text;');
-	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text) FROM PUBLIC', schema);
+	-- And the pause of a server's timers and windows (state._pause_timers).
+	EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+		RETURNS void LANGUAGE plproxy AS %L$q$, schema,
+		E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text), %1$I._pause_timers_at(text, boolean) FROM PUBLIC', schema);
 
 	-- Batch calls: arrays of keys (and values), split by part (PL/Proxy's SPLIT).
 	EXECUTE format($q$CREATE FUNCTION %I._value_set_many(parts integer[], a1 text, a2 text[], a3 text[])
@@ -690,10 +706,12 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION state.alter_proxy(text, text[]) FROM PUBLIC;
 
--- Rescales a cluster live: with every proxy call paused, a snapshot of each
--- part into snapshot_dir (a directory every server reads and writes), the
--- key groups of new part i restored from them onto parts[i+1], and the
--- proxy switched to the new parts.  Returns the entries restored.
+-- Rescales a cluster live: with every proxy call paused and the timers and
+-- windows of every server involved paused, a snapshot of each part into
+-- snapshot_dir (a directory every server reads and writes), the key groups
+-- of new part i restored from them onto parts[i+1], and the proxy switched
+-- to the new parts.  Returns the entries restored.  Each step has a fault
+-- point (state._proxy_rescale_step).
 CREATE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -703,6 +721,8 @@ DECLARE
 	path text;
 	status text;
 	total bigint := 0;
+	server text;
+	paused text[] := '{}';
 BEGIN
 	PERFORM state._proxy_options(cluster, parts);
 	SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster FOR UPDATE;
@@ -716,37 +736,67 @@ BEGIN
 				HINT = 'Give a directory that every server of the cluster reads and writes.';
 	END IF;
 	PERFORM state.pause_proxy(cluster);
-	FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
-		path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
-		EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
-		IF status IS DISTINCT FROM 'completed' THEN
-			RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
-				USING ERRCODE = 'object_not_in_prerequisite_state';
-		END IF;
-		paths := paths || path;
-	END LOOP;
+	PERFORM state._proxy_rescale_step('calls_paused');
 	BEGIN
-		FOR i IN 0 .. cardinality(parts) - 1 LOOP
-			EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
-				INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
-			total := total + status::bigint;
+		-- No timer or window fires on a server of the cluster, old or new,
+		-- until the end: what a handler wrote after its part's snapshot
+		-- would go with the part's old contents at the restore.  A pause
+		-- lasts while its connection does (the session of this proxy).
+		FOR server IN SELECT DISTINCT s FROM unnest(p.parts || parts) s LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
 		END LOOP;
-		PERFORM state.alter_proxy(cluster, parts);
-	EXCEPTION WHEN OTHERS THEN
-		-- The proxy keeps its old parts: put them back as they were, from the
-		-- same snapshots (a new part restored already may be one of them).
+		PERFORM state._proxy_rescale_step('timers_paused');
 		FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+			path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
+			EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
+			IF status IS DISTINCT FROM 'completed' THEN
+				RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
+					USING ERRCODE = 'object_not_in_prerequisite_state';
+			END IF;
+			paths := paths || path;
+			PERFORM state._proxy_rescale_step('part_snapshot');
+		END LOOP;
+		BEGIN
+			FOR i IN 0 .. cardinality(parts) - 1 LOOP
+				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
+					INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
+				total := total + status::bigint;
+				PERFORM state._proxy_rescale_step('part_restored');
+			END LOOP;
+			PERFORM state.alter_proxy(cluster, parts);
+			PERFORM state._proxy_rescale_step('switched');
+		EXCEPTION WHEN OTHERS THEN
+			-- The proxy keeps its old parts: put them back as they were, from the
+			-- same snapshots (a new part restored already may be one of them).
+			FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+				BEGIN
+					EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
+						USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+					PERFORM state._proxy_rescale_step('part_put_back');
+				EXCEPTION WHEN OTHERS THEN
+					RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+						USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
+							array_to_string(paths, ', '), cardinality(p.parts), i);
+				END;
+			END LOOP;
+			RAISE;
+		END;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
 			BEGIN
-				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
-					USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
 			EXCEPTION WHEN OTHERS THEN
-				RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
-					USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
-						array_to_string(paths, ', '), cardinality(p.parts), i);
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
 			END;
 		END LOOP;
 		RAISE;
 	END;
+	FOREACH server IN ARRAY paused LOOP
+		EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+	END LOOP;
+	PERFORM state._proxy_rescale_step('timers_resumed');
 	RETURN total;
 END
 $fn$;

@@ -910,6 +910,8 @@ state_timer_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/* While a session pauses this database's firing (a rescale), wait. */
+		timer_queue_hold_while_paused();
 		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);
 		full = timer_round(batch, &last_sync, &any, &reload_next);
 		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))

@@ -3,7 +3,8 @@
  *		What sessions and the timer workers share about timers states
  *		(timer_queue.c): per database, the ring of timers registered since
  *		its worker last looked and the worker's latch; per state, its
- *		watermark and the figures its worker publishes.
+ *		watermark and the figures its worker publishes; the pauses of a
+ *		database's firing.
  */
 #ifndef STATE_BACKEND_TIMER_QUEUE_H
 #define STATE_BACKEND_TIMER_QUEUE_H
@@ -36,6 +37,9 @@ extern void timer_queue_at_abort(void);
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
 extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
+extern void timer_queue_pause(void);
+extern void timer_queue_resume(void);
+extern bool timer_queue_paused(void);
 
 /* The state worker, and create_state */
 extern void timer_queue_launch(Oid dbid);
@@ -49,5 +53,6 @@ extern bool timer_queue_attach(Oid dbid);
 extern bool timer_queue_drain(TimerQueuedFn fn, void *arg);
 extern bool timer_queue_may_sleep(int64 until);
 extern void timer_figures_publish(int slot, uint32 id, const TimerFigures *f);
+extern void timer_queue_hold_while_paused(void);
 
 #endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -26,7 +26,8 @@
  * (_proxy_gate), which lets a call through only in a session that holds
  * that lock: the internal functions run inside a proxy call or a rescale,
  * never alone.  The SQL half (create_proxy, alter_proxy, rescale_proxy) is
- * in the extension script.
+ * in the extension script; state._proxy_rescale_step marks its steps with
+ * fault points.
  */
 #include "postgres.h"
 
@@ -52,11 +53,13 @@
 #include "utils/tuplestore.h"
 
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/key_group.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
 PG_FUNCTION_INFO_V1(state_proxy_pause);
 PG_FUNCTION_INFO_V1(state_proxy_gate);
+PG_FUNCTION_INFO_V1(state_proxy_rescale_step);
 
 /* What a session knows of a state of a cluster, to route its keys. */
 typedef struct ProxyStateKey
@@ -825,5 +828,34 @@ state_proxy_pause(PG_FUNCTION_ARGS)
 	ForeignServer *server = proxy_cluster_arg(fcinfo);
 
 	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, AccessExclusiveLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * _proxy_rescale_step(step): state.rescale_proxy has done a step; each has
+ * its fault point.  The names are written out, so that the list of points
+ * read from the source has them.
+ */
+Datum
+state_proxy_rescale_step(PG_FUNCTION_ARGS)
+{
+	char	   *step = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(step, "calls_paused") == 0)
+		FAULT_POINT("rescale.proxy_calls_paused");
+	else if (strcmp(step, "timers_paused") == 0)
+		FAULT_POINT("rescale.proxy_timers_paused");
+	else if (strcmp(step, "part_snapshot") == 0)
+		FAULT_POINT("rescale.proxy_part_snapshot");
+	else if (strcmp(step, "part_restored") == 0)
+		FAULT_POINT("rescale.proxy_part_restored");
+	else if (strcmp(step, "switched") == 0)
+		FAULT_POINT("rescale.proxy_switched");
+	else if (strcmp(step, "part_put_back") == 0)
+		FAULT_POINT("rescale.proxy_part_put_back");
+	else if (strcmp(step, "timers_resumed") == 0)
+		FAULT_POINT("rescale.proxy_timers_resumed");
+	else
+		elog(ERROR, "unknown step \"%s\" of a proxy rescale", step);
 	PG_RETURN_VOID();
 }
