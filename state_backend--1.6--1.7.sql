@@ -6,3 +6,267 @@
 -- own functions may call; a fresh install of 1.7 (state_backend--1.7.sql)
 -- and 1.6 updated by this file end with the same objects and privileges
 -- (sql/upgrade.sql compares them).
+
+---------------------------------------------------------------- views and proxies
+
+-- Every view that filters by privilege is a security barrier, so that a
+-- caller's own conditions (a cheap function that prints its argument) see
+-- only the rows the view lets through.
+ALTER VIEW state.states SET (security_barrier);
+ALTER VIEW state.stats SET (security_barrier);
+ALTER VIEW state.worker SET (security_barrier);
+ALTER VIEW state.snapshots SET (security_barrier);
+ALTER VIEW state.timer_status SET (security_barrier);
+-- The table of failed timers had the name the view's array type needs
+-- (PostgreSQL names a type's array type "_" and the type's name): renamed,
+-- and the view made again, which then has its array type.
+DROP VIEW state.timer_failures;
+ALTER TABLE state._timer_failures RENAME TO _failed_timers;
+CREATE VIEW state.timer_failures WITH (security_barrier) AS
+	SELECT name, key, at, attempts, error, failed_at FROM state._failed_timers
+	WHERE pg_has_role(owner, 'USAGE');
+GRANT SELECT ON state.timer_failures TO PUBLIC;
+
+-- Immutable functions are parallel safe (PostgreSQL's opr_sanity).
+ALTER FUNCTION state._proxy_functions() PARALLEL SAFE;
+
+-- The gate of a proxy's internal functions is not for PUBLIC, takes no lock,
+-- and lets a call through only inside a proxy call or a rescale.
+REVOKE ALL ON FUNCTION state._proxy_gate(text) FROM PUBLIC;
+
+-- For state.rescale_proxy: a step done (each has a fault point).
+CREATE FUNCTION state._proxy_rescale_step(step text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_rescale_step' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
+
+-- On a part, for state.rescale_proxy: with true, no timer or window of this
+-- database fires until a call with false in this session, or its end (the
+-- batch firing now is waited for).  Not for PUBLIC.
+CREATE FUNCTION state._pause_timers(pause boolean)
+RETURNS void AS 'MODULE_PATHNAME', 'state_pause_timers' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._pause_timers(boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION state.create_proxy(cluster text, parts text[], schema name DEFAULT 'state_proxy')
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	options text[] := state._proxy_options(cluster, parts);
+	fn regprocedure;
+	st text;
+BEGIN
+	IF schema IS NULL THEN
+		RAISE EXCEPTION 'schema must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF EXISTS (SELECT 1 FROM state.proxies p WHERE p.cluster = create_proxy.cluster) THEN
+		RAISE EXCEPTION 'a proxy of cluster "%" exists already', cluster
+			USING ERRCODE = 'duplicate_object', HINT = 'Change its parts with state.alter_proxy.';
+	END IF;
+	EXECUTE format('CREATE SCHEMA %I', schema);
+	EXECUTE format('GRANT USAGE ON SCHEMA %I TO PUBLIC', schema);
+	EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER plproxy OPTIONS (modular_mapping %L, %s)',
+		cluster, '1', array_to_string(options, ', '));
+	EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I', cluster);
+	EXECUTE format('GRANT USAGE ON FOREIGN SERVER %I TO PUBLIC', cluster);
+	INSERT INTO state.proxies (cluster, schema, parts) VALUES (cluster, schema, parts);
+
+	-- The gate of every PL/Proxy call of the cluster: callers run it, as
+	-- this function's owner (state._proxy_gate is not for PUBLIC).
+	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql SECURITY DEFINER
+		SET search_path = pg_catalog, pg_temp AS %L$q$, schema,
+		format('SELECT state._proxy_gate(%L)', cluster));
+	-- What routing needs of a state, from part 0: its key type (qualified),
+	-- the parts' max_parallelism and encoding.
+	EXECUTE format($q$CREATE FUNCTION %I._state_info(state_name text)
+		RETURNS TABLE(key_type text, max_parallelism text, encoding text) LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nRUN ON 0;\nSELECT pg_catalog.format(\'%%I.%%I\', tn.nspname, ty.typname) AS key_type, pg_catalog.current_setting(\'state_backend.max_parallelism\') AS max_parallelism, pg_catalog.current_setting(\'server_encoding\') AS encoding FROM state.states s JOIN pg_catalog.pg_type ty ON ty.oid = s.key_type JOIN pg_catalog.pg_namespace tn ON tn.oid = ty.typnamespace WHERE s.name = $1;', schema));
+	-- state.states and state.stats of every part, merged.
+	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
+	  FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+	EXECUTE format('CREATE FUNCTION %I._states() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
+		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.states s;', schema,
+			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
+			   FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
+	-- Read through a proxy function (states()), which holds the gate while
+	-- it runs.
+	EXECUTE format('CREATE FUNCTION %I.states() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.states WITH (security_barrier) AS
+		SELECT name, min(kind) AS kind, min(backend) AS backend, min(key_type) AS key_type,
+		  min(value_type) AS value_type, min(map_key_type) AS map_key_type, min(reducer) AS reducer,
+		  min(ttl)::interval AS ttl, min(owner) AS owner, sum(entries::bigint) AS entries,
+		  sum(bytes::bigint) AS bytes, count(*) AS parts
+		FROM %1$I.states() GROUP BY name$q$, schema);
+	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
+	  FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+	EXECUTE format('CREATE FUNCTION %I._stats() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
+		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.stats s;', schema,
+			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
+			   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
+	EXECUTE format('CREATE FUNCTION %I.stats() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.stats WITH (security_barrier) AS
+		SELECT name, kind, %2$s FROM %1$I.stats() GROUP BY name, kind$q$, schema,
+		(SELECT string_agg(format('sum(%1$I::bigint) AS %1$I', a.attname), ', ' ORDER BY a.attnum)
+		   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0
+		   AND NOT a.attisdropped AND a.attname NOT IN ('name', 'kind')));
+	EXECUTE format('GRANT SELECT ON %1$I.states, %1$I.stats TO PUBLIC', schema);
+	-- For state.rescale_proxy: a snapshot of a part, a restore on a server.
+	EXECUTE format($q$CREATE FUNCTION %I._snapshot_part(part integer, path text) RETURNS text
+		LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nRUN ON part;\nSELECT state.wait_snapshot(state.snapshot($2));', schema));
+	EXECUTE format($q$CREATE FUNCTION %I._restore_at(connstr text, paths text[], parallelism text, part text)
+		RETURNS text LANGUAGE plproxy AS %L$q$, schema,
+		E'CONNECT connstr;\nSELECT state.restore($2, NULL, NULL, $3::integer, $4::integer)::text;');
+	-- And the pause of a server's timers and windows (state._pause_timers).
+	EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+		RETURNS void LANGUAGE plproxy AS %L$q$, schema,
+		E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text), %1$I._pause_timers_at(text, boolean) FROM PUBLIC', schema);
+
+	-- Batch calls: arrays of keys (and values), split by part (PL/Proxy's SPLIT).
+	EXECUTE format($q$CREATE FUNCTION %I._value_set_many(parts integer[], a1 text, a2 text[], a3 text[])
+		RETURNS SETOF text LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.value_set($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', schema));
+	EXECUTE format($q$CREATE FUNCTION %I.value_set_many(name text, keys anycompatiblearray, "values" anyarray)
+		RETURNS bigint AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
+	EXECUTE format($q$CREATE FUNCTION %I._reduce_many(parts integer[], a1 text, a2 text[], a3 text[])
+		RETURNS SETOF text LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2, a3;\nRUN ON parts;\nSELECT count(state.reduce($2, u.k, u.v))::text FROM unnest($3, $4) AS u(k, v);', schema));
+	EXECUTE format($q$CREATE FUNCTION %I.reduce_many(name text, keys anycompatiblearray, "values" anyarray)
+		RETURNS bigint AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
+	EXECUTE format($q$CREATE FUNCTION %I._value_get_many(parts integer[], a1 text, a2 text[], a3 text)
+		RETURNS TABLE(key text, value text) LANGUAGE plproxy AS %L$q$, schema,
+		format(E'CLUSTER %I._gate();\nSPLIT parts, a2;\nRUN ON parts;\nSELECT u.k AS key, state.value_get($2, u.k, $4) AS value FROM unnest($3) AS u(k);', schema));
+	EXECUTE format($q$CREATE FUNCTION %I.value_get_many(name text, keys anycompatiblearray, "default" anyelement)
+		RETURNS TABLE(key anycompatible, value anyelement) AS 'MODULE_PATHNAME', 'state_proxy_call' LANGUAGE C CALLED ON NULL INPUT$q$, schema);
+
+	FOR fn IN SELECT p.oid FROM pg_proc p
+		WHERE p.pronamespace = 'state'::regnamespace AND p.proname = ANY (state._proxy_functions())
+		  AND p.provariadic = 0
+		ORDER BY p.proname, p.oid
+	LOOP
+		PERFORM state._proxy_function(schema, cluster, fn);
+	END LOOP;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	p state.proxies;
+	stamp text := to_char(clock_timestamp(), 'YYYYMMDD"T"HH24MISSUS');
+	paths text[] := '{}';
+	path text;
+	status text;
+	total bigint := 0;
+	server text;
+	paused text[] := '{}';
+BEGIN
+	PERFORM state._proxy_options(cluster, parts);
+	SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
+			USING ERRCODE = 'undefined_object', HINT = 'Make one with state.create_proxy.';
+	END IF;
+	IF snapshot_dir IS NULL OR snapshot_dir !~ '^/' THEN
+		RAISE EXCEPTION 'snapshot_dir must be an absolute path'
+			USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Give a directory that every server of the cluster reads and writes.';
+	END IF;
+	PERFORM state.pause_proxy(cluster);
+	PERFORM state._proxy_rescale_step('calls_paused');
+	BEGIN
+		-- No timer or window fires on a server of the cluster, old or new,
+		-- until the end: what a handler wrote after its part's snapshot
+		-- would go with the part's old contents at the restore.  A pause
+		-- lasts while its connection does (the session of this proxy).
+		FOR server IN SELECT DISTINCT s FROM unnest(p.parts || parts) s LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
+		END LOOP;
+		PERFORM state._proxy_rescale_step('timers_paused');
+		FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+			path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
+			EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
+			IF status IS DISTINCT FROM 'completed' THEN
+				RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
+					USING ERRCODE = 'object_not_in_prerequisite_state';
+			END IF;
+			paths := paths || path;
+			PERFORM state._proxy_rescale_step('part_snapshot');
+		END LOOP;
+		BEGIN
+			FOR i IN 0 .. cardinality(parts) - 1 LOOP
+				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
+					INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
+				total := total + status::bigint;
+				PERFORM state._proxy_rescale_step('part_restored');
+			END LOOP;
+			PERFORM state.alter_proxy(cluster, parts);
+			PERFORM state._proxy_rescale_step('switched');
+		EXCEPTION WHEN OTHERS THEN
+			-- The proxy keeps its old parts: put them back as they were, from the
+			-- same snapshots (a new part restored already may be one of them).
+			FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+				BEGIN
+					EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
+						USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+					PERFORM state._proxy_rescale_step('part_put_back');
+				EXCEPTION WHEN OTHERS THEN
+					RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+						USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
+							array_to_string(paths, ', '), cardinality(p.parts), i);
+				END;
+			END LOOP;
+			RAISE;
+		END;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
+			END;
+		END LOOP;
+		RAISE;
+	END;
+	FOREACH server IN ARRAY paused LOOP
+		EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+	END LOOP;
+	PERFORM state._proxy_rescale_step('timers_resumed');
+	RETURN total;
+END
+$fn$;
+
+-- The proxies made by 1.6: their gate runs as its owner, their views read
+-- through proxy functions (which hold the gate while they run), and they
+-- get the pause of a server's timers.  What this script makes in a proxy's
+-- schema is the proxy's, not the extension's (as create_proxy makes it), and
+-- a view is replaced while it is lent to the extension (so that its
+-- privileges and dependent views stay).
+DO $upgrade$
+DECLARE
+	s name;
+	v text;
+BEGIN
+	FOR s IN SELECT p.schema FROM state.proxies p ORDER BY p.cluster LOOP
+		EXECUTE format('ALTER FUNCTION %I._gate() SECURITY DEFINER', s);
+		FOREACH v IN ARRAY ARRAY['states', 'stats'] LOOP
+			EXECUTE format('CREATE FUNCTION %I.%I() RETURNS %s AS %L, %L LANGUAGE C', s, v,
+				pg_get_function_result(format('%I.%I()', s, '_' || v)::regprocedure),
+				'MODULE_PATHNAME', 'state_proxy_call');
+			EXECUTE format('ALTER EXTENSION state_backend DROP FUNCTION %I.%I()', s, v);
+			EXECUTE format('ALTER EXTENSION state_backend ADD VIEW %I.%I', s, v);
+			EXECUTE format('CREATE OR REPLACE VIEW %I.%I WITH (security_barrier) AS %s', s, v,
+				replace(pg_get_viewdef(format('%I.%I', s, v)::regclass),
+					format('%I.%I()', s, '_' || v), format('%I.%I()', s, v)));
+			EXECUTE format('ALTER EXTENSION state_backend DROP VIEW %I.%I', s, v);
+		END LOOP;
+		EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+			RETURNS void LANGUAGE plproxy AS %L$q$, s,
+			E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+		EXECUTE format('ALTER EXTENSION state_backend DROP FUNCTION %I._pause_timers_at(text, boolean)', s);
+		EXECUTE format('REVOKE ALL ON FUNCTION %I._pause_timers_at(text, boolean) FROM PUBLIC', s);
+	END LOOP;
+END
+$upgrade$;

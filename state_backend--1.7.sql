@@ -57,7 +57,7 @@ CREATE FUNCTION state._states(
 	OUT aggregate regprocedure, OUT transactional boolean)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
-CREATE VIEW state.states AS SELECT * FROM state._states();
+CREATE VIEW state.states WITH (security_barrier) AS SELECT * FROM state._states();
 
 CREATE FUNCTION state._stats(
 	OUT name text, OUT kind text, OUT reads bigint, OUT writes bigint, OUT misses bigint,
@@ -65,12 +65,12 @@ CREATE FUNCTION state._stats(
 	OUT timers_fired bigint, OUT timers_failed bigint, OUT late bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_stats' LANGUAGE C STRICT;
 
-CREATE VIEW state.stats AS SELECT * FROM state._stats();
+CREATE VIEW state.stats WITH (security_barrier) AS SELECT * FROM state._stats();
 
 CREATE FUNCTION state._worker(OUT name text, OUT value bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_worker' LANGUAGE C STRICT;
 
-CREATE VIEW state.worker AS SELECT * FROM state._worker();
+CREATE VIEW state.worker WITH (security_barrier) AS SELECT * FROM state._worker();
 
 CREATE FUNCTION state.reset_stats(name text DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_reset_stats' LANGUAGE C CALLED ON NULL INPUT;
@@ -284,7 +284,7 @@ CREATE FUNCTION state._snapshots(
 	OUT phase text, OUT key_groups_done integer, OUT key_groups_total integer)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_snapshots' LANGUAGE C STRICT;
 
-CREATE VIEW state.snapshots AS SELECT * FROM state._snapshots();
+CREATE VIEW state.snapshots WITH (security_barrier) AS SELECT * FROM state._snapshots();
 
 CREATE FUNCTION state.wait_snapshot(id bigint, timeout interval DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'state_wait_snapshot' LANGUAGE C CALLED ON NULL INPUT;
@@ -338,12 +338,13 @@ CREATE FUNCTION state._timer_status(
 	OUT lag_p99 interval, OUT problem text)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_timer_status' LANGUAGE C STRICT;
 
-CREATE VIEW state.timer_status AS SELECT * FROM state._timer_status();
+CREATE VIEW state.timer_status WITH (security_barrier) AS SELECT * FROM state._timer_status();
 
 -- Timers whose handler failed state_backend.timer_max_retries times more,
 -- kept with the error: written by the timer worker, read through the view
--- by the roles that own the states.
-CREATE TABLE state._timer_failures (
+-- by the roles that own the states.  (Not named _timer_failures: that is
+-- the name of the view's array type.)
+CREATE TABLE state._failed_timers (
 	name text NOT NULL,
 	state_id bigint NOT NULL,
 	owner oid NOT NULL,
@@ -352,10 +353,12 @@ CREATE TABLE state._timer_failures (
 	attempts integer NOT NULL,
 	error text NOT NULL,
 	failed_at timestamptz NOT NULL);
-REVOKE ALL ON state._timer_failures FROM PUBLIC;
+REVOKE ALL ON state._failed_timers FROM PUBLIC;
 
-CREATE VIEW state.timer_failures AS
-	SELECT name, key, at, attempts, error, failed_at FROM state._timer_failures
+-- A security barrier: a caller's own conditions see only the rows this one
+-- lets through (every view here that filters by privilege is one).
+CREATE VIEW state.timer_failures WITH (security_barrier) AS
+	SELECT name, key, at, attempts, error, failed_at FROM state._failed_timers
 	WHERE pg_has_role(owner, 'USAGE');
 
 GRANT SELECT ON state.timer_status TO PUBLIC;
@@ -427,10 +430,26 @@ SELECT pg_catalog.pg_extension_config_dump('state.proxies', '');
 REVOKE ALL ON state.proxies FROM PUBLIC;
 GRANT SELECT (cluster, schema, version) ON state.proxies TO PUBLIC;
 
--- The CLUSTER of every internal PL/Proxy function: the cluster's name,
--- after a share lock on its foreign server (see state.pause_proxy).
+-- The CLUSTER of every internal PL/Proxy function (through the proxy
+-- schema's _gate()): the cluster's name, in a session that holds the lock
+-- of its foreign server, as a proxy call that runs does (share) and a
+-- rescale (state.pause_proxy, exclusive); refused otherwise.  It takes no
+-- lock: nothing of a call outlives it.
 CREATE FUNCTION state._proxy_gate(cluster text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_gate' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._proxy_gate(text) FROM PUBLIC;
+
+-- For state.rescale_proxy: a step done (each has a fault point).
+CREATE FUNCTION state._proxy_rescale_step(step text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_rescale_step' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
+
+-- On a part, for state.rescale_proxy: with true, no timer or window of this
+-- database fires until a call with false in this session, or its end (the
+-- batch firing now is waited for).  Not for PUBLIC.
+CREATE FUNCTION state._pause_timers(pause boolean)
+RETURNS void AS 'MODULE_PATHNAME', 'state_pause_timers' LANGUAGE C CALLED ON NULL INPUT;
+REVOKE ALL ON FUNCTION state._pause_timers(boolean) FROM PUBLIC;
 
 -- Until this transaction ends, no proxy call of the cluster runs: those
 -- running are waited for, new ones wait.
@@ -441,7 +460,7 @@ REVOKE ALL ON FUNCTION state.pause_proxy(text) FROM PUBLIC;
 -- The functions a proxy has, by how they reach the parts: those with a key
 -- go to the part that holds it, the others to every part.
 CREATE FUNCTION state._proxy_functions()
-RETURNS text[] LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT ARRAY['value_get', 'value_set', 'reduce', 'aggregate', 'clear', 'key_group',
 		'list_add', 'list_add_all', 'list_get', 'list_length', 'list_update',
 		'map_put', 'map_put_all', 'map_get', 'map_remove', 'map_contains', 'map_entries',
@@ -582,8 +601,9 @@ BEGIN
 	EXECUTE format('GRANT USAGE ON FOREIGN SERVER %I TO PUBLIC', cluster);
 	INSERT INTO state.proxies (cluster, schema, parts) VALUES (cluster, schema, parts);
 
-	-- The gate of every PL/Proxy call of the cluster.
-	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql
+	-- The gate of every PL/Proxy call of the cluster: callers run it, as
+	-- this function's owner (state._proxy_gate is not for PUBLIC).
+	EXECUTE format($q$CREATE FUNCTION %I._gate() RETURNS text LANGUAGE sql SECURITY DEFINER
 		SET search_path = pg_catalog, pg_temp AS %L$q$, schema,
 		format('SELECT state._proxy_gate(%L)', cluster));
 	-- What routing needs of a state, from part 0: its key type (qualified),
@@ -598,20 +618,26 @@ BEGIN
 		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.states s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.states'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
-	EXECUTE format($q$CREATE VIEW %1$I.states AS
+	-- Read through a proxy function (states()), which holds the gate while
+	-- it runs.
+	EXECUTE format('CREATE FUNCTION %I.states() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.states WITH (security_barrier) AS
 		SELECT name, min(kind) AS kind, min(backend) AS backend, min(key_type) AS key_type,
 		  min(value_type) AS value_type, min(map_key_type) AS map_key_type, min(reducer) AS reducer,
 		  min(ttl)::interval AS ttl, min(owner) AS owner, sum(entries::bigint) AS entries,
 		  sum(bytes::bigint) AS bytes, count(*) AS parts
-		FROM %1$I._states() GROUP BY name$q$, schema);
+		FROM %1$I.states() GROUP BY name$q$, schema);
 	SELECT string_agg(format('%I text', a.attname), ', ' ORDER BY a.attnum) INTO st
 	  FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
 	EXECUTE format('CREATE FUNCTION %I._stats() RETURNS TABLE(%s) LANGUAGE plproxy AS %L', schema, st,
 		format(E'CLUSTER %I._gate();\nRUN ON ALL;\nSELECT %s FROM state.stats s;', schema,
 			(SELECT string_agg(format('s.%1$I::text AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 			   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0 AND NOT a.attisdropped)));
-	EXECUTE format($q$CREATE VIEW %1$I.stats AS
-		SELECT name, kind, %2$s FROM %1$I._stats() GROUP BY name, kind$q$, schema,
+	EXECUTE format('CREATE FUNCTION %I.stats() RETURNS TABLE(%s) AS %L, %L LANGUAGE C', schema, st,
+		'MODULE_PATHNAME', 'state_proxy_call');
+	EXECUTE format($q$CREATE VIEW %1$I.stats WITH (security_barrier) AS
+		SELECT name, kind, %2$s FROM %1$I.stats() GROUP BY name, kind$q$, schema,
 		(SELECT string_agg(format('sum(%1$I::bigint) AS %1$I', a.attname), ', ' ORDER BY a.attnum)
 		   FROM pg_attribute a WHERE a.attrelid = 'state.stats'::regclass AND a.attnum > 0
 		   AND NOT a.attisdropped AND a.attname NOT IN ('name', 'kind')));
@@ -623,7 +649,11 @@ BEGIN
 	EXECUTE format($q$CREATE FUNCTION %I._restore_at(connstr text, paths text[], parallelism text, part text)
 		RETURNS text LANGUAGE plproxy AS %L$q$, schema,
 		E'CONNECT connstr;\nSELECT state.restore($2, NULL, NULL, $3::integer, $4::integer)::text;');
-	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text) FROM PUBLIC', schema);
+	-- And the pause of a server's timers and windows (state._pause_timers).
+	EXECUTE format($q$CREATE FUNCTION %I._pause_timers_at(connstr text, pause boolean)
+		RETURNS void LANGUAGE plproxy AS %L$q$, schema,
+		E'CONNECT connstr;\nSELECT state._pause_timers($2);');
+	EXECUTE format('REVOKE ALL ON FUNCTION %1$I._snapshot_part(integer, text), %1$I._restore_at(text, text[], text, text), %1$I._pause_timers_at(text, boolean) FROM PUBLIC', schema);
 
 	-- Batch calls: arrays of keys (and values), split by part (PL/Proxy's SPLIT).
 	EXECUTE format($q$CREATE FUNCTION %I._value_set_many(parts integer[], a1 text, a2 text[], a3 text[])
@@ -676,10 +706,12 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION state.alter_proxy(text, text[]) FROM PUBLIC;
 
--- Rescales a cluster live: with every proxy call paused, a snapshot of each
--- part into snapshot_dir (a directory every server reads and writes), the
--- key groups of new part i restored from them onto parts[i+1], and the
--- proxy switched to the new parts.  Returns the entries restored.
+-- Rescales a cluster live: with every proxy call paused and the timers and
+-- windows of every server involved paused, a snapshot of each part into
+-- snapshot_dir (a directory every server reads and writes), the key groups
+-- of new part i restored from them onto parts[i+1], and the proxy switched
+-- to the new parts.  Returns the entries restored.  Each step has a fault
+-- point (state._proxy_rescale_step).
 CREATE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -689,6 +721,8 @@ DECLARE
 	path text;
 	status text;
 	total bigint := 0;
+	server text;
+	paused text[] := '{}';
 BEGIN
 	PERFORM state._proxy_options(cluster, parts);
 	SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster FOR UPDATE;
@@ -702,37 +736,67 @@ BEGIN
 				HINT = 'Give a directory that every server of the cluster reads and writes.';
 	END IF;
 	PERFORM state.pause_proxy(cluster);
-	FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
-		path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
-		EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
-		IF status IS DISTINCT FROM 'completed' THEN
-			RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
-				USING ERRCODE = 'object_not_in_prerequisite_state';
-		END IF;
-		paths := paths || path;
-	END LOOP;
+	PERFORM state._proxy_rescale_step('calls_paused');
 	BEGIN
-		FOR i IN 0 .. cardinality(parts) - 1 LOOP
-			EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
-				INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
-			total := total + status::bigint;
+		-- No timer or window fires on a server of the cluster, old or new,
+		-- until the end: what a handler wrote after its part's snapshot
+		-- would go with the part's old contents at the restore.  A pause
+		-- lasts while its connection does (the session of this proxy).
+		FOR server IN SELECT DISTINCT s FROM unnest(p.parts || parts) s LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
 		END LOOP;
-		PERFORM state.alter_proxy(cluster, parts);
-	EXCEPTION WHEN OTHERS THEN
-		-- The proxy keeps its old parts: put them back as they were, from the
-		-- same snapshots (a new part restored already may be one of them).
+		PERFORM state._proxy_rescale_step('timers_paused');
 		FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+			path := format('%s/%s-%s-part%s', rtrim(snapshot_dir, '/'), cluster, stamp, i);
+			EXECUTE format('SELECT %I._snapshot_part($1, $2)', p.schema) INTO status USING i, path;
+			IF status IS DISTINCT FROM 'completed' THEN
+				RAISE EXCEPTION 'the snapshot of part % of cluster "%" ended %', i, cluster, coalesce(status, 'with no status')
+					USING ERRCODE = 'object_not_in_prerequisite_state';
+			END IF;
+			paths := paths || path;
+			PERFORM state._proxy_rescale_step('part_snapshot');
+		END LOOP;
+		BEGIN
+			FOR i IN 0 .. cardinality(parts) - 1 LOOP
+				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
+					INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
+				total := total + status::bigint;
+				PERFORM state._proxy_rescale_step('part_restored');
+			END LOOP;
+			PERFORM state.alter_proxy(cluster, parts);
+			PERFORM state._proxy_rescale_step('switched');
+		EXCEPTION WHEN OTHERS THEN
+			-- The proxy keeps its old parts: put them back as they were, from the
+			-- same snapshots (a new part restored already may be one of them).
+			FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
+				BEGIN
+					EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
+						USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+					PERFORM state._proxy_rescale_step('part_put_back');
+				EXCEPTION WHEN OTHERS THEN
+					RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+						USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
+							array_to_string(paths, ', '), cardinality(p.parts), i);
+				END;
+			END LOOP;
+			RAISE;
+		END;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
 			BEGIN
-				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
-					USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
 			EXCEPTION WHEN OTHERS THEN
-				RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
-					USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
-						array_to_string(paths, ', '), cardinality(p.parts), i);
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
 			END;
 		END LOOP;
 		RAISE;
 	END;
+	FOREACH server IN ARRAY paused LOOP
+		EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+	END LOOP;
+	PERFORM state._proxy_rescale_step('timers_resumed');
 	RETURN total;
 END
 $fn$;

@@ -27,6 +27,9 @@
 #                                (the tests then run against `make install`)
 #   STATE_BACKEND_OLD_SOURCE     the 1.0 release's source for the upgrade
 #                                test (set here from the repository's history)
+#   STATE_BACKEND_CORE_REGRESS=0 do not run PostgreSQL's own regression suite
+#                                with the extension (scripts/core-regress.sh)
+#   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -279,6 +282,28 @@ else
 	fi
 	passed=$((passed + t_ok)); failed=$((failed + t_fail))
 	report+=("tap          ${#tap_files[@]} files, $t_ok assertions ok, $t_fail FAILED (exit $rc)")
+fi
+
+# ------------------------------------------------------------ core suite
+# PostgreSQL's own regression suite with the extension preloaded and created:
+# one step, failed by any test the extension makes differ.
+if [ "${STATE_BACKEND_CORE_REGRESS:-1}" = 0 ]; then
+	skipped=$((skipped + 1)); report+=("core suite   skipped (STATE_BACKEND_CORE_REGRESS=0)")
+else
+	note "PostgreSQL's regression suite with the extension (scripts/core-regress.sh)"
+	core_log=$(mktemp /tmp/state_backend_core.XXXXXX)
+	CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
+		timeout -k 30 "${STATE_BACKEND_CORE_TIMEOUT:-900}" "$ROOT/scripts/core-regress.sh" >"$core_log" 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		# Its progress, and the summary that ends it (not the diffs).
+		awk '/^==> /{print} /suite against the server/{f=1; next} f' "$core_log"
+		passed=$((passed + 1)); report+=("core suite   $(tail -n 1 "$core_log"): no test differs with the extension")
+	else
+		tail -n 200 "$core_log"
+		failed=$((failed + 1)); report+=("core suite   FAILED (exit $rc): $(tail -n 1 "$core_log")")
+	fi
+	rm -f "$core_log"
 fi
 
 # ------------------------------------------------------------ bench smoke

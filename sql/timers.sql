@@ -145,4 +145,4 @@ REVOKE ALL ON fired FROM regress_tm_owner;
 REVOKE USAGE ON SCHEMA state FROM regress_tm_owner, regress_tm_other;
 DROP ROLE regress_tm_owner;
 DROP ROLE regress_tm_other;
-DELETE FROM state._timer_failures;
+DELETE FROM state._failed_timers;

@@ -41,8 +41,13 @@ CREATE FUNCTION public.record_shape(install text) RETURNS bigint LANGUAGE sql AS
         UNION ALL
         SELECT 'relation ' || c.oid::regclass || ' ' || c.relkind::text || ' '
                || coalesce(pg_get_viewdef(c.oid), '') || ' acl ' || coalesce(c.relacl::text, 'default')
+               || ' options ' || coalesce(c.reloptions::text, 'none')
                || ' plain role selects ' || has_table_privilege('regress_sb_plain', c.oid, 'SELECT')
           FROM pg_class c WHERE c.relnamespace = 'state'::regnamespace
+        UNION ALL
+        SELECT 'type ' || t.typname || ' array ' || coalesce(ta.typname, 'none')
+          FROM pg_type t LEFT JOIN pg_type ta ON ta.oid = t.typarray
+         WHERE t.typnamespace = 'state'::regnamespace AND t.typelem = 0
         UNION ALL
         SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' '
                || format_type(a.atttypid, a.atttypmod) || ' at ' || a.attnum

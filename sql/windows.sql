@@ -257,7 +257,7 @@ SELECT state.drop_state(name) FROM state.states WHERE kind = 'window' AND name <
 SET ROLE regress_w_owner;
 SELECT state.drop_state('w_own');
 RESET ROLE;
-DELETE FROM state._timer_failures WHERE name = 'w_f';
+DELETE FROM state._failed_timers WHERE name = 'w_f';
 DROP TABLE emitted;
 DROP AGGREGATE plain_sum(bigint);
 REVOKE USAGE ON SCHEMA state FROM regress_w_owner, regress_w_other;

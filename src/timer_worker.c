@@ -680,7 +680,7 @@ record_failure(Firing *f)
 	SetUserIdAndSecContext(worker_user,
 						   worker_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	SPI_connect();
-	if (SPI_execute_with_args("INSERT INTO state._timer_failures "
+	if (SPI_execute_with_args("INSERT INTO state._failed_timers "
 							  "(name, state_id, owner, key, at, attempts, error, failed_at) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.now())",
 							  7, types, values, NULL, false, 0) != SPI_OK_INSERT)
@@ -1180,6 +1180,8 @@ state_timer_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		/* While a session pauses this database's firing (a rescale), wait. */
+		timer_queue_hold_while_paused();
 		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);
 		full = timer_round(batch, &last_sync, &any, &reload_next);
 		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))

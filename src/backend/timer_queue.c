@@ -1,6 +1,6 @@
 /*
  * backend/timer_queue.c
- *		The shared memory of timers states.
+ *		The shared memory of timers states, and the pause of their firing.
  *
  * A timers state keeps its timers as any state keeps its data (a map per
  * key of the instants due), so snapshots, restores, rescales, WAL and
@@ -27,6 +27,14 @@
  * A transactional state's registrations are noted until the transaction's
  * commit has applied them (txn_commit.c calls timer_queue_at_commit), so
  * that the worker never looks for a timer before it is there.
+ *
+ * A session may pause the firing of its database's timers and windows
+ * (timer_queue_pause, for a proxy's rescale: what a handler wrote between
+ * a part's snapshot and its restore would vanish while its table rows stay).
+ * A pause is an entry of a small shared table, held until the session
+ * resumes or exits; the worker looks at it before each round
+ * (timer_queue_hold_while_paused) and says so in its slot (pause_seen), so
+ * the pausing session waits until the batch the worker was firing is done.
  */
 #include "postgres.h"
 
@@ -37,6 +45,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/wait_event.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -74,7 +83,19 @@ typedef struct TimerDb
 	/* kept across workers (not by ring_reset): see KilledTimer */
 	Oid			killed_dbid;	/* InvalidOid: none */
 	KilledTimer killed;
+	uint64		pause_seen;		/* the pause generation its worker last saw */
 } TimerDb;
+
+/* Pauses held at once, over every database (a rescale holds one per part). */
+#define TIMER_MAX_PAUSES		64
+
+/* A session's pause of its database's firing. */
+typedef struct TimerPause
+{
+	Oid			dbid;			/* InvalidOid: free */
+	int			pid;			/* the session holding it */
+	uint64		gen;			/* pause_gen when it was taken */
+} TimerPause;
 
 typedef struct TimerSlot
 {
@@ -91,6 +112,9 @@ typedef struct TimerShared
 	slock_t		hold_mutex;
 	Oid			held_dbid;		/* being dropped: no worker until held_until */
 	TimestampTz held_until;
+	slock_t		pause_mutex;	/* pause_gen and pauses[] */
+	uint64		pause_gen;
+	TimerPause	pauses[TIMER_MAX_PAUSES];
 	int			ndbs;
 	Size		ring_size;
 	TimerSlot  *slots;			/* [max_states] */
@@ -149,6 +173,9 @@ timer_queue_shmem_init(void)
 	timers->rings = p;
 	SpinLockInit(&timers->hold_mutex);
 	timers->held_dbid = InvalidOid;
+	SpinLockInit(&timers->pause_mutex);
+	timers->pause_gen = 0;
+	memset(timers->pauses, 0, sizeof(timers->pauses));
 	for (int i = 0; i < state_backend_max_states; i++)
 	{
 		SpinLockInit(&timers->slots[i].mutex);
@@ -745,4 +772,224 @@ timer_queue_may_sleep(int64 until)
 		d->wakes_by = until;
 	SpinLockRelease(&d->mutex);
 	return may;
+}
+
+/* ------------------------------------------------------------ pauses */
+
+static bool pause_exit_registered = false;
+
+/* Wakes every timer worker of a database. */
+static void
+pause_wake(Oid dbid)
+{
+	for (int i = 0; i < timers->ndbs; i++)
+	{
+		TimerDb    *d = &timers->dbs[i];
+		Latch	   *latch = NULL;
+
+		SpinLockAcquire(&d->mutex);
+		if (d->dbid == dbid && d->pid != 0)
+			latch = d->latch;
+		SpinLockRelease(&d->mutex);
+		if (latch != NULL)
+			SetLatch(latch);
+	}
+}
+
+/* Whether a session pauses the firing of database dbid (under pause_mutex). */
+static bool
+db_paused(Oid dbid)
+{
+	for (int i = 0; i < TIMER_MAX_PAUSES; i++)
+		if (timers->pauses[i].dbid == dbid)
+			return true;
+	return false;
+}
+
+/*
+ * pause_release gives back the pauses this session holds, of database dbid
+ * or (InvalidOid) of every database, and wakes the workers they held.
+ */
+static void
+pause_release(Oid dbid)
+{
+	Oid			released[TIMER_MAX_PAUSES];
+	int			n = 0;
+
+	SpinLockAcquire(&timers->pause_mutex);
+	for (int i = 0; i < TIMER_MAX_PAUSES; i++)
+	{
+		TimerPause *p = &timers->pauses[i];
+
+		if (p->pid == MyProcPid && p->dbid != InvalidOid &&
+			(dbid == InvalidOid || p->dbid == dbid))
+		{
+			released[n++] = p->dbid;
+			p->dbid = InvalidOid;
+			p->pid = 0;
+		}
+	}
+	SpinLockRelease(&timers->pause_mutex);
+	for (int i = 0; i < n; i++)
+		pause_wake(released[i]);
+}
+
+/* At the session's exit, its pauses go with it. */
+static void
+pause_release_at_exit(int code, Datum arg)
+{
+	pause_release(InvalidOid);
+}
+
+/*
+ * pause_wait returns once every timer worker of database dbid has begun a
+ * round after the pause of generation gen was taken: the batch it was
+ * firing then is done, and it fires nothing more while the pause lasts.
+ * A worker that exits, or that starts later, fires nothing either.
+ */
+static void
+pause_wait(Oid dbid, uint64 gen)
+{
+	for (;;)
+	{
+		bool		done = true;
+
+		for (int i = 0; i < timers->ndbs; i++)
+		{
+			TimerDb    *d = &timers->dbs[i];
+			Latch	   *latch = NULL;
+
+			SpinLockAcquire(&d->mutex);
+			if (d->dbid == dbid && d->pid != 0 && d->pause_seen < gen)
+			{
+				done = false;
+				latch = d->latch;
+			}
+			SpinLockRelease(&d->mutex);
+			if (latch != NULL)
+				SetLatch(latch);
+		}
+		if (done)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * timer_queue_pause stops the firing of this database's timers and windows
+ * until timer_queue_resume or the end of the session, and returns once the
+ * batch its timer worker was firing, if any, is done (committed or rolled
+ * back).  A pause this session holds already is held once.  An error while
+ * it waits (a cancel) gives back the pause it took.
+ */
+void
+timer_queue_pause(void)
+{
+	Oid			dbid = MyDatabaseId;
+	int			free_slot = -1;
+	uint64		gen = 0;
+	bool		held = false;
+
+	if (!pause_exit_registered)
+	{
+		before_shmem_exit(pause_release_at_exit, (Datum) 0);
+		pause_exit_registered = true;
+	}
+	SpinLockAcquire(&timers->pause_mutex);
+	for (int i = 0; i < TIMER_MAX_PAUSES; i++)
+	{
+		TimerPause *p = &timers->pauses[i];
+
+		if (p->dbid == dbid && p->pid == MyProcPid)
+		{
+			held = true;
+			gen = p->gen;
+		}
+		else if (p->dbid == InvalidOid && free_slot < 0)
+			free_slot = i;
+	}
+	if (!held && free_slot >= 0)
+	{
+		TimerPause *p = &timers->pauses[free_slot];
+
+		gen = ++timers->pause_gen;
+		p->dbid = dbid;
+		p->pid = MyProcPid;
+		p->gen = gen;
+	}
+	SpinLockRelease(&timers->pause_mutex);
+	if (!held && free_slot < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many pauses of timers at once"),
+				 errdetail("At most %d sessions may pause the timers of their database at a time.",
+						   TIMER_MAX_PAUSES)));
+	PG_TRY();
+	{
+		pause_wait(dbid, gen);
+	}
+	PG_CATCH();
+	{
+		if (!held)
+			pause_release(dbid);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/* timer_queue_resume gives back this session's pause of its database. */
+void
+timer_queue_resume(void)
+{
+	pause_release(MyDatabaseId);
+}
+
+/* timer_queue_paused tells whether a session pauses this database's firing. */
+bool
+timer_queue_paused(void)
+{
+	bool		paused;
+
+	SpinLockAcquire(&timers->pause_mutex);
+	paused = db_paused(MyDatabaseId);
+	SpinLockRelease(&timers->pause_mutex);
+	return paused;
+}
+
+/*
+ * timer_queue_hold_while_paused, in a timer worker before each round (it
+ * fires nothing in between): tells pausing sessions that the batch it fired
+ * last is done, then waits while a session pauses its database's firing.
+ */
+void
+timer_queue_hold_while_paused(void)
+{
+	for (;;)
+	{
+		uint64		gen;
+		bool		paused;
+
+		SpinLockAcquire(&timers->pause_mutex);
+		gen = timers->pause_gen;
+		paused = db_paused(MyDatabaseId);
+		SpinLockRelease(&timers->pause_mutex);
+		for (int i = 0; i < timers->ndbs; i++)
+		{
+			TimerDb    *d = &timers->dbs[i];
+
+			SpinLockAcquire(&d->mutex);
+			if (d->pid == MyProcPid)
+				d->pause_seen = gen;
+			SpinLockRelease(&d->mutex);
+		}
+		if (!paused)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }

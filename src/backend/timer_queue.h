@@ -3,7 +3,8 @@
  *		What sessions and the timer workers share about timers states
  *		(timer_queue.c): per database, the ring of timers registered since
  *		its worker last looked and the worker's latch; per state, its
- *		watermark and the figures its worker publishes.
+ *		watermark and the figures its worker publishes; the pauses of a
+ *		database's firing.
  */
 #ifndef STATE_BACKEND_TIMER_QUEUE_H
 #define STATE_BACKEND_TIMER_QUEUE_H
@@ -51,6 +52,9 @@ extern void timer_queue_at_abort(void);
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
 extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
+extern void timer_queue_pause(void);
+extern void timer_queue_resume(void);
+extern bool timer_queue_paused(void);
 
 /* The state worker, and create_state */
 extern void timer_queue_launch(Oid dbid);
@@ -68,5 +72,6 @@ extern void timer_queue_note_deleted(int slot, uint32 id);
 extern uint64 timer_queue_deleted(int slot, uint32 id);
 extern void timer_queue_note_killed(const KilledTimer *k);
 extern bool timer_queue_take_killed(KilledTimer *k);
+extern void timer_queue_hold_while_paused(void);
 
 #endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -14,10 +14,13 @@
  * given, and takes broadcast state from the first.
  *
  * rescale_plan decides all of that from the descriptors, before anything is
- * loaded; restore.c then loads as the plan says.
+ * loaded; restore.c then loads as the plan says.  Its steps have fault points
+ * (rescale.plan_merged, rescale.plan_ranged, rescale.chunk_split), reached
+ * before the restore has published anything.
  */
 #include "postgres.h"
 
+#include "common/fault.h"
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -222,6 +225,7 @@ rescale_plan(const RescaleInput *in, int n, const RestoreSplit *split,
 			m[j].kind == STATE_KIND_UNION_LIST;
 		loads[i].skip = m[j].kind == STATE_KIND_BROADCAST;
 	}
+	FAULT_POINT("rescale.plan_merged");
 	nr = source_ranges(in, n, &ranges);
 	*whole = true;
 	for (int j = 0; j < nm; j++)
@@ -233,6 +237,7 @@ rescale_plan(const RescaleInput *in, int n, const RestoreSplit *split,
 	}
 	pfree(ranges);
 	pfree(first);
+	FAULT_POINT("rescale.plan_ranged");
 	*merged = m;
 	return nm;
 }
@@ -254,6 +259,7 @@ rescale_chunk(const char *list, uint32 len, int parts, int part, StringInfo out)
 	const char *data;
 	uint32		dlen;
 
+	FAULT_POINT("rescale.chunk_split");
 	for (int64 i = 0; i < from + count &&
 		 record_next_elem(list, len, &off, &data, &dlen) == RECORD_OK; i++)
 	{

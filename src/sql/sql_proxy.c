@@ -19,11 +19,15 @@
  * The key is read in the caller's settings (as the state would read it),
  * everything else travels as text in fixed settings (ISO dates, exact
  * floats) that create_proxy gives the parts' connections too.  Every proxy
- * call holds a share lock on the cluster's foreign server while it runs,
- * and every internal PL/Proxy function takes it in its CLUSTER clause
- * (_proxy_gate); state.pause_proxy takes it exclusively, so that a rescale
- * (state.rescale_proxy) changes the parts while no call runs.  The SQL half
- * (create_proxy, alter_proxy, rescale_proxy) is in the extension script.
+ * call holds a share lock on the cluster's foreign server while it runs
+ * (and only then); state.pause_proxy takes it exclusively, so that a
+ * rescale (state.rescale_proxy) changes the parts while no call runs.  The
+ * CLUSTER clause of every internal PL/Proxy function is the gate
+ * (_proxy_gate), which lets a call through only in a session that holds
+ * that lock: the internal functions run inside a proxy call or a rescale,
+ * never alone.  The SQL half (create_proxy, alter_proxy, rescale_proxy) is
+ * in the extension script; state._proxy_rescale_step marks its steps with
+ * fault points.
  */
 #include "postgres.h"
 
@@ -49,11 +53,13 @@
 #include "utils/tuplestore.h"
 
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/key_group.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
 PG_FUNCTION_INFO_V1(state_proxy_pause);
 PG_FUNCTION_INFO_V1(state_proxy_gate);
+PG_FUNCTION_INFO_V1(state_proxy_rescale_step);
 
 /* What a session knows of a state of a cluster, to route its keys. */
 typedef struct ProxyStateKey
@@ -72,9 +78,6 @@ typedef struct ProxyState
 static HTAB *proxy_states = NULL;
 static MemoryContext proxy_cxt = NULL;
 static bool proxy_stale = false;
-
-/* Share locks the gate took in this session (state_proxy_gate). */
-static uint64 proxy_gates = 0;
 
 /* How a proxy function reaches its parts. */
 typedef struct ProxyCall
@@ -682,7 +685,6 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	bool		isnull = true;
 	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
 	bool		retset = fcinfo->resultinfo != NULL && IsA(fcinfo->resultinfo, ReturnSetInfo);
-	uint64		gates;
 	int			level;
 	int			nparts = 0;
 
@@ -691,9 +693,12 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	pc = fcinfo->flinfo->fn_extra;
 	if (pc == NULL)
 		fcinfo->flinfo->fn_extra = pc = proxy_call_get(fcinfo);
-	/* Wait while the cluster is paused (a rescale); given back after the call. */
+	/*
+	 * Wait while the cluster is paused (a rescale); given back after the
+	 * call, or by the abort of the (sub)transaction an error ends.  The
+	 * internal PL/Proxy functions pass their gate while it is held.
+	 */
 	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
-	gates = proxy_gates;
 
 	first = pc->routed ? 1 : 0;
 	args = palloc(sizeof(Datum) * (pc->nargs + 1));
@@ -763,14 +768,8 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	}
 	proxy_canonical_end(level);
 
-	/*
-	 * The call is done and committed on its parts: let a rescale proceed.
-	 * The gate of each PL/Proxy call made took the lock once more.
-	 */
-	for (uint64 n = 0; n <= proxy_gates - gates; n++)
-		UnlockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
-	/* Given back: a proxy call around this one (a domain's check) counts only its own. */
-	proxy_gates = gates;
+	/* The call is done and committed on its parts: let a rescale proceed. */
+	UnlockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
 	/* A state made or dropped through the proxy: its key type is read again. */
 	if (strcmp(pc->name, "create_state") == 0 || strcmp(pc->name, "drop_state") == 0)
 		proxy_stale = true;
@@ -784,31 +783,38 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	return result;
 }
 
-/* Locks the foreign server of the cluster named by argument 0 in mode. */
-static void
-proxy_lock_cluster(FunctionCallInfo fcinfo, LOCKMODE mode)
+/* The foreign server of the cluster named by argument 0. */
+static ForeignServer *
+proxy_cluster_arg(FunctionCallInfo fcinfo)
 {
-	ForeignServer *server;
-
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cluster must not be null")));
-	server = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
-	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, mode);
+	return GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 }
 
 /*
  * _proxy_gate(cluster): the cluster's name, for the CLUSTER clause of every
- * internal PL/Proxy function, after a share lock on its foreign server held
- * until the transaction ends, or until the proxy function that made the
- * call gives it back: no PL/Proxy call of a cluster runs while it is paused.
+ * internal PL/Proxy function, in a session that holds the lock of the
+ * cluster's foreign server: a proxy call that runs (share) or a rescale
+ * (pause_proxy, exclusive).  The gate takes no lock of its own, so nothing
+ * of it outlives the call; called in any other way (an internal function
+ * called directly) it refuses.
  */
 Datum
 state_proxy_gate(PG_FUNCTION_ARGS)
 {
-	proxy_lock_cluster(fcinfo, AccessShareLock);
-	proxy_gates++;
+	ForeignServer *server = proxy_cluster_arg(fcinfo);
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ForeignServerRelationId, server->serverid, 0);
+	if (!LockHeldByMe(&tag, AccessShareLock) && !LockHeldByMe(&tag, AccessExclusiveLock))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the internal functions of cluster \"%s\" run only inside its proxy functions",
+						server->servername),
+				 errhint("Call the functions of the proxy's schema, as state_proxy.value_get.")));
 	PG_RETURN_TEXT_P(PG_GETARG_TEXT_P_COPY(0));
 }
 
@@ -819,6 +825,37 @@ state_proxy_gate(PG_FUNCTION_ARGS)
 Datum
 state_proxy_pause(PG_FUNCTION_ARGS)
 {
-	proxy_lock_cluster(fcinfo, AccessExclusiveLock);
+	ForeignServer *server = proxy_cluster_arg(fcinfo);
+
+	LockDatabaseObject(ForeignServerRelationId, server->serverid, 0, AccessExclusiveLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * _proxy_rescale_step(step): state.rescale_proxy has done a step; each has
+ * its fault point.  The names are written out, so that the list of points
+ * read from the source has them.
+ */
+Datum
+state_proxy_rescale_step(PG_FUNCTION_ARGS)
+{
+	char	   *step = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(step, "calls_paused") == 0)
+		FAULT_POINT("rescale.proxy_calls_paused");
+	else if (strcmp(step, "timers_paused") == 0)
+		FAULT_POINT("rescale.proxy_timers_paused");
+	else if (strcmp(step, "part_snapshot") == 0)
+		FAULT_POINT("rescale.proxy_part_snapshot");
+	else if (strcmp(step, "part_restored") == 0)
+		FAULT_POINT("rescale.proxy_part_restored");
+	else if (strcmp(step, "switched") == 0)
+		FAULT_POINT("rescale.proxy_switched");
+	else if (strcmp(step, "part_put_back") == 0)
+		FAULT_POINT("rescale.proxy_part_put_back");
+	else if (strcmp(step, "timers_resumed") == 0)
+		FAULT_POINT("rescale.proxy_timers_resumed");
+	else
+		elog(ERROR, "unknown step \"%s\" of a proxy rescale", step);
 	PG_RETURN_VOID();
 }

@@ -7,20 +7,24 @@
  * A key's key group is fixed (state.key_group); of "parallelism" parts,
  * part i holds a contiguous range of key groups.  A restore of one part
  * (snapshot/rescale.c) keeps only its range; clients route each key to the
- * server holding it with state.part_for.
+ * server holding it with state.part_for.  A proxy's rescale pauses the
+ * firing of its parts' timers and windows meanwhile (state._pause_timers).
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/rangetypes.h"
 #include "utils/typcache.h"
 
+#include "backend/timer_queue.h"
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "sql/sql_common.h"
 
 PG_FUNCTION_INFO_V1(state_key_group_range);
 PG_FUNCTION_INFO_V1(state_part_for);
+PG_FUNCTION_INFO_V1(state_pause_timers);
 
 /* key_group_range_datum is the int4range [first, last + 1). */
 Datum
@@ -90,4 +94,26 @@ state_part_for(PG_FUNCTION_ARGS)
 	state_call_key_image(call, fcinfo, 1);
 	PG_RETURN_INT32(key_group_part(state_backend_max_parallelism, parallelism,
 								   call->key.key_group));
+}
+
+/*
+ * _pause_timers(pause): with true, no timer or window of this database
+ * fires until _pause_timers(false) in this session or its end; returns once
+ * the batch its timer worker was firing is done.  A proxy's rescale pauses
+ * every part so, from before its snapshots to after its restores: what a
+ * handler wrote in between would be lost with the part's old contents.
+ * Not for PUBLIC.
+ */
+Datum
+state_pause_timers(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pause must not be null")));
+	if (PG_GETARG_BOOL(0))
+		timer_queue_pause();
+	else
+		timer_queue_resume();
+	PG_RETURN_VOID();
 }

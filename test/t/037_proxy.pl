@@ -9,6 +9,15 @@
 # clients keep calling through the proxy with untyped bind parameters: no
 # acknowledged write is lost, none is refused or sent to the wrong server,
 # and a server asked for a key it does not hold refuses it (22023).
+#
+# The gate of the proxy's internal functions is not for PUBLIC and is held
+# only while a call runs: sessions that called the proxy, read its views or
+# tried the gate in transactions still open hold nothing a rescale waits
+# for.  A rescale pauses the timers of every part from before its snapshots
+# to after its restores: timers firing all through one (widened by a fault
+# point's sleep) each fire once, and every state write of their handler is
+# kept with its table row.  A rescale failing at a step (a fault point) keeps
+# the old parts and resumes their timers.
 
 use strict;
 use warnings;
@@ -319,6 +328,121 @@ is( $proxy->safe_psql('postgres',
 is(placement(3, @servers), "$nkeys|0", 'after 2 -> 3: each server holds its part');
 is( $proxy->safe_psql('postgres', "SELECT cardinality(parts), version FROM state.proxies"),
 	'3|3', 'the cluster has three parts again, after two changes');
+
+# The gate: state._proxy_gate is not for PUBLIC, the proxy's _gate() and
+# its internal functions refuse to run outside a proxy call, and nothing of
+# a call outlives it: a rescale does not wait for the transactions, still
+# open, of sessions that called the proxy or read its views.
+$proxy->safe_psql('postgres', 'CREATE ROLE regress_plain LOGIN');
+$e = sql_error($proxy, "SET ROLE regress_plain; SELECT state._proxy_gate('sc')");
+is($e->{sqlstate}, '42501', 'state._proxy_gate: not for PUBLIC');
+$e = sql_error($proxy, "SET ROLE regress_plain; SELECT state_proxy._gate()");
+is($e->{sqlstate}, '55000', "the proxy's gate, called alone: refused (55000)");
+$e = sql_error($proxy,
+	"SET ROLE regress_plain; SELECT state_proxy._value_get(0, 'v', '1', '0')");
+is($e->{sqlstate}, '55000', 'an internal PL/Proxy function called alone: refused at its gate');
+$e = sql_error($proxy,
+	"SET ROLE regress_plain; SELECT state_proxy._pause_timers_at('" . connstr($servers[0]) . "', true)");
+is($e->{sqlstate}, '42501', 'the pause of a part\'s timers: not for PUBLIC');
+my $caller = $proxy->background_psql('postgres', on_error_stop => 0);
+$caller->query_safe(
+	"BEGIN; SELECT state_proxy.value_get('v', 1, 0::bigint); SELECT count(*) FROM state_proxy.states; SELECT count(*) FROM state_proxy.stats");
+my $attacker = $proxy->background_psql('postgres', on_error_stop => 0);
+$attacker->query("SET ROLE regress_plain; BEGIN; SELECT state_proxy._gate()");
+$attacker->query("SET ROLE regress_plain; BEGIN; SELECT state._proxy_gate('sc')");
+my ($ret, $out, $err) = $proxy->psql('postgres',
+	"SET lock_timeout = '5s'; BEGIN; SELECT 'paused' FROM state.pause_proxy('sc'); COMMIT");
+is($out, 'paused', 'a pause does not wait for open transactions that called the proxy or tried its gate')
+  or diag $err;
+$caller->query_safe('COMMIT');
+$caller->quit;
+$attacker->quit;
+
+# Timers firing through a rescale.  Their handler, on every part, writes a
+# row and a state: each timer must fire once, and each write be kept.  (The
+# proxy has the handler too: its create_state reads the regprocedure.)
+my $ntimers = 3000;
+for my $node (@servers, $proxy)
+{
+	$node->safe_psql(
+		'postgres', q{
+CREATE TABLE fired (k int, at timestamptz);
+CREATE FUNCTION on_tick(k int, at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO fired VALUES (k, at);
+	PERFORM state.reduce('hits', k, 1::bigint);
+END
+$$;
+});
+}
+$proxy->safe_psql(
+	'postgres', q{
+SELECT state_proxy.create_state('hits', 'reducing', 'int', 'bigint', reducer => 'sum');
+SELECT state_proxy.create_state('tick', 'timers', 'int', handler => 'on_tick(int,timestamptz)');
+});
+
+# fired_rows: the handler's rows on every server, and the sum of its state
+# writes (through the proxy).
+sub fired_rows
+{
+	my $rows = 0;
+	$rows += $_->safe_psql('postgres', 'SELECT count(*) FROM fired') for @servers;
+	my $hits = $proxy->safe_psql('postgres',
+		"SELECT coalesce(sum(value), 0) FROM state_proxy.entries('hits', NULL::int, NULL::bigint)");
+	return ($rows, $hits);
+}
+
+# wait_fired($n): until $n rows are there and no timer is pending.
+sub wait_fired
+{
+	my ($n) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my ($rows) = fired_rows();
+		my $pending = $proxy->safe_psql('postgres',
+			"SELECT count(*) FROM state_proxy.timers('tick', NULL::int)");
+		return 1 if $rows >= $n && $pending == 0;
+		usleep(200_000);
+	}
+	return 0;
+}
+
+$proxy->safe_psql('postgres',
+	"SELECT count(state_proxy.timer_register('tick', i, clock_timestamp() + interval '300 ms' + (i % 1000) * interval '5 ms')) FROM generate_series(1, $ntimers) i"
+);
+# The same parts again: every part's snapshot and restore, each snapshot
+# followed by a sleep, while the timers fall due.  The rescaling session
+# stays open (its connections to the parts too): the rescale itself must
+# resume the timers.
+my $rescaler = $proxy->background_psql('postgres', on_error_stop => 0);
+$restored = $rescaler->query(
+	"SET state_backend.fault_points = 'rescale.proxy_part_snapshot:sleep:800'; SELECT state.rescale_proxy('sc', "
+	  . parts_array(@servers) . ", '$dir')");
+ok($restored > 0, "a rescale while timers fire restored $restored entries")
+  or diag $rescaler->{stderr};
+ok(wait_fired($ntimers), 'every timer fired after the rescale, its session still open');
+my ($rows, $hits) = fired_rows();
+is($rows, $ntimers, 'each timer fired once (none fired twice from a snapshot taken before it fired)');
+is($hits, $rows, "every handler's state write is kept with its row");
+ok( $proxy->log_contains('state_backend fault point "rescale.proxy_part_snapshot" reached'),
+	'the rescale slept after its snapshots');
+
+# A rescale that fails at a step keeps the old parts, and their timers
+# fire again.
+$rescaler->{stderr} = '';
+$rescaler->query(
+	"SET state_backend.fault_points = 'rescale.proxy_part_restored:error'; SELECT state.rescale_proxy('sc', "
+	  . parts_array(@servers[0, 1]) . ", '$dir')");
+like($rescaler->{stderr}, qr/fault point "rescale.proxy_part_restored" reached/,
+	'a rescale failing after its first restore: the error');
+is($proxy->safe_psql('postgres', 'SELECT cardinality(parts) FROM state.proxies'),
+	'3', 'the cluster keeps its three parts');
+is(placement(3, @servers), "$nkeys|0", 'each part put back as it was');
+$proxy->safe_psql('postgres',
+	"SELECT count(state_proxy.timer_register('tick', i, clock_timestamp())) FROM generate_series(1, 30) i");
+ok(wait_fired($ntimers + 30), "the parts' timers fire again after the failed rescale");
+$rescaler->quit;
 
 # A proxy goes with its schema and cluster.
 $proxy->safe_psql('postgres', "SELECT state.drop_proxy('sc')");
