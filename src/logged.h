@@ -31,7 +31,12 @@ extern void logged_standby_wait_for_checkpoint(void);
 extern void logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh);
 extern bool logged_standby_active(void);
 extern bool logged_standby_round(void);
-extern void logged_standby_promoted(void);
+extern bool logged_standby_promoted(void);
+extern bool logged_start_began(void);
+extern void logged_set_blocked(bool blocked, XLogRecPtr lsn, const char *why);
+
+/* Sessions and state.worker: whether the worker's apply is stopped, where, and why. */
+extern bool logged_blocked(XLogRecPtr *lsn, char *why, Size len);
 
 /* Sessions (logged_standby.c). */
 extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);

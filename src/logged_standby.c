@@ -20,6 +20,12 @@
  * (its own restart, not the server's) reads from: the applied position,
  * or the first record of a transaction not yet committed.
  *
+ * A record that cannot be applied stops the apply before it
+ * (logged_replay.c): each round tries it again, nothing past it is
+ * applied, and the slot keeps WAL from it.  A promotion does not end
+ * until it is applied: sessions wait, and get an error that says why
+ * (logged_blocked), as they do when a primary's start is stopped so.
+ *
  * TTL: the primary's worker logs its TTL clock each second while a logged
  * state has a TTL (logged_log_clock), and at once when a test moves it;
  * the standby's replay pins the standby's clock to it, so that what
@@ -37,11 +43,13 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "backend/txn_state.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/records.h"
@@ -52,12 +60,21 @@
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000
 
+#define BLOCKED_WHY_LEN		256
+
 typedef struct StandbyShared
 {
 	pg_atomic_uint64 applied;	/* end of the last record applied; 0: none */
 	pg_atomic_uint64 restart;	/* where a worker started again reads from */
 	pg_atomic_uint64 seen_at;	/* when the standby had replayed no more than
 								 * what is applied now (a TimestampTz) */
+	pg_atomic_uint32 start_began;	/* a start began loading states in this
+									 * shared memory */
+	slock_t		mutex;			/* protects the three below */
+	bool		blocked;		/* a record that cannot be applied stops the
+								 * start, a promotion or a standby's apply */
+	XLogRecPtr	blocked_at;		/* where it begins (or where the replay is) */
+	char		blocked_why[BLOCKED_WHY_LEN];
 } StandbyShared;
 
 static StandbyShared *standby = NULL;
@@ -82,7 +99,75 @@ logged_standby_shmem_init(void)
 		pg_atomic_init_u64(&standby->applied, 0);
 		pg_atomic_init_u64(&standby->restart, 0);
 		pg_atomic_init_u64(&standby->seen_at, 0);
+		pg_atomic_init_u32(&standby->start_began, 0);
+		SpinLockInit(&standby->mutex);
+		standby->blocked = false;
+		standby->blocked_at = InvalidXLogRecPtr;
+		standby->blocked_why[0] = '\0';
 	}
+}
+
+/*
+ * logged_start_began, in the worker that is about to load states into
+ * fresh shared memory: returns whether a worker before it began doing so
+ * in this shared memory, and did not finish (it exited in the middle: an
+ * error, a fault, a kill of the worker alone).  What that one loaded and
+ * applied is then half there, and would be applied again.
+ */
+bool
+logged_start_began(void)
+{
+	return pg_atomic_exchange_u32(&standby->start_began, 1) != 0;
+}
+
+/*
+ * logged_set_blocked: the state worker cannot apply the WAL record at lsn
+ * (blocked), for the reason why, or it can again (!blocked).  Sessions
+ * that wait for the worker get an error that says so, and state.worker
+ * shows where (apply_blocked_lsn).
+ */
+void
+logged_set_blocked(bool blocked, XLogRecPtr lsn, const char *why)
+{
+	SpinLockAcquire(&standby->mutex);
+	standby->blocked = blocked;
+	standby->blocked_at = blocked ? lsn : InvalidXLogRecPtr;
+	strlcpy(standby->blocked_why, blocked && why ? why : "", BLOCKED_WHY_LEN);
+	SpinLockRelease(&standby->mutex);
+}
+
+/*
+ * logged_blocked: whether the worker's apply is stopped; *lsn gets where,
+ * and why (len bytes, may be NULL) the reason.
+ */
+bool
+logged_blocked(XLogRecPtr *lsn, char *why, Size len)
+{
+	bool		blocked;
+
+	if (standby == NULL)
+		return false;
+	SpinLockAcquire(&standby->mutex);
+	blocked = standby->blocked;
+	if (lsn != NULL)
+		*lsn = standby->blocked_at;
+	if (why != NULL && len > 0)
+		strlcpy(why, standby->blocked_why, len);
+	SpinLockRelease(&standby->mutex);
+	return blocked;
+}
+
+/* Publish the stop of the apply of a standby's replay, or its end. */
+static void
+publish_blocked(void)
+{
+	const char *why;
+	XLogRecPtr	failed = replay_failed(replay, &why);
+
+	if (failed != InvalidXLogRecPtr)
+		logged_set_blocked(true, failed, why);
+	else if (logged_blocked(NULL, NULL, 0))
+		logged_set_blocked(false, InvalidXLogRecPtr, NULL);
 }
 
 static void
@@ -220,7 +305,10 @@ logged_standby_round(void)
 	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
 
 	Assert(replay != NULL);
+	FAULT_POINT("standby.round");
 	(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
+	publish_blocked();
+	FAULT_POINT("standby.publish_position");
 	publish_position(replayed, now);
 	logged_keep_for_standby(replay_restart_position(replay));
 	return !at_end;
@@ -229,18 +317,36 @@ logged_standby_round(void)
 /*
  * logged_standby_promoted, once the server is promoted: apply the rest of
  * its WAL (the end of recovery), then the states are the new primary's.
- * The TTL clock is the server's own again.
+ * The TTL clock is the server's own again.  Returns false when a record
+ * could not be applied (or the replay not closed): the promotion has not
+ * ended, sessions still wait, and the next round tries again.
  */
-void
+bool
 logged_standby_promoted(void)
 {
-	TimestampTz began = GetCurrentTimestamp();
-	XLogRecPtr	from = replay_position(replay);
-	int64		applied;
+	static TimestampTz began = 0;
+	static XLogRecPtr from = InvalidXLogRecPtr;
+	static int64 applied = 0;
 	bool		at_end;
 
-	applied = replay_read(replay, GetFlushRecPtr(NULL), 0, &at_end);
-	replay_close(replay);
+	if (began == 0)
+	{
+		began = GetCurrentTimestamp();
+		from = replay_position(replay);
+	}
+	FAULT_POINT("standby.promote_apply_rest");
+	applied += replay_read(replay, GetFlushRecPtr(NULL), 0, &at_end);
+	publish_blocked();
+	if (replay_failed(replay, NULL) != InvalidXLogRecPtr)
+		return false;
+	FAULT_POINT("standby.promote_close");
+	if (!replay_close(replay))
+	{
+		logged_set_blocked(true, replay_position(replay),
+						   "the replay of logged states could not be finished");
+		return false;
+	}
+	logged_set_blocked(false, InvalidXLogRecPtr, NULL);
 	replay = NULL;
 	ttl_clock_pin(0);
 	pg_atomic_write_u64(&standby->applied, 0);
@@ -249,6 +355,7 @@ logged_standby_promoted(void)
 			(errmsg("state_backend continues on the promoted server from %X/%X: applied " INT64_FORMAT " WAL records of logged states in %ld ms",
 					LSN_FORMAT_ARGS(from), applied,
 					(long) ((GetCurrentTimestamp() - began) / 1000))));
+	return true;
 }
 
 /*

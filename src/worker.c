@@ -37,6 +37,7 @@
 #include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
+#include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "common/signing.h"
@@ -438,6 +439,20 @@ state_worker_start(void)
 	if (recovering)
 	{
 		/*
+		 * A worker before this one began the start in this shared memory and
+		 * exited in the middle: what it loaded and applied is half there,
+		 * and its records would be applied again.  The server's processes
+		 * start again (exit code 2), with fresh shared memory.
+		 */
+		if (logged_start_began())
+		{
+			ereport(LOG,
+					(errmsg("state_backend worker restarts the server's processes: the start of the worker before it did not finish"),
+					 errdetail("States are loaded and their WAL replayed again into fresh shared memory.")));
+			proc_exit(2);
+		}
+
+		/*
 		 * What a backend kept on a standby is a copy of a running primary's
 		 * files (a base backup): the backends set it aside, so that every
 		 * state comes from the checkpoint and WAL.
@@ -482,7 +497,10 @@ state_worker_start(void)
 		registry_set_standby(true);
 	}
 	else if (recovering && logged_recover(restored.manifest))
+	{
+		FAULT_POINT("replay.before_checkpoint");
 		state_worker_checkpoint(false);
+	}
 	keyed_backends_worker_ready();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
@@ -542,15 +560,22 @@ standby_round(WorkerRounds *r)
 		r->busy |= logged_standby_round();
 		return true;
 	}
-	logged_standby_promoted();
+	/* A record it cannot apply: the promotion ends once it is applied. */
+	if (!logged_standby_promoted())
+		return true;
+	FAULT_POINT("standby.promote_unlogged");
 	restore_unlogged_at_promotion(standby_loaded);
 	/* The primary went on taking checkpoints: the next id comes after theirs. */
 	if (state_backend_checkpoint_dir[0] != '\0')
 		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	FAULT_POINT("standby.promote_end");
 	registry_set_standby(false);
 	/* As after a crash: the next recovery reads from here. */
 	if (registry_any_logged())
+	{
+		FAULT_POINT("standby.promote_checkpoint");
 		state_worker_checkpoint(false);
+	}
 	r->last_checkpoint = GetCurrentTimestamp();
 	return false;
 }

@@ -32,6 +32,7 @@
 #include "common/locks.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
+#include "logged.h"
 
 typedef struct RegistrySlot
 {
@@ -158,6 +159,17 @@ registry_wait_ready(void)
 {
 	while (!registry->ready || (registry->standby && !RecoveryInProgress()))
 	{
+		XLogRecPtr	lsn;
+		char		why[256];
+
+		/* Stopped before a WAL record it cannot apply: say why, do not hang. */
+		if (logged_blocked(&lsn, why, sizeof(why)))
+			ereport(ERROR,
+					(errcode(ERRCODE_CANNOT_CONNECT_NOW),
+					 errmsg("state_backend serves no state yet: the state worker cannot apply the WAL record of logged states at %X/%X",
+							LSN_FORMAT_ARGS(lsn)),
+					 errdetail("The record could not be applied: %s.", why),
+					 errhint("Free what the error names (disk space, LMDB map size, state_backend.memory_limit). The state worker tries again every second; nothing is lost meanwhile.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -728,6 +728,13 @@ state_worker(PG_FUNCTION_ARGS)
 		worker_row(rsinfo, "standby_lag_bytes", lag_bytes, !applying);
 		worker_row(rsinfo, "standby_lag_ms", lag_ms, !applying);
 	}
+	/* A WAL record of logged states the worker cannot apply stops it there. */
+	{
+		XLogRecPtr	blocked_at;
+
+		if (logged_blocked(&blocked_at, NULL, 0))
+			worker_row(rsinfo, "apply_blocked_lsn", (int64) blocked_at, false);
+	}
 	/* A standby's worker that does not serve yet has no figures to give. */
 	if (!registry_is_ready())
 		return (Datum) 0;
