@@ -268,38 +268,36 @@ logged_at_commit(void)
 #define RECOVER_RETRY_MS	1000
 
 /*
- * recover_wait, in the start of the worker, which cannot apply the WAL
- * record at lsn (or finish the replay) for the reason why: publish it for
- * sessions and state.worker, and wait a while before the caller tries
- * again.  A configuration reload is applied meanwhile (what the error names
- * may be a setting).  A shutdown ends the worker here: the states are half
- * replayed, so no checkpoint may be taken of them; the next start replays
- * again from the checkpoint the slot keeps WAL for.  When a backend's
- * store failed, a new process must open it: the worker only waits for the
- * shutdown, and says so.
+ * logged_start_wait, in the start of the worker, which cannot go on (what
+ * it could not do is published: logged_set_blocked): wait ms before the
+ * caller tries again.  A configuration reload is applied meanwhile (what
+ * the error names may be a setting).  A shutdown ends the worker here: the
+ * states are half loaded or replayed, so no checkpoint may be taken of
+ * them; the next start loads and replays again from the checkpoint the
+ * slot keeps WAL for.  When a backend's store failed, a new process must
+ * open it: the worker only waits for the shutdown, and says so.
  */
-static void
-recover_wait(XLogRecPtr lsn, const char *why)
+void
+logged_start_wait(int ms)
 {
 	const char *failed = keyed_backends_worker_failed();
 
-	logged_set_blocked(true, lsn, why);
 	if (failed != NULL)
 		ereport(WARNING,
-				(errmsg("state_backend serves no state: a write to the storage of backend \"%s\" failed while the WAL of logged states was replayed",
+				(errmsg("state_backend serves no state: a write to the storage of backend \"%s\" failed while states were loaded or their WAL replayed",
 						failed),
-				 errdetail("No checkpoint is taken, so the WAL from the newest checkpoint on is kept."),
-				 errhint("Restart the server once the cause is fixed (free disk space): the start replays that WAL again.")));
+				 errdetail("No checkpoint is taken, so the newest checkpoint and the WAL from it on are kept."),
+				 errhint("Restart the server once the cause is fixed (free disk space): the start loads and replays them again.")));
 	do
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 RECOVER_RETRY_MS, PG_WAIT_EXTENSION);
+						 ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ShutdownRequestPending)
 		{
 			ereport(LOG,
-					(errmsg("state_backend stops its start: the server shuts down; the next start replays the WAL of logged states again")));
+					(errmsg("state_backend stops its start: the server shuts down; the next start loads the states and replays the WAL of logged states again")));
 			proc_exit(1);
 		}
 		if (ConfigReloadPending)
@@ -309,6 +307,15 @@ recover_wait(XLogRecPtr lsn, const char *why)
 		}
 		/* Nothing may be written to that store again by this process. */
 	} while (failed != NULL);
+}
+
+/* The start cannot apply the WAL record at lsn (error why): wait, then again. */
+static void
+recover_wait(XLogRecPtr lsn, const char *why)
+{
+	/* Never InvalidXLogRecPtr: that would read as "not stopped". */
+	logged_set_blocked_record(Max(lsn, 1), why);
+	logged_start_wait(RECOVER_RETRY_MS);
 }
 
 /*
@@ -407,7 +414,7 @@ logged_recover(const SnapshotManifest *checkpoint)
 		FAULT_POINT("replay.before_close");
 		while (!replay_close(r))
 			recover_wait(replay_position(r), "the replay of logged states could not be finished");
-		logged_set_blocked(false, InvalidXLogRecPtr, NULL);
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 		ereport(LOG,
 				(errmsg("state_backend replayed " INT64_FORMAT " WAL records of logged states from %X/%X in %ld ms",
 						applied, LSN_FORMAT_ARGS(start),

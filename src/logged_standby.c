@@ -70,11 +70,13 @@ typedef struct StandbyShared
 								 * what is applied now (a TimestampTz) */
 	pg_atomic_uint32 start_began;	/* a start began loading states in this
 									 * shared memory */
-	slock_t		mutex;			/* protects the three below */
-	bool		blocked;		/* a record that cannot be applied stops the
-								 * start, a promotion or a standby's apply */
-	XLogRecPtr	blocked_at;		/* where it begins (or where the replay is) */
-	char		blocked_why[BLOCKED_WHY_LEN];
+	slock_t		mutex;			/* protects the four below */
+	bool		blocked;		/* what cannot be applied stops the start, a
+								 * promotion or a standby's apply */
+	XLogRecPtr	blocked_at;		/* the WAL record it stops before (or where
+								 * the replay is; 0: a checkpoint's load) */
+	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
+	char		blocked_why[BLOCKED_WHY_LEN];	/* a sentence for errdetail */
 } StandbyShared;
 
 static StandbyShared *standby = NULL;
@@ -103,6 +105,7 @@ logged_standby_shmem_init(void)
 		SpinLockInit(&standby->mutex);
 		standby->blocked = false;
 		standby->blocked_at = InvalidXLogRecPtr;
+		standby->blocked_checkpoint = 0;
 		standby->blocked_why[0] = '\0';
 	}
 }
@@ -121,27 +124,47 @@ logged_start_began(void)
 }
 
 /*
- * logged_set_blocked: the state worker cannot apply the WAL record at lsn
- * (blocked), for the reason why, or it can again (!blocked).  Sessions
- * that wait for the worker get an error that says so, and state.worker
- * shows where (apply_blocked_lsn).
+ * logged_set_blocked: the state worker cannot apply the WAL record at lsn,
+ * or load checkpoint checkpoint, for the reason detail (a sentence), and
+ * tries again; with neither, it can again.  Sessions that wait for the
+ * worker get an error with that detail, and state.worker shows where
+ * (apply_blocked_lsn, restore_blocked_checkpoint).
  */
 void
-logged_set_blocked(bool blocked, XLogRecPtr lsn, const char *why)
+logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail)
 {
 	SpinLockAcquire(&standby->mutex);
-	standby->blocked = blocked;
-	standby->blocked_at = blocked ? lsn : InvalidXLogRecPtr;
-	strlcpy(standby->blocked_why, blocked && why ? why : "", BLOCKED_WHY_LEN);
+	standby->blocked = lsn != InvalidXLogRecPtr || checkpoint != 0;
+	standby->blocked_at = lsn;
+	standby->blocked_checkpoint = checkpoint;
+	strlcpy(standby->blocked_why, standby->blocked && detail ? detail : "", BLOCKED_WHY_LEN);
 	SpinLockRelease(&standby->mutex);
 }
 
 /*
- * logged_blocked: whether the worker's apply is stopped; *lsn gets where,
- * and why (len bytes, may be NULL) the reason.
+ * logged_set_blocked_record: the WAL record at lsn could not be applied,
+ * with the error message why (InvalidXLogRecPtr: it can be again).
+ */
+void
+logged_set_blocked_record(XLogRecPtr lsn, const char *why)
+{
+	char	   *detail = NULL;
+
+	if (lsn != InvalidXLogRecPtr)
+		detail = psprintf("The WAL record of logged states at %X/%X could not be applied: %s.",
+						  LSN_FORMAT_ARGS(lsn), why ? why : "");
+	logged_set_blocked(lsn, 0, detail);
+	if (detail)
+		pfree(detail);
+}
+
+/*
+ * logged_blocked: whether the worker's start or apply is stopped; *lsn
+ * and *checkpoint get where (either may be NULL), detail (len bytes, may
+ * be NULL) the reason.
  */
 bool
-logged_blocked(XLogRecPtr *lsn, char *why, Size len)
+logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
 {
 	bool		blocked;
 
@@ -151,8 +174,10 @@ logged_blocked(XLogRecPtr *lsn, char *why, Size len)
 	blocked = standby->blocked;
 	if (lsn != NULL)
 		*lsn = standby->blocked_at;
-	if (why != NULL && len > 0)
-		strlcpy(why, standby->blocked_why, len);
+	if (checkpoint != NULL)
+		*checkpoint = standby->blocked_checkpoint;
+	if (detail != NULL && len > 0)
+		strlcpy(detail, standby->blocked_why, len);
 	SpinLockRelease(&standby->mutex);
 	return blocked;
 }
@@ -165,9 +190,9 @@ publish_blocked(void)
 	XLogRecPtr	failed = replay_failed(replay, &why);
 
 	if (failed != InvalidXLogRecPtr)
-		logged_set_blocked(true, failed, why);
-	else if (logged_blocked(NULL, NULL, 0))
-		logged_set_blocked(false, InvalidXLogRecPtr, NULL);
+		logged_set_blocked_record(failed, why);
+	else if (logged_blocked(NULL, NULL, NULL, 0))
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 }
 
 static void
@@ -342,11 +367,11 @@ logged_standby_promoted(void)
 	FAULT_POINT("standby.promote_close");
 	if (!replay_close(replay))
 	{
-		logged_set_blocked(true, replay_position(replay),
-						   "the replay of logged states could not be finished");
+		logged_set_blocked_record(replay_position(replay),
+								  "the replay of logged states could not be finished");
 		return false;
 	}
-	logged_set_blocked(false, InvalidXLogRecPtr, NULL);
+	logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 	replay = NULL;
 	ttl_clock_pin(0);
 	pg_atomic_write_u64(&standby->applied, 0);

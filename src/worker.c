@@ -378,21 +378,35 @@ refuse_start(const char *backend)
 }
 
 /*
- * A standby's worker could not load the whole checkpoint, and it is gone
- * (the primary's retention removed it while it was read, past its lease):
- * the WAL it would apply over what is missing would make states no primary
- * ever had.  (A load that fails otherwise is reported and the rest served,
- * as at a primary's start.)  The server's processes start again
- * (exit code 2: the postmaster restarts them all, with fresh shared
- * memory), and the next start loads the newest checkpoint.
+ * The worker could not load the whole checkpoint, and it is gone: a
+ * standby's was removed by the primary's retention while it was read, past
+ * its lease (the WAL it would apply over what is missing would make states
+ * no primary ever had), or an operator moved aside one that could not be
+ * loaded while the start waited for it (restore_on_start).  The server's
+ * processes start again (exit code 2: the postmaster restarts them all,
+ * with fresh shared memory), and the next start loads the newest
+ * checkpoint.
  */
 static void
 standby_load_failed(const char *dir)
 {
 	ereport(LOG,
-			(errmsg("state_backend could not load checkpoint \"%s\" whole on this standby; the server's processes restart to load the newest one",
+			(errmsg("state_backend could not load checkpoint \"%s\" whole, and it is gone; the server's processes restart to load the newest one",
 					dir ? dir : "")));
 	proc_exit(2);
+}
+
+/*
+ * start_wait_restore (RestoreWaitFn): the start cannot load checkpoint id
+ * (detail says why): sessions are told, and it is tried again in a while.
+ */
+#define STATE_WORKER_RESTORE_RETRY_MS	5000
+
+static void
+start_wait_restore(int64 id, const char *detail)
+{
+	logged_set_blocked(InvalidXLogRecPtr, id, detail);
+	logged_start_wait(STATE_WORKER_RESTORE_RETRY_MS);
 }
 
 static void
@@ -461,12 +475,12 @@ state_worker_start(void)
 									STATE_WORKER_START_FRESH);
 		logged_note_adopted();
 		state_wal_suppress(true);
-		loaded = restore_on_start(standby, &restored);
+		loaded = restore_on_start(standby, start_wait_restore, &restored);
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 		state_wal_suppress(false);
 		if (restored.unregistered != NULL)
 			refuse_start(restored.unregistered);
-		if (!restored.complete && RecoveryInProgress() && loaded != NULL &&
-			!snapshot_dir_is_complete(loaded))
+		if (!restored.complete && loaded != NULL && !snapshot_dir_is_complete(loaded))
 			standby_load_failed(loaded);
 		start_hold();
 	}
@@ -564,7 +578,8 @@ standby_round(WorkerRounds *r)
 	if (!logged_standby_promoted())
 		return true;
 	FAULT_POINT("standby.promote_unlogged");
-	restore_unlogged_at_promotion(standby_loaded);
+	restore_unlogged_at_promotion(standby_loaded, start_wait_restore);
+	logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 	/* The primary went on taking checkpoints: the next id comes after theirs. */
 	if (state_backend_checkpoint_dir[0] != '\0')
 		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));

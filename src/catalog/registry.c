@@ -159,17 +159,15 @@ registry_wait_ready(void)
 {
 	while (!registry->ready || (registry->standby && !RecoveryInProgress()))
 	{
-		XLogRecPtr	lsn;
-		char		why[256];
+		char		detail[256];
 
-		/* Stopped before a WAL record it cannot apply: say why, do not hang. */
-		if (logged_blocked(&lsn, why, sizeof(why)))
+		/* Stopped by what it cannot load or apply: say why, do not hang. */
+		if (logged_blocked(NULL, NULL, detail, sizeof(detail)))
 			ereport(ERROR,
 					(errcode(ERRCODE_CANNOT_CONNECT_NOW),
-					 errmsg("state_backend serves no state yet: the state worker cannot apply the WAL record of logged states at %X/%X",
-							LSN_FORMAT_ARGS(lsn)),
-					 errdetail("The record could not be applied: %s.", why),
-					 errhint("Free what the error names (disk space, LMDB map size, state_backend.memory_limit). The state worker tries again every second; nothing is lost meanwhile.")));
+					 errmsg("state_backend serves no state yet: the state worker cannot load or apply what its start needs"),
+					 errdetail_internal("%s", detail),
+					 errhint("Free what the error names (disk space, LMDB map size, state_backend.memory_limit). The state worker tries again meanwhile, and nothing is lost.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -24,6 +24,7 @@
 #include "storage/fd.h"
 
 #include "backend/keyed_backend.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
 #include "snapshot/checkpoint.h"
@@ -183,6 +184,7 @@ checkpoint_read_manifest(const char *dir, SnapshotSource *src, bool report)
 	src->trusted = true;		/* the server's own checkpoint */
 	PG_TRY();
 	{
+		FAULT_POINT("restore.read_manifest");
 		m = snapshot_read_manifest(src);
 	}
 	PG_CATCH();
@@ -235,6 +237,7 @@ retain_cb(const char *root, const char *name, int64 id, void *arg)
 	else if (id < s->newest)
 	{
 		/* Left by a checkpoint that never completed. */
+		FAULT_POINT("checkpoint.remove_incomplete");
 		if (!rmtree(path, true))
 			ereport(WARNING,
 					(errmsg("could not remove incomplete checkpoint \"%s\"", path)));
@@ -312,6 +315,7 @@ checkpoint_retain(int64 newest_id)
 	int			n;
 	const KeyedStateBackend *const *all;
 
+	FAULT_POINT("checkpoint.retention");
 	/* A checkpoint completed: a failed final one no longer matters. */
 	if (unlink(FINAL_FAILED_FILE) != 0 && errno != ENOENT)
 		ereport(WARNING,
@@ -327,6 +331,7 @@ checkpoint_retain(int64 newest_id)
 	{
 		char	   *path = checkpoint_path(s.complete[i]);
 
+		FAULT_POINT("checkpoint.remove_old");
 		if (checkpoint_leased(path))
 			ereport(DEBUG1, (errmsg("kept checkpoint \"%s\": a standby loads it", path)));
 		else if (!remove_checkpoint(path))
@@ -336,6 +341,7 @@ checkpoint_retain(int64 newest_id)
 			ereport(DEBUG1, (errmsg("removed checkpoint \"%s\"", path)));
 	}
 	pfree(s.complete);
+	FAULT_POINT("checkpoint.after_retention");
 	all = keyed_backend_all(&n);
 	for (int i = 0; i < n; i++)
 		if (all[i]->snapshot->after_retention)

@@ -731,9 +731,15 @@ state_worker(PG_FUNCTION_ARGS)
 	/* A WAL record of logged states the worker cannot apply stops it there. */
 	{
 		XLogRecPtr	blocked_at;
+		int64		checkpoint;
 
-		if (logged_blocked(&blocked_at, NULL, 0))
-			worker_row(rsinfo, "apply_blocked_lsn", (int64) blocked_at, false);
+		if (logged_blocked(&blocked_at, &checkpoint, NULL, 0))
+		{
+			if (blocked_at != InvalidXLogRecPtr)
+				worker_row(rsinfo, "apply_blocked_lsn", (int64) blocked_at, false);
+			if (checkpoint != 0)
+				worker_row(rsinfo, "restore_blocked_checkpoint", checkpoint, false);
+		}
 	}
 	/* A standby's worker that does not serve yet has no figures to give. */
 	if (!registry_is_ready())

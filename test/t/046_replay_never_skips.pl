@@ -13,7 +13,9 @@
 # - failing once, at one record in the middle of the replay, or at one
 #   record of a transaction's commit: it is tried again a second later, and
 #   nothing is skipped or applied twice;
-# - disarmed by a reload while the start waits: it goes on without a restart.
+# - disarmed by a reload while the start waits: it goes on without a restart;
+# - the checkpoint itself cannot be loaded: the start waits for it the
+#   same way (restore_blocked_checkpoint), and comes up with every state.
 # Before the fix every record was skipped with a WARNING, a checkpoint of
 # what the old checkpoint held was taken, and every write since was gone.
 
@@ -119,10 +121,8 @@ ok(slurp_file($node->logfile, $offset) =~
 	'the record that cannot be applied is reported');
 my $err = sql_error($node, $read);
 is($err->{sqlstate}, '57P03', 'sessions get an error while the start waits');
-like($err->{message}, qr/cannot apply the WAL record of logged states at/,
-	'the error says why');
-like($err->{stderr}, qr/fault point "replay.record_before_apply" reached/,
-	'its detail names the cause');
+like($err->{stderr}, qr/The WAL record of logged states at [0-9A-F]+\/[0-9A-F]+ could not be applied: fault point "replay.record_before_apply" reached/,
+	'its detail says which record, and why');
 is($node->safe_psql('postgres',
 		q{SELECT count(*) FROM state.worker WHERE name = 'apply_blocked_lsn' AND value > 0}),
 	'1', 'state.worker shows where the start waits');
@@ -185,6 +185,34 @@ is($node->safe_psql('postgres',
 # A clean restart: the checkpoint taken after the replay holds it all.
 $node->restart;
 is(read_when_served(), expected(900), 'every write after a clean restart');
+is(join("\n", log_crashes($node, $offset)), '', 'no process crashed');
+
+# 5. The checkpoint cannot be loaded at start (the memory limit, a damaged
+# file): the start waits for it as for a record, rather than coming up
+# without the database's states and checkpointing that.
+$node->stop('fast');
+@before = complete_checkpoints($chkroot);
+arm('restore.at_start_database:error');
+$offset = -s $node->logfile;
+$node->start;
+$node->wait_for_log(qr/fault point "restore.at_start_database" reached/, $offset);
+sleep(3);
+$err = sql_error($node, $read);
+is($err->{sqlstate}, '57P03', 'sessions get an error while the checkpoint cannot be loaded');
+like($err->{stderr}, qr/states of database "postgres" could not be loaded from checkpoint/,
+	'the error says which');
+is($node->safe_psql('postgres',
+		q{SELECT count(*) FROM state.worker WHERE name = 'restore_blocked_checkpoint' AND value > 0}),
+	'1', 'state.worker shows the checkpoint the start waits for');
+is_deeply([ complete_checkpoints($chkroot) ], \@before,
+	'no checkpoint taken or removed meanwhile');
+arm('');
+$node->reload;
+is(read_when_served(), expected(900), 'once it loads, every state is there');
+ok(slurp_file($node->logfile, $offset) =~ qr/restored database "postgres" from ".*", which had failed/,
+	'the load that had failed is reported done');
+$node->restart;
+is(read_when_served(), expected(900), 'and after a restart');
 is(join("\n", log_crashes($node, $offset)), '', 'no process crashed');
 
 $node->stop;
