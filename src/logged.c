@@ -338,7 +338,8 @@ recover_open(const SnapshotManifest *checkpoint, XLogRecPtr *start)
 		PG_TRY();
 		{
 			r = replay_open(checkpoint, logged_slot_position(), false, start);
-			if (*start != InvalidXLogRecPtr)
+			/* WAL removed (max_slot_wal_keep_size) is no error to wait on. */
+			if (*start != InvalidXLogRecPtr && replay_readable(*start))
 				found = replay_seek(r, *start);
 		}
 		PG_CATCH();

@@ -76,13 +76,13 @@ struct LoggedReplay
 	bool		standby;		/* a hot standby's: CLOCK records pin its clock */
 	XLogRecPtr	applied_before; /* records ending here or before are in */
 	pg_atomic_uint64 *progress;	/* where to publish each record's end, or NULL */
-	XLogRecPtr	reported;		/* the last position a read failure was reported at */
 	XLogRecPtr	failed_at;		/* a record that could not be applied begins
 								 * here (InvalidXLogRecPtr: none) */
 	char	   *failed_why;		/* its error (in cxt) */
 	XLogRecPtr	applied_end;	/* the end of the last record applied, even
 								 * if reading stopped before it moved on */
 	TimestampTz retry_at;		/* when it is tried again */
+	bool		failed_now;		/* in the replay_read under way */
 	MemoryContext cxt;			/* the replay's own */
 	MemoryContext rec_cxt;		/* one record's work */
 };
@@ -107,41 +107,48 @@ report_error(MemoryContext cxt)
  * changes.  Nothing is skipped.
  */
 static void
-replay_stop_failed(LoggedReplay *r, XLogRecPtr lsn, MemoryContext cxt)
+replay_stop_at(LoggedReplay *r, XLogRecPtr lsn, int sqlerrcode, const char *message)
 {
-	ErrorData  *edata;
-	bool		again;
+	bool		again = r->failed_at == lsn && r->failed_why != NULL &&
+		strcmp(r->failed_why, message) == 0;
 
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	LWLockReleaseAll();
-	again = r->failed_at == lsn && r->failed_why != NULL &&
-		strcmp(r->failed_why, edata->message) == 0;
 	if (!again)
 		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
+				(errcode(sqlerrcode),
 				 errmsg("state_backend could not apply the WAL record of logged states at %X/%X: %s",
-						LSN_FORMAT_ARGS(lsn), edata->message),
+						LSN_FORMAT_ARGS(lsn), message),
 				 errdetail("Nothing after it is applied, and no checkpoint is taken that would drop it, until it is applied."),
 				 errhint("It is tried again every %d ms: free what the error names (disk space, LMDB map size, state_backend.memory_limit).",
 						 REPLAY_RETRY_MS)));
 	if (r->failed_why != NULL)
 		pfree(r->failed_why);
-	r->failed_why = MemoryContextStrdup(r->cxt, edata->message);
+	r->failed_why = MemoryContextStrdup(r->cxt, message);
 	r->failed_at = lsn;
+	r->failed_now = true;
 	r->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REPLAY_RETRY_MS);
+}
+
+static void
+replay_stop_failed(LoggedReplay *r, XLogRecPtr lsn, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	LWLockReleaseAll();
+	replay_stop_at(r, lsn, edata->sqlerrcode, edata->message);
 	FreeErrorData(edata);
 }
 
-/* replay_stop_cleared: the record that had failed is applied now. */
+/* replay_stop_cleared: a replay_read went past what had failed, or through. */
 static void
 replay_stop_cleared(LoggedReplay *r)
 {
 	if (r->failed_at == InvalidXLogRecPtr)
 		return;
 	ereport(LOG,
-			(errmsg("state_backend applied the WAL record of logged states at %X/%X that had failed",
+			(errmsg("state_backend applied the WAL record of logged states at %X/%X that had failed, and goes on",
 					LSN_FORMAT_ARGS(r->failed_at))));
 	r->failed_at = InvalidXLogRecPtr;
 	if (r->failed_why != NULL)
@@ -474,17 +481,6 @@ replay_txn_outcome(LoggedReplay *r)
 	return n;
 }
 
-/* Report why reading WAL stopped, unless it reached the end. */
-static void
-report_read_stop(XLogReaderState *reader, const char *errormsg, bool end_of_wal)
-{
-	if (errormsg != NULL && !end_of_wal)
-		ereport(WARNING,
-				(errmsg("state_backend stopped replaying WAL at %X/%X: %s",
-						LSN_FORMAT_ARGS(reader->EndRecPtr), errormsg),
-				 errdetail("Logged states hold the changes before that point only.")));
-}
-
 /*
  * map_kept maps the states whose backend kept their data across the
  * restart, with the WAL position their data holds changes up to.
@@ -712,8 +708,6 @@ replay_one(LoggedReplay *r, int64 *n)
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	MemoryContextReset(r->rec_cxt);
-	if (ok && r->failed_at == reader->ReadRecPtr)
-		replay_stop_cleared(r);
 	*n = changed;
 	return ok;
 }
@@ -758,12 +752,14 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 		record = XLogReadRecord(r->reader, &errormsg);
 		if (record == NULL)
 		{
-			/* Begin again where it stopped, when there is more. */
-			if (errormsg != NULL && !r->priv->end_of_wal && r->reported != r->next)
-			{
-				report_read_stop(r->reader, errormsg, false);
-				r->reported = r->next;
-			}
+			/*
+			 * Begin again where it stopped, when there is more.  A record
+			 * that local WAL holds and cannot be read (not the end of what
+			 * was flushed or replayed) is one that cannot be applied: the
+			 * changes after it are not given up.
+			 */
+			if (errormsg != NULL && !r->priv->end_of_wal)
+				replay_stop_at(r, r->next, ERRCODE_DATA_CORRUPTED, errormsg);
 			r->begin = true;
 			*at_end = true;
 			break;
@@ -830,6 +826,7 @@ replay_read(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 	if (r->failed_at != InvalidXLogRecPtr && GetCurrentTimestamp() < r->retry_at)
 		return 0;
 	*at_end = false;
+	r->failed_now = false;
 	PG_TRY();
 	{
 		applied = replay_records(r, until, max, at_end);
@@ -849,6 +846,9 @@ replay_read(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 	}
 	PG_END_TRY();
 	state_wal_set_replaying(InvalidXLogRecPtr);
+	/* Through without a failure: what had failed is applied. */
+	if (!r->failed_now)
+		replay_stop_cleared(r);
 	return applied;
 }
 
