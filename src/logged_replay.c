@@ -402,8 +402,9 @@ replay_record(LoggedReplay *r)
 		StateDesc	d = t->desc;
 		int			slot = t->slot;
 
-		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
+		/* Forgotten once dropped: a drop that fails is tried again. */
 		(void) state_ops_drop(&d, slot);
+		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
 		return true;
 	}
 	if (rec.txn)

@@ -14,6 +14,8 @@
 #   record of a transaction's commit: it is tried again a second later, and
 #   nothing is skipped or applied twice;
 # - disarmed by a reload while the start waits: it goes on without a restart;
+# - the worker alone exits in the middle of the replay: the next one
+#   restarts the server's processes rather than apply anything twice;
 # - the checkpoint itself cannot be loaded: the start waits for it the
 #   same way (restore_blocked_checkpoint), and comes up with every state.
 # Before the fix every record was skipped with a WARNING, a checkpoint of
@@ -187,7 +189,23 @@ $node->restart;
 is(read_when_served(), expected(900), 'every write after a clean restart');
 is(join("\n", log_crashes($node, $offset)), '', 'no process crashed');
 
-# 5. The checkpoint cannot be loaded at start (the memory limit, a damaged
+# 5. The worker exits in the middle of the replay, right after applying a
+# record (a fault, a kill of the worker alone): the worker started again
+# must not apply what is half there once more.  The server's processes
+# restart with fresh shared memory instead.
+write_range(901, 1000);
+$node->stop('immediate');
+arm('replay.record_after_apply:exit:3');
+$offset = -s $node->logfile;
+$node->start;
+$node->wait_for_log(qr/fault point "replay.record_after_apply" reached: exit/, $offset);
+arm('');
+$node->reload;
+is(read_when_served(), expected(1000), 'a start cut short in the worker alone applies nothing twice');
+ok(slurp_file($node->logfile, $offset) =~ qr/the start of the worker before it did not finish/,
+	'the next worker restarts the server\'s processes');
+
+# 6. The checkpoint cannot be loaded at start (the memory limit, a damaged
 # file): the start waits for it as for a record, rather than coming up
 # without the database's states and checkpointing that.
 $node->stop('fast');
@@ -208,11 +226,11 @@ is_deeply([ complete_checkpoints($chkroot) ], \@before,
 	'no checkpoint taken or removed meanwhile');
 arm('');
 $node->reload;
-is(read_when_served(), expected(900), 'once it loads, every state is there');
+is(read_when_served(), expected(1000), 'once it loads, every state is there');
 ok(slurp_file($node->logfile, $offset) =~ qr/restored database "postgres" from ".*", which had failed/,
 	'the load that had failed is reported done');
 $node->restart;
-is(read_when_served(), expected(900), 'and after a restart');
+is(read_when_served(), expected(1000), 'and after a restart');
 is(join("\n", log_crashes($node, $offset)), '', 'no process crashed');
 
 $node->stop;
