@@ -412,7 +412,6 @@ logged_recover(const SnapshotManifest *checkpoint)
 				break;
 			recover_wait(failed, why);
 		}
-		FAULT_POINT("replay.before_close");
 		while (!replay_close(r))
 			recover_wait(replay_position(r), "the replay of logged states could not be finished");
 		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);

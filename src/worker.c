@@ -511,10 +511,7 @@ state_worker_start(void)
 		registry_set_standby(true);
 	}
 	else if (recovering && logged_recover(restored.manifest))
-	{
-		FAULT_POINT("replay.before_checkpoint");
 		state_worker_checkpoint(false);
-	}
 	keyed_backends_worker_ready();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
