@@ -42,6 +42,7 @@ extern bool logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Siz
 
 /* Sessions (logged_standby.c). */
 extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);
+extern bool logged_standby_awaits_checkpoint(void);
 extern void logged_clock_moved(void);
 extern Size logged_standby_shmem_size(void);
 extern void logged_standby_shmem_init(void);

@@ -56,6 +56,7 @@
 #include "format/state_wal.h"
 #include "logged.h"
 #include "logged_replay.h"
+#include "snapshot/checkpoint.h"
 
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000
@@ -70,6 +71,8 @@ typedef struct StandbyShared
 								 * what is applied now (a TimestampTz) */
 	pg_atomic_uint32 start_began;	/* a start began loading states in this
 									 * shared memory */
+	pg_atomic_uint32 awaits_checkpoint;	/* the worker waits for (and has
+										 * asked for) a checkpoint */
 	slock_t		mutex;			/* protects the four below */
 	bool		blocked;		/* what cannot be applied stops the start, a
 								 * promotion or a standby's apply */
@@ -102,6 +105,7 @@ logged_standby_shmem_init(void)
 		pg_atomic_init_u64(&standby->restart, 0);
 		pg_atomic_init_u64(&standby->seen_at, 0);
 		pg_atomic_init_u32(&standby->start_began, 0);
+		pg_atomic_init_u32(&standby->awaits_checkpoint, 0);
 		SpinLockInit(&standby->mutex);
 		standby->blocked = false;
 		standby->blocked_at = InvalidXLogRecPtr;
@@ -212,15 +216,21 @@ standby_pause(long ms)
  * standby's WAL holds.  Logged states created before the base backup began
  * are in no WAL the standby has: only a checkpoint taken since brings
  * them, and what a checkpoint cut before the backup misses could not be
- * applied.  Sessions get 25006 meanwhile.  Without a checkpoint directory
- * no logged state exists, and there is nothing to wait for.  Returns early
- * when the server is promoted meanwhile: the worker then starts as after a
- * crash, from the newest checkpoint.
+ * applied.  So the worker asks for one (checkpoint_request: the primary's
+ * worker takes it within a second) every STANDBY_REQUEST_MS while it
+ * waits, and state.worker says it waits (standby_awaits_checkpoint).
+ * Sessions get 25006 meanwhile.  Without a checkpoint directory no logged
+ * state exists, and there is nothing to wait for.  Returns early when the
+ * server is promoted meanwhile: the worker then starts as after a crash,
+ * from the newest checkpoint.
  */
+#define STANDBY_REQUEST_MS	5000
+
 void
 logged_standby_wait_for_checkpoint(void)
 {
 	bool		said = false;
+	TimestampTz asked = 0;
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return;
@@ -233,21 +243,40 @@ logged_standby_wait_for_checkpoint(void)
 
 		logged_keep_for_standby(InvalidXLogRecPtr);
 		if (cut != InvalidXLogRecPtr && replay_readable(cut))
-			return;
-		/* Not for a cut the standby has yet to replay: it comes soon. */
-		if (!said && (cut == InvalidXLogRecPtr || cut < GetXLogReplayRecPtr(NULL)))
 		{
-			ereport(LOG,
-					(errmsg("state_backend waits for a checkpoint of the primary taken since this standby's base backup"),
-					 cut == InvalidXLogRecPtr ?
-					 errdetail("The checkpoint directory holds no checkpoint.") :
-					 errdetail("The newest checkpoint is cut at %X/%X, before this server's WAL begins.",
-							   LSN_FORMAT_ARGS(cut)),
-					 errhint("Take a snapshot on the primary (state.snapshot()), or set state_backend.checkpoint_interval there.")));
+			pg_atomic_write_u32(&standby->awaits_checkpoint, 0);
+			return;
+		}
+		/* Not for a cut the standby has yet to replay: it comes soon. */
+		if (cut == InvalidXLogRecPtr || cut < GetXLogReplayRecPtr(NULL))
+		{
+			if (!said)
+				ereport(LOG,
+						(errmsg("state_backend waits for a checkpoint of the primary taken since this standby's base backup, and asks the primary for one"),
+						 cut == InvalidXLogRecPtr ?
+						 errdetail("The checkpoint directory holds no checkpoint.") :
+						 errdetail("The newest checkpoint is cut at %X/%X, before this server's WAL begins.",
+								   LSN_FORMAT_ARGS(cut)),
+						 errhint("The primary's state worker takes one within a second when it shares state_backend.checkpoint_dir with this server; if it does not, take a snapshot there (state.snapshot()).")));
 			said = true;
+			if (TimestampDifferenceExceeds(asked, GetCurrentTimestamp(), STANDBY_REQUEST_MS))
+			{
+				FAULT_POINT("standby.request_checkpoint");
+				checkpoint_request();
+				asked = GetCurrentTimestamp();
+			}
+			pg_atomic_write_u32(&standby->awaits_checkpoint, 1);
 		}
 		standby_pause(200L);
 	}
+	pg_atomic_write_u32(&standby->awaits_checkpoint, 0);
+}
+
+/* logged_standby_awaits_checkpoint: for state.worker, on a standby. */
+bool
+logged_standby_awaits_checkpoint(void)
+{
+	return standby != NULL && pg_atomic_read_u32(&standby->awaits_checkpoint) != 0;
 }
 
 /*

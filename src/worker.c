@@ -302,6 +302,7 @@ typedef struct WorkerRounds
 	TimestampTz last_checkpoint;
 	TimestampTz last_sweep;
 	TimestampTz last_timers_look;
+	TimestampTz last_request_look;	/* for a checkpoint a standby asked for */
 	bool		sweeping;		/* the last TTL sweep found work */
 	bool		busy;			/* sessions sent more than one round could take */
 } WorkerRounds;
@@ -657,6 +658,19 @@ state_worker_round(WorkerRounds *r)
 		state_worker_checkpoint(false);
 		r->last_checkpoint = GetCurrentTimestamp();
 	}
+	else if (TimestampDifferenceExceeds(r->last_request_look, GetCurrentTimestamp(),
+										STATE_WORKER_WAL_LOOK_MS))
+	{
+		/* A standby made since the newest checkpoint waits for one. */
+		r->last_request_look = GetCurrentTimestamp();
+		if (checkpoint_take_request())
+		{
+			ereport(LOG,
+					(errmsg("state_backend takes a checkpoint a standby asked for: its WAL begins after the newest checkpoint's cut")));
+			state_worker_checkpoint(false);
+			r->last_checkpoint = GetCurrentTimestamp();
+		}
+	}
 }
 
 /*
@@ -673,6 +687,7 @@ state_worker_main(Datum main_arg)
 	rounds.last_checkpoint = GetCurrentTimestamp();
 	rounds.last_sweep = 0;
 	rounds.last_timers_look = 0;
+	rounds.last_request_look = 0;
 	rounds.sweeping = true;
 	rounds.busy = false;
 	while (!ShutdownRequestPending)

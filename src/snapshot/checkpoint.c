@@ -10,7 +10,10 @@
  * drops the files it shared between checkpoints that none uses any more.
  * A checkpoint a standby is loading (its LEASE file touched in the last
  * CHECKPOINT_LEASE_SECONDS) is kept meanwhile: the primary's retention
- * runs while the standby reads it from the directory both share.
+ * runs while the standby reads it from the directory both share.  A
+ * standby whose WAL begins after the newest checkpoint's cut asks for a
+ * new one the same way (checkpoint_request, a file the primary's worker
+ * looks for each second).
  */
 #include "postgres.h"
 
@@ -267,6 +270,44 @@ checkpoint_lease(const char *dir)
 		(void) utime(path, NULL);
 	}
 	return snapshot_dir_is_complete(dir);
+}
+
+#define CHECKPOINT_REQUEST_FILE		"checkpoint_request"
+
+/*
+ * checkpoint_request, on a standby that has no checkpoint cut where its WAL
+ * holds (one taken before its base backup began): ask whichever server
+ * takes checkpoints in the directory both share for a new one.  A request
+ * already there stays as it is.
+ */
+void
+checkpoint_request(void)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+
+	snprintf(path, sizeof(path), "%s/%s", state_backend_checkpoint_dir, CHECKPOINT_REQUEST_FILE);
+	if (pg_mkdir_p(state_backend_checkpoint_dir, pg_dir_create_mode) != 0 && errno != EEXIST)
+		return;
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (fd >= 0)
+		CloseTransientFile(fd);
+}
+
+/*
+ * checkpoint_take_request, in the worker of a primary: whether a standby
+ * asked for a checkpoint (checkpoint_request); the request is taken, and
+ * the caller takes one.
+ */
+bool
+checkpoint_take_request(void)
+{
+	char		path[MAXPGPATH];
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", state_backend_checkpoint_dir, CHECKPOINT_REQUEST_FILE);
+	return unlink(path) == 0;
 }
 
 /* Is the checkpoint at path leased by a standby loading it? */

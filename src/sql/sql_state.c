@@ -727,6 +727,9 @@ state_worker(PG_FUNCTION_ARGS)
 		worker_row(rsinfo, "standby_applied_lsn", (int64) applied, !applying);
 		worker_row(rsinfo, "standby_lag_bytes", lag_bytes, !applying);
 		worker_row(rsinfo, "standby_lag_ms", lag_ms, !applying);
+		/* Waiting for a checkpoint cut where its WAL holds, which it asked for. */
+		if (logged_standby_awaits_checkpoint())
+			worker_row(rsinfo, "standby_awaits_checkpoint", 1, false);
 	}
 	/* A WAL record of logged states the worker cannot apply stops it there. */
 	{

@@ -14,6 +14,11 @@
 #   once, and the new primary's states survive its own crash.
 # Before the fix each record was skipped with a WARNING: the standby, and
 # the primary it became, never had those writes.
+#
+# Last, a standby made from a base backup of the new primary, with no
+# checkpoint taken since, asks that primary for one (a request in the
+# checkpoint directory both share) and serves at once, instead of waiting
+# until someone takes a snapshot.
 
 use strict;
 use warnings;
@@ -140,5 +145,25 @@ $standby->start;
 is(read_node($standby, expected(500)), expected(500), 'new primary: every write after its crash');
 is(join("\n", log_crashes($standby, $offset)), '', 'new primary: no process crashed');
 
+# A standby made from a base backup of it, with no checkpoint taken since:
+# its WAL begins after the newest checkpoint's cut, so it asks the primary
+# for one, and serves without anyone taking a snapshot.
+$standby->backup('b2');
+my $standby2 = PostgreSQL::Test::Cluster->new('standby2');
+$standby2->init_from_backup($standby, 'b2', has_streaming => 1);
+my $offset2 = 0;
+$offset = -s $standby->logfile;
+$standby2->start;
+is(read_node($standby2, expected(500)), expected(500),
+	'a standby made after the newest checkpoint serves without waiting for one');
+ok(slurp_file($standby2->logfile, $offset2) =~ qr/waits for a checkpoint of the primary taken since this standby's base backup, and asks the primary for one/,
+	'the standby said what it waited for');
+ok(slurp_file($standby->logfile, $offset) =~ qr/takes a checkpoint a standby asked for/,
+	'the primary took the checkpoint it asked for');
+is($standby2->safe_psql('postgres',
+		q{SELECT count(*) FROM state.worker WHERE name = 'standby_awaits_checkpoint'}),
+	'0', 'state.worker: it waits for nothing any more');
+
+$standby2->stop;
 $standby->stop;
 done_testing();
