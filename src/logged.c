@@ -11,7 +11,10 @@
  * (snapshot/restore.c), then logged_recover replays the logged states'
  * records from that position to the end of WAL (logged_replay.c), before
  * sessions are served, and the worker takes a checkpoint at once, so that
- * the next recovery has less to read.  States whose backend kept their
+ * the next recovery has less to read.  A record that cannot be applied
+ * stops the start before it (logged_replay.c): the worker tries it again
+ * every second, sessions get an error that says why, and no checkpoint is
+ * taken meanwhile, so the slot keeps its WAL for the next start.  States whose backend kept their
  * data across the restart (KeyedStateBackend.applied_lsn) skip the records
  * their data already holds.  A hot standby applies them as it replays WAL,
  * and a promotion goes on from there (logged_standby.c).
@@ -26,14 +29,21 @@
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 #include "replication/slot.h"
 #include "replication/syncrep.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/locks.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
@@ -254,62 +264,162 @@ logged_at_commit(void)
 
 /* ---------------------------------------------------------------- recovery */
 
+/* How long the start waits before it tries again what it could not apply. */
+#define RECOVER_RETRY_MS	1000
+
+/*
+ * logged_start_wait, in the start of the worker, which cannot go on (what
+ * it could not do is published: logged_set_blocked): wait ms before the
+ * caller tries again.  A configuration reload is applied meanwhile (what
+ * the error names may be a setting).  A shutdown ends the worker here: the
+ * states are half loaded or replayed, so no checkpoint may be taken of
+ * them; the next start loads and replays again from the checkpoint the
+ * slot keeps WAL for.  When a backend's store failed, a new process must
+ * open it: the worker only waits for the shutdown, and says so.
+ */
+void
+logged_start_wait(int ms)
+{
+	const char *failed = keyed_backends_worker_failed();
+
+	if (failed != NULL)
+		ereport(WARNING,
+				(errmsg("state_backend serves no state: a write to the storage of backend \"%s\" failed while states were loaded or their WAL replayed",
+						failed),
+				 errdetail("No checkpoint is taken, so the newest checkpoint and the WAL from it on are kept."),
+				 errhint("Restart the server once the cause is fixed (free disk space): the start loads and replays them again.")));
+	do
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+		{
+			ereport(LOG,
+					(errmsg("state_backend stops its start: the server shuts down; the next start loads the states and replays the WAL of logged states again")));
+			proc_exit(1);
+		}
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		/* Nothing may be written to that store again by this process. */
+	} while (failed != NULL);
+}
+
+/* The start cannot apply the WAL record at lsn (error why): wait, then again. */
+static void
+recover_wait(XLogRecPtr lsn, const char *why)
+{
+	/* Never InvalidXLogRecPtr: that would read as "not stopped". */
+	logged_set_blocked_record(Max(lsn, 1), why);
+	logged_start_wait(RECOVER_RETRY_MS);
+}
+
+/*
+ * recover_open opens the replay and finds where it begins (*start); an
+ * error is reported, and it is tried again (recover_wait): nothing was
+ * applied yet.  NULL when WAL has nothing for it: no logged state, or the
+ * WAL from *start on is gone (reported: they come back as of the
+ * checkpoint, which is all there is).
+ */
+static LoggedReplay *
+recover_open(const SnapshotManifest *checkpoint, XLogRecPtr *start)
+{
+	for (;;)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		LoggedReplay *volatile r = NULL;
+		volatile bool found = false;
+		ErrorData  *volatile edata = NULL;
+
+		PG_TRY();
+		{
+			r = replay_open(checkpoint, logged_slot_position(), false, start);
+			/* WAL removed (max_slot_wal_keep_size) is no error to wait on. */
+			if (*start != InvalidXLogRecPtr && replay_readable(*start))
+				found = replay_seek(r, *start);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			LWLockReleaseAll();
+		}
+		PG_END_TRY();
+		if (edata == NULL)
+		{
+			if (found)
+				return r;
+			if (*start != InvalidXLogRecPtr)
+				ereport(WARNING,
+						(errmsg("state_backend found no WAL at %X/%X: logged states come back as of their newest checkpoint",
+								LSN_FORMAT_ARGS(*start))));
+			while (!replay_close(r))
+				recover_wait(*start, "the replay of logged states could not be finished");
+			return NULL;
+		}
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("state_backend could not begin replaying the WAL of logged states: %s",
+						edata->message),
+				 errdetail("It is tried again in a second; no state is served meanwhile.")));
+		recover_wait(*start, edata->message);
+		FreeErrorData(edata);
+	}
+}
+
 /*
  * logged_recover replays logged states' WAL after the worker loaded the
  * checkpoint (its MANIFEST; NULL: none) into fresh shared memory.  States keep
  * their ids across restarts, so WAL names them whatever happened since.
  * Returns whether logged states now exist: then the worker takes a
- * checkpoint, so that the next recovery has less to replay.
+ * checkpoint, so that the next recovery has less to replay.  It returns
+ * only once every record is applied: one that cannot be is tried again
+ * every second (recover_wait), and never skipped.
  */
 bool
 logged_recover(const SnapshotManifest *checkpoint)
 {
 	TimestampTz began = GetCurrentTimestamp();
-	MemoryContext cxt = CurrentMemoryContext;
 	bool		any = false;
 	StateDesc  *live;
 	int			nlive;
+	XLogRecPtr	start = InvalidXLogRecPtr;
+	LoggedReplay *r = NULL;
 
-	/* The server must come up: a failure is reported, and states served as they are. */
-	PG_TRY();
+	if (state_backend_restore_on_start)
+		r = recover_open(checkpoint, &start);
+	if (r != NULL)
 	{
-		XLogRecPtr	start;
-		LoggedReplay *r = NULL;
+		XLogRecPtr	until = GetFlushRecPtr(NULL);
+		int64		applied = 0;
+		XLogRecPtr	failed;
+		const char *why;
+		bool		at_end;
 
-		if (state_backend_restore_on_start)
-			r = replay_open(checkpoint, logged_slot_position(), false, &start);
-		if (r != NULL && start != InvalidXLogRecPtr && !replay_seek(r, start))
-			ereport(WARNING,
-					(errmsg("state_backend found no WAL at %X/%X: logged states come back as of their newest checkpoint",
-							LSN_FORMAT_ARGS(start))));
-		else if (r != NULL && start != InvalidXLogRecPtr)
+		ereport(LOG,
+				(errmsg("state_backend replays the WAL of logged states from %X/%X",
+						LSN_FORMAT_ARGS(start))));
+		for (;;)
 		{
-			int64		applied;
-			bool		at_end;
-
-			ereport(LOG,
-					(errmsg("state_backend replays the WAL of logged states from %X/%X",
-							LSN_FORMAT_ARGS(start))));
-			applied = replay_read(r, GetFlushRecPtr(NULL), 0, &at_end);
-			ereport(LOG,
-					(errmsg("state_backend replayed " INT64_FORMAT " WAL records of logged states from %X/%X in %ld ms",
-							applied, LSN_FORMAT_ARGS(start),
-							(long) ((GetCurrentTimestamp() - began) / 1000))));
+			applied += replay_read(r, until, 0, &at_end);
+			failed = replay_failed(r, &why);
+			if (failed == InvalidXLogRecPtr)
+				break;
+			recover_wait(failed, why);
 		}
-		if (r != NULL)
-			replay_close(r);
+		while (!replay_close(r))
+			recover_wait(replay_position(r), "the replay of logged states could not be finished");
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
+		ereport(LOG,
+				(errmsg("state_backend replayed " INT64_FORMAT " WAL records of logged states from %X/%X in %ld ms",
+						applied, LSN_FORMAT_ARGS(start),
+						(long) ((GetCurrentTimestamp() - began) / 1000))));
 	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		LWLockReleaseAll();
-		state_wal_set_replaying(InvalidXLogRecPtr);
-		ereport(WARNING,
-				(errmsg("state_backend could not replay the WAL of logged states: they are served as the checkpoint left them")));
-	}
-	PG_END_TRY();
 
 	live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
 	nlive = registry_copy_all(live, NULL);

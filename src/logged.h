@@ -31,10 +31,18 @@ extern void logged_standby_wait_for_checkpoint(void);
 extern void logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh);
 extern bool logged_standby_active(void);
 extern bool logged_standby_round(void);
-extern void logged_standby_promoted(void);
+extern bool logged_standby_promoted(void);
+extern bool logged_start_began(void);
+extern void logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);
+extern void logged_set_blocked_record(XLogRecPtr lsn, const char *why);
+extern void logged_start_wait(int ms);
+
+/* Sessions and state.worker: whether the worker's start or apply is stopped, where, and why. */
+extern bool logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len);
 
 /* Sessions (logged_standby.c). */
 extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);
+extern bool logged_standby_awaits_checkpoint(void);
 extern void logged_clock_moved(void);
 extern Size logged_standby_shmem_size(void);
 extern void logged_standby_shmem_init(void);

@@ -15,7 +15,18 @@
  *
  * A transactional state's records wait for their transaction's commit
  * record (logged_txn.c).  A CLOCK record sets a standby's TTL clock to its
- * primary's.  A record that cannot be applied is reported and skipped.
+ * primary's.
+ *
+ * A record that cannot be applied (a full file system, a full LMDB map,
+ * the memory limit) is never skipped: reading stops before it, the replay
+ * position stays where it is, and the next read (replay_read, no sooner
+ * than REPLAY_RETRY_MS later) applies it again.  replay_failed says where
+ * it stopped and why, so that the start waits and takes no checkpoint, a
+ * standby's worker applies nothing past it, and a promotion does not end.
+ * A record is applied whole or not at all by every backend (a failed write
+ * leaves the state as it was), and the records of a transaction applied
+ * before one that failed are not held for it any more, so nothing is
+ * applied twice.
  */
 #include "postgres.h"
 
@@ -31,10 +42,12 @@
 #include "storage/lwlock.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
 #include "backend/txn_state.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/snapshot_format.h"
@@ -63,7 +76,13 @@ struct LoggedReplay
 	bool		standby;		/* a hot standby's: CLOCK records pin its clock */
 	XLogRecPtr	applied_before; /* records ending here or before are in */
 	pg_atomic_uint64 *progress;	/* where to publish each record's end, or NULL */
-	XLogRecPtr	reported;		/* the last position a read failure was reported at */
+	XLogRecPtr	failed_at;		/* a record that could not be applied begins
+								 * here (InvalidXLogRecPtr: none) */
+	char	   *failed_why;		/* its error (in cxt) */
+	XLogRecPtr	applied_end;	/* the end of the last record applied, even
+								 * if reading stopped before it moved on */
+	TimestampTz retry_at;		/* when it is tried again */
+	bool		failed_now;		/* in the replay_read under way */
 	MemoryContext cxt;			/* the replay's own */
 	MemoryContext rec_cxt;		/* one record's work */
 };
@@ -76,6 +95,65 @@ report_error(MemoryContext cxt)
 	EmitErrorReport();
 	FlushErrorState();
 	LWLockReleaseAll();
+}
+
+/* How long a record that could not be applied waits before it is tried again. */
+#define REPLAY_RETRY_MS		1000
+
+/*
+ * replay_stop_failed, handling the error of applying (or reading) the record
+ * that begins at lsn: note it, so that reading stops there and begins again
+ * there, and report it at WARNING the first time, or when the error
+ * changes.  Nothing is skipped.
+ */
+static void
+replay_stop_at(LoggedReplay *r, XLogRecPtr lsn, int sqlerrcode, const char *message)
+{
+	bool		again = r->failed_at == lsn && r->failed_why != NULL &&
+		strcmp(r->failed_why, message) == 0;
+
+	if (!again)
+		ereport(WARNING,
+				(errcode(sqlerrcode),
+				 errmsg("state_backend could not apply the WAL record of logged states at %X/%X: %s",
+						LSN_FORMAT_ARGS(lsn), message),
+				 errdetail("Nothing after it is applied, and no checkpoint is taken that would drop it, until it is applied."),
+				 errhint("It is tried again every %d ms: free what the error names (disk space, LMDB map size, state_backend.memory_limit).",
+						 REPLAY_RETRY_MS)));
+	if (r->failed_why != NULL)
+		pfree(r->failed_why);
+	r->failed_why = MemoryContextStrdup(r->cxt, message);
+	r->failed_at = lsn;
+	r->failed_now = true;
+	r->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REPLAY_RETRY_MS);
+}
+
+static void
+replay_stop_failed(LoggedReplay *r, XLogRecPtr lsn, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	LWLockReleaseAll();
+	replay_stop_at(r, lsn, edata->sqlerrcode, edata->message);
+	FreeErrorData(edata);
+}
+
+/* replay_stop_cleared: a replay_read went past what had failed, or through. */
+static void
+replay_stop_cleared(LoggedReplay *r)
+{
+	if (r->failed_at == InvalidXLogRecPtr)
+		return;
+	ereport(LOG,
+			(errmsg("state_backend applied the WAL record of logged states at %X/%X that had failed, and goes on",
+					LSN_FORMAT_ARGS(r->failed_at))));
+	r->failed_at = InvalidXLogRecPtr;
+	if (r->failed_why != NULL)
+		pfree(r->failed_why);
+	r->failed_why = NULL;
 }
 
 
@@ -230,7 +308,10 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	return true;
 }
 
-/* Hidden states whose restore never published them are dropped. */
+/*
+ * Hidden states whose restore never published them are dropped (each once,
+ * when it is called again after a failure).
+ */
 static void
 discard_hidden(HTAB *map)
 {
@@ -240,7 +321,11 @@ discard_hidden(HTAB *map)
 	hash_seq_init(&seq, map);
 	while ((t = hash_seq_search(&seq)) != NULL)
 		if (t->hidden)
+		{
+			FAULT_POINT("replay.discard_hidden");
 			state_ops_discard(&t->desc, t->slot);
+			t->hidden = false;
+		}
 }
 
 /* Apply one change record to the state it names. */
@@ -317,8 +402,9 @@ replay_record(LoggedReplay *r)
 		StateDesc	d = t->desc;
 		int			slot = t->slot;
 
-		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
+		/* Forgotten once dropped: a drop that fails is tried again. */
 		(void) state_ops_drop(&d, slot);
+		hash_search(map, &rec.state_id, HASH_REMOVE, NULL);
 		return true;
 	}
 	if (rec.txn)
@@ -338,7 +424,9 @@ replay_record(LoggedReplay *r)
  * of transactional states held for it, and forgets them at its abort
  * record; returns how many changed something.  A commit applied before a
  * standby's worker started again is only forgotten.  On a standby, no
- * read sees a commit half applied (txn_locks.c).
+ * read sees a commit half applied (txn_locks.c).  When one of them cannot
+ * be applied, those applied before it are held no more, and the rest stay
+ * held for the commit record's next reading.
  */
 static int64
 replay_txn_outcome(LoggedReplay *r)
@@ -347,7 +435,7 @@ replay_txn_outcome(LoggedReplay *r)
 	uint8		info = XLogRecGetInfo(reader) & XLOG_XACT_OPMASK;
 	TransactionId xid = XLogRecGetXid(reader);
 	List	   *records = NIL;
-	ListCell   *lc;
+	volatile int done = 0;
 	int64		n = 0;
 
 	if (info == XLOG_XACT_COMMIT && reader->EndRecPtr > r->applied_before)
@@ -356,6 +444,8 @@ replay_txn_outcome(LoggedReplay *r)
 		txn_standby_apply_begin();
 	PG_TRY();
 	{
+		ListCell   *lc;
+
 		foreach(lc, records)
 		{
 			HeldRecord *h = lfirst(lc);
@@ -365,32 +455,31 @@ replay_txn_outcome(LoggedReplay *r)
 			 * Not skipped below the state's applied position: the commit
 			 * record, not the backend's watermark, says whether they are in.
 			 */
-			if (t == NULL)
-				continue;
-			replay_change(t, &h->rec);
-			n++;
+			if (t != NULL)
+			{
+				if (r->standby)
+					FAULT_POINT("standby.txn_commit_record");
+				else
+					FAULT_POINT("replay.txn_commit_record");
+				replay_change(t, &h->rec);
+				n++;
+			}
+			done++;
 		}
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		if (records != NIL && r->standby)
 			txn_standby_apply_end();
-		if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
-			replay_txn_forget(xid);
+		replay_txn_applied(xid, done);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (records != NIL && r->standby)
+		txn_standby_apply_end();
+	if (info == XLOG_XACT_COMMIT || info == XLOG_XACT_ABORT)
+		replay_txn_forget(xid);
 	return n;
-}
-
-/* Report why reading WAL stopped, unless it reached the end. */
-static void
-report_read_stop(XLogReaderState *reader, const char *errormsg, bool end_of_wal)
-{
-	if (errormsg != NULL && !end_of_wal)
-		ereport(WARNING,
-				(errmsg("state_backend stopped replaying WAL at %X/%X: %s",
-						LSN_FORMAT_ARGS(reader->EndRecPtr), errormsg),
-				 errdetail("Logged states hold the changes before that point only.")));
 }
 
 /*
@@ -493,6 +582,10 @@ replay_seek(LoggedReplay *r, XLogRecPtr start)
 		r->reader = reader_new(r->priv);
 	}
 	r->priv->end_of_wal = false;
+	if (r->standby)
+		FAULT_POINT("standby.seek");
+	else
+		FAULT_POINT("replay.seek");
 	first = XLogFindNextRecord(r->reader, start);
 	if (first == InvalidXLogRecPtr)
 		return false;
@@ -509,6 +602,10 @@ replay_open(const SnapshotManifest *m, XLogRecPtr slot, bool standby, XLogRecPtr
 	MemoryContext old = MemoryContextSwitchTo(r->cxt);
 
 	*start = InvalidXLogRecPtr;
+	if (standby)
+		FAULT_POINT("standby.open");
+	else
+		FAULT_POINT("replay.open");
 	map_kept(r->map);
 	if (m != NULL)
 		*start = map_checkpoint(r->map, m, &any_logged);
@@ -560,13 +657,25 @@ replay_publish_to(LoggedReplay *r, pg_atomic_uint64 *progress)
 	r->progress = progress;
 }
 
-/* Apply the record just read, in its own memory; a failure skips it. */
-static int64
-replay_one(LoggedReplay *r)
+/*
+ * Apply the record just read, in its own memory; returns false when it
+ * could not be applied (replay_stop_failed noted it: reading stops before
+ * it).  *n gets how many changes it made.
+ */
+static bool
+replay_one(LoggedReplay *r, int64 *n)
 {
 	XLogReaderState *reader = r->reader;
 	MemoryContext cxt = CurrentMemoryContext;
-	volatile int64 n = 0;
+	volatile int64 changed = 0;
+	volatile bool ok = true;
+
+	/* Applied already, and an error stopped reading before it moved on. */
+	if (reader->EndRecPtr <= r->applied_end)
+	{
+		*n = 0;
+		return true;
+	}
 
 	/*
 	 * Logged nothing meanwhile; a backend that keeps its data stamps each
@@ -576,24 +685,32 @@ replay_one(LoggedReplay *r)
 	MemoryContextSwitchTo(r->rec_cxt);
 	PG_TRY();
 	{
+		if (r->standby)
+			FAULT_POINT("standby.record_before_apply");
+		else
+			FAULT_POINT("replay.record_before_apply");
 		if (XLogRecGetRmid(reader) == RM_XACT_ID)
-			n = replay_txn_outcome(r);
+			changed = replay_txn_outcome(r);
 		else if (replay_record(r))
-			n = 1;
+			changed = 1;
+		r->applied_end = reader->EndRecPtr;
+		if (r->standby)
+			FAULT_POINT("standby.record_after_apply");
+		else
+			FAULT_POINT("replay.record_after_apply");
 		/* Wholly applied: what is committed from here on holds it. */
 		state_wal_set_replaying(reader->EndRecPtr);
 	}
 	PG_CATCH();
 	{
-		report_error(r->rec_cxt);
-		ereport(WARNING,
-				(errmsg("state_backend could not replay the WAL record at %X/%X; it is skipped",
-						LSN_FORMAT_ARGS(reader->ReadRecPtr))));
+		replay_stop_failed(r, reader->ReadRecPtr, r->rec_cxt);
+		ok = false;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	MemoryContextReset(r->rec_cxt);
-	return n;
+	*n = changed;
+	return ok;
 }
 
 /*
@@ -636,12 +753,14 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 		record = XLogReadRecord(r->reader, &errormsg);
 		if (record == NULL)
 		{
-			/* Begin again where it stopped, when there is more. */
-			if (errormsg != NULL && !r->priv->end_of_wal && r->reported != r->next)
-			{
-				report_read_stop(r->reader, errormsg, false);
-				r->reported = r->next;
-			}
+			/*
+			 * Begin again where it stopped, when there is more.  A record
+			 * that local WAL holds and cannot be read (not the end of what
+			 * was flushed or replayed) is one that cannot be applied: the
+			 * changes after it are not given up.
+			 */
+			if (errormsg != NULL && !r->priv->end_of_wal)
+				replay_stop_at(r, r->next, ERRCODE_DATA_CORRUPTED, errormsg);
 			r->begin = true;
 			*at_end = true;
 			break;
@@ -659,20 +778,43 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 		if (XLogRecGetRmid(r->reader) == STATE_WAL_RMGR_ID ||
 			(XLogRecGetRmid(r->reader) == RM_XACT_ID && replay_txn_any()))
 		{
-			applied += replay_one(r);
+			int64		n;
+
+			if (!replay_one(r, &n))
+			{
+				/* Not past it: the next read begins with it. */
+				r->begin = true;
+				*at_end = true;
+				break;
+			}
+			applied += n;
 			if (++since_flush >= REPLAY_FLUSH_EVERY)
 			{
+				if (r->standby)
+					FAULT_POINT("standby.flush_batch");
+				else
+					FAULT_POINT("replay.flush_batch");
 				keyed_backend_flush_all();
 				since_flush = 0;
 			}
 		}
 		r->next = r->reader->EndRecPtr;
+		if (r->standby)
+			FAULT_POINT("standby.record_after_position");
+		else
+			FAULT_POINT("replay.record_after_position");
 		if (r->progress)
 			pg_atomic_write_u64(r->progress, r->next);
 	}
 	return applied;
 }
 
+/*
+ * replay_read: an error of reading WAL, or of committing what the backends
+ * were handed, stops it where it is, as a record that cannot be applied
+ * does (replay_failed); it is tried again no sooner than REPLAY_RETRY_MS
+ * later.
+ */
 int64
 replay_read(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 {
@@ -682,28 +824,46 @@ replay_read(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 	*at_end = true;
 	if (r->reader == NULL)
 		return 0;
+	if (r->failed_at != InvalidXLogRecPtr && GetCurrentTimestamp() < r->retry_at)
+		return 0;
 	*at_end = false;
+	r->failed_now = false;
 	PG_TRY();
 	{
 		applied = replay_records(r, until, max, at_end);
+		/* What is committed now holds every record read: so it is stamped. */
+		state_wal_set_replaying(r->next);
+		if (r->standby)
+			FAULT_POINT("standby.flush_end");
+		else
+			FAULT_POINT("replay.flush_end");
+		keyed_backend_flush_all();
 	}
 	PG_CATCH();
 	{
-		report_error(cxt);
-		if (r->reported != r->next)
-			ereport(WARNING,
-					(errmsg("state_backend stopped replaying WAL at %X/%X",
-							LSN_FORMAT_ARGS(r->next))));
-		r->reported = r->next;
+		replay_stop_failed(r, r->next, cxt);
 		r->begin = true;
 		*at_end = true;
 	}
 	PG_END_TRY();
-	/* What is committed now holds every record read: so it is stamped. */
-	state_wal_set_replaying(r->next);
-	keyed_backend_flush_all();
 	state_wal_set_replaying(InvalidXLogRecPtr);
+	/* Through without a failure: what had failed is applied. */
+	if (!r->failed_now)
+		replay_stop_cleared(r);
 	return applied;
+}
+
+/*
+ * replay_failed: where the record begins that reading stopped before
+ * because it could not be applied, with its error in *why (owned by r);
+ * InvalidXLogRecPtr when none.
+ */
+XLogRecPtr
+replay_failed(const LoggedReplay *r, const char **why)
+{
+	if (why != NULL)
+		*why = r->failed_why;
+	return r->failed_at;
 }
 
 XLogRecPtr
@@ -720,15 +880,20 @@ replay_restart_position(const LoggedReplay *r)
 	return held != InvalidXLogRecPtr && held < r->next ? held : r->next;
 }
 
-void
+bool
 replay_close(LoggedReplay *r)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
 
 	(void) replay_txn_end();
 	state_wal_set_replaying(r->next);
 	PG_TRY();
 	{
+		if (r->standby)
+			FAULT_POINT("standby.close");
+		else
+			FAULT_POINT("replay.close");
 		keyed_backend_flush_all();
 		discard_hidden(r->map);
 	}
@@ -736,11 +901,16 @@ replay_close(LoggedReplay *r)
 	{
 		report_error(cxt);
 		ereport(WARNING,
-				(errmsg("state_backend could not finish replaying WAL of logged states")));
+				(errmsg("state_backend could not finish replaying the WAL of logged states"),
+				 errdetail("It is tried again before anything else.")));
+		ok = false;
 	}
 	PG_END_TRY();
 	state_wal_set_replaying(InvalidXLogRecPtr);
+	if (!ok)
+		return false;
 	if (r->reader)
 		XLogReaderFree(r->reader);
 	MemoryContextDelete(r->cxt);
+	return true;
 }

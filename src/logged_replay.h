@@ -55,10 +55,20 @@ extern XLogRecPtr replay_position(const LoggedReplay *r);
 extern XLogRecPtr replay_restart_position(const LoggedReplay *r);
 
 /*
+ * replay_failed: where reading stopped before a record that could not be
+ * applied (InvalidXLogRecPtr: it did not), and the error (*why, owned by
+ * r).  The next replay_read begins with that record, no sooner than a
+ * second later.
+ */
+extern XLogRecPtr replay_failed(const LoggedReplay *r, const char **why);
+
+/*
  * replay_close ends it: what the backends hold is made durable, states a
  * restore never published go, transactions not committed are forgotten.
+ * False, reported, when that failed: r is still open, and replay_close is
+ * called again.
  */
-extern void replay_close(LoggedReplay *r);
+extern bool replay_close(LoggedReplay *r);
 
 /* logged.c: where the slot "state_backend" keeps WAL from (none: invalid). */
 extern XLogRecPtr logged_slot_position(void);

@@ -20,6 +20,12 @@
  * (its own restart, not the server's) reads from: the applied position,
  * or the first record of a transaction not yet committed.
  *
+ * A record that cannot be applied stops the apply before it
+ * (logged_replay.c): each round tries it again, nothing past it is
+ * applied, and the slot keeps WAL from it.  A promotion does not end
+ * until it is applied: sessions wait, and get an error that says why
+ * (logged_blocked), as they do when a primary's start is stopped so.
+ *
  * TTL: the primary's worker logs its TTL clock each second while a logged
  * state has a TTL (logged_log_clock), and at once when a test moves it;
  * the standby's replay pins the standby's clock to it, so that what
@@ -37,20 +43,25 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "backend/txn_state.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/records.h"
 #include "format/state_wal.h"
 #include "logged.h"
 #include "logged_replay.h"
+#include "snapshot/checkpoint.h"
 
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000
+
+#define BLOCKED_WHY_LEN		256
 
 typedef struct StandbyShared
 {
@@ -58,6 +69,17 @@ typedef struct StandbyShared
 	pg_atomic_uint64 restart;	/* where a worker started again reads from */
 	pg_atomic_uint64 seen_at;	/* when the standby had replayed no more than
 								 * what is applied now (a TimestampTz) */
+	pg_atomic_uint32 start_began;	/* a start began loading states in this
+									 * shared memory */
+	pg_atomic_uint32 awaits_checkpoint;	/* the worker waits for (and has
+										 * asked for) a checkpoint */
+	slock_t		mutex;			/* protects the four below */
+	bool		blocked;		/* what cannot be applied stops the start, a
+								 * promotion or a standby's apply */
+	XLogRecPtr	blocked_at;		/* the WAL record it stops before (or where
+								 * the replay is; 0: a checkpoint's load) */
+	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
+	char		blocked_why[BLOCKED_WHY_LEN];	/* a sentence for errdetail */
 } StandbyShared;
 
 static StandbyShared *standby = NULL;
@@ -82,7 +104,99 @@ logged_standby_shmem_init(void)
 		pg_atomic_init_u64(&standby->applied, 0);
 		pg_atomic_init_u64(&standby->restart, 0);
 		pg_atomic_init_u64(&standby->seen_at, 0);
+		pg_atomic_init_u32(&standby->start_began, 0);
+		pg_atomic_init_u32(&standby->awaits_checkpoint, 0);
+		SpinLockInit(&standby->mutex);
+		standby->blocked = false;
+		standby->blocked_at = InvalidXLogRecPtr;
+		standby->blocked_checkpoint = 0;
+		standby->blocked_why[0] = '\0';
 	}
+}
+
+/*
+ * logged_start_began, in the worker that is about to load states into
+ * fresh shared memory: returns whether a worker before it began doing so
+ * in this shared memory, and did not finish (it exited in the middle: an
+ * error, a fault, a kill of the worker alone).  What that one loaded and
+ * applied is then half there, and would be applied again.
+ */
+bool
+logged_start_began(void)
+{
+	return pg_atomic_exchange_u32(&standby->start_began, 1) != 0;
+}
+
+/*
+ * logged_set_blocked: the state worker cannot apply the WAL record at lsn,
+ * or load checkpoint checkpoint, for the reason detail (a sentence), and
+ * tries again; with neither, it can again.  Sessions that wait for the
+ * worker get an error with that detail, and state.worker shows where
+ * (apply_blocked_lsn, restore_blocked_checkpoint).
+ */
+void
+logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail)
+{
+	SpinLockAcquire(&standby->mutex);
+	standby->blocked = lsn != InvalidXLogRecPtr || checkpoint != 0;
+	standby->blocked_at = lsn;
+	standby->blocked_checkpoint = checkpoint;
+	strlcpy(standby->blocked_why, standby->blocked && detail ? detail : "", BLOCKED_WHY_LEN);
+	SpinLockRelease(&standby->mutex);
+}
+
+/*
+ * logged_set_blocked_record: the WAL record at lsn could not be applied,
+ * with the error message why (InvalidXLogRecPtr: it can be again).
+ */
+void
+logged_set_blocked_record(XLogRecPtr lsn, const char *why)
+{
+	char	   *detail = NULL;
+
+	if (lsn != InvalidXLogRecPtr)
+		detail = psprintf("The WAL record of logged states at %X/%X could not be applied: %s.",
+						  LSN_FORMAT_ARGS(lsn), why ? why : "");
+	logged_set_blocked(lsn, 0, detail);
+	if (detail)
+		pfree(detail);
+}
+
+/*
+ * logged_blocked: whether the worker's start or apply is stopped; *lsn
+ * and *checkpoint get where (either may be NULL), detail (len bytes, may
+ * be NULL) the reason.
+ */
+bool
+logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
+{
+	bool		blocked;
+
+	if (standby == NULL)
+		return false;
+	SpinLockAcquire(&standby->mutex);
+	blocked = standby->blocked;
+	if (lsn != NULL)
+		*lsn = standby->blocked_at;
+	if (checkpoint != NULL)
+		*checkpoint = standby->blocked_checkpoint;
+	if (detail != NULL && len > 0)
+		strlcpy(detail, standby->blocked_why, len);
+	SpinLockRelease(&standby->mutex);
+	return blocked;
+}
+
+/* Publish the stop of the apply of a standby's replay, or its end. */
+static void
+publish_blocked(void)
+{
+	const char *why;
+	XLogRecPtr	failed = replay_failed(replay, &why);
+
+	if (failed != InvalidXLogRecPtr)
+		logged_set_blocked_record(failed, why);
+	else if (logged_blocked(NULL, NULL, NULL, 0))
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 }
 
 static void
@@ -102,15 +216,21 @@ standby_pause(long ms)
  * standby's WAL holds.  Logged states created before the base backup began
  * are in no WAL the standby has: only a checkpoint taken since brings
  * them, and what a checkpoint cut before the backup misses could not be
- * applied.  Sessions get 25006 meanwhile.  Without a checkpoint directory
- * no logged state exists, and there is nothing to wait for.  Returns early
- * when the server is promoted meanwhile: the worker then starts as after a
- * crash, from the newest checkpoint.
+ * applied.  So the worker asks for one (checkpoint_request: the primary's
+ * worker takes it within a second) every STANDBY_REQUEST_MS while it
+ * waits, and state.worker says it waits (standby_awaits_checkpoint).
+ * Sessions get 25006 meanwhile.  Without a checkpoint directory no logged
+ * state exists, and there is nothing to wait for.  Returns early when the
+ * server is promoted meanwhile: the worker then starts as after a crash,
+ * from the newest checkpoint.
  */
+#define STANDBY_REQUEST_MS	5000
+
 void
 logged_standby_wait_for_checkpoint(void)
 {
 	bool		said = false;
+	TimestampTz asked = 0;
 
 	if (state_backend_checkpoint_dir[0] == '\0')
 		return;
@@ -123,21 +243,40 @@ logged_standby_wait_for_checkpoint(void)
 
 		logged_keep_for_standby(InvalidXLogRecPtr);
 		if (cut != InvalidXLogRecPtr && replay_readable(cut))
-			return;
-		/* Not for a cut the standby has yet to replay: it comes soon. */
-		if (!said && (cut == InvalidXLogRecPtr || cut < GetXLogReplayRecPtr(NULL)))
 		{
-			ereport(LOG,
-					(errmsg("state_backend waits for a checkpoint of the primary taken since this standby's base backup"),
-					 cut == InvalidXLogRecPtr ?
-					 errdetail("The checkpoint directory holds no checkpoint.") :
-					 errdetail("The newest checkpoint is cut at %X/%X, before this server's WAL begins.",
-							   LSN_FORMAT_ARGS(cut)),
-					 errhint("Take a snapshot on the primary (state.snapshot()), or set state_backend.checkpoint_interval there.")));
+			pg_atomic_write_u32(&standby->awaits_checkpoint, 0);
+			return;
+		}
+		/* Not for a cut the standby has yet to replay: it comes soon. */
+		if (cut == InvalidXLogRecPtr || cut < GetXLogReplayRecPtr(NULL))
+		{
+			if (!said)
+				ereport(LOG,
+						(errmsg("state_backend waits for a checkpoint of the primary taken since this standby's base backup, and asks the primary for one"),
+						 cut == InvalidXLogRecPtr ?
+						 errdetail("The checkpoint directory holds no checkpoint.") :
+						 errdetail("The newest checkpoint is cut at %X/%X, before this server's WAL begins.",
+								   LSN_FORMAT_ARGS(cut)),
+						 errhint("The primary's state worker takes one within a second when it shares state_backend.checkpoint_dir with this server; if it does not, take a snapshot there (state.snapshot()).")));
 			said = true;
+			if (TimestampDifferenceExceeds(asked, GetCurrentTimestamp(), STANDBY_REQUEST_MS))
+			{
+				FAULT_POINT("standby.request_checkpoint");
+				checkpoint_request();
+				asked = GetCurrentTimestamp();
+			}
+			pg_atomic_write_u32(&standby->awaits_checkpoint, 1);
 		}
 		standby_pause(200L);
 	}
+	pg_atomic_write_u32(&standby->awaits_checkpoint, 0);
+}
+
+/* logged_standby_awaits_checkpoint: for state.worker, on a standby. */
+bool
+logged_standby_awaits_checkpoint(void)
+{
+	return standby != NULL && pg_atomic_read_u32(&standby->awaits_checkpoint) != 0;
 }
 
 /*
@@ -220,7 +359,10 @@ logged_standby_round(void)
 	XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
 
 	Assert(replay != NULL);
+	FAULT_POINT("standby.round");
 	(void) replay_read(replay, InvalidXLogRecPtr, STANDBY_ROUND_RECORDS, &at_end);
+	publish_blocked();
+	FAULT_POINT("standby.publish_position");
 	publish_position(replayed, now);
 	logged_keep_for_standby(replay_restart_position(replay));
 	return !at_end;
@@ -229,18 +371,36 @@ logged_standby_round(void)
 /*
  * logged_standby_promoted, once the server is promoted: apply the rest of
  * its WAL (the end of recovery), then the states are the new primary's.
- * The TTL clock is the server's own again.
+ * The TTL clock is the server's own again.  Returns false when a record
+ * could not be applied (or the replay not closed): the promotion has not
+ * ended, sessions still wait, and the next round tries again.
  */
-void
+bool
 logged_standby_promoted(void)
 {
-	TimestampTz began = GetCurrentTimestamp();
-	XLogRecPtr	from = replay_position(replay);
-	int64		applied;
+	static TimestampTz began = 0;
+	static XLogRecPtr from = InvalidXLogRecPtr;
+	static int64 applied = 0;
 	bool		at_end;
 
-	applied = replay_read(replay, GetFlushRecPtr(NULL), 0, &at_end);
-	replay_close(replay);
+	if (began == 0)
+	{
+		began = GetCurrentTimestamp();
+		from = replay_position(replay);
+	}
+	FAULT_POINT("standby.promote_apply_rest");
+	applied += replay_read(replay, GetFlushRecPtr(NULL), 0, &at_end);
+	publish_blocked();
+	if (replay_failed(replay, NULL) != InvalidXLogRecPtr)
+		return false;
+	FAULT_POINT("standby.promote_close");
+	if (!replay_close(replay))
+	{
+		logged_set_blocked_record(replay_position(replay),
+								  "the replay of logged states could not be finished");
+		return false;
+	}
+	logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 	replay = NULL;
 	ttl_clock_pin(0);
 	pg_atomic_write_u64(&standby->applied, 0);
@@ -249,6 +409,7 @@ logged_standby_promoted(void)
 			(errmsg("state_backend continues on the promoted server from %X/%X: applied " INT64_FORMAT " WAL records of logged states in %ld ms",
 					LSN_FORMAT_ARGS(from), applied,
 					(long) ((GetCurrentTimestamp() - began) / 1000))));
+	return true;
 }
 
 /*

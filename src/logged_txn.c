@@ -121,6 +121,26 @@ replay_txn_take(TransactionId xid)
 	return t ? t->records : NIL;
 }
 
+/*
+ * replay_txn_applied: the first n records held for xid are applied (its
+ * commit record's apply failed at the next one): they are held no more,
+ * so that the commit record's next reading applies only the rest.
+ */
+void
+replay_txn_applied(TransactionId xid, int n)
+{
+	HeldTxn    *t = held ? hash_search(held, &xid, HASH_FIND, NULL) : NULL;
+
+	if (t == NULL || n <= 0)
+		return;
+	t->records = list_delete_first_n(t->records, n);
+	if (t->records == NIL)
+	{
+		MemoryContextDelete(t->cxt);
+		(void) hash_search(held, &xid, HASH_REMOVE, NULL);
+	}
+}
+
 void
 replay_txn_forget(TransactionId xid)
 {

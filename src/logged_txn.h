@@ -22,6 +22,7 @@ extern void replay_txn_hold(const StateWalRecord *rec, XLogRecPtr start, XLogRec
 extern XLogRecPtr replay_txn_oldest(void);
 extern bool replay_txn_any(void);
 extern List *replay_txn_take(TransactionId xid);
+extern void replay_txn_applied(TransactionId xid, int n);
 extern void replay_txn_forget(TransactionId xid);
 extern void replay_txn_forget_before(TransactionId xid);
 extern int64 replay_txn_end(void);

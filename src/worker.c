@@ -37,6 +37,7 @@
 #include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
+#include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "common/signing.h"
@@ -301,6 +302,7 @@ typedef struct WorkerRounds
 	TimestampTz last_checkpoint;
 	TimestampTz last_sweep;
 	TimestampTz last_timers_look;
+	TimestampTz last_request_look;	/* for a checkpoint a standby asked for */
 	bool		sweeping;		/* the last TTL sweep found work */
 	bool		busy;			/* sessions sent more than one round could take */
 } WorkerRounds;
@@ -377,21 +379,35 @@ refuse_start(const char *backend)
 }
 
 /*
- * A standby's worker could not load the whole checkpoint, and it is gone
- * (the primary's retention removed it while it was read, past its lease):
- * the WAL it would apply over what is missing would make states no primary
- * ever had.  (A load that fails otherwise is reported and the rest served,
- * as at a primary's start.)  The server's processes start again
- * (exit code 2: the postmaster restarts them all, with fresh shared
- * memory), and the next start loads the newest checkpoint.
+ * The worker could not load the whole checkpoint, and it is gone: a
+ * standby's was removed by the primary's retention while it was read, past
+ * its lease (the WAL it would apply over what is missing would make states
+ * no primary ever had), or an operator moved aside one that could not be
+ * loaded while the start waited for it (restore_on_start).  The server's
+ * processes start again (exit code 2: the postmaster restarts them all,
+ * with fresh shared memory), and the next start loads the newest
+ * checkpoint.
  */
 static void
 standby_load_failed(const char *dir)
 {
 	ereport(LOG,
-			(errmsg("state_backend could not load checkpoint \"%s\" whole on this standby; the server's processes restart to load the newest one",
+			(errmsg("state_backend could not load checkpoint \"%s\" whole, and it is gone; the server's processes restart to load the newest one",
 					dir ? dir : "")));
 	proc_exit(2);
+}
+
+/*
+ * start_wait_restore (RestoreWaitFn): the start cannot load checkpoint id
+ * (detail says why): sessions are told, and it is tried again in a while.
+ */
+#define STATE_WORKER_RESTORE_RETRY_MS	5000
+
+static void
+start_wait_restore(int64 id, const char *detail)
+{
+	logged_set_blocked(InvalidXLogRecPtr, id, detail);
+	logged_start_wait(STATE_WORKER_RESTORE_RETRY_MS);
 }
 
 static void
@@ -438,6 +454,20 @@ state_worker_start(void)
 	if (recovering)
 	{
 		/*
+		 * A worker before this one began the start in this shared memory and
+		 * exited in the middle: what it loaded and applied is half there,
+		 * and its records would be applied again.  The server's processes
+		 * start again (exit code 2), with fresh shared memory.
+		 */
+		if (logged_start_began())
+		{
+			ereport(LOG,
+					(errmsg("state_backend worker restarts the server's processes: the start of the worker before it did not finish"),
+					 errdetail("States are loaded and their WAL replayed again into fresh shared memory.")));
+			proc_exit(2);
+		}
+
+		/*
 		 * What a backend kept on a standby is a copy of a running primary's
 		 * files (a base backup): the backends set it aside, so that every
 		 * state comes from the checkpoint and WAL.
@@ -446,12 +476,12 @@ state_worker_start(void)
 									STATE_WORKER_START_FRESH);
 		logged_note_adopted();
 		state_wal_suppress(true);
-		loaded = restore_on_start(standby, &restored);
+		loaded = restore_on_start(standby, start_wait_restore, &restored);
+		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 		state_wal_suppress(false);
 		if (restored.unregistered != NULL)
 			refuse_start(restored.unregistered);
-		if (!restored.complete && RecoveryInProgress() && loaded != NULL &&
-			!snapshot_dir_is_complete(loaded))
+		if (!restored.complete && loaded != NULL && !snapshot_dir_is_complete(loaded))
 			standby_load_failed(loaded);
 		start_hold();
 	}
@@ -542,15 +572,23 @@ standby_round(WorkerRounds *r)
 		r->busy |= logged_standby_round();
 		return true;
 	}
-	logged_standby_promoted();
-	restore_unlogged_at_promotion(standby_loaded);
+	/* A record it cannot apply: the promotion ends once it is applied. */
+	if (!logged_standby_promoted())
+		return true;
+	FAULT_POINT("standby.promote_unlogged");
+	restore_unlogged_at_promotion(standby_loaded, start_wait_restore);
+	logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 	/* The primary went on taking checkpoints: the next id comes after theirs. */
 	if (state_backend_checkpoint_dir[0] != '\0')
 		snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
+	FAULT_POINT("standby.promote_end");
 	registry_set_standby(false);
 	/* As after a crash: the next recovery reads from here. */
 	if (registry_any_logged())
+	{
+		FAULT_POINT("standby.promote_checkpoint");
 		state_worker_checkpoint(false);
+	}
 	r->last_checkpoint = GetCurrentTimestamp();
 	return false;
 }
@@ -620,6 +658,19 @@ state_worker_round(WorkerRounds *r)
 		state_worker_checkpoint(false);
 		r->last_checkpoint = GetCurrentTimestamp();
 	}
+	else if (TimestampDifferenceExceeds(r->last_request_look, GetCurrentTimestamp(),
+										STATE_WORKER_WAL_LOOK_MS))
+	{
+		/* A standby made since the newest checkpoint waits for one. */
+		r->last_request_look = GetCurrentTimestamp();
+		if (checkpoint_take_request())
+		{
+			ereport(LOG,
+					(errmsg("state_backend takes a checkpoint a standby asked for: its WAL begins after the newest checkpoint's cut")));
+			state_worker_checkpoint(false);
+			r->last_checkpoint = GetCurrentTimestamp();
+		}
+	}
 }
 
 /*
@@ -636,6 +687,7 @@ state_worker_main(Datum main_arg)
 	rounds.last_checkpoint = GetCurrentTimestamp();
 	rounds.last_sweep = 0;
 	rounds.last_timers_look = 0;
+	rounds.last_request_look = 0;
 	rounds.sweeping = true;
 	rounds.busy = false;
 	while (!ShutdownRequestPending)

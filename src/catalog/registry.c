@@ -32,6 +32,7 @@
 #include "common/locks.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
+#include "logged.h"
 
 typedef struct RegistrySlot
 {
@@ -158,6 +159,15 @@ registry_wait_ready(void)
 {
 	while (!registry->ready || (registry->standby && !RecoveryInProgress()))
 	{
+		char		detail[256];
+
+		/* Stopped by what it cannot load or apply: say why, do not hang. */
+		if (logged_blocked(NULL, NULL, detail, sizeof(detail)))
+			ereport(ERROR,
+					(errcode(ERRCODE_CANNOT_CONNECT_NOW),
+					 errmsg("state_backend serves no state yet: the state worker cannot load or apply what its start needs"),
+					 errdetail_internal("%s", detail),
+					 errhint("Free what the error names (disk space, LMDB map size, state_backend.memory_limit). The state worker tries again meanwhile, and nothing is lost.")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -60,6 +60,7 @@ struct SnapshotWriter
 {
 	char	   *dir;			/* NULL: in memory */
 	bool		made_dir;		/* dir was made by this writer */
+	bool		checkpoint;		/* a checkpoint's (its fault points) */
 	int64		id;
 	SnapshotFormat format;
 	int			key_groups;

@@ -87,6 +87,7 @@ extern SnapshotWriter *snapshot_writer_begin(const char *dir, int64 id,
 											 const Oid *dboids, char **dbnames,
 											 int ndbs);
 extern void snapshot_writer_set_wal_position(SnapshotWriter *w, XLogRecPtr lsn);
+extern void snapshot_writer_mark_checkpoint(SnapshotWriter *w);
 extern char *snapshot_writer_native_path(SnapshotWriter *w, uint32 state_id);
 extern void snapshot_writer_set_native(SnapshotWriter *w, uint32 state_id,
 									   int64 list_size, int64 entries,

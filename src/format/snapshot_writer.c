@@ -25,6 +25,7 @@
 #include "storage/fd.h"
 #include "utils/wait_event.h"
 
+#include "common/fault.h"
 #include "common/settings.h"
 #include "format/format_internal.h"
 #include "format/records.h"
@@ -211,6 +212,13 @@ snapshot_writer_set_wal_position(SnapshotWriter *w, XLogRecPtr lsn)
 	w->wal_position = lsn;
 }
 
+/* snapshot_writer_mark_checkpoint: it writes a checkpoint (its fault points are checkpoint.*). */
+void
+snapshot_writer_mark_checkpoint(SnapshotWriter *w)
+{
+	w->checkpoint = true;
+}
+
 /*
  * snapshot_writer_native_path returns (palloc'd) the full path of the list
  * file of a state whose backend writes its own files.
@@ -350,6 +358,8 @@ snapshot_writer_finish(SnapshotWriter *w)
 		}
 		snprintf(tmp, sizeof(tmp), "%s/%s.tmp", w->dir, MANIFEST_NAME);
 		snprintf(final, sizeof(final), "%s/%s", w->dir, MANIFEST_NAME);
+		if (w->checkpoint)
+			FAULT_POINT("checkpoint.manifest_write");
 		fd = OpenTransientFile(tmp, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY);
 		if (fd < 0)
 			ereport(ERROR,
@@ -369,7 +379,11 @@ snapshot_writer_finish(SnapshotWriter *w)
 					(errcode_for_file_access(),
 					 errmsg("could not fsync file \"%s\": %m", tmp)));
 		CloseTransientFile(fd);
+		if (w->checkpoint)
+			FAULT_POINT("checkpoint.manifest_rename");
 		(void) durable_rename(tmp, final, ERROR);
+		if (w->checkpoint)
+			FAULT_POINT("checkpoint.manifest_renamed");
 		fsync_dir(w->dir);
 		/* Complete and durable: nothing that fails after this removes it. */
 		w->made_dir = false;

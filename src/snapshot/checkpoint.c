@@ -10,7 +10,10 @@
  * drops the files it shared between checkpoints that none uses any more.
  * A checkpoint a standby is loading (its LEASE file touched in the last
  * CHECKPOINT_LEASE_SECONDS) is kept meanwhile: the primary's retention
- * runs while the standby reads it from the directory both share.
+ * runs while the standby reads it from the directory both share.  A
+ * standby whose WAL begins after the newest checkpoint's cut asks for a
+ * new one the same way (checkpoint_request, a file the primary's worker
+ * looks for each second).
  */
 #include "postgres.h"
 
@@ -24,6 +27,7 @@
 #include "storage/fd.h"
 
 #include "backend/keyed_backend.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
 #include "snapshot/checkpoint.h"
@@ -183,6 +187,7 @@ checkpoint_read_manifest(const char *dir, SnapshotSource *src, bool report)
 	src->trusted = true;		/* the server's own checkpoint */
 	PG_TRY();
 	{
+		FAULT_POINT("restore.read_manifest");
 		m = snapshot_read_manifest(src);
 	}
 	PG_CATCH();
@@ -235,6 +240,7 @@ retain_cb(const char *root, const char *name, int64 id, void *arg)
 	else if (id < s->newest)
 	{
 		/* Left by a checkpoint that never completed. */
+		FAULT_POINT("checkpoint.remove_incomplete");
 		if (!rmtree(path, true))
 			ereport(WARNING,
 					(errmsg("could not remove incomplete checkpoint \"%s\"", path)));
@@ -264,6 +270,44 @@ checkpoint_lease(const char *dir)
 		(void) utime(path, NULL);
 	}
 	return snapshot_dir_is_complete(dir);
+}
+
+#define CHECKPOINT_REQUEST_FILE		"checkpoint_request"
+
+/*
+ * checkpoint_request, on a standby that has no checkpoint cut where its WAL
+ * holds (one taken before its base backup began): ask whichever server
+ * takes checkpoints in the directory both share for a new one.  A request
+ * already there stays as it is.
+ */
+void
+checkpoint_request(void)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+
+	snprintf(path, sizeof(path), "%s/%s", state_backend_checkpoint_dir, CHECKPOINT_REQUEST_FILE);
+	if (pg_mkdir_p(state_backend_checkpoint_dir, pg_dir_create_mode) != 0 && errno != EEXIST)
+		return;
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (fd >= 0)
+		CloseTransientFile(fd);
+}
+
+/*
+ * checkpoint_take_request, in the worker of a primary: whether a standby
+ * asked for a checkpoint (checkpoint_request); the request is taken, and
+ * the caller takes one.
+ */
+bool
+checkpoint_take_request(void)
+{
+	char		path[MAXPGPATH];
+
+	if (state_backend_checkpoint_dir[0] == '\0')
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", state_backend_checkpoint_dir, CHECKPOINT_REQUEST_FILE);
+	return unlink(path) == 0;
 }
 
 /* Is the checkpoint at path leased by a standby loading it? */
@@ -312,6 +356,7 @@ checkpoint_retain(int64 newest_id)
 	int			n;
 	const KeyedStateBackend *const *all;
 
+	FAULT_POINT("checkpoint.retention");
 	/* A checkpoint completed: a failed final one no longer matters. */
 	if (unlink(FINAL_FAILED_FILE) != 0 && errno != ENOENT)
 		ereport(WARNING,
@@ -327,6 +372,7 @@ checkpoint_retain(int64 newest_id)
 	{
 		char	   *path = checkpoint_path(s.complete[i]);
 
+		FAULT_POINT("checkpoint.remove_old");
 		if (checkpoint_leased(path))
 			ereport(DEBUG1, (errmsg("kept checkpoint \"%s\": a standby loads it", path)));
 		else if (!remove_checkpoint(path))
@@ -336,6 +382,7 @@ checkpoint_retain(int64 newest_id)
 			ereport(DEBUG1, (errmsg("removed checkpoint \"%s\"", path)));
 	}
 	pfree(s.complete);
+	FAULT_POINT("checkpoint.after_retention");
 	all = keyed_backend_all(&n);
 	for (int i = 0; i < n; i++)
 		if (all[i]->snapshot->after_retention)

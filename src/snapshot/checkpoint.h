@@ -13,6 +13,8 @@ extern char *checkpoint_newest(const char *root, int64 *id);
 extern int64 checkpoint_max_id(const char *root);
 extern void checkpoint_retain(int64 newest_id);
 extern bool checkpoint_lease(const char *dir);
+extern void checkpoint_request(void);
+extern bool checkpoint_take_request(void);
 extern SnapshotManifest *checkpoint_read_manifest(const char *dir, SnapshotSource *src,
 												  bool report);
 extern void checkpoint_final_failed(int64 id, const char *error);

@@ -35,6 +35,7 @@
 #include "catalog/registry.h"
 #include "common/aggregate.h"
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/settings.h"
 #include "format/records.h"
 #include "format/state_wal.h"
@@ -203,12 +204,14 @@ check_section(const SnapshotSource *src, const SnapshotManifest *m, Section *sec
 		sec->native[sec->n] = st->native;
 		if (!trust_oids && !snapshot_trusted(src, m))
 			check_untrusted_state(src, m, st, d);
+		FAULT_POINT("restore.verify_state");
 		if (st->native)
 			check_native_state(d, backend);
 		else
 			snapshot_verify_state(src, m, st);
 		sec->states[sec->n++] = st;
 	}
+	FAULT_POINT("restore.verify_native_files");
 	verify_native_files(src->dir, sec->states, sec->source_backends, sec->native, sec->n);
 	/* After the checksums, which name where a file is damaged. */
 	for (int i = 0; i < sec->n; i++)
@@ -444,14 +447,18 @@ load_inputs(RestoreInput *in, int nin, const StateDesc *merged, const int *slots
 				continue;
 			}
 			/* Loading is not logged: a logged state's records begin at its publication. */
+			FAULT_POINT("restore.load_state");
 			load = merged[l->merged];
 			load.logged = false;
 			total += load_state(in[i].src, in[i].m, in[i].sec.states[j], &load,
 								slots[l->merged], !trust_oids, l);
 		}
 		if (any_native)
+		{
+			FAULT_POINT("restore.load_native_files");
 			total += restore_native_files(in[i].src->dir, &in[i].sec, in[i].loads,
 										  merged, slots);
+		}
 	}
 	return total;
 }
@@ -489,6 +496,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 		for (int j = 0; j < nm; j++)
 		{
 			/* At start, states keep their ids: WAL names them so. */
+			FAULT_POINT("restore.create_hidden");
 			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
 				registry_create(&merged[j], true);
 			created = j + 1;
@@ -509,8 +517,10 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 		{
 			snapshot_control_hold_cuts(true);
 			holding = true;
+			FAULT_POINT("restore.log_restored");
 			log_restored(merged, slots, nm);
 		}
+		FAULT_POINT("restore.before_publish");
 	}
 	PG_CATCH();
 	{
@@ -537,6 +547,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 			snapshot_control_hold_cuts(false);
 	}
 	PG_END_TRY();
+	FAULT_POINT("restore.after_publish");
 	return total;
 }
 
@@ -578,29 +589,32 @@ restore_into_database(const SnapshotSource *srcs, int nsrcs, const char *from_da
 /*
  * restore_database_at_start restores database d of the checkpoint m at
  * src into the database of that oid, if it exists (its unlogged states
- * only, beside the rest: unlogged_only); a failure is reported, and
- * returns false.  In the state worker, at start or at a promotion.
+ * only, beside the rest: unlogged_only).  Returns NULL, or the error
+ * message of a failure (palloc'd), reported at WARNING when report.  A
+ * failure leaves nothing of the load behind (restore_inputs), so it can
+ * be tried again.  In the state worker, at start or at a promotion.
  */
-static bool
+static char *
 restore_database_at_start(const SnapshotSource *src, SnapshotManifest *m, int d,
-						  bool unlogged_only)
+						  bool unlogged_only, bool report)
 {
 	Oid			dbid = m->db_oids[d];
 	MemoryContext cxt = CurrentMemoryContext;
-	volatile bool ok = true;
+	char	   *volatile error = NULL;
 	bool		exists;
 
 	StartTransactionCommand();
 	exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dbid));
 	CommitTransactionCommand();
 	if (!exists)
-		return true;
+		return NULL;
 	PG_TRY();
 	{
 		RestoreInput in = {src, m, dbid};
 		RestoreSplit whole = {0, 0};
 		int64		n;
 
+		FAULT_POINT("restore.at_start_database");
 		in.unlogged_only = unlogged_only;
 		n = restore_inputs(&in, 1, dbid, -1, &whole, true);
 		ereport(LOG,
@@ -609,26 +623,82 @@ restore_database_at_start(const SnapshotSource *src, SnapshotManifest *m, int d,
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
 		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
+		edata = CopyErrorData();
 		FlushErrorState();
 		LWLockReleaseAll();
 		AbortOutOfAnyTransaction();
-		ereport(WARNING,
-				(errmsg("state_backend could not restore %sdatabase \"%s\" from \"%s\"",
-						unlogged_only ? "the unlogged states of " : "", m->db_names[d], src->dir)));
-		ok = false;
+		if (report)
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("state_backend could not restore %sdatabase \"%s\" from \"%s\": %s",
+							unlogged_only ? "the unlogged states of " : "", m->db_names[d], src->dir,
+							edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0));
+		error = pstrdup(edata->message);
+		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	return ok;
+	return error;
+}
+
+/*
+ * restore_database_retrying restores database d as restore_database_at_start
+ * does; when it fails and wait is given, it says so (wait) and tries again
+ * until it succeeds, or the checkpoint is gone (then false: the caller
+ * decides).  Without wait a failure is reported and returns false.  A
+ * failure is reported at WARNING once, and again when the error changes.
+ */
+static bool
+restore_database_retrying(const SnapshotSource *src, SnapshotManifest *m, int d,
+						  bool unlogged_only, int64 id, RestoreWaitFn wait)
+{
+	char	   *said = restore_database_at_start(src, m, d, unlogged_only, true);
+	char	   *error = said;
+
+	while (error != NULL && wait != NULL && snapshot_dir_is_complete(src->dir))
+	{
+		char	   *detail = psprintf("The %sstates of database \"%s\" could not be loaded from checkpoint \"%s\": %s.",
+									  unlogged_only ? "unlogged " : "",
+									  m->db_names[d], src->dir, error);
+
+		wait(id, detail);
+		pfree(detail);
+		if (error != said)
+			pfree(error);
+		error = restore_database_at_start(src, m, d, unlogged_only, false);
+		if (error != NULL && strcmp(error, said) != 0)
+		{
+			ereport(WARNING,
+					(errmsg("state_backend could not restore %sdatabase \"%s\" from \"%s\": %s",
+							unlogged_only ? "the unlogged states of " : "", m->db_names[d], src->dir,
+							error)));
+			pfree(said);
+			said = pstrdup(error);
+		}
+	}
+	if (error == NULL && said != NULL)
+		ereport(LOG,
+				(errmsg("state_backend restored %sdatabase \"%s\" from \"%s\", which had failed",
+						unlogged_only ? "the unlogged states of " : "", m->db_names[d], src->dir)));
+	return error == NULL;
 }
 
 /*
  * restore_on_start loads every database's states from the newest complete
  * checkpoint, in the state worker at server start, but for the states of
  * backends that kept their working data (keyed_backend_kept_data).  A
- * section that cannot be loaded is reported and skipped: the server must
- * come up.  Returns the checkpoint's directory, or NULL when none was read.
+ * MANIFEST that cannot be read or a section that cannot be loaded (the
+ * memory limit, a full file system, a damaged file) is reported, and with
+ * wait tried again until it loads: the server's states stay unserved
+ * meanwhile, since coming up without them would lose them at the next
+ * checkpoint's retention.  Only a checkpoint gone meanwhile (moved aside)
+ * ends that, with out->complete false (the worker then starts the
+ * server's processes again, to load the newest one).  Without wait (no
+ * caller yet) a failure is reported and the rest loaded.
+ * Returns the checkpoint's directory, or NULL when none was read.
  * A checkpoint that holds states of a backend not registered here is not
  * loaded at all (out->unregistered gets its name): the states could not be
  * kept, and the next checkpoint would lose them.  out->manifest is the
@@ -637,7 +707,7 @@ restore_database_at_start(const SnapshotSource *src, SnapshotManifest *m, int d,
  * primary's retention keeps it while it is read (checkpoint_lease).
  */
 char *
-restore_on_start(bool standby, RestoreStart *out)
+restore_on_start(bool standby, RestoreWaitFn wait, RestoreStart *out)
 {
 	char	   *dir;
 	int64		id;
@@ -664,19 +734,28 @@ restore_on_start(bool standby, RestoreStart *out)
 		return NULL;
 
 	m = checkpoint_read_manifest(dir, &src, true);
+	/* Starting empty would lose it at the next checkpoint: not while waiting helps. */
+	while (m == NULL && wait != NULL && snapshot_dir_is_complete(dir))
+	{
+		char	   *detail = psprintf("The MANIFEST of checkpoint \"%s\" could not be read.", dir);
+
+		wait(id, detail);
+		pfree(detail);
+		m = checkpoint_read_manifest(dir, &src, false);
+	}
 	if (m == NULL)
 	{
 		ereport(WARNING,
 				(errmsg("state_backend could not read checkpoint \"%s\"; heap states start empty", dir)));
 		out->complete = false;
-		return NULL;
+		return wait != NULL ? dir : NULL;
 	}
 	out->unregistered = manifest_unregistered(m);
 	if (out->unregistered != NULL)
 		return NULL;
 	out->manifest = m;
 	for (int d = 0; d < m->ndbs; d++)
-		if (!restore_database_at_start(&src, m, d, false))
+		if (!restore_database_retrying(&src, m, d, false, id, wait))
 			out->complete = false;
 	return dir;
 }
@@ -689,10 +768,11 @@ restore_on_start(bool standby, RestoreStart *out)
  * checkpoint it loaded at its start (loaded) go, and a newer checkpoint's
  * come in beside the logged states.  A MANIFEST that cannot be read leaves
  * the unlogged states as the older checkpoint had them; a database whose
- * restore fails is reported, and left without its unlogged states.
+ * restore fails is reported and tried again (wait) until it loads, so
+ * that the promotion's checkpoint does not go without them.
  */
 void
-restore_unlogged_at_promotion(const char *loaded)
+restore_unlogged_at_promotion(const char *loaded, RestoreWaitFn wait)
 {
 	int64		id;
 	char	   *dir = state_backend_checkpoint_dir[0] != '\0' ?
@@ -725,5 +805,5 @@ restore_unlogged_at_promotion(const char *loaded)
 	}
 	pfree(live);
 	for (int d = 0; d < m->ndbs; d++)
-		(void) restore_database_at_start(&src, m, d, true);
+		(void) restore_database_retrying(&src, m, d, true, id, wait);
 }

@@ -11,6 +11,12 @@
 extern int64 restore_into_database(const SnapshotSource *srcs, int nsrcs,
 								   const char *from_database, int backend_override,
 								   const RestoreSplit *split);
+/*
+ * The start cannot load checkpoint id for the reason detail (a sentence):
+ * say so, and wait before it is tried again (the worker's, worker.c).
+ */
+typedef void (*RestoreWaitFn) (int64 id, const char *detail);
+
 /* What restore_on_start found. */
 typedef struct RestoreStart
 {
@@ -20,8 +26,8 @@ typedef struct RestoreStart
 	bool		complete;		/* every section was loaded */
 } RestoreStart;
 
-extern char *restore_on_start(bool standby, RestoreStart *out);
-extern void restore_unlogged_at_promotion(const char *loaded);
+extern char *restore_on_start(bool standby, RestoreWaitFn wait, RestoreStart *out);
+extern void restore_unlogged_at_promotion(const char *loaded, RestoreWaitFn wait);
 
 /*
  * Called in a session before a restore creates logged states, so that the

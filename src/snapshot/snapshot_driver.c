@@ -34,6 +34,7 @@
 #include "backend/keyed_backend.h"
 #include "backend/txn_state.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -138,6 +139,8 @@ snapshot_request(const char *path, SnapshotFormat format)
 		cut.done = false;
 		cut.id = id;
 		cut.wal_position = InvalidXLogRecPtr;
+		if (checkpoint)
+			FAULT_POINT("checkpoint.cut");
 		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n,
 							   &cut.wal_position);
 	}
@@ -428,6 +431,8 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 		}
 		else
 			snapshot_writer_add(w, kg, records.data, records.len);
+		if (p->job->is_checkpoint)
+			FAULT_POINT("checkpoint.write_key_group");
 		snapshot_writer_progress(w, &entries, &bytes);
 		snapshot_control_progress(p->job->id, entries, bytes, kg + 1);
 		pace_key_group(started, &owed);
@@ -517,6 +522,8 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 							  job->descs, p.backends, p.native, job->ndescs,
 							  dboids, dbnames, ndbs);
 	snapshot_writer_set_wal_position(w, job->info.wal_position);
+	if (job->is_checkpoint)
+		snapshot_writer_mark_checkpoint(w);
 	*wp = w;
 	snapshot_control_phase(job->id, SNAPSHOT_PHASE_KEY_GROUPS, 0, state_backend_max_parallelism);
 	write_key_groups(&p, w);
@@ -524,6 +531,8 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 	if (p.any_native)
 	{
 		snapshot_control_phase(job->id, SNAPSHOT_PHASE_NATIVE_FILES, -1, -1);
+		if (job->is_checkpoint)
+			FAULT_POINT("checkpoint.write_native_files");
 		write_native_files(&p, w);
 	}
 	if (job->info.format == SNAPSHOT_CANONICAL)
@@ -550,6 +559,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 	 */
 	if (job->is_checkpoint)
 	{
+		FAULT_POINT("checkpoint.after_manifest");
 		checkpoint_retain(job->id);
 		if (checkpoint_done_hook)
 		{
@@ -557,6 +567,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 
 			for (int i = 0; i < job->ndescs; i++)
 				holds_logged |= job->descs[i].logged;
+			FAULT_POINT("checkpoint.move_slot");
 			checkpoint_done_hook(job->info.wal_position, holds_logged);
 		}
 	}

@@ -727,6 +727,22 @@ state_worker(PG_FUNCTION_ARGS)
 		worker_row(rsinfo, "standby_applied_lsn", (int64) applied, !applying);
 		worker_row(rsinfo, "standby_lag_bytes", lag_bytes, !applying);
 		worker_row(rsinfo, "standby_lag_ms", lag_ms, !applying);
+		/* Waiting for a checkpoint cut where its WAL holds, which it asked for. */
+		if (logged_standby_awaits_checkpoint())
+			worker_row(rsinfo, "standby_awaits_checkpoint", 1, false);
+	}
+	/* A WAL record of logged states the worker cannot apply stops it there. */
+	{
+		XLogRecPtr	blocked_at;
+		int64		checkpoint;
+
+		if (logged_blocked(&blocked_at, &checkpoint, NULL, 0))
+		{
+			if (blocked_at != InvalidXLogRecPtr)
+				worker_row(rsinfo, "apply_blocked_lsn", (int64) blocked_at, false);
+			if (checkpoint != 0)
+				worker_row(rsinfo, "restore_blocked_checkpoint", checkpoint, false);
+		}
 	}
 	/* A standby's worker that does not serve yet has no figures to give. */
 	if (!registry_is_ready())
