@@ -488,6 +488,8 @@ state_worker_start(void)
 	else
 	{
 		keyed_backends_worker_start(STATE_WORKER_START_AGAIN);
+		/* A snapshot the worker before this one was writing is ended. */
+		snapshot_fail_orphan();
 		if (state_backend_checkpoint_dir[0] != '\0')
 			snapshot_bump_next_id(checkpoint_max_id(state_backend_checkpoint_dir));
 	}

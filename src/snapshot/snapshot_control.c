@@ -10,6 +10,11 @@
  * memory snapshots; the converters of canonical snapshots (canonical.c)
  * read the cut's descriptors and report their errors here.  Everything
  * is under the snapshot lock, first in the lock order.
+ *
+ * The running snapshot belongs to the worker process that cut it (its
+ * pid is kept): what its backends hold for the cut and the writer's open
+ * files live in that process.  A worker that exits while a snapshot runs
+ * leaves it to its successor, which fails it (snapshot_control_orphan).
  */
 #include "postgres.h"
 
@@ -43,6 +48,8 @@ typedef struct SnapshotControl
 	bool		picked;			/* the worker took it */
 	bool		cancel_requested;
 	bool		is_checkpoint;
+	int			owner_pid;		/* the worker that cut the running snapshot */
+	SnapshotFiles files;		/* what the running snapshot has on disk */
 	int			cut_holds;		/* restores logging their states: no cut */
 	int			ndescs;			/* in cut_descs, copied at the cut */
 	Latch	   *worker_latch;
@@ -408,7 +415,49 @@ snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 by
 	ctl->ndescs = 0;
 	ctl->running_id = 0;
 	ctl->picked = false;
+	ctl->owner_pid = 0;
+	ctl->files = SNAPSHOT_FILES_NONE;
 	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_note_files records what the running snapshot id has on
+ * disk: SNAPSHOT_FILES_PARTIAL once its writer is about to make its
+ * directory (which did not exist), SNAPSHOT_FILES_DURABLE once the
+ * snapshot is complete and durable.  The worker that takes over from one
+ * that exited goes by it (snapshot_control_orphan).
+ */
+void
+snapshot_control_note_files(int64 id, SnapshotFiles files)
+{
+	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
+	if (ctl->running_id == id)
+		ctl->files = files;
+	LWLockRelease(control_lock());
+}
+
+/*
+ * snapshot_control_orphan, in a state worker that starts while shared
+ * memory holds a running snapshot that another worker process cut (it
+ * exited, as FATAL, while the snapshot ran): copies what is known of it
+ * into *info and *files, and returns true.  Nobody will finish it: its
+ * backends' cut and its writer were that process's.  The caller fails it
+ * (or completes it, when it was durable) with snapshot_control_finish.
+ */
+bool
+snapshot_control_orphan(SnapshotInfo *info, SnapshotFiles *files)
+{
+	bool		orphan;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	orphan = ctl->running_id != 0 && ctl->owner_pid != MyProcPid;
+	if (orphan)
+	{
+		*info = *history_slot(ctl->running_id);
+		*files = ctl->files;
+	}
+	LWLockRelease(control_lock());
+	return orphan;
 }
 
 /*
@@ -473,6 +522,8 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	ctl->picked = false;
 	ctl->cancel_requested = false;
 	ctl->is_checkpoint = checkpoint;
+	ctl->owner_pid = MyProcPid;
+	ctl->files = SNAPSHOT_FILES_NONE;
 	ctl->ndescs = *ndescs;
 
 	info = history_slot(id);

@@ -82,6 +82,14 @@ extern void snapshot_note_error(int64 id, int sqlerrcode, const char *message);
 extern bool snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen);
 extern char *snapshot_error_text(ErrorData *edata);
 
+/* What a running snapshot has on disk, for the worker that takes over. */
+typedef enum SnapshotFiles
+{
+	SNAPSHOT_FILES_NONE,		/* nothing of its own (yet, or in memory) */
+	SNAPSHOT_FILES_PARTIAL,		/* its directory, made by its writer */
+	SNAPSHOT_FILES_DURABLE		/* complete and durable */
+} SnapshotFiles;
+
 /* The snapshot driver's side (the state worker). */
 extern void snapshot_worker_attach(void);
 extern void snapshot_check_cancel(void);
@@ -101,6 +109,8 @@ extern void snapshot_control_phase(int64 id, SnapshotPhase phase, int key_groups
 extern const char *snapshot_phase_name(SnapshotPhase phase);
 extern void snapshot_control_set_incremental(int64 id);
 extern void snapshot_control_keep_memory(int64 id, const char *image, Size len);
+extern void snapshot_control_note_files(int64 id, SnapshotFiles files);
+extern bool snapshot_control_orphan(SnapshotInfo *info, SnapshotFiles *files);
 extern void snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries,
 									int64 bytes, int sqlerrcode, const char *error);
 

@@ -12,12 +12,17 @@
  * (snapshot_run_pending) while every session goes on, each backend
  * collecting its entries or writing its own native files; on failure or
  * cancel every backend releases the cut and what was written is removed.
+ * A worker that exits while a snapshot runs (FATAL, or told to restart)
+ * leaves it to the worker started after it, which fails it and removes
+ * its files (snapshot_fail_orphan), so that the next snapshot can run.
  *
  * This file names no backend: it calls the SnapshotStrategy of each
  * (backend/keyed_backend.h).  The state of snapshots in shared memory is
  * snapshot_control.c's; the files' layout format/'s.
  */
 #include "postgres.h"
+
+#include <sys/stat.h>
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
@@ -134,13 +139,12 @@ snapshot_request(const char *path, SnapshotFormat format)
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->prepare)
 				all[i]->snapshot->prepare(id);
+		FAULT_POINT("checkpoint.cut");
 		cut.descs = snapshot_control_cut_descs();
 		cut.n = 0;
 		cut.done = false;
 		cut.id = id;
 		cut.wal_position = InvalidXLogRecPtr;
-		if (checkpoint)
-			FAULT_POINT("checkpoint.cut");
 		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n,
 							   &cut.wal_position);
 	}
@@ -403,6 +407,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 	int64		bytes;
 	int64		owed = 0;
 
+	FAULT_POINT("checkpoint.key_groups");
 	/* Each backend collects its own states that are written as key groups. */
 	for (int i = 0; i < n; i++)
 	{
@@ -493,6 +498,21 @@ hold_snapshot(int64 id)
 }
 
 /*
+ * note_directory tells the snapshot's control, before the writer makes the
+ * snapshot's directory, that the directory will be its own: a worker that
+ * takes over from this one if it exits may then remove it.  A path that
+ * exists already is not the snapshot's (the writer refuses it).
+ */
+static void
+note_directory(SnapshotJob *job, bool in_memory)
+{
+	struct stat st;
+
+	if (!in_memory && stat(job->info.path, &st) != 0 && errno == ENOENT)
+		snapshot_control_note_files(job->id, SNAPSHOT_FILES_PARTIAL);
+}
+
+/*
  * write_snapshot writes the picked snapshot completely (MANIFEST last),
  * and keeps it in shared memory when it goes there.  *wp is the writer,
  * for the caller's cleanup; *durable is set once the snapshot's files are
@@ -518,6 +538,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 						state_backend_checkpoint_dir)));
 	plan_write(job, &p);
 	collect_databases(job->descs, job->ndescs, &dboids, &dbnames, &ndbs);
+	note_directory(job, p.in_memory);
 	w = snapshot_writer_begin(p.in_memory ? NULL : job->info.path, job->id, job->info.format,
 							  job->descs, p.backends, p.native, job->ndescs,
 							  dboids, dbnames, ndbs);
@@ -531,8 +552,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 	if (p.any_native)
 	{
 		snapshot_control_phase(job->id, SNAPSHOT_PHASE_NATIVE_FILES, -1, -1);
-		if (job->is_checkpoint)
-			FAULT_POINT("checkpoint.write_native_files");
+		FAULT_POINT("checkpoint.native_files");
 		write_native_files(&p, w);
 	}
 	if (job->info.format == SNAPSHOT_CANONICAL)
@@ -542,8 +562,12 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 		snapshot_writer_refresh_sizes(w);
 	}
 	snapshot_control_phase(job->id, SNAPSHOT_PHASE_FINISHING, -1, -1);
+	FAULT_POINT("checkpoint.before_manifest");
 	snapshot_writer_finish(w);
 	*durable = !p.in_memory;
+	if (*durable)
+		snapshot_control_note_files(job->id, SNAPSHOT_FILES_DURABLE);
+	FAULT_POINT("checkpoint.after_manifest");
 	if (p.in_memory)
 	{
 		Size		len;
@@ -559,7 +583,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 	 */
 	if (job->is_checkpoint)
 	{
-		FAULT_POINT("checkpoint.after_manifest");
+		FAULT_POINT("checkpoint.before_retention");
 		checkpoint_retain(job->id);
 		if (checkpoint_done_hook)
 		{
@@ -672,4 +696,41 @@ snapshot_run_pending(void)
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	return true;
+}
+
+/*
+ * snapshot_fail_orphan, in a state worker started again on live shared
+ * memory, ends the snapshot that the worker before it was taking when it
+ * exited: nobody else would, it would stay "running" for ever, and no
+ * snapshot or checkpoint could run after it.  A snapshot whose files were
+ * complete and durable is completed (what follows it, retention and the
+ * logged states' slot, runs after the next checkpoint); any other fails,
+ * with an error that says why, after every backend let go of its cut and
+ * the directory its writer made is removed.
+ */
+void
+snapshot_fail_orphan(void)
+{
+	SnapshotInfo info;
+	SnapshotFiles files;
+
+	if (!snapshot_control_orphan(&info, &files))
+		return;
+	release_backends(info.id);
+	if (files == SNAPSHOT_FILES_DURABLE)
+	{
+		snapshot_control_finish(info.id, SNAPSHOT_COMPLETED, info.entries, info.bytes, 0, NULL);
+		ereport(LOG,
+				(errmsg("state snapshot " INT64_FORMAT " completed: its files were durable when the state worker writing it exited",
+						info.id)));
+		return;
+	}
+	if (files == SNAPSHOT_FILES_PARTIAL && !rmtree(info.path, true))
+		ereport(WARNING,
+				(errmsg("could not remove the partial snapshot directory \"%s\"", info.path)));
+	snapshot_control_finish(info.id, SNAPSHOT_FAILED, info.entries, info.bytes,
+							ERRCODE_OPERATOR_INTERVENTION,
+							"the state worker exited while it wrote the snapshot; what it had written is removed");
+	ereport(LOG,
+			(errmsg("state snapshot " INT64_FORMAT " failed: the state worker writing it exited", info.id)));
 }

@@ -13,6 +13,7 @@ extern int64 snapshot_request(const char *path, SnapshotFormat format);
 extern int64 snapshot_request_cut(const char *path, SnapshotFormat format);
 extern bool snapshot_handle_request(const char *payload, uint32 len, StringInfo reply);
 extern bool snapshot_run_pending(void);
+extern void snapshot_fail_orphan(void);
 
 /*
  * Called in the worker when a checkpoint completes, with the WAL position
