@@ -67,6 +67,26 @@ SELECT name, late FROM state.stats WHERE name = 'tr_over';
 SELECT expect_error($$SELECT state.advance_watermark('tr_over', '2026-01-01 00:00:00+00')$$);
 TRUNCATE tr_emitted;
 
+-- The same in a transactional state: what fired is marked, and what is
+-- past its lateness goes, in the commits of the timer worker's batches
+SELECT state.create_state('tr_over_tx', 'window', 'text', 'bigint', assigner => 'tumbling',
+                          size => '1 second', allowed_lateness => '2 seconds', reducer => 'sum',
+                          transactional => true,
+                          emit => 'tr_emit(text,timestamptz,timestamptz,bigint)');
+BEGIN;
+SELECT state.window_add('tr_over_tx', 'a', '294276-12-31 23:59:58.25+00', 1::bigint);
+SELECT state.window_add('tr_over_tx', 'b', '294276-12-31 23:59:59.25+00', 2::bigint);
+COMMIT;
+SELECT state.advance_watermark('tr_over_tx', '294276-12-31 23:59:59+00');
+SELECT wait_for($$SELECT count(*) = 1 FROM tr_emitted$$);
+SELECT wait_for($$SELECT count(*) FILTER (WHERE fired) = 1 FROM state.windows('tr_over_tx', ''::text)$$);
+SELECT key, window_start, window_end, fired FROM state.windows('tr_over_tx', ''::text) ORDER BY key;
+SELECT state.advance_watermark('tr_over_tx', 'infinity');
+SELECT wait_for($$SELECT count(*) = 2 FROM tr_emitted$$);
+SELECT wait_for($$SELECT count(*) = 0 FROM state.windows('tr_over_tx', ''::text)$$);
+SELECT k, ws, we, r FROM tr_emitted ORDER BY k;
+TRUNCATE tr_emitted;
+
 -- Tumbling windows of an hour at both ends of the range: the first instant
 -- starts the first hour; the last instant's window is aligned (the hour
 -- before the end), its end, past the range, is 'infinity'; a value some
