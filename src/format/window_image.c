@@ -9,8 +9,15 @@
  * contents' bytes, in the server's byte order.  The reader trusts no
  * length: windows must be in increasing order of start, each ending after
  * it starts, and the counts must fit the bytes.
+ *
+ * Times are timestamptz microseconds, but for the bounds past its range
+ * (sql/sql_window.h): a start may lie before MIN_TIMESTAMP, an end past the
+ * range is DT_NOEND.  An end of exactly END_TIMESTAMP, which releases before
+ * 1.7 could write for the last window of the range, reads as DT_NOEND.
  */
 #include "postgres.h"
+
+#include "datatype/timestamp.h"
 
 #include "format/window_image.h"
 
@@ -32,6 +39,15 @@ take(const char **p, void *dst, Size n)
 {
 	memcpy(dst, *p, n);
 	*p += n;
+}
+
+/* A window's end, an end past the range read as 'infinity'. */
+static void
+take_end(const char **p, int64 *end)
+{
+	take(p, end, 8);
+	if (*end >= END_TIMESTAMP)
+		*end = DT_NOEND;
 }
 
 /*
@@ -63,7 +79,7 @@ window_set_read(const char *img, uint32 len, WindowSet *s)
 		if (end - p < MARK_SIZE)
 			return false;
 		take(&p, &s->marks[i].start, 8);
-		take(&p, &s->marks[i].end, 8);
+		take_end(&p, &s->marks[i].end);
 		take(&p, &s->marks[i].version, 4);
 	}
 	s->nmarks = (int) nmarks;
@@ -75,7 +91,7 @@ window_set_read(const char *img, uint32 len, WindowSet *s)
 		if (end - p < WINDOW_HEAD)
 			return false;
 		take(&p, &w->start, 8);
-		take(&p, &w->end, 8);
+		take_end(&p, &w->end);
 		take(&p, &w->version, 4);
 		take(&p, &w->flags, 1);
 		take(&p, &w->acclen, 4);

@@ -94,9 +94,13 @@ sql_time_domain_is_event(FunctionCallInfo fcinfo, bool by_default)
 	return false;
 }
 
-/* The instant argument argno: finite, as an image in call->buf. */
+/*
+ * The instant argument argno: finite, or 'infinity' when infinity_ok (a
+ * watermark: the end of event time), as an image in call->buf.
+ */
 static TimestampTz
-instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *what)
+instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *what,
+			bool infinity_ok)
 {
 	TimestampTz at;
 
@@ -105,10 +109,10 @@ instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *wha
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be null", what)));
 	at = PG_GETARG_TIMESTAMPTZ(argno);
-	if (TIMESTAMP_NOT_FINITE(at))
+	if (TIMESTAMP_IS_NOBEGIN(at) || (TIMESTAMP_IS_NOEND(at) && !infinity_ok))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("%s must be finite", what)));
+				 errmsg("%s must be finite%s", what, infinity_ok ? " or infinity" : "")));
 	if (call != NULL)
 	{
 		resetStringInfo(&call->buf);
@@ -129,7 +133,7 @@ state_timer_register(PG_FUNCTION_ARGS)
 	bool		isnull;
 
 	state_call_key(call, fcinfo, 1);
-	at = instant_arg(call, fcinfo, 2, "a timer's instant");
+	at = instant_arg(call, fcinfo, 2, "a timer's instant", false);
 	/* A timer registered again is there already: nothing to store or tell. */
 	resetStringInfo(&call->buf2);
 	if (call->backend->map_get(&call->target, &call->key, call->buf.data, call->buf.len,
@@ -150,11 +154,10 @@ Datum
 state_timer_delete(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
-
 	bool		removed;
 
 	state_call_key(call, fcinfo, 1);
-	(void) instant_arg(call, fcinfo, 2, "a timer's instant");
+	(void) instant_arg(call, fcinfo, 2, "a timer's instant", false);
 	removed = call->backend->map_remove(&call->target, &call->key,
 										call->buf.data, call->buf.len);
 	if (removed)
@@ -224,13 +227,14 @@ event_time_call(FunctionCallInfo fcinfo, uint8 privs)
 
 /*
  * advance_watermark(name, ts): event time has come to ts; timers due by
- * then fire.  A watermark never goes back.
+ * then fire.  A watermark never goes back.  'infinity' ends event time:
+ * everything fires, as at Flink's last watermark.
  */
 Datum
 state_advance_watermark(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = event_time_call(fcinfo, STATE_PRIV_WRITE);
-	TimestampTz to = instant_arg(NULL, fcinfo, 1, "a watermark");
+	TimestampTz to = instant_arg(NULL, fcinfo, 1, "a watermark", true);
 	TimestampTz was;
 
 	if (!timer_watermark_advance(call->target.slot, call->desc.id, to, &was))
@@ -296,7 +300,8 @@ state_timer_status(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(f.watermark);
 		nulls[2] = !d->timer_event_time || f.watermark == DT_NOBEGIN;
 		values[3] = Int64GetDatum(f.pending);
-		values[4] = TimestampTzGetDatum(f.next_due);
+		/* A window due at 'infinity' is indexed just before it (sql_window.h). */
+		values[4] = TimestampTzGetDatum(f.next_due >= END_TIMESTAMP ? DT_NOEND : f.next_due);
 		nulls[4] = f.next_due == DT_NOEND || f.pending == 0;
 		values[5] = Int64GetDatum(f.retrying);
 		values[6] = Float8GetDatum(f.fired_per_s);

@@ -236,26 +236,24 @@ sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
 
 /* ------------------------------------------------------------ window_add */
 
-/* The start of the window of length len that holds t, from the Unix epoch. */
+/*
+ * align_start is the start of the window of length len (positive) that
+ * holds t, windows lying side by side from the Unix epoch (as Flink's
+ * TimeWindow.getWindowStartWithOffset lays them): t less (t - epoch) mod
+ * len, rounded down before the epoch too.  The modulo is taken of t and of
+ * the epoch apart, so that nothing overflows over the whole range of
+ * timestamptz; the start may lie before the range (at most len before).
+ */
 static int64
 align_start(int64 t, int64 len)
 {
-	int64		from_epoch = t - UNIX_EPOCH_US;
-	int64		r = from_epoch % len;
+	int64		r;
 
+	Assert(len > 0);
+	r = (t % len - UNIX_EPOCH_US % len) % len;
 	if (r < 0)
 		r += len;
 	return t - r;
-}
-
-/* A window of a value whose end is past what a timestamptz holds. */
-static void
-window_out_of_range(StateCall *call, TimestampTz t)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("the windows of state \"%s\" at %s are out of range",
-					NameStr(call->desc.name), timestamptz_to_str(t))));
 }
 
 static void
@@ -271,43 +269,47 @@ put_raw(WindowSet *in, int64 start, int64 end, const char *value, uint32 len)
 	w->acclen = len;
 }
 
-/* The windows a value at t joins, by the state's assigner, into in. */
+/*
+ * The windows a value at t joins, by the state's assigner, into in.  An end
+ * past the range of timestamptz is 'infinity' (sql_window.h).
+ */
 static void
 assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, WindowSet *in)
 {
 	const StateDesc *d = &call->desc;
-	int64		end;
 
 	in->w = palloc(sizeof(WindowEntry) * (d->window_assigner == STATE_WINDOW_SLIDING ?
 										  d->window_size / d->window_slide + 1 : 1));
 	if (d->window_assigner == STATE_WINDOW_SESSION)
 	{
-		if (pg_add_s64_overflow(t, d->window_gap, &end) || end > END_TIMESTAMP)
-			window_out_of_range(call, t);
-		put_raw(in, t, end, value, len);
+		put_raw(in, t, window_time_add(t, d->window_gap), value, len);
 		return;
 	}
 	if (d->window_assigner == STATE_WINDOW_TUMBLING)
 	{
 		int64		start = align_start(t, d->window_size);
 
-		if (pg_add_s64_overflow(start, d->window_size, &end) || end > END_TIMESTAMP)
-			window_out_of_range(call, t);
-		put_raw(in, start, end, value, len);
+		put_raw(in, start, window_time_add(start, d->window_size), value, len);
 		return;
 	}
 	/* Sliding: every window of the slide's grid that holds t, oldest first. */
 	{
 		int64		last = align_start(t, d->window_slide);
 		int64		first = last;
-		int64		start;
 
+		int64		n;
+
+		/* At most size / slide steps back, from a finite t: no overflow. */
 		while (first - d->window_slide > t - d->window_size)
 			first -= d->window_slide;
-		if (pg_add_s64_overflow(last, d->window_size, &end) || end > END_TIMESTAMP)
-			window_out_of_range(call, t);
-		for (start = first; start <= last; start += d->window_slide)
-			put_raw(in, start, start + d->window_size, value, len);
+		/* Counted, as a step past the last start may pass what int64 holds. */
+		n = (last - first) / d->window_slide + 1;
+		for (int64 i = 0; i < n; i++)
+		{
+			int64		start = first + i * d->window_slide;
+
+			put_raw(in, start, window_time_add(start, d->window_size), value, len);
+		}
 	}
 }
 
@@ -359,15 +361,12 @@ state_window_add(PG_FUNCTION_ARGS)
 
 	window_set_init(&in);
 	assign_windows(call, t, call->buf.data, call->buf.len, &in);
-	if (in.w[0].start < MIN_TIMESTAMP ||
-		in.w[in.n - 1].end > END_TIMESTAMP - d->window_lateness)
-		window_out_of_range(call, t);
 	/* Windows whose lateness the watermark passed take nothing. */
 	if (d->timer_event_time)
 	{
 		TimestampTz w = timer_watermark(call->target.slot, d->id, NULL);
 
-		if (w != DT_NOBEGIN && in.w[in.n - 1].end <= w - d->window_lateness)
+		if (w != DT_NOBEGIN && window_time_add(in.w[in.n - 1].end, d->window_lateness) <= w)
 		{
 			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 			pfree(in.w);
@@ -419,8 +418,9 @@ state_window_get(PG_FUNCTION_ARGS)
 	if (call->backend->get(&call->target, &call->key, &call->buf))
 	{
 		window_read_or_fail(run, call->buf.data, call->buf.len, &s);
+		/* Of sliding windows starting before the range, the first ends first. */
 		for (int i = 0; i < s.n; i++)
-			if (s.w[i].start == start)
+			if (window_shown_start(s.w[i].start) == start)
 			{
 				bool		isnull;
 				Datum		result = window_result(run, s.w[i].acc, s.w[i].acclen,
@@ -459,7 +459,7 @@ windows_collect(void *arg, const char *key, uint32 keylen, const char *img, uint
 										ctx->restype);
 	for (int i = 0; i < s.n; i++)
 	{
-		values[1] = TimestampTzGetDatum(s.w[i].start);
+		values[1] = TimestampTzGetDatum(window_shown_start(s.w[i].start));
 		values[2] = TimestampTzGetDatum(s.w[i].end);
 		values[3] = BoolGetDatum((s.w[i].flags & WINDOW_FIRED) != 0);
 		tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);

@@ -223,11 +223,12 @@ insert_at(WindowSet *s, int *max, int pos, const WindowEntry *w)
 	s->n++;
 }
 
+/* The timer worker must look at a window at its end, at. */
 static void
 wake(WindowRun *run, int64 at)
 {
 	if (run->folded.nwake < lengthof(run->folded.wake))
-		run->folded.wake[run->folded.nwake++] = at;
+		run->folded.wake[run->folded.nwake++] = window_due_at(at);
 }
 
 /*
@@ -245,7 +246,8 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
 	int			pos = 0;
 	int			first;
 
-	if (s->cleaned_to != WINDOW_NO_CLOCK && x->end <= s->cleaned_to - d->window_lateness)
+	if (s->cleaned_to != WINDOW_NO_CLOCK &&
+		window_time_add(x->end, d->window_lateness) <= s->cleaned_to)
 		return false;
 	if (d->window_assigner != STATE_WINDOW_SESSION)
 	{
@@ -331,7 +333,7 @@ apply_marks(WindowRun *run, WindowSet *s, const WindowMark *marks, int nmarks, i
 	if (clock == WINDOW_NO_CLOCK)
 		return;
 	for (int i = 0; i < s->n; i++)
-		if (s->w[i].end > clock - lateness || (s->w[i].flags & WINDOW_DIRTY))
+		if (window_time_add(s->w[i].end, lateness) > clock || (s->w[i].flags & WINDOW_DIRTY))
 			s->w[n++] = s->w[i];
 	s->n = n;
 	s->cleaned_to = Max(s->cleaned_to, clock);
@@ -413,16 +415,18 @@ window_due_times(const StateDesc *desc, const char *img, uint32 len, WindowDueFn
 	if (!window_set_read(img, len, &s))
 		return;					/* reported when the key is read to fire */
 	for (int i = 0; i < s.n; i++)
-		fn(arg, (s.w[i].flags & WINDOW_DIRTY) ? s.w[i].end : s.w[i].end + desc->window_lateness);
+		fn(arg, window_due_at((s.w[i].flags & WINDOW_DIRTY) ? s.w[i].end :
+							  window_time_add(s.w[i].end, desc->window_lateness)));
 }
 
 /*
  * window_fire_image calls fn with the result of each window of a key's
- * image that ended by clock and changed since it last fired, and writes to
- * mark what to fold into the key once that is done (its marks, and the
- * clock that removes what is past its lateness).  revisit: the next
- * instant a window of it goes (DT_NOEND: none).  False when there is
- * nothing to do.
+ * image that ended by clock and changed since it last fired (its start as
+ * shown, sql_window.h), and writes to mark what to fold into the key once
+ * that is done (its marks, and the clock that removes what is past its
+ * lateness).  revisit: the next instant a window of it goes, as
+ * window_due_at tells it (DT_NOEND: none).  False when there is nothing to
+ * do.
  */
 bool
 window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
@@ -448,14 +452,14 @@ window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
 			bool		isnull;
 			Datum		result = window_result(run, w->acc, w->acclen, run->result_type, &isnull);
 
-			fn(arg, w->start, w->end, result, isnull);
+			fn(arg, window_shown_start(w->start), w->end, result, isnull);
 			m.marks[m.nmarks++] = (WindowMark) {w->start, w->end, w->version};
 			any = true;
 		}
-		if (w->end <= clock - lateness)
+		if (window_time_add(w->end, lateness) <= clock)
 			any = true;
 		else
-			*revisit = Min(*revisit, w->end + lateness);
+			*revisit = Min(*revisit, window_due_at(window_time_add(w->end, lateness)));
 	}
 	m.fire_clock = clock;
 	resetStringInfo(mark);
