@@ -78,7 +78,7 @@ parse_item(char *item, FaultPoint *fp, const char **why)
 	if (len == 0 || len >= FAULT_NAME_LEN ||
 		strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != len)
 	{
-		*why = "a point's name is empty, too long or not made of a-z, 0-9, _ and .";
+		*why = "a point's name is 1 to 63 characters of a-z, 0-9, underscore and dot";
 		return false;
 	}
 	for (a = 0; a < lengthof(action_names); a++)
