@@ -577,3 +577,45 @@ logged_keep_for_standby(XLogRecPtr needed)
 	slot_keep_in_worker(lsn, true);
 	kept = lsn != InvalidXLogRecPtr ? lsn : logged_slot_position();
 }
+
+/*
+ * logged_set_blocked: the state worker cannot apply the WAL record at lsn,
+ * or load checkpoint checkpoint, for the reason detail (a sentence), and
+ * tries again; with neither, it can again.  Sessions that wait for the
+ * worker get an error with that detail, and state.worker shows where
+ * (apply_blocked_lsn, restore_blocked_checkpoint).  The registry keeps it,
+ * as the sessions wait there.
+ */
+void
+logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail)
+{
+	registry_set_blocked(lsn, checkpoint, detail);
+}
+
+/*
+ * logged_set_blocked_record: the WAL record at lsn could not be applied,
+ * with the error message why (InvalidXLogRecPtr: it can be again).
+ */
+void
+logged_set_blocked_record(XLogRecPtr lsn, const char *why)
+{
+	char	   *detail = NULL;
+
+	if (lsn != InvalidXLogRecPtr)
+		detail = psprintf("The WAL record of logged states at %X/%X could not be applied: %s.",
+						  LSN_FORMAT_ARGS(lsn), why ? why : "");
+	logged_set_blocked(lsn, 0, detail);
+	if (detail)
+		pfree(detail);
+}
+
+/*
+ * logged_blocked: whether the worker's start or apply is stopped; *lsn
+ * and *checkpoint get where (either may be NULL), detail (len bytes, may
+ * be NULL) the reason.
+ */
+bool
+logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
+{
+	return registry_blocked(lsn, checkpoint, detail, len);
+}

@@ -61,8 +61,6 @@
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000
 
-#define BLOCKED_WHY_LEN		256
-
 typedef struct StandbyShared
 {
 	pg_atomic_uint64 applied;	/* end of the last record applied; 0: none */
@@ -73,13 +71,6 @@ typedef struct StandbyShared
 									 * shared memory */
 	pg_atomic_uint32 awaits_checkpoint;	/* the worker waits for (and has
 										 * asked for) a checkpoint */
-	slock_t		mutex;			/* protects the four below */
-	bool		blocked;		/* what cannot be applied stops the start, a
-								 * promotion or a standby's apply */
-	XLogRecPtr	blocked_at;		/* the WAL record it stops before (or where
-								 * the replay is; 0: a checkpoint's load) */
-	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
-	char		blocked_why[BLOCKED_WHY_LEN];	/* a sentence for errdetail */
 } StandbyShared;
 
 static StandbyShared *standby = NULL;
@@ -106,11 +97,6 @@ logged_standby_shmem_init(void)
 		pg_atomic_init_u64(&standby->seen_at, 0);
 		pg_atomic_init_u32(&standby->start_began, 0);
 		pg_atomic_init_u32(&standby->awaits_checkpoint, 0);
-		SpinLockInit(&standby->mutex);
-		standby->blocked = false;
-		standby->blocked_at = InvalidXLogRecPtr;
-		standby->blocked_checkpoint = 0;
-		standby->blocked_why[0] = '\0';
 	}
 }
 
@@ -125,65 +111,6 @@ bool
 logged_start_began(void)
 {
 	return pg_atomic_exchange_u32(&standby->start_began, 1) != 0;
-}
-
-/*
- * logged_set_blocked: the state worker cannot apply the WAL record at lsn,
- * or load checkpoint checkpoint, for the reason detail (a sentence), and
- * tries again; with neither, it can again.  Sessions that wait for the
- * worker get an error with that detail, and state.worker shows where
- * (apply_blocked_lsn, restore_blocked_checkpoint).
- */
-void
-logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail)
-{
-	SpinLockAcquire(&standby->mutex);
-	standby->blocked = lsn != InvalidXLogRecPtr || checkpoint != 0;
-	standby->blocked_at = lsn;
-	standby->blocked_checkpoint = checkpoint;
-	strlcpy(standby->blocked_why, standby->blocked && detail ? detail : "", BLOCKED_WHY_LEN);
-	SpinLockRelease(&standby->mutex);
-}
-
-/*
- * logged_set_blocked_record: the WAL record at lsn could not be applied,
- * with the error message why (InvalidXLogRecPtr: it can be again).
- */
-void
-logged_set_blocked_record(XLogRecPtr lsn, const char *why)
-{
-	char	   *detail = NULL;
-
-	if (lsn != InvalidXLogRecPtr)
-		detail = psprintf("The WAL record of logged states at %X/%X could not be applied: %s.",
-						  LSN_FORMAT_ARGS(lsn), why ? why : "");
-	logged_set_blocked(lsn, 0, detail);
-	if (detail)
-		pfree(detail);
-}
-
-/*
- * logged_blocked: whether the worker's start or apply is stopped; *lsn
- * and *checkpoint get where (either may be NULL), detail (len bytes, may
- * be NULL) the reason.
- */
-bool
-logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
-{
-	bool		blocked;
-
-	if (standby == NULL)
-		return false;
-	SpinLockAcquire(&standby->mutex);
-	blocked = standby->blocked;
-	if (lsn != NULL)
-		*lsn = standby->blocked_at;
-	if (checkpoint != NULL)
-		*checkpoint = standby->blocked_checkpoint;
-	if (detail != NULL && len > 0)
-		strlcpy(detail, standby->blocked_why, len);
-	SpinLockRelease(&standby->mutex);
-	return blocked;
 }
 
 /* Publish the stop of the apply of a standby's replay, or its end. */

@@ -29,32 +29,6 @@ typedef struct LmdbUsage
 	int64		bytes;
 } LmdbUsage;
 
-/*
- * lmdb_get_in looks a key up in txn: its image (pointing into LMDB's
- * map, valid until the transaction ends), or false when it has none.
- */
-bool
-lmdb_get_in(MDB_txn *txn, const LmdbKey *k, const StateKey *key, const char **image,
-			uint32 *len)
-{
-	MDB_val		mk = {k->len, k->data};
-	MDB_val		mv;
-	const char *skey;
-	uint32		skeylen;
-	int			rc = mdb_get(txn, lmdb_dbi, &mk, &mv);
-
-	if (rc == MDB_NOTFOUND)
-		return false;
-	if (rc != 0)
-		lmdb_fail(rc, "read");
-	if (!lmdb_entry_split(&mk, &mv, &skey, &skeylen, image, len) ||
-		(k->digest && (skeylen != key->len || memcmp(skey, key->data, key->len) != 0)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("an entry of the LMDB environment of lmdb states is damaged")));
-	return true;
-}
-
 /* Store a key's image in txn, counting what changed. */
 static void
 store(MDB_txn *txn, const LmdbKey *k, const StateKey *key, const char *image, uint32 len,

@@ -71,9 +71,6 @@ typedef struct TxnGate
 	pg_atomic_uint32 inside;	/* commits between their WAL and their apply */
 	pg_atomic_uint64 cut_wanted_until;	/* a timestamp; 0: none */
 	ConditionVariable cv;
-	/* Staged commits: per PGPROC, the last whose writes the worker applied. */
-	ConditionVariable stage_cv;
-	pg_atomic_uint64 stage_applied[FLEXIBLE_ARRAY_MEMBER];	/* full xids */
 } TxnGate;
 
 static TxnGate *gate = NULL;
@@ -84,17 +81,11 @@ static uint64 staged_fxid = 0;	/* this commit's rocksdb writes are staged */
 
 /* ---------------------------------------------------------------- gate */
 
-static Size
-gate_size(void)
-{
-	return add_size(offsetof(TxnGate, stage_applied),
-					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
-}
-
 Size
 txn_state_shmem_size(void)
 {
-	return add_size(MAXALIGN(gate_size()), txn_locks_shmem_size());
+	return add_size(add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size()),
+					rocks_stage_shmem_size());
 }
 
 void
@@ -102,31 +93,15 @@ txn_state_shmem_init(void)
 {
 	bool		found;
 
-	gate = ShmemInitStruct("state_backend transactional commits", gate_size(), &found);
+	gate = ShmemInitStruct("state_backend transactional commits", sizeof(TxnGate), &found);
 	if (!found)
 	{
 		pg_atomic_init_u32(&gate->inside, 0);
 		pg_atomic_init_u64(&gate->cut_wanted_until, 0);
 		ConditionVariableInit(&gate->cv);
-		ConditionVariableInit(&gate->stage_cv);
-		for (int i = 0; i < MaxBackends; i++)
-			pg_atomic_init_u64(&gate->stage_applied[i], 0);
 	}
 	txn_locks_shmem_init();
-}
-
-/*
- * txn_state_stage_applied: the state worker applied (or, for a transaction
- * that did not commit, forgot) the staged writes of commit fxid of the
- * session whose stage is "stage" (its PGPROC number + 1).
- */
-void
-txn_state_stage_applied(uint32 stage, uint64 fxid)
-{
-	if (stage == 0 || stage > (uint32) MaxBackends)
-		return;
-	pg_atomic_write_u64(&gate->stage_applied[stage - 1], fxid);
-	ConditionVariableBroadcast(&gate->stage_cv);
+	rocks_stage_shmem_init();
 }
 
 static bool
@@ -526,7 +501,6 @@ apply_key(PendState *ps, PendKey *pk)
 static void
 apply_staged(void)
 {
-	pg_atomic_uint64 *done = &gate->stage_applied[MyProc->pgprocno];
 	MemoryContext cxt = CurrentMemoryContext;
 
 	FAULT_POINT("apply.stage_before_ask");
@@ -542,20 +516,7 @@ apply_staged(void)
 	}
 	PG_END_TRY();
 	FAULT_POINT("apply.stage_wait");
-	while (pg_atomic_read_u64(done) != staged_fxid)
-	{
-		if (ProcDiePending || QueryCancelPending)
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("canceling the wait for the apply of this transaction's writes to rocksdb states"),
-					 errdetail("The transaction has already committed; the state worker applies its writes whole.")));
-			QueryCancelPending = false;
-			break;
-		}
-		(void) ConditionVariableTimedSleep(&gate->stage_cv, 100, PG_WAIT_EXTENSION);
-	}
-	ConditionVariableCancelSleep();
+	rocks_stage_wait(staged_fxid);
 }
 
 /*

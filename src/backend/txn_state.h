@@ -38,7 +38,6 @@ extern void txn_state_cut_done(void);
 extern void txn_standby_apply_begin(void);
 extern void txn_standby_apply_end(void);
 
-extern void txn_state_stage_applied(uint32 stage, uint64 fxid);
 extern Size txn_state_shmem_size(void);
 extern void txn_state_shmem_init(void);
 

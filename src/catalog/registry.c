@@ -20,6 +20,7 @@
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -32,7 +33,6 @@
 #include "common/locks.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
-#include "logged.h"
 
 typedef struct RegistrySlot
 {
@@ -48,6 +48,13 @@ typedef struct RegistryShared
 	pg_atomic_uint64 version;
 	bool		ready;			/* the worker has restored what it had to */
 	bool		standby;		/* it applies a standby's WAL (logged_standby.c) */
+	slock_t		blocked_mutex;	/* protects the four below */
+	bool		blocked;		/* what cannot be applied stops the start, a
+								 * promotion or a standby's apply */
+	XLogRecPtr	blocked_at;		/* the WAL record it stops before (or where
+								 * the replay is; 0: a checkpoint's load) */
+	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
+	char		blocked_why[256];	/* a sentence for errdetail */
 	pg_atomic_uint32 logged_pending;	/* logged states being created */
 	uint32		next_id;
 	int			nslots;
@@ -86,6 +93,11 @@ registry_shmem_init(void)
 		pg_atomic_init_u64(&registry->version, 1);
 		registry->ready = false;
 		registry->standby = false;
+		SpinLockInit(&registry->blocked_mutex);
+		registry->blocked = false;
+		registry->blocked_at = InvalidXLogRecPtr;
+		registry->blocked_checkpoint = 0;
+		registry->blocked_why[0] = '\0';
 		pg_atomic_init_u32(&registry->logged_pending, 0);
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
@@ -150,6 +162,49 @@ registry_is_standby(void)
 }
 
 /*
+ * registry_set_blocked: the state worker cannot apply the WAL record at
+ * lsn, or load checkpoint (0: none), for the reason detail (a sentence,
+ * for errdetail); both 0: it goes on again.  Sessions waiting for the
+ * registry are told instead of waiting.  logged.c sets it.
+ */
+void
+registry_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail)
+{
+	SpinLockAcquire(&registry->blocked_mutex);
+	registry->blocked = lsn != InvalidXLogRecPtr || checkpoint != 0;
+	registry->blocked_at = lsn;
+	registry->blocked_checkpoint = checkpoint;
+	strlcpy(registry->blocked_why,
+			!registry->blocked ? "" :
+			detail && detail[0] != '\0' ? detail :
+			"The state worker cannot load or apply what its start needs.",
+			sizeof(registry->blocked_why));
+	SpinLockRelease(&registry->blocked_mutex);
+}
+
+/*
+ * registry_blocked: whether the worker's start or apply is stopped; *lsn
+ * and *checkpoint get where (either may be NULL), detail (len bytes, may
+ * be NULL) the reason.
+ */
+bool
+registry_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
+{
+	bool		blocked;
+
+	SpinLockAcquire(&registry->blocked_mutex);
+	blocked = registry->blocked;
+	if (lsn != NULL)
+		*lsn = registry->blocked_at;
+	if (checkpoint != NULL)
+		*checkpoint = registry->blocked_checkpoint;
+	if (detail != NULL && len > 0)
+		strlcpy(detail, registry->blocked_why, len);
+	SpinLockRelease(&registry->blocked_mutex);
+	return blocked;
+}
+
+/*
  * Sessions wait until the worker is ready; once the server is promoted,
  * also until the worker has applied the rest of the standby's WAL, so that
  * no write comes before a change logged earlier.
@@ -162,7 +217,7 @@ registry_wait_ready(void)
 		char		detail[256];
 
 		/* Stopped by what it cannot load or apply: say why, do not hang. */
-		if (logged_blocked(NULL, NULL, detail, sizeof(detail)))
+		if (registry_blocked(NULL, NULL, detail, sizeof(detail)))
 			ereport(ERROR,
 					(errcode(ERRCODE_CANNOT_CONNECT_NOW),
 					 errmsg("state_backend serves no state yet: the state worker cannot load or apply what its start needs"),

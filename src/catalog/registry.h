@@ -18,6 +18,8 @@ extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
 extern void registry_set_standby(bool on);
 extern bool registry_is_standby(void);
+extern void registry_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);
+extern bool registry_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len);
 extern uint64 registry_version(void);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);

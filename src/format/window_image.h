@@ -11,6 +11,8 @@
 #ifndef STATE_BACKEND_WINDOW_IMAGE_H
 #define STATE_BACKEND_WINDOW_IMAGE_H
 
+#include "common/int.h"
+#include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 
 /* Flags of a window. */
@@ -51,5 +53,42 @@ typedef struct WindowSet
 extern void window_set_init(WindowSet *s);
 extern bool window_set_read(const char *img, uint32 len, WindowSet *s);
 extern void window_set_write(StringInfo out, const WindowSet *s);
+
+/*
+ * window_time_add is t (a window's bound) plus d (a size, gap or lateness,
+ * not negative), 'infinity' when that passes the range.
+ */
+static inline int64
+window_time_add(int64 t, int64 d)
+{
+	int64		sum;
+
+	Assert(d >= 0);
+	if (t >= END_TIMESTAMP || pg_add_s64_overflow(t, d, &sum) || sum >= END_TIMESTAMP)
+		return DT_NOEND;
+	return sum;
+}
+
+/* window_shown_start is a window's start as a timestamptz shows it. */
+static inline int64
+window_shown_start(int64 start)
+{
+	return start < MIN_TIMESTAMP ? DT_NOBEGIN : start;
+}
+
+/*
+ * window_due_at is the instant the timer worker is told to look at a
+ * window at: its end or when it goes.  The worker's index reads DT_NOEND
+ * as "no instant"; an instant at 'infinity' is told as the one just before
+ * it, which no finite watermark reaches (finite instants end before
+ * END_TIMESTAMP) and 'infinity' passes.
+ */
+#define WINDOW_DUE_AT_END	(DT_NOEND - 1)
+
+static inline int64
+window_due_at(int64 at)
+{
+	return at >= END_TIMESTAMP ? WINDOW_DUE_AT_END : at;
+}
 
 #endif							/* STATE_BACKEND_WINDOW_IMAGE_H */

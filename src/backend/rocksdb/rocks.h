@@ -22,5 +22,8 @@ extern bool rocks_client_stage_begin(uint32 stage, uint64 fxid);
 extern void rocks_client_stage_end(void);
 extern void rocks_client_stage_prepare(void);
 extern void rocks_client_stage_apply(void);
+extern Size rocks_stage_shmem_size(void);
+extern void rocks_stage_shmem_init(void);
+extern void rocks_stage_wait(uint64 fxid);
 
 #endif							/* STATE_BACKEND_ROCKS_H */

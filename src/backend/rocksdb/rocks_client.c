@@ -42,7 +42,7 @@ rc_send_call(RocksReqKind op, const char *payload, uint32 len, StringInfo reply,
 		return;
 	}
 	resetStringInfo(reply);
-	(void) rocks_handle_request(op, payload, len, reply);
+	(void) rocks_serve_request(op, payload, len, reply);
 }
 
 /* In the worker: run a request whose reply is not wanted. */
@@ -52,7 +52,7 @@ rc_run_here(RocksReqKind op, const char *payload, uint32 len)
 	StringInfoData reply;
 
 	initStringInfo(&reply);
-	(void) rocks_handle_request(op, payload, len, &reply);
+	(void) rocks_serve_request(op, payload, len, &reply);
 	pfree(reply.data);
 }
 

@@ -735,6 +735,10 @@ rocks_kept_data(void)
 	return states_adopted;
 }
 
+
+/* While set, rocks_commit gathers instead of writing: one batch for a stage (rocks_stage.c). */
+bool		rocks_commit_held = false;
+
 /* Commit the writes gathered from one session's requests. */
 void
 rocks_commit(void)

@@ -101,6 +101,8 @@ typedef struct RocksStageHeader
 } RocksStageHeader;
 
 /* rocks_stage.c: the worker's side of staged commits */
+extern bool rocks_serve_request(RocksReqKind op, const char *payload, uint32 len,
+								StringInfo reply);
 extern bool rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len,
 							   StringInfo reply);
 extern void rocks_stage_round(void);

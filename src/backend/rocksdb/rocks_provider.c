@@ -47,7 +47,7 @@ rp_handle_request(uint16 kind, const char *payload, uint32 len, StringInfo reply
 {
 	if (kind == ROCKS_REQ_RESTORE_NATIVE)
 		return rocks_handle_restore(payload, len, reply);
-	return rocks_handle_request((RocksReqKind) kind, payload, len, reply);
+	return rocks_serve_request((RocksReqKind) kind, payload, len, reply);
 }
 
 static const StateBackendProvider rocks_provider_def = {

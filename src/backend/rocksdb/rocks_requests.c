@@ -753,8 +753,7 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 {
 	Request		r;
 
-	if (op == ROCKS_REQ_STAGE || op == ROCKS_REQ_STAGE_PREPARE || op == ROCKS_REQ_STAGE_APPLY)
-		return rocks_stage_handle(op, payload, len, reply);
+	Assert(op != ROCKS_REQ_STAGE && op != ROCKS_REQ_STAGE_PREPARE && op != ROCKS_REQ_STAGE_APPLY);
 	if (op == STATE_REQUEST_ROUND_END)
 	{
 		if (rocks.db)

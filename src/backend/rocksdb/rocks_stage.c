@@ -19,18 +19,26 @@
  * cancelled or terminated after its commit, or have died): committed, it
  * applies them; aborted, it forgets them.  A start finds the intent
  * records left by a crash and does the same by the transaction's status.
- * The stage ends by telling the session (txn_state_stage_applied).
+ * The stage ends by telling the session, through a board in shared memory
+ * (per PGPROC, the last commit whose writes were applied) that the
+ * transactional layer sizes with its own (rocks_stage_shmem_size) and
+ * waits on (rocks_stage_wait).
  */
 #include "postgres.h"
 
 #include "access/transam.h"
 #include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/wait_event.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "backend/rocksdb/rocks.h"
 #include "backend/rocksdb/rocks_internal.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 
@@ -47,8 +55,78 @@ typedef struct Stage
 
 static HTAB *stages = NULL;
 
-/* While set, rocks_commit gathers instead of writing: one batch for a stage. */
-bool		rocks_commit_held = false;
+/* Per PGPROC, the last staged commit (a full xid) whose writes are applied. */
+typedef struct StageBoard
+{
+	ConditionVariable cv;
+	pg_atomic_uint64 applied[FLEXIBLE_ARRAY_MEMBER];
+} StageBoard;
+
+static StageBoard *board = NULL;
+
+Size
+rocks_stage_shmem_size(void)
+{
+	return add_size(offsetof(StageBoard, applied),
+					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+}
+
+void
+rocks_stage_shmem_init(void)
+{
+	bool		found;
+
+	board = ShmemInitStruct("state_backend staged commits", rocks_stage_shmem_size(), &found);
+	if (!found)
+	{
+		ConditionVariableInit(&board->cv);
+		for (int i = 0; i < MaxBackends; i++)
+			pg_atomic_init_u64(&board->applied[i], 0);
+	}
+}
+
+/*
+ * stage_applied: the state worker applied (or, for a transaction that did
+ * not commit, forgot) the staged writes of commit fxid of the session whose
+ * stage is "stage" (its PGPROC number + 1).
+ */
+static void
+stage_applied(uint32 stage, uint64 fxid)
+{
+	if (stage == 0 || stage > (uint32) MaxBackends)
+		return;
+	pg_atomic_write_u64(&board->applied[stage - 1], fxid);
+	ConditionVariableBroadcast(&board->cv);
+}
+
+/*
+ * rocks_stage_wait, in the committing session, until the worker applied
+ * the staged writes of its commit fxid.  PostgreSQL holds interrupts in a
+ * commit, so the wait looks for a cancel or a terminate itself: the
+ * transaction has committed and the worker applies its writes whole by
+ * itself, so the wait ends with a WARNING.
+ */
+void
+rocks_stage_wait(uint64 fxid)
+{
+	pg_atomic_uint64 *done = &board->applied[MyProc->pgprocno];
+
+	while (pg_atomic_read_u64(done) != fxid)
+	{
+		if (ProcDiePending || QueryCancelPending)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling the wait for the apply of this transaction's writes to rocksdb states"),
+					 errdetail("The transaction has already committed; the state worker applies its writes whole.")));
+			QueryCancelPending = false;
+			break;
+		}
+		(void) ConditionVariableTimedSleep(&board->cv, 100, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
 
 static void
 stages_init(void)
@@ -174,7 +252,7 @@ stage_resolve(Stage *s, bool committed)
 		pfree(key.data);
 		rocks_check(err, "remove a staged commit");
 	}
-	txn_state_stage_applied(s->stage, s->fxid);
+	stage_applied(s->stage, s->fxid);
 	stage_forget(s);
 }
 
@@ -189,6 +267,19 @@ static bool
 xact_committed(uint64 fxid)
 {
 	return TransactionIdDidCommit(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)));
+}
+
+/*
+ * rocks_serve_request runs one request in the worker: a staged commit's
+ * here, any other by rocks_handle_request.  Returns whether a reply was
+ * produced.
+ */
+bool
+rocks_serve_request(RocksReqKind op, const char *payload, uint32 len, StringInfo reply)
+{
+	if (op == ROCKS_REQ_STAGE || op == ROCKS_REQ_STAGE_PREPARE || op == ROCKS_REQ_STAGE_APPLY)
+		return rocks_stage_handle(op, payload, len, reply);
+	return rocks_handle_request(op, payload, len, reply);
 }
 
 /*
