@@ -32,7 +32,8 @@ extern void logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
 extern bool logged_standby_active(void);
 extern bool logged_standby_round(void);
 extern bool logged_standby_promoted(void);
-extern bool logged_start_began(void);
+extern bool logged_start_interrupted(void);
+extern void logged_start_loading(void);
 extern void logged_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);
 extern void logged_set_blocked_record(XLogRecPtr lsn, const char *why);
 extern void logged_start_wait(int ms);

@@ -101,16 +101,25 @@ logged_standby_shmem_init(void)
 }
 
 /*
- * logged_start_began, in the worker that is about to load states into
- * fresh shared memory: returns whether a worker before it began doing so
- * in this shared memory, and did not finish (it exited in the middle: an
- * error, a fault, a kill of the worker alone).  What that one loaded and
- * applied is then half there, and would be applied again.
+ * logged_start_interrupted, in the worker that is about to start: whether
+ * a worker before it began loading states into this shared memory and did
+ * not finish (it exited in the middle: an error, a fault, a kill of the
+ * worker alone).  What that one loaded and applied is then half there, and
+ * would be applied again.  A worker that failed before it loaded anything
+ * (its backends could not start: a full disk) leaves nothing to redo, and
+ * the next one simply tries again.
  */
 bool
-logged_start_began(void)
+logged_start_interrupted(void)
 {
-	return pg_atomic_exchange_u32(&standby->start_began, 1) != 0;
+	return pg_atomic_read_u32(&standby->start_began) != 0;
+}
+
+/* logged_start_loading: the worker begins loading states (see above). */
+void
+logged_start_loading(void)
+{
+	pg_atomic_write_u32(&standby->start_began, 1);
 }
 
 /* Publish the stop of the apply of a standby's replay, or its end. */

@@ -459,7 +459,7 @@ state_worker_start(void)
 		 * and its records would be applied again.  The server's processes
 		 * start again (exit code 2), with fresh shared memory.
 		 */
-		if (logged_start_began())
+		if (logged_start_interrupted())
 		{
 			ereport(LOG,
 					(errmsg("state_backend worker restarts the server's processes: the start of the worker before it did not finish"),
@@ -474,6 +474,7 @@ state_worker_start(void)
 		 */
 		keyed_backends_worker_start(standby ? STATE_WORKER_START_PROMOTED :
 									STATE_WORKER_START_FRESH);
+		logged_start_loading();
 		logged_note_adopted();
 		state_wal_suppress(true);
 		loaded = restore_on_start(standby, start_wait_restore, &restored);
