@@ -41,6 +41,7 @@ typedef struct Fired
 	int			slot;
 	StateDesc	desc;
 	bool		seen;			/* by the last look at the registry */
+	bool		owner_super;	/* its owner is a superuser (at the last look) */
 	TypeCodec	key_codec;
 	TypeCodec	at_codec;
 	FmgrInfo	handler;

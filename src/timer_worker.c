@@ -83,6 +83,21 @@ static int	worker_sec;
  * (KilledTimer).  firing_now is the timer whose handler runs.
  */
 #define OVERRUN_GRACE_MS	1000
+
+/*
+ * A batch stops taking timers once it has run this long: what is left goes
+ * back to the index, and the next batch is another owner's, so that one
+ * owner's slow handlers hold back another owner's timers by a second and
+ * one handler's call at most.
+ */
+#define BATCH_BUDGET_MS		1000
+static TimestampTz batch_began;
+
+static bool
+batch_over_budget(void)
+{
+	return TimestampDifferenceExceeds(batch_began, GetCurrentTimestamp(), BATCH_BUDGET_MS);
+}
 static TimeoutId overrun_timeout;
 static Firing *volatile firing_now = NULL;
 static bool have_killed = false;
@@ -104,6 +119,18 @@ typedef struct Unseen
 static Unseen *unseen = NULL;
 static int	nunseen = 0;
 static int	maxunseen = 0;
+
+/*
+ * start_transaction starts one of the worker's transactions with the
+ * statement start timestamp of now, so that now() in a handler, and
+ * failed_at, say when it runs, as in a session's statement.
+ */
+static void
+start_transaction(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+}
 
 /* ------------------------------------------------------------ the index */
 
@@ -197,6 +224,17 @@ load_window_due(void *arg, int64 at)
  * Load one key's timers (a map image of instants) into the index; of a
  * window state, the instants its windows are due to be looked at.
  */
+/* Whether a timer waits in its state's retries (a read of the state finds it too). */
+static bool
+retrying(const Fired *fs, int64 at, const char *key, uint32 keylen)
+{
+	for (int r = 0; r < fs->nretries; r++)
+		if (fs->retries[r].t.at == at && fs->retries[r].t.keylen == keylen &&
+			memcmp(fs->retries[r].t.key, key, keylen) == 0)
+			return true;
+	return false;
+}
+
 static void
 load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
@@ -212,8 +250,12 @@ load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 		return;
 	}
 	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
-		timer_heap_push(fs, DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen)),
-				  key, keylen);
+	{
+		int64		at = DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen));
+
+		if (fs->nretries == 0 || !retrying(fs, at, key, keylen))
+			timer_heap_push(fs, at, key, keylen);
+	}
 }
 
 /* Read a state's timers whole (in a transaction). */
@@ -382,6 +424,7 @@ sync_states(bool reload_all)
 				load_state(fs);
 		}
 		fs->seen = true;
+		fs->owner_super = superuser_arg(fs->desc.owner);
 	}
 	for (int i = nstates - 1; i >= 0; i--)
 		if (!states[i]->seen)
@@ -526,8 +569,17 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			fs->lag_next = (fs->lag_next + 1) % LAG_SAMPLES;
 		}
 	}
-	if (nstates > 0)
-		first_state = (first_state + 1) % nstates;
+	/* The next batch starts at the next state of another owner. */
+	for (int k = 1; k <= nstates; k++)
+	{
+		int			i = (first_state + k) % nstates;
+
+		if (k == nstates || !OidIsValid(owner) || states[i]->desc.owner != owner)
+		{
+			first_state = i;
+			break;
+		}
+	}
 	return n;
 }
 
@@ -769,7 +821,7 @@ remove_after_commit(Firing *batch, int n)
 	StringInfoData atimg;
 
 	initStringInfo(&atimg);
-	StartTransactionCommand();
+	start_transaction();
 	for (int i = 0; i < n; i++)
 		if (!batch[i].fs->desc.transactional && (batch[i].ok || batch[i].failed))
 			remove_timer(&batch[i], &atimg);
@@ -801,6 +853,13 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 		for (int i = 0; i < n; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
+			if (i > 0 && batch_over_budget())
+			{
+				/* The rest go back to the index, untouched. */
+				for (int j = i; j < n; j++)
+					batch[j].skip = true;
+				break;
+			}
 			batch[i].ok = fire_one(&batch[i], atimg);
 		}
 		ReleaseCurrentSubTransaction();
@@ -823,8 +882,9 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 		{
 			batch[i].ok = false;
 			batch[i].emitted = 0;
+			batch[i].skip = false;
 		}
-		else
+		else if (!batch[i].skip)
 			batch[i].attempts = batch[i].ok ? 1 : -1;	/* -1: gone, nothing to do */
 	}
 	return done;
@@ -865,7 +925,7 @@ fire_batch_transaction(Firing *batch, int n)
 	StringInfoData atimg;
 
 	initStringInfo(&atimg);
-	StartTransactionCommand();
+	start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	check_handlers(batch, n);
 	FAULT_POINT("timer.batch_begin");
@@ -877,6 +937,11 @@ fire_batch_transaction(Firing *batch, int n)
 			CHECK_FOR_INTERRUPTS();
 			if (f->skip)
 				continue;
+			if (i > 0 && batch_over_budget())
+			{
+				f->skip = true;
+				continue;
+			}
 			if (f->attempts > state_backend_timer_max_retries)
 			{
 				f->ok = false;
@@ -907,7 +972,7 @@ record_batch_failures(Firing *batch, int n)
 		any |= batch[i].failed;
 	if (!any)
 		return;
-	StartTransactionCommand();
+	start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	for (int i = 0; i < n; i++)
 		if (batch[i].failed)
@@ -937,12 +1002,16 @@ fire_batch(Firing *batch, int n)
 
 	for (int i = 0; i < n; i++)
 		attempts[i] = batch[i].attempts;
+	batch_began = GetCurrentTimestamp();
 	PG_TRY();
 	{
+		/* session_user and is_superuser are the owner's too */
+		SetSessionAuthorization(batch[0].fs->desc.owner, batch[0].fs->owner_super);
 		SetUserIdAndSecContext(batch[0].fs->desc.owner,
 							   worker_sec | SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
 		fire_batch_transaction(batch, n);
+		SetSessionAuthorization(worker_user, true);
 		SetUserIdAndSecContext(worker_user, worker_sec);
 	}
 	PG_CATCH();
@@ -953,6 +1022,7 @@ fire_batch(Firing *batch, int n)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		SetSessionAuthorization(worker_user, true);
 		SetUserIdAndSecContext(worker_user, worker_sec);
 		MemoryContextSwitchTo(cxt);
 		ereport(LOG,
@@ -1102,7 +1172,7 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 	if (overflow || registry_version() != seen_version ||
 		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS) || any_index_stale())
 	{
-		StartTransactionCommand();
+		start_transaction();
 		*any = sync_states(overflow) > 0;
 		CommitTransactionCommand();
 		*last_sync = now;

@@ -148,6 +148,51 @@ check_component_functions(Oid aggfnoid, Form_pg_aggregate agg)
 }
 
 /*
+ * aggregate_problem: NULL when user may execute aggregate aggfnoid and the
+ * aggregate's owner its transition, final, combine, serial and deserial
+ * functions, else what is wrong (palloc'd).  It raises nothing: the timer
+ * worker checks a window state's aggregate before each batch with it.
+ */
+char *
+aggregate_problem(Oid aggfnoid, Oid user)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	HeapTuple	proc;
+	Form_pg_aggregate agg;
+	Oid			owner;
+	Oid			fns[5];
+	char	   *problem = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return psprintf("aggregate %u does not exist", aggfnoid);
+	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(proc))
+	{
+		ReleaseSysCache(tup);
+		return psprintf("aggregate %u does not exist", aggfnoid);
+	}
+	owner = ((Form_pg_proc) GETSTRUCT(proc))->proowner;
+	ReleaseSysCache(proc);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	fns[0] = agg->aggtransfn;
+	fns[1] = agg->aggfinalfn;
+	fns[2] = agg->aggcombinefn;
+	fns[3] = agg->aggserialfn;
+	fns[4] = agg->aggdeserialfn;
+	ReleaseSysCache(tup);
+	if (pg_proc_aclcheck(aggfnoid, user, ACL_EXECUTE) != ACLCHECK_OK)
+		return psprintf("permission denied for aggregate %s", format_procedure(aggfnoid));
+	for (int i = 0; i < lengthof(fns); i++)
+		if (OidIsValid(fns[i]) && pg_proc_aclcheck(fns[i], owner, ACL_EXECUTE) != ACLCHECK_OK)
+		{
+			problem = psprintf("the owner of aggregate %s may not execute its function %s",
+							   format_procedure(aggfnoid), format_procedure(fns[i]));
+			break;
+		}
+	return problem;
+}
+
+/*
  * aggregate_describe checks that an aggregating state of input_type owned
  * by owner can hold aggregate aggfnoid, and fills the descriptor's
  * aggregate, agg_signature and agg_type.  Raises what is wrong.

@@ -49,6 +49,7 @@ extern void aggregate_fold(AggregateRun *run, const char *cur, uint32 curlen, Da
 						   const Datum *more, const bool *more_null, StringInfo out);
 extern Datum aggregate_result(AggregateRun *run, const char *img, uint32 len, bool *isnull);
 extern bool aggregate_has_combine(Oid aggfnoid);
+extern char *aggregate_problem(Oid aggfnoid, Oid user);
 extern void aggregate_combine(AggregateRun *run, const char *a, uint32 alen, const char *b,
 							  uint32 blen, StringInfo out);
 

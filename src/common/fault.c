@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 
 #include "common/fault.h"
 
@@ -204,7 +205,14 @@ fault_point_reached(const char *name)
 			abort();
 			break;
 		case FAULT_SLEEP:
-			pg_usleep((long) fp->n * 1000L);
+			{
+				/* The whole time, whatever signal comes (pg_usleep ends at one). */
+				TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), fp->n);
+				TimestampTz now;
+
+				while ((now = GetCurrentTimestamp()) < end)
+					pg_usleep((long) Min(end - now, 100000));
+			}
 			break;
 	}
 }

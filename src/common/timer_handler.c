@@ -17,6 +17,7 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
+#include "common/aggregate.h"
 #include "common/timer_handler.h"
 
 /*
@@ -175,5 +176,13 @@ timer_handler_problem(const StateDesc *desc)
 	if (pg_proc_aclcheck(desc->timer_handler, desc->owner, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("the owner of %s state \"%s\" may not execute its %s %s",
 						kind, NameStr(desc->name), what, desc->timer_signature);
+	/* A window state's aggregate runs in the worker too (its final function). */
+	if (desc->kind == STATE_KIND_WINDOW && desc->window_contents == STATE_WINDOW_AGGREGATE)
+	{
+		problem = aggregate_problem(desc->aggregate, desc->owner);
+		if (problem != NULL)
+			return psprintf("the aggregate of %s state \"%s\" cannot run: %s",
+							kind, NameStr(desc->name), problem);
+	}
 	return NULL;
 }

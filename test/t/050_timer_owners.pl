@@ -18,7 +18,14 @@
 #    other owners' timers fire meanwhile, and the cluster does not restart;
 #  - registered and deleted timers do not pile up in the worker's index;
 #  - a handler whose EXECUTE was revoked from the state's owner does not run
-#    even once after the revoke committed.
+#    even once after the revoke committed, nor does a window state's
+#    aggregate whose EXECUTE was revoked;
+#  - a handler sees its owner as session_user, is_superuser off, and now()
+#    as of its batch;
+#  - one owner's slow handlers hold back another owner's timer due with them
+#    by about a second (a batch's budget), not by the whole batch;
+#  - a timer waiting to be retried is not fired again when its state is read
+#    whole meanwhile.
 
 use strict;
 use warnings;
@@ -59,7 +66,7 @@ sub as_role
 
 as_role(
 	'alice', q{
-CREATE TABLE alice.log (k int, at timestamptz, who name);
+CREATE TABLE alice.log (k int, at timestamptz, who name, fired timestamptz DEFAULT clock_timestamp());
 CREATE FUNCTION alice.h(k int, at timestamptz) RETURNS void LANGUAGE sql
     AS $$ INSERT INTO alice.log VALUES (k, at, current_user) $$;
 SELECT state.create_state('a_timers', 'timers', 'int', handler => 'alice.h(int,timestamptz)');
@@ -146,6 +153,51 @@ END $$;
 SELECT state.create_state('m_loop', 'timers', 'int', handler => 'mallory.h_loop(int,timestamptz)');
 
 SELECT state.create_state('m_sd', 'timers', 'int', handler => 'alice.sd(int,timestamptz)');
+
+-- Who a handler runs as, and when it thinks it is.
+CREATE TABLE mallory.seen (su name, cu name, is_su text, skew interval);
+CREATE FUNCTION mallory.h_who(k int, at timestamptz) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO mallory.seen
+        VALUES (session_user, current_user, current_setting('is_superuser'), clock_timestamp() - now()) $$;
+SELECT state.create_state('m_who', 'timers', 'int', handler => 'mallory.h_who(int,timestamptz)');
+
+-- Slow handlers.
+CREATE FUNCTION mallory.h_slow(k int, at timestamptz) RETURNS void LANGUAGE sql
+    AS $$ SELECT pg_sleep(0.4) $$;
+SELECT state.create_state('m_slow', 'timers', 'int', handler => 'mallory.h_slow(int,timestamptz)');
+
+-- A handler that fails for key 1, counting its calls.
+CREATE SEQUENCE mallory.calls;
+CREATE FUNCTION mallory.h_bad(k int, at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF k = 1 THEN
+        PERFORM nextval('mallory.calls');
+        RAISE EXCEPTION 'always fails';
+    END IF;
+END $$;
+SELECT state.create_state('m_bad', 'timers', 'int', handler => 'mallory.h_bad(int,timestamptz)');
+});
+
+# A window state of alice's folding with carol's aggregate.
+$node->safe_psql('postgres', q{
+CREATE ROLE carol;
+CREATE SCHEMA carol AUTHORIZATION carol;
+GRANT USAGE ON SCHEMA carol TO alice;
+SET ROLE carol;
+CREATE FUNCTION carol.fin(s bigint) RETURNS bigint LANGUAGE sql AS $$ SELECT s $$;
+CREATE FUNCTION carol.comb(a bigint, b bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$ SELECT a + b $$;
+CREATE AGGREGATE carol.mysum(bigint) (sfunc = int8pl, stype = bigint, finalfunc = carol.fin,
+                                      combinefunc = carol.comb, initcond = '0');
+REVOKE EXECUTE ON FUNCTION carol.mysum(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION carol.mysum(bigint) TO alice;
+RESET ROLE;
+SET ROLE alice;
+CREATE TABLE alice.out (k int, ws timestamptz, n bigint);
+CREATE FUNCTION alice.em(k int, ws timestamptz, we timestamptz, n bigint) RETURNS void LANGUAGE sql
+    AS $$ INSERT INTO alice.out VALUES (k, ws, n) $$;
+SELECT state.create_state('aw', 'window', 'int', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          aggregate => 'carol.mysum(bigint)',
+                          emit => 'alice.em(int,timestamptz,timestamptz,bigint)');
 });
 
 sub failures
@@ -273,6 +325,68 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM alice.sdlog}), '1',
 	'and did not run after the revoke');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM state.timers('m_sd', 10)}), '1',
 	'its timer waits in its state');
+
+# ---- who and when a handler is
+as_role('mallory', q{SELECT state.timer_register('m_who', 1, clock_timestamp())});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM mallory.seen}),
+	'the handler that looks at itself ran');
+is($node->safe_psql('postgres', q{SELECT su || ' ' || cu || ' ' || is_su FROM mallory.seen}),
+	'mallory mallory off', 'as mallory for session_user and current_user, not a superuser');
+is($node->safe_psql('postgres', q{SELECT skew < interval '1 s' FROM mallory.seen}),
+	't', 'now() is the time of its batch, not of the worker\'s start');
+
+# ---- slow handlers of one owner, a timer of another due with them
+$at = $node->safe_psql('postgres', q{SELECT clock_timestamp() + interval '1 s'});
+as_role('mallory', qq{SELECT count(state.timer_register('m_slow', g, '$at')) FROM generate_series(1, 20) g});
+as_role('alice', qq{SELECT state.timer_register('a_timers', 12, '$at')});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM alice.log WHERE k = 12}),
+	"alice's timer due with 20 of mallory's slow handlers fired");
+is($node->safe_psql('postgres',
+		qq{SELECT (SELECT fired FROM alice.log WHERE k = 12) - '$at'::timestamptz < interval '4 s'}),
+	't', 'within a batch\'s budget, not after the 8 s mallory\'s handlers take');
+
+ok($node->poll_query_until('postgres', q{SELECT pending = 0 FROM state.timer_status WHERE name = 'm_slow'}),
+	'mallory\'s slow timers all fired');
+
+# ---- a timer waiting to be retried, its state read whole meanwhile
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET state_backend.timer_retry_delay = '4s';
+SELECT pg_reload_conf();});
+sleep 2;
+as_role('mallory', q{SELECT state.timer_register('m_bad', 1, clock_timestamp())});
+ok($node->poll_query_until('postgres', q{SELECT last_value = 1 FROM mallory.calls}),
+	'the failing handler ran once');
+# Deletes that make the worker read the state whole while the timer waits.
+as_role('mallory', q{
+SELECT count(state.timer_register('m_bad', g, '3000-01-01')) FROM generate_series(2, 3000) g;
+SELECT count(state.timer_delete('m_bad', g, '3000-01-01')) FROM generate_series(2, 3000) g;});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM state.timer_failures WHERE name = 'm_bad'}),
+	'the timer reached state.timer_failures');
+is($node->safe_psql('postgres', q{SELECT count(*) || ' ' || max(attempts) FROM state.timer_failures WHERE name = 'm_bad'}),
+	'1 2', 'once, after its try and one retry');
+is($node->safe_psql('postgres', q{SELECT last_value FROM mallory.calls}), '2',
+	'its handler ran twice, not more');
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET state_backend.timer_retry_delay;
+SELECT pg_reload_conf();});
+
+# ---- a window state's aggregate revoked
+as_role('alice', q{
+SELECT state.window_add('aw', 1, '2026-06-01 12:00:05+00', 5::bigint);
+SELECT state.advance_watermark('aw', '2026-06-01 12:01:00+00');});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM alice.out}),
+	'the window state emitted with carol\'s aggregate');
+as_role('alice', q{SELECT state.window_add('aw', 3, '2026-06-01 12:02:05+00', 9::bigint)});
+$node->safe_psql('postgres', q{SET ROLE carol; REVOKE EXECUTE ON FUNCTION carol.mysum(bigint) FROM alice});
+as_role('alice', q{SELECT state.advance_watermark('aw', '2026-06-01 12:03:00+00')});
+ok($node->poll_query_until('postgres',
+		q{SELECT problem LIKE '%aggregate%' FROM state.timer_status WHERE name = 'aw'}),
+	'the revoked aggregate is reported as a problem');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM alice.out}), '1',
+	'and its window was not emitted');
+$node->safe_psql('postgres', q{SET ROLE carol; GRANT EXECUTE ON FUNCTION carol.mysum(bigint) TO alice});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM alice.out WHERE k = 3 OR k = 1}),
+	'the window fires once the grant is back');
 
 $node->stop;
 done_testing();
