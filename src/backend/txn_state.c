@@ -932,3 +932,17 @@ const KeyedStateBackend txn_keyed_backend = {
 	.size = txn_size,
 	.snapshot = NULL,
 };
+
+void
+txn_state_drop_begin(const StateTarget *st)
+{
+	if (st->desc->transactional)
+		txn_use_state_whole(st);
+}
+
+void
+txn_state_drop_end(const StateTarget *st)
+{
+	if (st->desc->transactional)
+		txn_use_state_whole_end(st);
+}

@@ -38,6 +38,15 @@ extern void txn_state_cut_done(void);
 extern void txn_standby_apply_begin(void);
 extern void txn_standby_apply_end(void);
 
+/*
+ * A drop of a transactional state waits for the commits of it under way
+ * (txn_state_drop_begin), and holds off new ones until its transaction
+ * ends, where they find the state gone before their commit record
+ * (txn_state_drop_end, once the drop is done, or failed).
+ */
+extern void txn_state_drop_begin(const StateTarget *st);
+extern void txn_state_drop_end(const StateTarget *st);
+
 extern Size txn_state_shmem_size(void);
 extern void txn_state_shmem_init(void);
 

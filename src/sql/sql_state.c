@@ -23,6 +23,7 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/timer_queue.h"
+#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/aggregate.h"
@@ -378,8 +379,22 @@ state_drop_state(PG_FUNCTION_ARGS)
 	/* A concurrent drop between lookup and drop counts as "not there". */
 	if (registry_lookup(name, &desc, &slot))
 	{
+		StateTarget st = {&desc, slot};
+		volatile bool dropped = false;
+
 		registry_check_owner(&desc);
-		if (state_ops_drop(&desc, slot))
+		/* A commit of it under way finishes first (txn_state.h). */
+		txn_state_drop_begin(&st);
+		PG_TRY();
+		{
+			dropped = state_ops_drop(&desc, slot);
+		}
+		PG_FINALLY();
+		{
+			txn_state_drop_end(&st);
+		}
+		PG_END_TRY();
+		if (dropped)
 			PG_RETURN_VOID();
 	}
 	if (!if_exists)
