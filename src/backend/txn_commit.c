@@ -496,12 +496,15 @@ apply_key(PendState *ps, PendKey *pk)
  * interrupts here, so the wait looks for a cancel or a terminate itself:
  * the transaction has committed, and the worker applies the writes whole
  * by itself once it sees that, so the wait ends with a WARNING; a cancel
- * is spent on it, a terminate ends the session after its commit.
+ * is spent on it, a terminate ends the session after its commit.  A worker
+ * that restarts after this point applies the commit in its recovery (the
+ * transaction has committed), which ends the wait as well.
  */
 static void
 apply_staged(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	uint32		restarts = rocks_stage_restarts();
 
 	FAULT_POINT("apply.stage_before_ask");
 	PG_TRY();
@@ -516,7 +519,7 @@ apply_staged(void)
 	}
 	PG_END_TRY();
 	FAULT_POINT("apply.stage_wait");
-	rocks_stage_wait(staged_fxid);
+	rocks_stage_wait(staged_fxid, restarts);
 }
 
 /*

@@ -23,6 +23,18 @@
  * (per PGPROC, the last commit whose writes were applied) that the
  * transactional layer sizes with its own (rocks_stage_shmem_size) and
  * waits on (rocks_stage_wait).
+ *
+ * A worker that restarts alone (it exited after a failed write, or on a
+ * FATAL) loses the stages it held in memory, and not the sessions that
+ * sent them.  So the prepare carries how many writes the session staged,
+ * and a worker that holds another number (it started while they were
+ * sent) refuses the commit; the recovery keeps an intent record whose
+ * transaction is still running as a prepared stage of that transaction's
+ * session (found from its PGPROC), to be applied or forgotten once the
+ * transaction ends as any other; an apply asked for a stage the worker
+ * does not hold (the recovery applied it) is answered at once; and the
+ * board counts the recoveries, so that a session waiting for a commit the
+ * recovery applied stops waiting.
  */
 #include "postgres.h"
 
@@ -50,15 +62,20 @@ typedef struct Stage
 	uint32		stage;			/* hash key */
 	uint64		fxid;
 	bool		prepared;		/* its intent record is written */
+	bool		recovered;		/* read back from its intent at a restart */
+	uint32		count;			/* how many writes it holds */
 	StringInfoData writes;		/* [uint16 kind][uint32 len][request] each */
 } Stage;
 
 static HTAB *stages = NULL;
 
+static void intent_remove(uint64 fxid);
+
 /* Per PGPROC, the last staged commit (a full xid) whose writes are applied. */
 typedef struct StageBoard
 {
 	ConditionVariable cv;
+	pg_atomic_uint32 restarts;	/* recoveries of intent records done */
 	pg_atomic_uint64 applied[FLEXIBLE_ARRAY_MEMBER];
 } StageBoard;
 
@@ -80,6 +97,7 @@ rocks_stage_shmem_init(void)
 	if (!found)
 	{
 		ConditionVariableInit(&board->cv);
+		pg_atomic_init_u32(&board->restarts, 0);
 		for (int i = 0; i < MaxBackends; i++)
 			pg_atomic_init_u64(&board->applied[i], 0);
 	}
@@ -100,18 +118,32 @@ stage_applied(uint32 stage, uint64 fxid)
 }
 
 /*
+ * rocks_stage_restarts: how many times the worker recovered its intent
+ * records; read by a committing session after its commit record, before it
+ * asks for the apply (rocks_stage_wait).
+ */
+uint32
+rocks_stage_restarts(void)
+{
+	return pg_atomic_read_u32(&board->restarts);
+}
+
+/*
  * rocks_stage_wait, in the committing session, until the worker applied
- * the staged writes of its commit fxid.  PostgreSQL holds interrupts in a
- * commit, so the wait looks for a cancel or a terminate itself: the
- * transaction has committed and the worker applies its writes whole by
- * itself, so the wait ends with a WARNING.
+ * the staged writes of its commit fxid, or until a worker restarted after
+ * "restarts" was read: its recovery, which saw the transaction committed,
+ * applied them.  PostgreSQL holds interrupts in a commit, so the wait looks
+ * for a cancel or a terminate itself: the transaction has committed and
+ * the worker applies its writes whole by itself, so the wait ends with a
+ * WARNING.
  */
 void
-rocks_stage_wait(uint64 fxid)
+rocks_stage_wait(uint64 fxid, uint32 restarts)
 {
 	pg_atomic_uint64 *done = &board->applied[MyProc->pgprocno];
 
-	while (pg_atomic_read_u64(done) != fxid)
+	while (pg_atomic_read_u64(done) != fxid &&
+		   pg_atomic_read_u32(&board->restarts) == restarts)
 	{
 		if (ProcDiePending || QueryCancelPending)
 		{
@@ -241,17 +273,18 @@ static void
 stage_resolve(Stage *s, bool committed)
 {
 	if (committed)
-		(void) apply_writes(s->writes.data, s->writes.len, s->fxid, false);
-	else if (s->prepared)
 	{
-		StringInfoData key;
-		char	   *err = NULL;
+		int			skipped = apply_writes(s->writes.data, s->writes.len, s->fxid,
+										   s->recovered);
 
-		intent_key(&key, s->fxid);
-		rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
-		pfree(key.data);
-		rocks_check(err, "remove a staged commit");
+		if (s->recovered)
+			ereport(LOG,
+					(errmsg("state_backend applied the writes to rocksdb states of transaction %llu, which committed after the state worker restarted",
+							(unsigned long long) s->fxid),
+					 skipped > 0 ? errdetail("%d writes to states dropped since were left out.", skipped) : 0));
 	}
+	else if (s->prepared)
+		intent_remove(s->fxid);
 	stage_applied(s->stage, s->fxid);
 	stage_forget(s);
 }
@@ -308,6 +341,8 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 	{
 		s->fxid = h.fxid;
 		s->prepared = false;
+		s->recovered = false;
+		s->count = 0;
 		s->writes.data = MemoryContextAlloc(TopMemoryContext, 1024);
 		s->writes.maxlen = 1024;
 		s->writes.len = 0;
@@ -331,6 +366,7 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				appendBinaryStringInfo(&s->writes, (const char *) &rlen, sizeof(rlen));
 				appendBinaryStringInfo(&s->writes, payload + sizeof(h) + sizeof(kind), rlen);
 				MemoryContextSwitchTo(old);
+				s->count++;
 				return false;
 			}
 		case ROCKS_REQ_STAGE_PREPARE:
@@ -340,6 +376,19 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				char	   *err = NULL;
 
 				FAULT_POINT("commit.rocksdb_stage_prepare");
+				if (s->count != h.count)
+				{
+					uint32		held = s->count;
+
+					/* Its writes are incomplete: the transaction aborts. */
+					stage_forget(s);
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not stage the writes of this transaction to rocksdb states"),
+							 errdetail("The state worker restarted while they were sent: it holds %u of the %u writes.",
+									   held, h.count),
+							 errhint("The transaction can be retried.")));
+				}
 				rocks_check_space_for(2 * (uint64) s->writes.len);
 				intent_key(&key, s->fxid);
 				rocksdb_writeoptions_set_sync(sync, 1);
@@ -354,11 +403,20 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				return true;
 			}
 		default:
-			/* ROCKS_REQ_STAGE_APPLY: its transaction has committed. */
+
+			/*
+			 * ROCKS_REQ_STAGE_APPLY: its transaction has committed.  A stage
+			 * this worker does not hold was applied by its recovery (the
+			 * worker restarted after the commit record): the session is told
+			 * all the same.
+			 */
 			if (s->prepared)
 				stage_resolve(s, true);
 			else
+			{
 				stage_forget(s);
+				stage_applied(h.stage, h.fxid);
+			}
 			return false;
 	}
 }
@@ -375,15 +433,32 @@ rocks_stage_round(void)
 	Stage	   *s;
 	uint32		ids[64];
 	int			n = 0;
+	bool		receiving = false;
+	bool		waiting = false;
 
 	if (stages == NULL || hash_get_num_entries(stages) == 0)
 		return;
 	hash_seq_init(&seq, stages);
 	while ((s = hash_seq_search(&seq)) != NULL)
 	{
-		if (n < lengthof(ids) && !xact_running(s->fxid))
-			ids[n++] = s->stage;
+		if (!xact_running(s->fxid))
+		{
+			if (n < lengthof(ids))
+				ids[n++] = s->stage;
+		}
+		else if (!s->recovered)
+		{
+			/* A stage being received, or prepared and waiting for its commit. */
+			if (s->prepared)
+				waiting = true;
+			else
+				receiving = true;
+		}
 	}
+	if (receiving)
+		FAULT_POINT("commit.rocksdb_stage_receiving");
+	if (waiting)
+		FAULT_POINT("commit.rocksdb_stage_waiting");
 	for (int i = 0; i < n; i++)
 	{
 		s = hash_search(stages, &ids[i], HASH_FIND, NULL);
@@ -422,10 +497,77 @@ collect_intent(void *arg, const char *k, size_t klen, const char *v, size_t vlen
 	return true;
 }
 
+/* Removes an intent record: its transaction did not commit. */
+static void
+intent_remove(uint64 fxid)
+{
+	StringInfoData key;
+	char	   *err = NULL;
+
+	intent_key(&key, fxid);
+	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
+	pfree(key.data);
+	rocks_check(err, "remove a staged commit");
+}
+
+/*
+ * intent_keep: the intent record of a transaction still running (the
+ * worker restarted alone between its prepare and its commit record)
+ * becomes again the prepared stage of its session, found from the
+ * transaction's PGPROC (through its pid: PostgreSQL 15 has no lookup by
+ * xid to the PGPROC itself); rocks_stage_round or the session's apply resolves
+ * it once the transaction ends.  False when the transaction has ended
+ * meanwhile (it left the proc array, so its status is final).
+ */
+static bool
+intent_keep(Intent *in)
+{
+	TransactionId xid = XidFromFullTransactionId(FullTransactionIdFromU64(in->fxid));
+	int			pid = BackendXidGetPid(xid);
+	PGPROC	   *proc = pid != 0 ? BackendPidGetProc(pid) : NULL;
+	uint32		id;
+	Stage	   *s;
+	bool		found;
+	static uint32 sessionless = 0;
+
+	if (proc != NULL)
+		id = (uint32) proc->pgprocno + 1;
+	else if (xact_running(in->fxid))
+	{
+		/* Not a session's (a prepared transaction): no one to tell. */
+		id = (uint32) MaxBackends + 1 + sessionless++;
+	}
+	else
+		return false;
+	stages_init();
+	s = hash_search(stages, &id, HASH_ENTER, &found);
+	if (found)
+		stage_forget(s);		/* cannot be: a session has one commit at a time */
+	s = hash_search(stages, &id, HASH_ENTER, &found);
+	s->fxid = in->fxid;
+	s->prepared = true;
+	s->recovered = true;
+	s->count = 0;
+	s->writes.data = MemoryContextAlloc(TopMemoryContext, in->len + 1);
+	memcpy(s->writes.data, in->data, in->len);
+	s->writes.data[in->len] = '\0';
+	s->writes.len = in->len;
+	s->writes.maxlen = in->len + 1;
+	s->writes.cursor = 0;
+	ereport(LOG,
+			(errmsg("state_backend keeps the staged writes to rocksdb states of transaction %llu, still running, until it ends",
+					(unsigned long long) in->fxid)));
+	return true;
+}
+
 /*
  * rocks_stage_recover, at a start that kept the instance: the intent
- * records a crash left are applied when their transaction committed and
- * removed otherwise.  Not on a standby (its instance is set aside).
+ * records a crash or the worker's exit left are applied when their
+ * transaction committed and removed when it aborted; one whose transaction
+ * is still running (only when the worker restarted alone) is kept as a
+ * prepared stage.  Then the board's count of recoveries goes up, which
+ * ends the wait of a session whose commit was applied here.  Not on a
+ * standby (its instance is set aside).
  */
 void
 rocks_stage_recover(void)
@@ -444,6 +586,9 @@ rocks_stage_recover(void)
 	{
 		Intent	   *in = lfirst(lc);
 
+		if (xact_running(in->fxid) && intent_keep(in))
+			continue;
+		FAULT_POINT("apply.rocksdb_stage_recover");
 		if (xact_committed(in->fxid))
 		{
 			int			skipped = apply_writes(in->data, in->len, in->fxid, true);
@@ -454,14 +599,8 @@ rocks_stage_recover(void)
 					 skipped > 0 ? errdetail("%d writes to states dropped since were left out.", skipped) : 0));
 		}
 		else
-		{
-			StringInfoData key;
-			char	   *err = NULL;
-
-			intent_key(&key, in->fxid);
-			rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
-			pfree(key.data);
-			rocks_check(err, "remove a staged commit");
-		}
+			intent_remove(in->fxid);
 	}
+	pg_atomic_fetch_add_u32(&board->restarts, 1);
+	ConditionVariableBroadcast(&board->cv);
 }
