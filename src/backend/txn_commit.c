@@ -401,6 +401,7 @@ stage_writes(PendState **ps, int n, uint64 fxid)
 	PG_END_TRY();
 	FAULT_POINT("commit.before_stage_prepare");
 	rocks_client_stage_prepare();
+	rocks_stage_expect(fxid);
 	staged_fxid = fxid;
 }
 
@@ -497,14 +498,13 @@ apply_key(PendState *ps, PendKey *pk)
  * the transaction has committed, and the worker applies the writes whole
  * by itself once it sees that, so the wait ends with a WARNING; a cancel
  * is spent on it, a terminate ends the session after its commit.  A worker
- * that restarts after this point applies the commit in its recovery (the
- * transaction has committed), which ends the wait as well.
+ * that restarted since the prepare applies the commit itself (its recovery,
+ * or its round for a stage the recovery kept) and tells the session.
  */
 static void
 apply_staged(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	uint32		restarts = rocks_stage_restarts();
 
 	FAULT_POINT("apply.stage_before_ask");
 	PG_TRY();
@@ -519,7 +519,7 @@ apply_staged(void)
 	}
 	PG_END_TRY();
 	FAULT_POINT("apply.stage_wait");
-	rocks_stage_wait(staged_fxid, restarts);
+	rocks_stage_wait(staged_fxid);
 }
 
 /*

@@ -10,7 +10,13 @@
 # - receiving: the worker exits (commit.rocksdb_stage_receiving) while the
 #   session is still sending its staged writes, slowly (commit.stage_key
 #   sleeps).  The new worker holds only the later writes: the commit is
-#   refused (40001) and neither its row nor any of its keys is there.
+#   refused (40001, or 08006 when the session sees the restart first) and
+#   neither its row nor any of its keys is there.
+# - committed: the worker exits (apply.rocksdb_stage_resolve) as it is
+#   about to apply by itself the stage of a transaction that committed
+#   while its session sleeps before asking (apply.stage_before_ask).  The
+#   new worker's recovery applies the commit and tells the session: the
+#   commit returns with its row and all its keys.
 
 use strict;
 use warnings;
@@ -89,18 +95,23 @@ sub ends_within
 
 for my $case (
 	[ 1, 'waiting',   'commit.before_commit_record:sleep:8000' ],
-	[ 2, 'receiving', 'commit.stage_key:sleep:25' ])
+	[ 2, 'receiving', 'commit.stage_key:sleep:25' ],
+	[ 3, 'committed', 'apply.stage_before_ask:sleep:3000' ])
 {
 	my ($c, $step, $session_faults) = @$case;
 	my $offset = -s $node->logfile;
-	ok(arm_worker("commit.rocksdb_stage_$step:exit:1"), "$step: the worker's fault point is armed");
+	my $point = $step eq 'committed' ? 'apply.rocksdb_stage_resolve' : "commit.rocksdb_stage_$step";
+	ok(arm_worker("$point:exit:1"), "$step: the worker's fault point is armed");
 	sleep 1;    # the worker has read the setting
 	my $old = worker_pid($node);
 	my ($out, $err) = ('', '');
 	my $h = start_commit($c, $session_faults, \$out, \$err);
-	ok($node->wait_for_log(qr/fault point "commit.rocksdb_stage_$step" reached: exit/, $offset),
+	ok($node->wait_for_log(qr/fault point "\Q$point\E" reached: exit/, $offset),
 		"$step: the worker exits in the middle of the commit");
 	ok(defined wait_for_worker($node, not => $old), "$step: the worker is back");
+	ok($node->wait_for_log(qr/keeps the staged writes to rocksdb states of transaction/, $offset),
+		"$step: the new worker keeps the stage of the running transaction")
+	  if $step eq 'waiting';
 	ok(arm_worker(''), "$step: the worker's fault point is reset");
 	my $ended = ends_within($h, 60);
 	ok($ended, "$step: the COMMIT returns");
@@ -114,7 +125,7 @@ for my $case (
 	$h->finish;
 	my $row = $node->safe_psql('postgres', "SELECT count(*) FROM rows WHERE id = $c");
 	my $n = keys_of($c);
-	if ($step eq 'waiting')
+	if ($step ne 'receiving')
 	{
 		is($row, '1', "$step: the transaction committed");
 		is($n, $nkeys, "$step: every key of the commit is there");

@@ -33,8 +33,8 @@
  * session (found from its PGPROC), to be applied or forgotten once the
  * transaction ends as any other; an apply asked for a stage the worker
  * does not hold (the recovery applied it) is answered at once; and the
- * board counts the recoveries, so that a session waiting for a commit the
- * recovery applied stops waiting.
+ * session puts the commit it will wait for on the board once its stage is
+ * prepared, so that a recovery applying that commit tells it.
  */
 #include "postgres.h"
 
@@ -75,9 +75,11 @@ static void intent_remove(uint64 fxid);
 typedef struct StageBoard
 {
 	ConditionVariable cv;
-	pg_atomic_uint32 restarts;	/* recoveries of intent records done */
+	/* applied, then (expected) per PGPROC the commit it prepared last */
 	pg_atomic_uint64 applied[FLEXIBLE_ARRAY_MEMBER];
 } StageBoard;
+
+#define EXPECTED(i)		(&board->applied[MaxBackends + (i)])
 
 static StageBoard *board = NULL;
 
@@ -85,7 +87,7 @@ Size
 rocks_stage_shmem_size(void)
 {
 	return add_size(offsetof(StageBoard, applied),
-					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+					mul_size(2 * MaxBackends, sizeof(pg_atomic_uint64)));
 }
 
 void
@@ -97,8 +99,7 @@ rocks_stage_shmem_init(void)
 	if (!found)
 	{
 		ConditionVariableInit(&board->cv);
-		pg_atomic_init_u32(&board->restarts, 0);
-		for (int i = 0; i < MaxBackends; i++)
+		for (int i = 0; i < 2 * MaxBackends; i++)
 			pg_atomic_init_u64(&board->applied[i], 0);
 	}
 }
@@ -118,32 +119,40 @@ stage_applied(uint32 stage, uint64 fxid)
 }
 
 /*
- * rocks_stage_restarts: how many times the worker recovered its intent
- * records; read by a committing session after its commit record, before it
- * asks for the apply (rocks_stage_wait).
+ * rocks_stage_expect, in the committing session once its stage is prepared
+ * (before its commit record): the board says which commit it will wait
+ * for, so that a worker that restarts and applies the commit in its
+ * recovery can tell it.
  */
-uint32
-rocks_stage_restarts(void)
+void
+rocks_stage_expect(uint64 fxid)
 {
-	return pg_atomic_read_u32(&board->restarts);
+	pg_atomic_write_u64(EXPECTED(MyProc->pgprocno), fxid);
+}
+
+/* The recovery applied commit fxid: the session that waits for it is told. */
+static void
+tell_expecting(uint64 fxid)
+{
+	for (int i = 0; i < MaxBackends; i++)
+		if (pg_atomic_read_u64(EXPECTED(i)) == fxid)
+			stage_applied((uint32) i + 1, fxid);
 }
 
 /*
  * rocks_stage_wait, in the committing session, until the worker applied
- * the staged writes of its commit fxid, or until a worker restarted after
- * "restarts" was read: its recovery, which saw the transaction committed,
- * applied them.  PostgreSQL holds interrupts in a commit, so the wait looks
- * for a cancel or a terminate itself: the transaction has committed and
- * the worker applies its writes whole by itself, so the wait ends with a
- * WARNING.
+ * the staged writes of its commit fxid (told by the worker that holds its
+ * stage, or by the recovery of one that restarted, rocks_stage_expect).
+ * PostgreSQL holds interrupts in a commit, so the wait looks for a cancel
+ * or a terminate itself: the transaction has committed and the worker
+ * applies its writes whole by itself, so the wait ends with a WARNING.
  */
 void
-rocks_stage_wait(uint64 fxid, uint32 restarts)
+rocks_stage_wait(uint64 fxid)
 {
 	pg_atomic_uint64 *done = &board->applied[MyProc->pgprocno];
 
-	while (pg_atomic_read_u64(done) != fxid &&
-		   pg_atomic_read_u32(&board->restarts) == restarts)
+	while (pg_atomic_read_u64(done) != fxid)
 	{
 		if (ProcDiePending || QueryCancelPending)
 		{
@@ -462,8 +471,10 @@ rocks_stage_round(void)
 	for (int i = 0; i < n; i++)
 	{
 		s = hash_search(stages, &ids[i], HASH_FIND, NULL);
-		if (s != NULL)
-			stage_resolve(s, s->prepared && xact_committed(s->fxid));
+		if (s == NULL)
+			continue;
+		FAULT_POINT("apply.rocksdb_stage_resolve");
+		stage_resolve(s, s->prepared && xact_committed(s->fxid));
 	}
 }
 
@@ -565,9 +576,8 @@ intent_keep(Intent *in)
  * records a crash or the worker's exit left are applied when their
  * transaction committed and removed when it aborted; one whose transaction
  * is still running (only when the worker restarted alone) is kept as a
- * prepared stage.  Then the board's count of recoveries goes up, which
- * ends the wait of a session whose commit was applied here.  Not on a
- * standby (its instance is set aside).
+ * prepared stage.  A session waiting for a commit applied here is told
+ * (rocks_stage_expect).  Not on a standby (its instance is set aside).
  */
 void
 rocks_stage_recover(void)
@@ -593,6 +603,7 @@ rocks_stage_recover(void)
 		{
 			int			skipped = apply_writes(in->data, in->len, in->fxid, true);
 
+			tell_expecting(in->fxid);
 			ereport(LOG,
 					(errmsg("state_backend applied the writes to rocksdb states of transaction %llu, which committed before the restart",
 							(unsigned long long) in->fxid),
@@ -601,6 +612,4 @@ rocks_stage_recover(void)
 		else
 			intent_remove(in->fxid);
 	}
-	pg_atomic_fetch_add_u32(&board->restarts, 1);
-	ConditionVariableBroadcast(&board->cv);
 }
