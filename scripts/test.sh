@@ -23,6 +23,7 @@
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
 #                                disk-full test (set here when run as root)
 #   STATE_BACKEND_ROCKSDB_FS     the same for the rocksdb disk-full test
+#   STATE_BACKEND_LMDB_FS        the same for the lmdb disk-full test
 #   STATE_BACKEND_PACKAGE=0      do not build and install the Debian package
 #                                (the tests then run against `make install`)
 #   STATE_BACKEND_OLD_SOURCE     the 1.0 release's source for the upgrade
@@ -134,22 +135,28 @@ stop_servers() {
 }
 # Small filesystems for the disk-full tests, when this runs as root and may
 # mount them: a 1 MB tmpfs for snapshots (test/t/011_disk_full.pl), a 24 MB
-# one for a rocksdb_dir (test/t/028_rocksdb_disk_full.pl); without them
+# one for a rocksdb_dir (test/t/028_rocksdb_disk_full.pl), a 4 MB one for
+# an lmdb environment (test/t/054_lmdb_commit_disk_full.pl); without them
 # those tests are skipped and say why.
 SMALL_FS=$WORK/small_fs
 ROCKSDB_FS=$WORK/rocksdb_fs
-mkdir -p "$SMALL_FS" "$ROCKSDB_FS"
+LMDB_FS=$WORK/lmdb_fs
+mkdir -p "$SMALL_FS" "$ROCKSDB_FS" "$LMDB_FS"
 if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m,mode=0777 state_backend_small "$SMALL_FS" 2>/dev/null; then
 	export STATE_BACKEND_SMALL_FS=$SMALL_FS
 fi
 if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=24m,mode=0777 state_backend_rocksdb "$ROCKSDB_FS" 2>/dev/null; then
 	export STATE_BACKEND_ROCKSDB_FS=$ROCKSDB_FS
 fi
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m,mode=0777 state_backend_lmdb "$LMDB_FS" 2>/dev/null; then
+	export STATE_BACKEND_LMDB_FS=$LMDB_FS
+fi
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
 	stop_servers
 	if [ -n "${STATE_BACKEND_SMALL_FS:-}" ]; then umount "$SMALL_FS" 2>/dev/null || true; fi
 	if [ -n "${STATE_BACKEND_ROCKSDB_FS:-}" ]; then umount "$ROCKSDB_FS" 2>/dev/null || true; fi
+	if [ -n "${STATE_BACKEND_LMDB_FS:-}" ]; then umount "$LMDB_FS" 2>/dev/null || true; fi
 	if [ "${STATE_BACKEND_KEEP:-0}" = 1 ]; then
 		echo "test.sh: kept $WORK"
 	else

@@ -67,7 +67,8 @@ lmdb_define_settings(void)
 
 /*
  * lmdb_fail raises an LMDB error: a full map or a too-long value as
- * program_limit_exceeded, a full disk as disk_full, the rest as internal.
+ * program_limit_exceeded, a full disk as disk_full, an I/O error (LMDB's
+ * report of a short write too) as io_error, the rest as internal.
  */
 void
 lmdb_fail(int rc, const char *what)
@@ -87,6 +88,12 @@ lmdb_fail(int rc, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("no space left for the LMDB environment of lmdb states")));
+	/* LMDB reports a short write (a full disk, most often) as EIO. */
+	if (rc == EIO)
+		ereport(ERROR,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("LMDB failed to %s: %s", what, mdb_strerror(rc)),
+				 errhint("A full file system under state_backend_lmdb.dir gives this error too.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("LMDB failed to %s: %s", what, mdb_strerror(rc))));

@@ -14,6 +14,13 @@
  * counted until its transaction ends (the apply is over then): a resource
  * release callback takes it off, on commit and abort alike.
  *
+ * The room is the map's and the file system's both: LMDB grows its data
+ * file as pages past its end are written, so the pages a commit takes
+ * beyond those inside the file (free, or never used) must fit in what the
+ * file system of the environment's directory has left (statvfs), or the
+ * commit fails with 53100; a full disk would otherwise fail the apply after
+ * the commit record.
+ *
  * The size is an estimate, generous for how LMDB stores: each of a key's
  * writes is one write transaction that copies its image and the pages on
  * its path, and the pages a write frees are reused by the next once no
@@ -21,6 +28,9 @@
  * pages per write.
  */
 #include "postgres.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -77,12 +87,40 @@ lmdb_reserve_init(void)
 }
 
 /*
- * free_bytes is the room left in the map as last committed: the pages
- * never used, and those on LMDB's free list (which only a read transaction
- * may look at; the caller holds the writer lock, so it is the writer's).
+ * disk_room: the bytes the data file may still grow by, as the file system
+ * of the environment's directory has them for an unprivileged user, beside
+ * how large the file is now; UINT64_MAX when the file system cannot tell.
  */
 static uint64
-free_bytes(void)
+disk_room(uint64 *file_size)
+{
+	const char *dir;
+	char	   *file;
+	struct statvfs fs;
+	struct stat st;
+	uint64		room = UINT64_MAX;
+
+	*file_size = 0;
+	if (mdb_env_get_path(lmdb_env(), &dir) != 0)
+		return room;
+	file = psprintf("%s/data.mdb", dir);
+	if (stat(file, &st) == 0)
+		*file_size = (uint64) st.st_size;
+	if (statvfs(dir, &fs) == 0)
+		room = (uint64) fs.f_bavail * (uint64) fs.f_frsize;
+	pfree(file);
+	return room;
+}
+
+/*
+ * free_bytes is the room left for writes as last committed: the map's
+ * pages never used, and those on LMDB's free list (which only a read
+ * transaction may look at; the caller holds the writer lock, so it is the
+ * writer's); *disk_bound says whether the file system, not the map, bounds
+ * it (the pages past the data file's end must fit on the disk).
+ */
+static uint64
+free_bytes_of(bool *disk_bound)
 {
 	MDB_txn    *txn;
 	MDB_envinfo info;
@@ -121,7 +159,34 @@ free_bytes(void)
 	used = ((uint64) info.me_last_pgno + 1) * stat.ms_psize;
 	if (used > info.me_mapsize)
 		used = info.me_mapsize;
-	return info.me_mapsize - used + pages * stat.ms_psize;
+	{
+		uint64		map_room = info.me_mapsize - used + pages * stat.ms_psize;
+		uint64		file_size;
+		uint64		disk = disk_room(&file_size);
+		uint64		in_file = (file_size > used ? file_size - used : 0) + pages * stat.ms_psize;
+
+		*disk_bound = false;
+		if (disk != UINT64_MAX && in_file + disk < map_room)
+		{
+			*disk_bound = true;
+			return in_file + disk;
+		}
+		return map_room;
+	}
+}
+
+/* The file system of the environment's directory has no room for a commit. */
+static void
+no_disk_room(const char *what)
+{
+	const char *dir = NULL;
+
+	(void) mdb_env_get_path(lmdb_env(), &dir);
+	ereport(ERROR,
+			(errcode(ERRCODE_DISK_FULL),
+			 errmsg("no space left for the LMDB environment of lmdb states"),
+			 errdetail("The file system of \"%s\" has no room for %s.", dir ? dir : "", what),
+			 errhint("Free space on that file system, or remove states.")));
 }
 
 static void
@@ -146,6 +211,7 @@ lmdb_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
 	uint64	   *handle;
 	MDB_txn    *txn;
 	volatile bool fits = false;
+	volatile bool disk_bound = false;
 
 	/* The current images of keys the writes build on, read in place. */
 	txn = lmdb_read_begin();
@@ -187,7 +253,10 @@ lmdb_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
 	(void) lmdb_write_begin();
 	PG_TRY();
 	{
-		fits = pg_atomic_read_u64(&shared->reserved) + need <= free_bytes();
+		bool		bound;
+
+		fits = pg_atomic_read_u64(&shared->reserved) + need <= free_bytes_of(&bound);
+		disk_bound = bound;
 		if (fits)
 		{
 			pg_atomic_fetch_add_u64(&shared->reserved, need);
@@ -199,6 +268,8 @@ lmdb_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
 		lmdb_write_abort();
 	}
 	PG_END_TRY();
+	if (!fits && disk_bound)
+		no_disk_room("the writes of this transaction to transactional states");
 	if (!fits)
 		no_room("the writes of this transaction to transactional states would not fit in it");
 	handle = MemoryContextAlloc(TopTransactionContext, sizeof(uint64));
@@ -228,9 +299,15 @@ lmdb_reserve_check(uint64 bytes)
 {
 	uint64		others = pg_atomic_read_u64(&shared->reserved);
 
+	bool		disk_bound;
+
 	others = others > mine ? others - mine : 0;
 	if (others == 0)
 		return;
-	if (others + 2 * bytes + LMDB_PAGES_PER_WRITE * 4096 > free_bytes())
+	if (others + 2 * bytes + LMDB_PAGES_PER_WRITE * 4096 > free_bytes_of(&disk_bound))
+	{
+		if (disk_bound)
+			no_disk_room("this write beside what is set aside for the commits of transactions under way");
 		no_room("what is left is set aside for the commits of transactions under way");
+	}
 }

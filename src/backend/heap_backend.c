@@ -169,7 +169,7 @@ heap_make_room(HeapPartition *part)
 
 	if (part->nentries + 1 <= part->nslots / 4 * 3 || newn > HEAP_MAX_SLOTS)
 		return;
-	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * newn,
+	newp = heap_state_alloc(sizeof(dsa_pointer) * newn,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO | DSA_ALLOC_HUGE);
 	if (!DsaPointerIsValid(newp))
 		return;
@@ -239,7 +239,7 @@ heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 						NameStr(st->desc->name), (Size) op->key->len + cap),
 				 errdetail("A key's state may hold at most 1 GB.")));
 	}
-	p = dsa_allocate_extended(heap_state_area, ENTRY_SIZE(op->key->len, cap, with_cap),
+	p = heap_state_alloc(ENTRY_SIZE(op->key->len, cap, with_cap),
 							  DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p) && op->best_effort)
 		return InvalidDsaPointer;
@@ -781,7 +781,6 @@ static void *
 heap_state_reserve_keys(const StateTarget *st, const StateReserveKey *keys, int nkeys)
 {
 	Size		bytes = 0;
-	dsa_pointer *handle;
 
 	for (int i = 0; i < nkeys; i++)
 	{
@@ -799,19 +798,18 @@ heap_state_reserve_keys(const StateTarget *st, const StateReserveKey *keys, int 
 	}
 	if (bytes == 0)
 		return NULL;
-	handle = MemoryContextAlloc(TopTransactionContext, sizeof(dsa_pointer));
-	*handle = heap_state_reserve(bytes);
-	return handle;
+	return heap_state_reserve(bytes);
 }
 
-/* heap_state_unreserve_keys frees what heap_state_reserve_keys set aside. */
+/*
+ * heap_state_unreserve_keys, just before the apply's writes: they draw on
+ * what heap_state_reserve_keys set aside (heap_table.c), which no other
+ * write takes; what is left goes back when the transaction ends.
+ */
 static void
 heap_state_unreserve_keys(void *handle)
 {
-	dsa_pointer *p = handle;
-
-	heap_state_unreserve(*p);
-	pfree(p);
+	heap_state_unreserve(handle);
 }
 
 const KeyedStateBackend heap_keyed_backend = {

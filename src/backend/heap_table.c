@@ -7,10 +7,23 @@
  *
  * Operations on one key are in heap_backend.c, whatever walks whole
  * partitions in heap_scan.c; both use what is here.
+ *
+ * A transactional commit sets aside, before its commit record, what its
+ * apply will allocate (heap_state_reserve): chunks of the area, held until
+ * the apply needs them.  From the apply's start (heap_state_unreserve) this
+ * process's allocations draw on them: an allocation the area refuses frees
+ * a chunk and tries again, chunk after chunk, under LOCK_AREA held
+ * exclusively, while every allocation of the table takes LOCK_AREA shared
+ * as long as any reservation is held (reserved_chunks), so that no other
+ * write takes the room freed meanwhile.  LOCK_AREA is a leaf there: taken
+ * under a partition's lock, nothing else is waited for while holding it.
+ * What is left is freed when the transaction ends.
  */
 #include "postgres.h"
 
 #include "storage/shmem.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "backend/heap_table.h"
 #include "common/area.h"
@@ -40,6 +53,7 @@ heap_state_shmem_init(void)
 	if (!found)
 	{
 		memset(heap_state_shared, 0, sizeof(HeapShared));
+		pg_atomic_init_u32(&heap_state_shared->reserved_chunks, 0);
 		heap_state_shared->parts_ready = false;
 		heap_state_shared->epoch = 1;
 	}
@@ -156,33 +170,137 @@ heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part)
 			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
 }
 
+/* A reservation: chunks of at most HEAP_RESERVE_CHUNK bytes of the area. */
+#define HEAP_RESERVE_CHUNK		((Size) 64 * 1024)
+
+typedef struct HeapReservation
+{
+	int			n;
+	dsa_pointer chunks[FLEXIBLE_ARRAY_MEMBER];
+} HeapReservation;
+
+/* Chunks this process's allocations may draw on (its apply's), until its transaction ends. */
+static dsa_pointer *drawable = NULL;
+static int	ndrawable = 0;
+static int	drawable_cap = 0;
+static bool release_registered = false;
+
+/* Frees n chunks of a reservation. */
+static void
+free_chunks(dsa_pointer *chunks, int n)
+{
+	for (int i = 0; i < n; i++)
+		dsa_free(heap_state_area, chunks[i]);
+	if (n > 0)
+		pg_atomic_fetch_sub_u32(&heap_state_shared->reserved_chunks, (uint32) n);
+}
+
+/* At the end of a transaction, what its apply did not draw on goes back. */
+static void
+release_at_end(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || ndrawable == 0)
+		return;
+	free_chunks(drawable, ndrawable);
+	ndrawable = 0;
+}
+
 /*
  * heap_state_reserve sets aside "bytes" of the area for writes to come (a
  * transaction's, applied at its commit, which must not fail then), or
  * raises program_limit_exceeded when the area has no room for them.
- * heap_state_unreserve gives them back, just before those writes.
+ * heap_state_unreserve, just before those writes, lets them draw on it.
  */
-dsa_pointer
+void *
 heap_state_reserve(Size bytes)
 {
-	dsa_pointer p;
+	int			n = (int) ((bytes + HEAP_RESERVE_CHUNK - 1) / HEAP_RESERVE_CHUNK);
+	HeapReservation *r;
 
 	heap_state_attach();
-	p = dsa_allocate_extended(heap_state_area, bytes, DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
-	if (!DsaPointerIsValid(p))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("out of state memory"),
-				 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); the writes of this transaction to transactional states would exceed it.",
-						   state_backend_memory_limit_kb),
-				 errhint("Commit smaller transactions, clear or truncate states, or raise state_backend.memory_limit.")));
-	return p;
+	if (!release_registered)
+	{
+		RegisterResourceReleaseCallback(release_at_end, NULL);
+		release_registered = true;
+	}
+	r = MemoryContextAlloc(TopTransactionContext,
+						   offsetof(HeapReservation, chunks) + sizeof(dsa_pointer) * n);
+	r->n = 0;
+	/* Counted first: from now on others' allocations take LOCK_AREA. */
+	pg_atomic_fetch_add_u32(&heap_state_shared->reserved_chunks, (uint32) n);
+	for (int i = 0; i < n; i++)
+	{
+		Size		len = Min(HEAP_RESERVE_CHUNK, bytes - (Size) i * HEAP_RESERVE_CHUNK);
+		dsa_pointer p = heap_state_alloc(len, 0);
+
+		if (!DsaPointerIsValid(p))
+		{
+			free_chunks(r->chunks, r->n);
+			pg_atomic_fetch_sub_u32(&heap_state_shared->reserved_chunks, (uint32) (n - r->n));
+			pfree(r);
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("out of state memory"),
+					 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); the writes of this transaction to transactional states would exceed it.",
+							   state_backend_memory_limit_kb),
+					 errhint("Commit smaller transactions, clear or truncate states, or raise state_backend.memory_limit.")));
+		}
+		r->chunks[r->n++] = p;
+	}
+	return r;
 }
 
 void
-heap_state_unreserve(dsa_pointer p)
+heap_state_unreserve(void *handle)
 {
-	dsa_free(heap_state_area, p);
+	HeapReservation *r = handle;
+
+	if (ndrawable + r->n > drawable_cap)
+	{
+		int			cap = Max(ndrawable + r->n, Max(2 * drawable_cap, 16));
+
+		drawable = drawable == NULL ?
+			MemoryContextAlloc(TopMemoryContext, sizeof(dsa_pointer) * cap) :
+			repalloc(drawable, sizeof(dsa_pointer) * cap);
+		drawable_cap = cap;
+	}
+	memcpy(drawable + ndrawable, r->chunks, sizeof(dsa_pointer) * r->n);
+	ndrawable += r->n;
+	pfree(r);
+}
+
+/*
+ * heap_state_alloc allocates from the area for the table (flags as
+ * dsa_allocate_extended's, DSA_ALLOC_NO_OOM always: InvalidDsaPointer when
+ * the area has no room).  In a commit's apply an allocation the area
+ * refuses draws on the commit's reservation.
+ */
+dsa_pointer
+heap_state_alloc(Size size, int flags)
+{
+	LWLock	   *lock = state_backend_lock(LOCK_AREA);
+	bool		locked = false;
+	dsa_pointer p;
+
+	flags |= DSA_ALLOC_NO_OOM;
+	if (pg_atomic_read_u32(&heap_state_shared->reserved_chunks) > 0)
+	{
+		LWLockAcquire(lock, LW_SHARED);
+		locked = true;
+	}
+	p = dsa_allocate_extended(heap_state_area, size, flags);
+	if (locked)
+		LWLockRelease(lock);
+	if (DsaPointerIsValid(p) || ndrawable == 0)
+		return p;
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	while (!DsaPointerIsValid(p) && ndrawable > 0)
+	{
+		free_chunks(&drawable[--ndrawable], 1);
+		p = dsa_allocate_extended(heap_state_area, size, flags);
+	}
+	LWLockRelease(lock);
+	return p;
 }
 
 /*
@@ -224,7 +342,7 @@ heap_state_try_reserve_retired(HeapPartition *part, uint32 n)
 	if (part->snap_epoch == 0 || need <= part->retired_cap)
 		return true;
 	cap = Max(need, Max(part->retired_cap * 2, 64));
-	newp = dsa_allocate_extended(heap_state_area, sizeof(dsa_pointer) * cap,
+	newp = heap_state_alloc(sizeof(dsa_pointer) * cap,
 								 DSA_ALLOC_NO_OOM | DSA_ALLOC_HUGE);
 	if (!DsaPointerIsValid(newp))
 		return false;

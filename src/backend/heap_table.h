@@ -102,6 +102,7 @@ typedef struct HeapShared
 	bool		parts_ready;	/* partitions set up in the area */
 	uint32		epoch;			/* changed only with every partition locked */
 	uint32		cut_epoch;		/* the running snapshot's epoch; 0: none */
+	pg_atomic_uint32 reserved_chunks;	/* of commits' reservations, held */
 	HeapPartition parts[HEAP_PARTITIONS];
 } HeapShared;
 
@@ -118,8 +119,9 @@ extern bool heap_state_partition_done_after(int key_group);
 extern void heap_state_unlock(const HeapPartition *part);
 extern void heap_state_copy_room(const HeapPartition *part, StringInfo buf, Size n);
 extern void heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part);
-extern dsa_pointer heap_state_reserve(Size bytes);
-extern void heap_state_unreserve(dsa_pointer p);
+extern void *heap_state_reserve(Size bytes);
+extern void heap_state_unreserve(void *handle);
+extern dsa_pointer heap_state_alloc(Size size, int flags);
 extern void heap_state_reserve_retired(const StateTarget *st, HeapPartition *part, uint32 n);
 extern bool heap_state_try_reserve_retired(HeapPartition *part, uint32 n);
 extern void heap_state_release(HeapPartition *part, HeapEntry *e, dsa_pointer p);

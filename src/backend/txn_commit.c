@@ -401,6 +401,7 @@ stage_writes(PendState **ps, int n, uint64 fxid)
 	PG_END_TRY();
 	FAULT_POINT("commit.before_stage_prepare");
 	rocks_client_stage_prepare();
+	rocks_stage_expect(fxid);
 	staged_fxid = fxid;
 }
 
@@ -496,7 +497,9 @@ apply_key(PendState *ps, PendKey *pk)
  * interrupts here, so the wait looks for a cancel or a terminate itself:
  * the transaction has committed, and the worker applies the writes whole
  * by itself once it sees that, so the wait ends with a WARNING; a cancel
- * is spent on it, a terminate ends the session after its commit.
+ * is spent on it, a terminate ends the session after its commit.  A worker
+ * that restarted since the prepare applies the commit itself (its recovery,
+ * or its round for a stage the recovery kept) and tells the session.
  */
 static void
 apply_staged(void)

@@ -24,6 +24,7 @@ extern void rocks_client_stage_prepare(void);
 extern void rocks_client_stage_apply(void);
 extern Size rocks_stage_shmem_size(void);
 extern void rocks_stage_shmem_init(void);
+extern void rocks_stage_expect(uint64 fxid);
 extern void rocks_stage_wait(uint64 fxid);
 
 #endif							/* STATE_BACKEND_ROCKS_H */

@@ -73,6 +73,7 @@ rc_post_staged(RocksReqKind op, const char *payload, uint32 len)
 	appendBinaryStringInfo(&req, payload, len);
 	channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE, req.data, req.len);
 	pfree(req.data);
+	stage_header.count++;		/* told to the worker in the prepare */
 }
 
 static inline bool

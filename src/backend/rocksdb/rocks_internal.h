@@ -91,12 +91,14 @@ typedef struct RocksRequest
 /*
  * A staged request starts with this header: the committing session's stage
  * (its PGPROC number + 1) and its transaction; a ROCKS_REQ_STAGE then holds
- * [uint16 request kind][the request].
+ * [uint16 request kind][the request].  count: in a ROCKS_REQ_STAGE_PREPARE,
+ * how many writes the session staged, so that a worker that restarted
+ * while they were sent (and holds only some of them) refuses the commit.
  */
 typedef struct RocksStageHeader
 {
 	uint32		stage;
-	uint32		pad;
+	uint32		count;
 	uint64		fxid;			/* FullTransactionId */
 } RocksStageHeader;
 

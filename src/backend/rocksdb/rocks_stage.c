@@ -23,6 +23,18 @@
  * (per PGPROC, the last commit whose writes were applied) that the
  * transactional layer sizes with its own (rocks_stage_shmem_size) and
  * waits on (rocks_stage_wait).
+ *
+ * A worker that restarts alone (it exited after a failed write, or on a
+ * FATAL) loses the stages it held in memory, and not the sessions that
+ * sent them.  So the prepare carries how many writes the session staged,
+ * and a worker that holds another number (it started while they were
+ * sent) refuses the commit; the recovery keeps an intent record whose
+ * transaction is still running as a prepared stage of that transaction's
+ * session (found from its PGPROC), to be applied or forgotten once the
+ * transaction ends as any other; an apply asked for a stage the worker
+ * does not hold (the recovery applied it) is answered at once; and the
+ * session puts the commit it will wait for on the board once its stage is
+ * prepared, so that a recovery applying that commit tells it.
  */
 #include "postgres.h"
 
@@ -50,17 +62,24 @@ typedef struct Stage
 	uint32		stage;			/* hash key */
 	uint64		fxid;
 	bool		prepared;		/* its intent record is written */
+	bool		recovered;		/* read back from its intent at a restart */
+	uint32		count;			/* how many writes it holds */
 	StringInfoData writes;		/* [uint16 kind][uint32 len][request] each */
 } Stage;
 
 static HTAB *stages = NULL;
 
+static void intent_remove(uint64 fxid);
+
 /* Per PGPROC, the last staged commit (a full xid) whose writes are applied. */
 typedef struct StageBoard
 {
 	ConditionVariable cv;
+	/* applied, then (expected) per PGPROC the commit it prepared last */
 	pg_atomic_uint64 applied[FLEXIBLE_ARRAY_MEMBER];
 } StageBoard;
+
+#define EXPECTED(i)		(&board->applied[MaxBackends + (i)])
 
 static StageBoard *board = NULL;
 
@@ -68,7 +87,7 @@ Size
 rocks_stage_shmem_size(void)
 {
 	return add_size(offsetof(StageBoard, applied),
-					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+					mul_size(2 * MaxBackends, sizeof(pg_atomic_uint64)));
 }
 
 void
@@ -80,7 +99,7 @@ rocks_stage_shmem_init(void)
 	if (!found)
 	{
 		ConditionVariableInit(&board->cv);
-		for (int i = 0; i < MaxBackends; i++)
+		for (int i = 0; i < 2 * MaxBackends; i++)
 			pg_atomic_init_u64(&board->applied[i], 0);
 	}
 }
@@ -100,11 +119,33 @@ stage_applied(uint32 stage, uint64 fxid)
 }
 
 /*
+ * rocks_stage_expect, in the committing session once its stage is prepared
+ * (before its commit record): the board says which commit it will wait
+ * for, so that a worker that restarts and applies the commit in its
+ * recovery can tell it.
+ */
+void
+rocks_stage_expect(uint64 fxid)
+{
+	pg_atomic_write_u64(EXPECTED(MyProc->pgprocno), fxid);
+}
+
+/* The recovery applied commit fxid: the session that waits for it is told. */
+static void
+tell_expecting(uint64 fxid)
+{
+	for (int i = 0; i < MaxBackends; i++)
+		if (pg_atomic_read_u64(EXPECTED(i)) == fxid)
+			stage_applied((uint32) i + 1, fxid);
+}
+
+/*
  * rocks_stage_wait, in the committing session, until the worker applied
- * the staged writes of its commit fxid.  PostgreSQL holds interrupts in a
- * commit, so the wait looks for a cancel or a terminate itself: the
- * transaction has committed and the worker applies its writes whole by
- * itself, so the wait ends with a WARNING.
+ * the staged writes of its commit fxid (told by the worker that holds its
+ * stage, or by the recovery of one that restarted, rocks_stage_expect).
+ * PostgreSQL holds interrupts in a commit, so the wait looks for a cancel
+ * or a terminate itself: the transaction has committed and the worker
+ * applies its writes whole by itself, so the wait ends with a WARNING.
  */
 void
 rocks_stage_wait(uint64 fxid)
@@ -241,17 +282,18 @@ static void
 stage_resolve(Stage *s, bool committed)
 {
 	if (committed)
-		(void) apply_writes(s->writes.data, s->writes.len, s->fxid, false);
-	else if (s->prepared)
 	{
-		StringInfoData key;
-		char	   *err = NULL;
+		int			skipped = apply_writes(s->writes.data, s->writes.len, s->fxid,
+										   s->recovered);
 
-		intent_key(&key, s->fxid);
-		rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
-		pfree(key.data);
-		rocks_check(err, "remove a staged commit");
+		if (s->recovered)
+			ereport(LOG,
+					(errmsg("state_backend applied the writes to rocksdb states of transaction %llu, which committed after the state worker restarted",
+							(unsigned long long) s->fxid),
+					 skipped > 0 ? errdetail("%d writes to states dropped since were left out.", skipped) : 0));
 	}
+	else if (s->prepared)
+		intent_remove(s->fxid);
 	stage_applied(s->stage, s->fxid);
 	stage_forget(s);
 }
@@ -308,6 +350,8 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 	{
 		s->fxid = h.fxid;
 		s->prepared = false;
+		s->recovered = false;
+		s->count = 0;
 		s->writes.data = MemoryContextAlloc(TopMemoryContext, 1024);
 		s->writes.maxlen = 1024;
 		s->writes.len = 0;
@@ -331,6 +375,7 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				appendBinaryStringInfo(&s->writes, (const char *) &rlen, sizeof(rlen));
 				appendBinaryStringInfo(&s->writes, payload + sizeof(h) + sizeof(kind), rlen);
 				MemoryContextSwitchTo(old);
+				s->count++;
 				return false;
 			}
 		case ROCKS_REQ_STAGE_PREPARE:
@@ -340,6 +385,19 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				char	   *err = NULL;
 
 				FAULT_POINT("commit.rocksdb_stage_prepare");
+				if (s->count != h.count)
+				{
+					uint32		held = s->count;
+
+					/* Its writes are incomplete: the transaction aborts. */
+					stage_forget(s);
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not stage the writes of this transaction to rocksdb states"),
+							 errdetail("The state worker restarted while they were sent: it holds %u of the %u writes.",
+									   held, h.count),
+							 errhint("The transaction can be retried.")));
+				}
 				rocks_check_space_for(2 * (uint64) s->writes.len);
 				intent_key(&key, s->fxid);
 				rocksdb_writeoptions_set_sync(sync, 1);
@@ -354,11 +412,20 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				return true;
 			}
 		default:
-			/* ROCKS_REQ_STAGE_APPLY: its transaction has committed. */
+
+			/*
+			 * ROCKS_REQ_STAGE_APPLY: its transaction has committed.  A stage
+			 * this worker does not hold was applied by its recovery (the
+			 * worker restarted after the commit record): the session is told
+			 * all the same.
+			 */
 			if (s->prepared)
 				stage_resolve(s, true);
 			else
+			{
 				stage_forget(s);
+				stage_applied(h.stage, h.fxid);
+			}
 			return false;
 	}
 }
@@ -375,20 +442,39 @@ rocks_stage_round(void)
 	Stage	   *s;
 	uint32		ids[64];
 	int			n = 0;
+	bool		receiving = false;
+	bool		waiting = false;
 
 	if (stages == NULL || hash_get_num_entries(stages) == 0)
 		return;
 	hash_seq_init(&seq, stages);
 	while ((s = hash_seq_search(&seq)) != NULL)
 	{
-		if (n < lengthof(ids) && !xact_running(s->fxid))
-			ids[n++] = s->stage;
+		if (!xact_running(s->fxid))
+		{
+			if (n < lengthof(ids))
+				ids[n++] = s->stage;
+		}
+		else if (!s->recovered)
+		{
+			/* A stage being received, or prepared and waiting for its commit. */
+			if (s->prepared)
+				waiting = true;
+			else
+				receiving = true;
+		}
 	}
+	if (receiving)
+		FAULT_POINT("commit.rocksdb_stage_receiving");
+	if (waiting)
+		FAULT_POINT("commit.rocksdb_stage_waiting");
 	for (int i = 0; i < n; i++)
 	{
 		s = hash_search(stages, &ids[i], HASH_FIND, NULL);
-		if (s != NULL)
-			stage_resolve(s, s->prepared && xact_committed(s->fxid));
+		if (s == NULL)
+			continue;
+		FAULT_POINT("apply.rocksdb_stage_resolve");
+		stage_resolve(s, s->prepared && xact_committed(s->fxid));
 	}
 }
 
@@ -422,10 +508,76 @@ collect_intent(void *arg, const char *k, size_t klen, const char *v, size_t vlen
 	return true;
 }
 
+/* Removes an intent record: its transaction did not commit. */
+static void
+intent_remove(uint64 fxid)
+{
+	StringInfoData key;
+	char	   *err = NULL;
+
+	intent_key(&key, fxid);
+	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
+	pfree(key.data);
+	rocks_check(err, "remove a staged commit");
+}
+
+/*
+ * intent_keep: the intent record of a transaction still running (the
+ * worker restarted alone between its prepare and its commit record)
+ * becomes again the prepared stage of its session, found from the
+ * transaction's PGPROC (through its pid: PostgreSQL 15 has no lookup by
+ * xid to the PGPROC itself); rocks_stage_round or the session's apply resolves
+ * it once the transaction ends.  False when the transaction has ended
+ * meanwhile (it left the proc array, so its status is final).
+ */
+static bool
+intent_keep(Intent *in)
+{
+	TransactionId xid = XidFromFullTransactionId(FullTransactionIdFromU64(in->fxid));
+	int			pid = BackendXidGetPid(xid);
+	PGPROC	   *proc = pid != 0 ? BackendPidGetProc(pid) : NULL;
+	uint32		id;
+	Stage	   *s;
+	bool		found;
+	static uint32 sessionless = 0;
+
+	if (proc != NULL)
+		id = (uint32) proc->pgprocno + 1;
+	else if (xact_running(in->fxid))
+	{
+		/* Not a session's (a prepared transaction): no one to tell. */
+		id = (uint32) MaxBackends + 1 + sessionless++;
+	}
+	else
+		return false;
+	stages_init();
+	s = hash_search(stages, &id, HASH_ENTER, &found);
+	if (found)
+		stage_forget(s);		/* cannot be: a session has one commit at a time */
+	s = hash_search(stages, &id, HASH_ENTER, &found);
+	s->fxid = in->fxid;
+	s->prepared = true;
+	s->recovered = true;
+	s->count = 0;
+	s->writes.data = MemoryContextAlloc(TopMemoryContext, in->len + 1);
+	memcpy(s->writes.data, in->data, in->len);
+	s->writes.data[in->len] = '\0';
+	s->writes.len = in->len;
+	s->writes.maxlen = in->len + 1;
+	s->writes.cursor = 0;
+	ereport(LOG,
+			(errmsg("state_backend keeps the staged writes to rocksdb states of transaction %llu, still running, until it ends",
+					(unsigned long long) in->fxid)));
+	return true;
+}
+
 /*
  * rocks_stage_recover, at a start that kept the instance: the intent
- * records a crash left are applied when their transaction committed and
- * removed otherwise.  Not on a standby (its instance is set aside).
+ * records a crash or the worker's exit left are applied when their
+ * transaction committed and removed when it aborted; one whose transaction
+ * is still running (only when the worker restarted alone) is kept as a
+ * prepared stage.  A session waiting for a commit applied here is told
+ * (rocks_stage_expect).  Not on a standby (its instance is set aside).
  */
 void
 rocks_stage_recover(void)
@@ -444,24 +596,20 @@ rocks_stage_recover(void)
 	{
 		Intent	   *in = lfirst(lc);
 
+		if (xact_running(in->fxid) && intent_keep(in))
+			continue;
+		FAULT_POINT("apply.rocksdb_stage_recover");
 		if (xact_committed(in->fxid))
 		{
 			int			skipped = apply_writes(in->data, in->len, in->fxid, true);
 
+			tell_expecting(in->fxid);
 			ereport(LOG,
 					(errmsg("state_backend applied the writes to rocksdb states of transaction %llu, which committed before the restart",
 							(unsigned long long) in->fxid),
 					 skipped > 0 ? errdetail("%d writes to states dropped since were left out.", skipped) : 0));
 		}
 		else
-		{
-			StringInfoData key;
-			char	   *err = NULL;
-
-			intent_key(&key, in->fxid);
-			rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
-			pfree(key.data);
-			rocks_check(err, "remove a staged commit");
-		}
+			intent_remove(in->fxid);
 	}
 }
