@@ -28,6 +28,7 @@
 #include "commands/dbcommands.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
@@ -122,6 +123,17 @@ release_backends(int64 id)
  * writes to transactional states (a cut must not fall inside one): the
  * caller asks again soon, and they let it in (backend/txn_state.h).
  */
+/*
+ * cut_gate_reopen lets transactional commits go on when the worker leaves
+ * a cut by an exit (FATAL, which runs no PG_CATCH): they wait at the gate
+ * until txn_state_cut_done, and would wait for ever.
+ */
+static void
+cut_gate_reopen(int code, Datum arg)
+{
+	txn_state_cut_done();
+}
+
 int64
 snapshot_request(const char *path, SnapshotFormat format)
 {
@@ -133,6 +145,7 @@ snapshot_request(const char *path, SnapshotFormat format)
 
 	if (!txn_state_cut_ready())
 		return 0;
+	PG_ENSURE_ERROR_CLEANUP(cut_gate_reopen, (Datum) 0);
 	PG_TRY();
 	{
 		id = snapshot_control_reserve();
@@ -156,6 +169,7 @@ snapshot_request(const char *path, SnapshotFormat format)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	PG_END_ENSURE_ERROR_CLEANUP(cut_gate_reopen, (Datum) 0);
 	txn_state_cut_done();
 	return id;
 }

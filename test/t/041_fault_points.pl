@@ -932,11 +932,6 @@ sub check_standby
 # Known failures: "point action" => the bug.  Each still runs and prints
 # as a TODO test.
 my %KNOWN = (
-	'checkpoint.cut exit' =>
-	  'a state worker that exits (FATAL) between txn_state_cut_ready and txn_state_cut_done '
-	  . '(snapshot_request, src/snapshot/snapshot_driver.c; PG_CATCH does not run on FATAL) leaves '
-	  . 'the commit gate closed (cut_wanted_until = PG_UINT64_MAX, src/backend/txn_commit.c): '
-	  . 'no later worker opens it, and every commit of a transactional state waits in gate_enter for good',
 	'apply.rocksdb_stage_before_write exit' =>
 	  'a state worker that exits while applying a staged rocksdb commit: the next worker applies it '
 	  . '(rocks_stage_recover, src/backend/rocksdb/rocks_stage.c) but never marks it applied on the '
