@@ -608,14 +608,3 @@ logged_set_blocked_record(XLogRecPtr lsn, const char *why)
 	if (detail)
 		pfree(detail);
 }
-
-/*
- * logged_blocked: whether the worker's start or apply is stopped; *lsn
- * and *checkpoint get where (either may be NULL), detail (len bytes, may
- * be NULL) the reason.
- */
-bool
-logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
-{
-	return registry_blocked(lsn, checkpoint, detail, len);
-}

@@ -39,7 +39,6 @@ extern void logged_set_blocked_record(XLogRecPtr lsn, const char *why);
 extern void logged_start_wait(int ms);
 
 /* Sessions and state.worker: whether the worker's start or apply is stopped, where, and why. */
-extern bool logged_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len);
 
 /* Sessions (logged_standby.c). */
 extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);

@@ -24,7 +24,7 @@
  * (logged_replay.c): each round tries it again, nothing past it is
  * applied, and the slot keeps WAL from it.  A promotion does not end
  * until it is applied: sessions wait, and get an error that says why
- * (logged_blocked), as they do when a primary's start is stopped so.
+ * (registry_blocked), as they do when a primary's start is stopped so.
  *
  * TTL: the primary's worker logs its TTL clock each second while a logged
  * state has a TTL (logged_log_clock), and at once when a test moves it;
@@ -131,7 +131,7 @@ publish_blocked(void)
 
 	if (failed != InvalidXLogRecPtr)
 		logged_set_blocked_record(failed, why);
-	else if (logged_blocked(NULL, NULL, NULL, 0))
+	else if (registry_blocked(NULL, NULL, NULL, 0))
 		logged_set_blocked(InvalidXLogRecPtr, 0, NULL);
 }
 

@@ -983,6 +983,26 @@ record_batch_failures(Firing *batch, int n)
 }
 
 /*
+ * act_as_owner: what follows runs as the state's owner, who is the session
+ * user too (session_user and is_superuser are the owner's), in a
+ * security-restricted operation; act_as_worker comes back.
+ */
+static void
+act_as_owner(const Fired *fs)
+{
+	SetSessionAuthorization(fs->desc.owner, fs->owner_super);
+	SetUserIdAndSecContext(fs->desc.owner,
+						   worker_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+}
+
+static void
+act_as_worker(void)
+{
+	SetSessionAuthorization(worker_user, true);
+	SetUserIdAndSecContext(worker_user, worker_sec);
+}
+
+/*
  * Fire a batch: one owner's timers, in a transaction that runs as that
  * owner from its start to its commit (deferred triggers and transactional
  * states' commits run then), in a security-restricted operation (no SET
@@ -1005,14 +1025,9 @@ fire_batch(Firing *batch, int n)
 	batch_began = GetCurrentTimestamp();
 	PG_TRY();
 	{
-		/* session_user and is_superuser are the owner's too */
-		SetSessionAuthorization(batch[0].fs->desc.owner, batch[0].fs->owner_super);
-		SetUserIdAndSecContext(batch[0].fs->desc.owner,
-							   worker_sec | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
+		act_as_owner(batch[0].fs);
 		fire_batch_transaction(batch, n);
-		SetSessionAuthorization(worker_user, true);
-		SetUserIdAndSecContext(worker_user, worker_sec);
+		act_as_worker();
 	}
 	PG_CATCH();
 	{
@@ -1022,8 +1037,7 @@ fire_batch(Firing *batch, int n)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		SetSessionAuthorization(worker_user, true);
-		SetUserIdAndSecContext(worker_user, worker_sec);
+		act_as_worker();
 		MemoryContextSwitchTo(cxt);
 		ereport(LOG,
 				(errmsg("state_backend: a batch of %d timers failed, to be retried: %s",

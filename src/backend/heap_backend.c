@@ -170,7 +170,7 @@ heap_make_room(HeapPartition *part)
 	if (part->nentries + 1 <= part->nslots / 4 * 3 || newn > HEAP_MAX_SLOTS)
 		return;
 	newp = heap_state_alloc(sizeof(dsa_pointer) * newn,
-								 DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO | DSA_ALLOC_HUGE);
+							DSA_ALLOC_NO_OOM | DSA_ALLOC_ZERO | DSA_ALLOC_HUGE);
 	if (!DsaPointerIsValid(newp))
 		return;
 	olds = dsa_get_address(heap_state_area, part->slots);
@@ -240,7 +240,7 @@ heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 				 errdetail("A key's state may hold at most 1 GB.")));
 	}
 	p = heap_state_alloc(ENTRY_SIZE(op->key->len, cap, with_cap),
-							  DSA_ALLOC_NO_OOM);
+						 DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(p) && op->best_effort)
 		return InvalidDsaPointer;
 	if (!DsaPointerIsValid(p))

@@ -751,7 +751,7 @@ state_worker(PG_FUNCTION_ARGS)
 		XLogRecPtr	blocked_at;
 		int64		checkpoint;
 
-		if (logged_blocked(&blocked_at, &checkpoint, NULL, 0))
+		if (registry_blocked(&blocked_at, &checkpoint, NULL, 0))
 		{
 			if (blocked_at != InvalidXLogRecPtr)
 				worker_row(rsinfo, "apply_blocked_lsn", (int64) blocked_at, false);
