@@ -200,6 +200,21 @@ SELECT state.create_state('aw', 'window', 'int', 'bigint', assigner => 'tumbling
                           emit => 'alice.em(int,timestamptz,timestamptz,bigint)');
 });
 
+# settings_seen: the timer worker has read the settings just reloaded.  A
+# new session shows the new value once the postmaster has read them, and the
+# postmaster signals its children right after; the worker reads them before
+# each round's batch, so a timer registered then that has fired says so
+# (alice's handler logs its key).
+sub settings_seen
+{
+	my ($k, $name, $value) = @_;
+	ok($node->poll_query_until('postgres', "SELECT current_setting('$name') = '$value'"),
+		"the server reads $name = '$value'");
+	as_role('alice', qq{SELECT state.timer_register('a_timers', $k, clock_timestamp())});
+	ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM alice.log WHERE k = $k"),
+		'the timer worker read the new settings');
+}
+
 sub failures
 {
 	my ($state) = @_;
@@ -267,9 +282,9 @@ ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM state.timers('
 # ---- a batch whose commit fails: one owner's batch, alone, to state.timer_failures
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET state_backend.timer_max_retries = 0;
-ALTER SYSTEM SET state_backend.fault_points = 'timer.batch_before_commit:error:1';
+ALTER SYSTEM SET state_backend.fault_points = 'timer.batch_before_commit:error:2';
 SELECT pg_reload_conf();});
-sleep 2;    # the timer worker reads the settings once a round, a round a second at least
+settings_seen(100, 'state_backend.fault_points', 'timer.batch_before_commit:error:2');    # its batch is the point's first arrival; the next fails
 $at = $node->safe_psql('postgres', q{SELECT clock_timestamp() + interval '2 s'});
 as_role('mallory', qq{SELECT state.timer_register('m_set', 11, '$at')});
 as_role('alice', qq{SELECT state.timer_register('a_timers', 11, '$at')});
@@ -352,7 +367,7 @@ ok($node->poll_query_until('postgres', q{SELECT pending = 0 FROM state.timer_sta
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET state_backend.timer_retry_delay = '4s';
 SELECT pg_reload_conf();});
-sleep 2;
+settings_seen(101, 'state_backend.timer_retry_delay', '4s');
 as_role('mallory', q{SELECT state.timer_register('m_bad', 1, clock_timestamp())});
 ok($node->poll_query_until('postgres', q{SELECT last_value = 1 FROM mallory.calls}),
 	'the failing handler ran once');
