@@ -388,9 +388,9 @@ BEGIN
 					j ->> 'old_version', array_to_string(old, ', '), p.version, array_to_string(p.parts, ', '));
 	END IF;
 	BEGIN
-		-- As the rescale did: no timer fires on a server of the cluster while
-		-- its parts are put back.
-		FOR server IN SELECT DISTINCT s FROM unnest(old || new) s LOOP
+		-- As the rescale did: no timer fires on a server while its part is
+		-- put back (a server no restore reached is left alone).
+		FOR server IN SELECT DISTINCT s FROM unnest(old) s WHERE s = ANY (touched) LOOP
 			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
 			paused := paused || server;
 		END LOOP;
@@ -511,8 +511,8 @@ BEGIN
 			'new_parts', to_jsonb(parts), 'paths', to_jsonb(paths), 'touched', '[]'::jsonb,
 			'switched', false);
 		PERFORM state._proxy_journal_write(cluster, journal::text);
-		PERFORM state._proxy_rescale_step('journal_written');
 		BEGIN
+			PERFORM state._proxy_rescale_step('journal_written');
 			FOR i IN 0 .. cardinality(parts) - 1 LOOP
 				-- The servers a restore may have reached: only those are put back.
 				journal := jsonb_set(journal, '{touched}', (journal -> 'touched') || to_jsonb(parts[i + 1]));

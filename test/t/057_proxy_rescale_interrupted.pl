@@ -110,6 +110,7 @@ my @cases = (
 	[ 'part_restored', 'exit', 'repair_proxy', 'old' ],
 	[ 'part_restored', 'crash', 'rescale_proxy', 'old' ],
 	[ 'journal_written', 'exit', 'repair_proxy', 'old' ],
+	[ 'journal_written', 'error', 'none', 'old' ],
 	[ 'switched', 'exit', 'alter_proxy', 'old' ],
 	[ 'switched', 'crash', 'repair_proxy', 'old' ],
 	[ 'switched', 'error', 'none', 'old' ],
@@ -134,6 +135,9 @@ for my $case (@cases)
 	ok($now eq '' || $now =~ /^refused: 55000 a rescale of cluster "pc" was interrupted.*state\.repair_proxy\('pc'\)/s,
 		"$name: through the proxy every key has its value, or the call refuses naming repair_proxy")
 	  or diag($now);
+	# An error before the point of no return is undone by the rescale itself.
+	is($now, '', "$name: the failed rescale put the old parts back itself")
+	  if $action eq 'error' && $outcome eq 'old';
 
 	my $expect = $outcome eq 'old' ? $from : $to;
 	if ($how eq 'repair_proxy')
@@ -160,6 +164,24 @@ for my $case (@cases)
 	is(held(), $NKEYS, "$name: the parts the proxy names hold each key once");
 	is($proxy->safe_psql('postgres', q{SELECT state._proxy_journal_read('pc') IS NULL}), 't',
 		"$name: no rescale journal is left");
+}
+
+# A repair killed half way (at the first part it puts back) is done again
+# by the next one.
+{
+	my $from = nparts();
+	rescale_with_fault('part_restored', 'exit');
+	ok(proxy_back(), 'a rescale killed after its first restore, to be repaired');
+	my ($ret, $out, $err) = $proxy->psql('postgres',
+		q{SET state_backend.fault_points = 'rescale.proxy_part_put_back:exit'; SELECT state.repair_proxy('pc')});
+	like($err, qr/fault point "rescale.proxy_part_put_back" reached|terminating connection|server closed the connection/,
+		'the repair was killed after putting its first part back');
+	ok(proxy_back(), 'the proxy\'s server answers after the repair was killed');
+	like(read_through(), qr/^refused: 55000 /, 'after a repair killed half way the calls still refuse');
+	is($proxy->safe_psql('postgres', q{SELECT state.repair_proxy('pc')}), 'undone', 'the next repair undoes the rescale');
+	is(nparts(), $from, 'after the second repair the proxy is on its old parts');
+	is(read_through(), '', 'after the second repair every key has its value');
+	is(held(), $NKEYS, 'after the second repair the parts hold each key once');
 }
 
 # The next rescales work, both ways.
