@@ -104,8 +104,8 @@ proxy_journal_check(const char *cluster)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a rescale of cluster \"%s\" was interrupted", cluster),
-				 errdetail("Its servers may hold the key groups of other parts than the proxy names, so its calls wait until the rescale is undone or finished."),
-				 errhint("A superuser calls state.repair_proxy('%s') (alter_proxy, rescale_proxy and drop_proxy of the cluster do it first).",
+				 errdetail("Its servers may hold the key groups of other parts than the proxy names, so its calls are refused until the rescale is undone or finished."),
+				 errhint("Call state.repair_proxy('%s') as a superuser (alter_proxy, rescale_proxy and drop_proxy of the cluster do it first).",
 						 cluster)));
 	if (errno != ENOENT)
 		ereport(ERROR,

@@ -240,4 +240,18 @@ $proxy->safe_psql('postgres', "SELECT state.rescale_proxy('pc', " . parts_array(
 is(read_through(), '', 'a last rescale: every key has its value');
 is(held(), $NKEYS, 'a last rescale: the parts hold each key once');
 
+# drop_proxy puts an interrupted rescale right before it drops the proxy.
+{
+	my $from = nparts();
+	rescale_with_fault('part_restored', 'exit');
+	ok(proxy_back(), 'a rescale killed after its first restore, then the proxy dropped');
+	$proxy->safe_psql('postgres', q{SELECT state.drop_proxy('pc')});
+	is($proxy->safe_psql('postgres', q{SELECT state._proxy_journal_read('pc') IS NULL}), 't',
+		'drop_proxy: no rescale journal is left');
+	my $held = 0;
+	$held += $servers[$_]->safe_psql('postgres', q{SELECT count(*) FROM state.keys('v', NULL::int)})
+	  for 0 .. $from - 1;
+	is($held, $NKEYS, 'drop_proxy: the old parts were put back first (they hold each key once)');
+}
+
 done_testing();
