@@ -89,6 +89,7 @@ OBJS = \
 	src/sql/sql_aggregating.o \
 	src/sql/sql_timers.o \
 	src/sql/sql_proxy.o \
+	src/sql/sql_proxy_journal.o \
 	src/sql/sql_window.o \
 	src/sql/sql_window_fold.o \
 	src/sql/sql_entries.o \

@@ -444,6 +444,22 @@ CREATE FUNCTION state._proxy_rescale_step(step text)
 RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_rescale_step' LANGUAGE C STRICT;
 REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
 
+-- For state.rescale_proxy: the journal of a rescale of a cluster of this
+-- database, a file of the data directory written durably whatever the
+-- transaction does (sql/sql_proxy_journal.c); NULL when there is none.
+-- While there is one, the cluster's proxy calls refuse.
+CREATE FUNCTION state._proxy_journal_read(cluster text)
+RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_journal_read' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_journal_read(text) FROM PUBLIC;
+CREATE FUNCTION state._proxy_journal_write(cluster text, journal text)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_journal_write' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_journal_write(text, text) FROM PUBLIC;
+-- Removes it now, or (at_commit) when this transaction commits with the
+-- subtransaction that asks.
+CREATE FUNCTION state._proxy_journal_remove(cluster text, at_commit boolean)
+RETURNS void AS 'MODULE_PATHNAME', 'state_proxy_journal_remove' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION state._proxy_journal_remove(text, boolean) FROM PUBLIC;
+
 -- On a part, for state.rescale_proxy: with true, no timer or window of this
 -- database fires until a call with false in this session, or its end (the
 -- batch firing now is waited for).  Not for PUBLIC.
@@ -600,6 +616,9 @@ BEGIN
 	EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I', cluster);
 	EXECUTE format('GRANT USAGE ON FOREIGN SERVER %I TO PUBLIC', cluster);
 	INSERT INTO state.proxies (cluster, schema, parts) VALUES (cluster, schema, parts);
+	-- A rescale journal of this name that an earlier proxy left (dropped
+	-- with its extension) is no one's.
+	PERFORM state._proxy_journal_remove(cluster, false);
 
 	-- The gate of every PL/Proxy call of the cluster: callers run it, as
 	-- this function's owner (state._proxy_gate is not for PUBLIC).
@@ -683,25 +702,148 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION state.create_proxy(text, text[], name) FROM PUBLIC;
 
+-- A proxy's parts change in this transaction (ALTER SERVER and
+-- state.proxies); the caller holds the row of state.proxies and the pause.
+CREATE FUNCTION state._proxy_switch(cluster text, old text[], parts text[])
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+	EXECUTE format('ALTER SERVER %I OPTIONS (%s, %s)', cluster,
+		(SELECT string_agg(format('DROP p%s', i - 1), ', ' ORDER BY i) FROM generate_subscripts(old, 1) i),
+		(SELECT string_agg('ADD ' || o, ', ') FROM unnest(state._proxy_options(cluster, parts)) o));
+	UPDATE state.proxies p SET parts = _proxy_switch.parts, version = p.version + 1
+	 WHERE p.cluster = _proxy_switch.cluster;
+END
+$fn$;
+REVOKE ALL ON FUNCTION state._proxy_switch(text, text[], text[]) FROM PUBLIC;
+
+-- For state.rescale_proxy and state.repair_proxy: the old parts of a
+-- cluster on the servers a restore of the rescale reached (touched)
+-- restored from its snapshots.  True when every one is back; a part that
+-- could not be is a WARNING naming its snapshots.
+CREATE FUNCTION state._proxy_put_back(cluster text, schema name, old text[], paths text[], touched text[])
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	back boolean := true;
+BEGIN
+	FOR i IN 0 .. cardinality(old) - 1 LOOP
+		CONTINUE WHEN NOT old[i + 1] = ANY (touched);
+		BEGIN
+			EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', schema)
+				USING old[i + 1], paths, cardinality(old)::text, i::text;
+			PERFORM state._proxy_rescale_step('part_put_back');
+		EXCEPTION WHEN OTHERS THEN
+			RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
+				USING HINT = format('Its snapshots are %s; once its server is back, call state.repair_proxy(%L).',
+					array_to_string(paths, ', '), cluster);
+			back := false;
+		END;
+	END LOOP;
+	RETURN back;
+END
+$fn$;
+REVOKE ALL ON FUNCTION state._proxy_put_back(text, name, text[], text[], text[]) FROM PUBLIC;
+
+-- Puts right a rescale of the cluster that failed half done or whose
+-- session died (its journal, state._proxy_journal_read, is left): if it
+-- had not switched durably, its old parts are restored from its snapshots
+-- on the servers its restores reached ('undone'); if it had, the proxy is switched to the
+-- new parts in this transaction ('finished').  NULL when there was nothing
+-- to put right.  Until then the cluster's proxy calls refuse (55000).
+CREATE FUNCTION state.repair_proxy(cluster text)
+RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	p state.proxies;
+	j jsonb;
+	old text[];
+	new text[];
+	paths text[];
+	touched text[];
+	server text;
+	paused text[] := '{}';
+BEGIN
+	SELECT * INTO p FROM state.proxies x WHERE x.cluster = repair_proxy.cluster FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
+			USING ERRCODE = 'undefined_object', HINT = 'Make one with state.create_proxy.';
+	END IF;
+	-- A rescale running now has ended (it held the row): its journal is
+	-- what it left.
+	PERFORM state.pause_proxy(cluster);
+	j := state._proxy_journal_read(cluster)::jsonb;
+	IF j IS NULL THEN
+		RETURN NULL;
+	END IF;
+	old := ARRAY(SELECT jsonb_array_elements_text(j -> 'old_parts'));
+	new := ARRAY(SELECT jsonb_array_elements_text(j -> 'new_parts'));
+	paths := ARRAY(SELECT jsonb_array_elements_text(j -> 'paths'));
+	touched := ARRAY(SELECT jsonb_array_elements_text(j -> 'touched'));
+	IF (j ->> 'switched')::boolean THEN
+		-- Its point of no return was passed: the new parts hold the keys.
+		IF p.version = (j ->> 'old_version')::int THEN
+			PERFORM state._proxy_switch(cluster, p.parts, new);
+			PERFORM state._proxy_rescale_step('switched');
+		END IF;
+		PERFORM state._proxy_journal_remove(cluster, true);
+		RETURN 'finished';
+	END IF;
+	IF p.version <> (j ->> 'old_version')::int OR p.parts IS DISTINCT FROM old THEN
+		RAISE EXCEPTION 'the rescale journal of cluster "%" does not match its proxy', cluster
+			USING ERRCODE = 'data_corrupted',
+				DETAIL = format('The journal is of version %s, parts %s; the proxy is of version %s, parts %s.',
+					j ->> 'old_version', array_to_string(old, ', '), p.version, array_to_string(p.parts, ', '));
+	END IF;
+	BEGIN
+		-- As the rescale did: no timer fires on a server while its part is
+		-- put back (a server no restore reached is left alone).
+		FOR server IN SELECT DISTINCT s FROM unnest(old) s WHERE s = ANY (touched) LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
+		END LOOP;
+		IF NOT state._proxy_put_back(cluster, p.schema, old, paths, touched) THEN
+			RAISE EXCEPTION 'could not undo the interrupted rescale of cluster "%"', cluster
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'See the warnings above; once those servers are back, call state.repair_proxy again.';
+		END IF;
+		FOREACH server IN ARRAY paused LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+		END LOOP;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
+			END;
+		END LOOP;
+		RAISE;
+	END;
+	PERFORM state._proxy_journal_remove(cluster, false);
+	PERFORM state._proxy_rescale_step('journal_removed');
+	RETURN 'undone';
+END
+$fn$;
+REVOKE ALL ON FUNCTION state.repair_proxy(text) FROM PUBLIC;
+
 -- A proxy's parts change (a rescale): every proxy session sends its next
--- call by the new parts.  Calls of the cluster running now end first.
+-- call by the new parts.  Calls of the cluster running now end first; a
+-- rescale of it that was interrupted is put right first (repair_proxy).
 CREATE FUNCTION state.alter_proxy(cluster text, parts text[])
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-	options text[] := state._proxy_options(cluster, parts);
 	old text[];
 BEGIN
+	PERFORM state._proxy_options(cluster, parts);
 	SELECT p.parts INTO old FROM state.proxies p WHERE p.cluster = alter_proxy.cluster FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
 			USING ERRCODE = 'undefined_object', HINT = 'Make one with state.create_proxy.';
 	END IF;
 	PERFORM state.pause_proxy(cluster);
-	EXECUTE format('ALTER SERVER %I OPTIONS (%s, %s)', cluster,
-		(SELECT string_agg(format('DROP p%s', i - 1), ', ' ORDER BY i) FROM generate_subscripts(old, 1) i),
-		(SELECT string_agg('ADD ' || o, ', ') FROM unnest(options) o));
-	UPDATE state.proxies p SET parts = alter_proxy.parts, version = p.version + 1
-	 WHERE p.cluster = alter_proxy.cluster;
+	IF state.repair_proxy(cluster) IS NOT NULL THEN
+		SELECT p.parts INTO old FROM state.proxies p WHERE p.cluster = alter_proxy.cluster;
+	END IF;
+	PERFORM state._proxy_switch(cluster, old, parts);
 END
 $fn$;
 REVOKE ALL ON FUNCTION state.alter_proxy(text, text[]) FROM PUBLIC;
@@ -710,8 +852,16 @@ REVOKE ALL ON FUNCTION state.alter_proxy(text, text[]) FROM PUBLIC;
 -- windows of every server involved paused, a snapshot of each part into
 -- snapshot_dir (a directory every server reads and writes), the key groups
 -- of new part i restored from them onto parts[i+1], and the proxy switched
--- to the new parts.  Returns the entries restored.  Each step has a fault
--- point (state._proxy_rescale_step).
+-- to the new parts.  Returns the entries restored.  All or nothing: a
+-- journal written durably before the first restore (old parts, new parts,
+-- snapshots) says what is changing; an error before the switch is durable
+-- puts the old parts back; once every new part is restored and the switch
+-- made, the journal is marked switched (the point of no return) and goes
+-- when the transaction commits.  A rescale interrupted otherwise (its
+-- session died, or its transaction did not commit) leaves the journal:
+-- the cluster's calls refuse until repair_proxy (run by this function,
+-- alter_proxy and drop_proxy first) undoes or finishes it.  Each step has
+-- a fault point (state._proxy_rescale_step).
 CREATE FUNCTION state.rescale_proxy(cluster text, parts text[], snapshot_dir text)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -723,6 +873,7 @@ DECLARE
 	total bigint := 0;
 	server text;
 	paused text[] := '{}';
+	journal jsonb;
 BEGIN
 	PERFORM state._proxy_options(cluster, parts);
 	SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster FOR UPDATE;
@@ -736,6 +887,9 @@ BEGIN
 				HINT = 'Give a directory that every server of the cluster reads and writes.';
 	END IF;
 	PERFORM state.pause_proxy(cluster);
+	IF state.repair_proxy(cluster) IS NOT NULL THEN
+		SELECT * INTO p FROM state.proxies x WHERE x.cluster = rescale_proxy.cluster;
+	END IF;
 	PERFORM state._proxy_rescale_step('calls_paused');
 	BEGIN
 		-- No timer or window fires on a server of the cluster, old or new,
@@ -757,31 +911,55 @@ BEGIN
 			paths := paths || path;
 			PERFORM state._proxy_rescale_step('part_snapshot');
 		END LOOP;
+		-- Before anything changes on a server: what is changing, durably.
+		journal := jsonb_build_object('old_version', p.version, 'old_parts', to_jsonb(p.parts),
+			'new_parts', to_jsonb(parts), 'paths', to_jsonb(paths), 'touched', '[]'::jsonb,
+			'switched', false);
+		PERFORM state._proxy_journal_write(cluster, journal::text);
 		BEGIN
+			PERFORM state._proxy_rescale_step('journal_written');
 			FOR i IN 0 .. cardinality(parts) - 1 LOOP
+				-- The servers a restore may have reached: only those are put back.
+				journal := jsonb_set(journal, '{touched}', (journal -> 'touched') || to_jsonb(parts[i + 1]));
+				PERFORM state._proxy_journal_write(cluster, journal::text);
 				EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)::bigint', p.schema)
 					INTO status USING parts[i + 1], paths, cardinality(parts)::text, i::text;
 				total := total + status::bigint;
 				PERFORM state._proxy_rescale_step('part_restored');
 			END LOOP;
-			PERFORM state.alter_proxy(cluster, parts);
+			PERFORM state._proxy_switch(cluster, p.parts, parts);
 			PERFORM state._proxy_rescale_step('switched');
-		EXCEPTION WHEN OTHERS THEN
-			-- The proxy keeps its old parts: put them back as they were, from the
-			-- same snapshots (a new part restored already may be one of them).
-			FOR i IN 0 .. cardinality(p.parts) - 1 LOOP
-				BEGIN
-					EXECUTE format('SELECT %I._restore_at($1, $2, $3, $4)', p.schema)
-						USING p.parts[i + 1], paths, cardinality(p.parts)::text, i::text;
-					PERFORM state._proxy_rescale_step('part_put_back');
-				EXCEPTION WHEN OTHERS THEN
-					RAISE WARNING 'could not put part % of cluster "%" back as it was: %', i, cluster, SQLERRM
-						USING HINT = format('Its snapshots are %s; restore them with parallelism => %s, part => %s.',
-							array_to_string(paths, ', '), cardinality(p.parts), i);
-				END;
-			END LOOP;
+			-- The point of no return: from here the new parts stay, and
+			-- repair_proxy finishes the switch if this transaction does not.
+			PERFORM state._proxy_journal_write(cluster, jsonb_set(journal, '{switched}', 'true')::text);
+		EXCEPTION WHEN OTHERS OR query_canceled THEN
+			-- Not switched durably (unless the mark was written and then its
+			-- write failed): the proxy keeps its old parts, so put them back.
+			IF NOT coalesce((state._proxy_journal_read(cluster)::jsonb ->> 'switched')::boolean, false) THEN
+				IF state._proxy_put_back(cluster, p.schema, p.parts, paths,
+						ARRAY(SELECT jsonb_array_elements_text(journal -> 'touched'))) THEN
+					PERFORM state._proxy_journal_remove(cluster, false);
+					PERFORM state._proxy_rescale_step('journal_removed');
+				END IF;
+			END IF;
 			RAISE;
 		END;
+		-- The journal goes when the switch commits (not if a rollback to a
+		-- savepoint undoes it).
+		PERFORM state._proxy_journal_remove(cluster, true);
+		PERFORM state._proxy_rescale_step('switch_durable');
+		-- The rescale stands: a server whose timers cannot be resumed now
+		-- resumes them when this session ends.
+		FOREACH server IN ARRAY paused LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
+			END;
+		END LOOP;
+		paused := '{}';
+		PERFORM state._proxy_rescale_step('timers_resumed');
 	EXCEPTION WHEN OTHERS OR query_canceled THEN
 		FOREACH server IN ARRAY paused LOOP
 			BEGIN
@@ -793,26 +971,25 @@ BEGIN
 		END LOOP;
 		RAISE;
 	END;
-	FOREACH server IN ARRAY paused LOOP
-		EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
-	END LOOP;
-	PERFORM state._proxy_rescale_step('timers_resumed');
 	RETURN total;
 END
 $fn$;
 REVOKE ALL ON FUNCTION state.rescale_proxy(text, text[], text) FROM PUBLIC;
 
--- Removes a proxy: its schema with its functions, and its cluster.
+-- Removes a proxy: its schema with its functions, and its cluster (a
+-- rescale of it that was interrupted put right first).
 CREATE FUNCTION state.drop_proxy(cluster text)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	s name;
 BEGIN
-	DELETE FROM state.proxies p WHERE p.cluster = drop_proxy.cluster RETURNING p.schema INTO s;
+	PERFORM 1 FROM state.proxies p WHERE p.cluster = drop_proxy.cluster FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
 			USING ERRCODE = 'undefined_object';
 	END IF;
+	PERFORM state.repair_proxy(cluster);
+	DELETE FROM state.proxies p WHERE p.cluster = drop_proxy.cluster RETURNING p.schema INTO s;
 	EXECUTE format('DROP SCHEMA %I CASCADE', s);
 	EXECUTE format('DROP SERVER %I CASCADE', cluster);
 END

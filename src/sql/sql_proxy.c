@@ -25,9 +25,10 @@
  * CLUSTER clause of every internal PL/Proxy function is the gate
  * (_proxy_gate), which lets a call through only in a session that holds
  * that lock: the internal functions run inside a proxy call or a rescale,
- * never alone.  The SQL half (create_proxy, alter_proxy, rescale_proxy) is
- * in the extension script; state._proxy_rescale_step marks its steps with
- * fault points.
+ * never alone.  A call of a cluster whose rescale was interrupted refuses
+ * until it is put right (sql_proxy_journal.c).  The SQL half (create_proxy,
+ * alter_proxy, rescale_proxy, repair_proxy) is in the extension script;
+ * state._proxy_rescale_step marks its steps with fault points.
  */
 #include "postgres.h"
 
@@ -55,6 +56,7 @@
 #include "common/codec.h"
 #include "common/fault.h"
 #include "common/key_group.h"
+#include "sql/sql_proxy.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
 PG_FUNCTION_INFO_V1(state_proxy_pause);
@@ -699,6 +701,8 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	 * internal PL/Proxy functions pass their gate while it is held.
 	 */
 	LockDatabaseObject(ForeignServerRelationId, pc->server, 0, AccessShareLock);
+	/* Not while a rescale that died half done is not put right. */
+	proxy_journal_check(pc->cluster);
 
 	first = pc->routed ? 1 : 0;
 	args = palloc(sizeof(Datum) * (pc->nargs + 1));
@@ -847,12 +851,18 @@ state_proxy_rescale_step(PG_FUNCTION_ARGS)
 		FAULT_POINT("rescale.proxy_timers_paused");
 	else if (strcmp(step, "part_snapshot") == 0)
 		FAULT_POINT("rescale.proxy_part_snapshot");
+	else if (strcmp(step, "journal_written") == 0)
+		FAULT_POINT("rescale.proxy_journal_written");
 	else if (strcmp(step, "part_restored") == 0)
 		FAULT_POINT("rescale.proxy_part_restored");
 	else if (strcmp(step, "switched") == 0)
 		FAULT_POINT("rescale.proxy_switched");
+	else if (strcmp(step, "switch_durable") == 0)
+		FAULT_POINT("rescale.proxy_switch_durable");
 	else if (strcmp(step, "part_put_back") == 0)
 		FAULT_POINT("rescale.proxy_part_put_back");
+	else if (strcmp(step, "journal_removed") == 0)
+		FAULT_POINT("rescale.proxy_journal_removed");
 	else if (strcmp(step, "timers_resumed") == 0)
 		FAULT_POINT("rescale.proxy_timers_resumed");
 	else

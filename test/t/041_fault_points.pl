@@ -493,15 +493,17 @@ SELECT state.wait_snapshot(state.snapshot('$dir/proxy_empty'));});
 }
 
 # The proxy's fault points are reached in the rescaling session: they are
-# armed there (SET), with those of the round.  part_put_back is reached
-# only when a step after a restore fails: proxy_switched fails too then.
+# armed there (SET), with those of the round.  part_put_back and
+# journal_removed are reached only when a step after a restore fails:
+# proxy_switched fails too then.
 my $proxy_spec = '';
 
 sub step_proxy
 {
 	my $parts = $proxy_parts == 2 ? [ $part_nodes[0] ] : \@part_nodes;
 	my $spec = $proxy_spec;
-	$spec .= ',rescale.proxy_switched:error' if $spec =~ /proxy_part_put_back/ && $spec !~ /proxy_switched/;
+	$spec .= ',rescale.proxy_switched:error'
+	  if $spec =~ /proxy_(part_put_back|journal_removed)/ && $spec !~ /proxy_switched/;
 	my $set = $spec ne '' ? "SET state_backend.fault_points = '$spec';" : '';
 	my $ret = try_sql($node, 'px', "$set SELECT state.rescale_proxy('pc', ARRAY["
 		  . join(', ', map { part_conn($_) } @$parts) . "], '$dir/proxy_snapshots')");
@@ -516,6 +518,18 @@ sub check_proxy
 SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PROXY_KEYS) k
                                       WHERE state_proxy.value_get('pv', k, 0::bigint) IS DISTINCT FROM k * 10)
   FROM state.proxies WHERE cluster = 'pc'}, timeout => 30, timed_out => \my $to);
+	# A rescale whose session died, or that failed after its point of no
+	# return, is put right by state.repair_proxy; until then the proxy's
+	# calls refuse, saying so (never a wrong or missing key).
+	if ($ret != 0 && $err =~ /a rescale of cluster "pc" was interrupted/)
+	{
+		my ($r, $o, $e) = $node->psql('px', q{SELECT state.repair_proxy('pc')}, timeout => 60, timed_out => \my $t);
+		return ("proxy: repair_proxy failed: $e") if $r != 0;
+		($ret, $out, $err) = $node->psql('px', qq{
+SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PROXY_KEYS) k
+                                      WHERE state_proxy.value_get('pv', k, 0::bigint) IS DISTINCT FROM k * 10)
+  FROM state.proxies WHERE cluster = 'pc'}, timeout => 30, timed_out => \my $to2);
+	}
 	return ("proxy: cannot be read: $err") if $ret != 0;
 	my ($parts, $wrong) = split /\|/, $out;
 	$proxy_parts = $parts;
@@ -952,19 +966,6 @@ my %KNOWN = (
 	  . 'hold the restored contents and the rocksdb state the contents before (a restore half applied)',
 );
 
-# state.rescale_proxy (state_backend--1.7.sql) restores the new parts on
-# their servers, each committed there at once, and puts the old parts back
-# only when a step inside its inner block raises an error: an error after
-# it (timers_resumed) or a session that dies (exit, crash) after the first
-# restore leaves state.proxies naming the old parts while the servers hold
-# the new parts' keys: from 1 part to 2, keys missing through the proxy;
-# from 2 to 1, the parts' key groups overlap and every later rescale fails
-# ("both hold key groups").  Which one a round sees depends on the way it
-# rescales.
-$KNOWN{"rescale.proxy_$_->[0] $_->[1]"} =
-  'state.rescale_proxy: the parts are not put back after a failure outside its inner block or a session that dies'
-  for ([ 'timers_resumed', 'error' ], map { my $act = $_; map { [ $_, $act ] } qw(part_restored switched timers_resumed) } qw(exit crash));
-
 my %walked;     # point => { action => 1 if reached }
 my %problems;   # "point action" => [ problems ]
 my %per_action; # action => rounds
@@ -1124,14 +1125,15 @@ for my $action (@ACTIONS)
 				# The proxy's are armed in its session, all at once.
 				my @take = splice(@$names, 0, $l->{session} ? scalar(@$names) : $$room);
 				$$room -= @take unless $l->{session};
-				# part_put_back is reached only when proxy_switched fails;
+				# part_put_back and journal_removed are reached only when
+				# proxy_switched fails;
 				# a flush_batch by more than 10000 records, each of which
 				# would sleep at the record points.
-				for my $alone (grep { /proxy_part_put_back|flush_batch$/ } @take)
+				for my $alone (grep { /proxy_(part_put_back|journal_removed)|flush_batch$/ } @take)
 				{
 					push @items, [ $l, [$alone] ];
 				}
-				@take = grep { !/proxy_part_put_back|flush_batch$/ } @take;
+				@take = grep { !/proxy_(part_put_back|journal_removed)|flush_batch$/ } @take;
 				push @items, [ $l, \@take ] if @take;
 			}
 			my ($got, $bad) = round('sleep', \@items);
