@@ -39,6 +39,8 @@ typedef struct RegistrySlot
 	StateDesc	desc;
 	bool		dropping;		/* being dropped: no longer resolvable */
 	bool		hidden;			/* being restored: not resolvable yet */
+	XLogRecPtr	publish_end;	/* the end of the PUBLISH record of the restore
+								 * that published or drops it (0: none) */
 	pg_atomic_uint64 entries;
 	pg_atomic_uint64 bytes;
 } RegistrySlot;
@@ -106,6 +108,7 @@ registry_shmem_init(void)
 			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
 			registry->slots[i].dropping = false;
 			registry->slots[i].hidden = false;
+			registry->slots[i].publish_end = InvalidXLogRecPtr;
 			pg_atomic_init_u64(&registry->slots[i].entries, 0);
 			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
 		}
@@ -421,6 +424,7 @@ registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 	registry->slots[free_slot].desc = *desc;
 	registry->slots[free_slot].dropping = false;
 	registry->slots[free_slot].hidden = hidden;
+	registry->slots[free_slot].publish_end = InvalidXLogRecPtr;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
 	state_stats_reset(free_slot);
@@ -490,13 +494,24 @@ registry_free_slot(const StateDesc *desc, int slot)
  * called under the registry lock, so it takes none) says to keep stay.
  * The states marked go to *old
  * and *oldslots (palloc'd; the count is returned): the caller removes their
- * data and frees their slots.
+ * data and frees their slots.  When logged states are dropped or published,
+ * one PUBLISH record says so (replay applies all of it or nothing), and
+ * *logged_end gets its end (InvalidXLogRecPtr: none): the restore is
+ * durable once WAL is flushed to it, and until then registry_get_stored
+ * shows the states as they were before.
  */
 int
 registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-				 StateDesc **old, int **oldslots)
+				 StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
 {
 	int			nold = 0;
+	uint32	   *logged_old = palloc(sizeof(uint32) * registry->nslots);
+	uint32	   *logged_new = palloc(sizeof(uint32) * registry->nslots);
+	int			nlogged_old = 0;
+	int			nlogged_new = 0;
+	int		   *changed = palloc(sizeof(int) * registry->nslots);
+	int			nchanged = 0;
+	XLogRecPtr	end = InvalidXLogRecPtr;
 
 	*old = palloc(sizeof(StateDesc) * registry->nslots);
 	*oldslots = palloc(sizeof(int) * registry->nslots);
@@ -511,11 +526,12 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 			continue;
 		s->dropping = true;
 		if (s->desc.logged)
-			log_drop(&s->desc);
+			logged_old[nlogged_old++] = s->desc.id;
+		changed[nchanged++] = i;
 		(*old)[nold] = s->desc;
 		(*oldslots)[nold++] = i;
 	}
-	/* Then the new ones appear: in WAL too, after the old are gone. */
+	/* Then the new ones appear. */
 	for (int i = 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];
@@ -527,12 +543,33 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 			{
 				s->hidden = false;
 				if (s->desc.logged)
-					(void) state_wal_log_create(&s->desc, false);
+					logged_new[nlogged_new++] = s->desc.id;
+				changed[nchanged++] = i;
 			}
 	}
+	if (nlogged_old + nlogged_new > 0)
+		end = state_wal_log_publish(dbid, logged_old, nlogged_old, logged_new, nlogged_new);
+	/* Nothing logged while replaying, loading a checkpoint, or on a standby. */
+	for (int i = 0; i < nchanged && end != InvalidXLogRecPtr; i++)
+		registry->slots[changed[i]].publish_end = end;
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	pfree(logged_old);
+	pfree(logged_new);
+	pfree(changed);
+	*logged_end = end;
 	return nold;
+}
+
+/*
+ * registry_publish_durable: the PUBLISH record of a restore is flushed;
+ * backends that store descriptors of their own look at the registry again
+ * (registry_get_stored shows them the published states now).
+ */
+void
+registry_publish_durable(void)
+{
+	registry_bump_version();
 }
 
 /*
@@ -876,6 +913,42 @@ registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
 }
 
 /*
+ * registry_get_stored is registry_get (any slot) for a backend that stores
+ * descriptors beside its data, which come back after a crash whatever WAL
+ * holds: a restore's publication counts only once its PUBLISH record is
+ * flushed (registry_publish).  Until then a state it drops is still there,
+ * and one it publishes, hidden; so the backend's files never get ahead of
+ * WAL, and a crash leaves them on the side of the publication that replay
+ * brings every other state to.
+ */
+bool
+registry_get_stored(uint32 id, StateDesc *desc, bool *hidden)
+{
+	bool		found = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+		bool		pending;
+
+		if (s->desc.id != id)
+			continue;
+		pending = s->publish_end != InvalidXLogRecPtr &&
+			s->publish_end > GetFlushRecPtr(NULL);
+		if (!s->dropping || pending)
+		{
+			*desc = s->desc;
+			*hidden = s->hidden || pending;
+			found = true;
+		}
+		break;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}
+
+/*
  * registry_adopt puts back a state whose descriptor survived a restart
  * with its data (kept by its backend), keeping its id.  The state worker calls
  * it on a fresh registry, before anything else creates states.  Returns
@@ -894,6 +967,7 @@ registry_adopt(const StateDesc *desc)
 		s->desc = *desc;
 		s->dropping = false;
 		s->hidden = false;
+		s->publish_end = InvalidXLogRecPtr;
 		pg_atomic_write_u64(&s->entries, 0);
 		pg_atomic_write_u64(&s->bytes, 0);
 		state_stats_reset(i);
