@@ -194,18 +194,9 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 							&old, &oldslots, &logged_end);
 	if (logged_end != InvalidXLogRecPtr)
 	{
-		PG_TRY();
-		{
-			FAULT_POINT("restore.publish_logged");
-			XLogFlush(logged_end);
-			FAULT_POINT("restore.publish_durable");
-		}
-		PG_FINALLY();
-		{
-			/* Backends that store descriptors look again, whatever happened. */
-			registry_publish_durable();
-		}
-		PG_END_TRY();
+		FAULT_POINT("restore.publish_logged");
+		XLogFlush(logged_end);
+		FAULT_POINT("restore.publish_durable");
 	}
 	for (int i = 0; i < nold; i++)
 		finish_drop(&old[i], oldslots[i], true);

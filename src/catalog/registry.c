@@ -58,6 +58,8 @@ typedef struct RegistryShared
 	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
 	char		blocked_why[256];	/* a sentence for errdetail */
 	pg_atomic_uint32 logged_pending;	/* logged states being created */
+	pg_atomic_uint64 publish_pending;	/* the end of a PUBLISH record not seen
+										 * flushed yet (0: none) */
 	uint32		next_id;
 	int			nslots;
 	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -101,6 +103,7 @@ registry_shmem_init(void)
 		registry->blocked_checkpoint = 0;
 		registry->blocked_why[0] = '\0';
 		pg_atomic_init_u32(&registry->logged_pending, 0);
+		pg_atomic_init_u64(&registry->publish_pending, 0);
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
 		for (int i = 0; i < registry->nslots; i++)
@@ -234,9 +237,27 @@ registry_wait_ready(void)
 	}
 }
 
+static void
+registry_bump_version(void)
+{
+	pg_atomic_fetch_add_u64(&registry->version, 1);
+}
+
+/*
+ * registry_version is the registry's version counter.  A restore's
+ * publication changes what registry_get_stored shows once its PUBLISH
+ * record is flushed, by whomever: the first look after that bumps the
+ * counter, so that backends that store descriptors look again even when
+ * the restore's session is gone.
+ */
 uint64
 registry_version(void)
 {
+	uint64		pending = pg_atomic_read_u64(&registry->publish_pending);
+
+	if (pending != 0 && (XLogRecPtr) pending <= GetFlushRecPtr(NULL) &&
+		pg_atomic_compare_exchange_u64(&registry->publish_pending, &pending, 0))
+		registry_bump_version();
 	return pg_atomic_read_u64(&registry->version);
 }
 
@@ -249,11 +270,6 @@ log_drop(const StateDesc *desc)
 	(void) state_wal_log(STATE_WAL_DROP, desc->id, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
-static void
-registry_bump_version(void)
-{
-	pg_atomic_fetch_add_u64(&registry->version, 1);
-}
 
 /*
  * registry_find_slot returns the slot of the named state of a database, or
@@ -498,7 +514,8 @@ registry_free_slot(const StateDesc *desc, int slot)
  * one PUBLISH record says so (replay applies all of it or nothing), and
  * *logged_end gets its end (InvalidXLogRecPtr: none): the restore is
  * durable once WAL is flushed to it, and until then registry_get_stored
- * shows the states as they were before.
+ * shows the states as they were before (registry_version changes when it
+ * is flushed).
  */
 int
 registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
@@ -552,6 +569,9 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 	/* Nothing logged while replaying, loading a checkpoint, or on a standby. */
 	for (int i = 0; i < nchanged && end != InvalidXLogRecPtr; i++)
 		registry->slots[changed[i]].publish_end = end;
+	if (end != InvalidXLogRecPtr &&
+		(XLogRecPtr) pg_atomic_read_u64(&registry->publish_pending) < end)
+		pg_atomic_write_u64(&registry->publish_pending, end);	/* under the lock */
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	pfree(logged_old);
@@ -559,17 +579,6 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 	pfree(changed);
 	*logged_end = end;
 	return nold;
-}
-
-/*
- * registry_publish_durable: the PUBLISH record of a restore is flushed;
- * backends that store descriptors of their own look at the registry again
- * (registry_get_stored shows them the published states now).
- */
-void
-registry_publish_durable(void)
-{
-	registry_bump_version();
 }
 
 /*
