@@ -125,4 +125,29 @@ SELECT state.restore('$dir/new')});
 		"$point: every state is there once");
 }
 
+# A hot standby applies the PUBLISH record as its primary published: the
+# logged states restored, and nothing else of the database.
+$node->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'b', has_streaming => 1);
+$standby->start;
+$node->safe_psql('postgres', q{SELECT state.wait_snapshot(state.snapshot(), '30 s')});
+set_all('old');
+$node->wait_for_catchup($standby);
+ok( $standby->poll_query_until('r',
+		q{SELECT count(*) = 8 FROM state.entries('lg_rocksdb', NULL::int, NULL::text) e(k, v) WHERE v LIKE 'old%'}),
+	'standby: serves the logged states as they were');
+$node->safe_psql('r', "SELECT state.restore('$dir/new')");
+$node->wait_for_catchup($standby);
+for my $s (grep { /^lg_/ } @STATES)
+{
+	ok( $standby->poll_query_until('r', qq{
+SELECT string_agg(k || '=' || v, ' ' ORDER BY k) FROM state.entries('$s', NULL::int, NULL::text) e(k, v)},
+			join(' ', map { "$_=new$_" } 1 .. 8)),
+		"standby: $s restored");
+}
+is($standby->safe_psql('r', q{SELECT string_agg(name, ' ' ORDER BY name) FROM state.states}),
+	'lg_lmdb lg_memory lg_rocksdb', 'standby: the logged states, each once');
+$standby->stop;
+
 done_testing();
