@@ -21,7 +21,8 @@
 # it does not flush the restore's records by itself: before the restore was
 # logged as one record, flushed before RocksDB stored the publication, a
 # crash at restore.after_publish left the logged memory and lmdb states
-# 'old' and the rocksdb states 'new'.
+# 'old' and the rocksdb states 'new'.  Last, a hot standby follows a
+# restore of its primary: it applies the PUBLISH record whole.
 
 use strict;
 use warnings;
