@@ -309,6 +309,58 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 }
 
 /*
+ * A PUBLISH record: a restore's publication, applied whole.  The states it
+ * drops go first (so that no name is taken twice), then its hidden states
+ * are published together.  States this server does not hold are passed
+ * over: dropped already, or kept by their backend, which stored the
+ * publication once this record was durable (registry_get_stored).  A
+ * replay that stops at an error here applies the rest when it tries again.
+ */
+static bool
+replay_publish(HTAB *map, const StateWalRecord *rec)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(rec->npublished, 1));
+	ReplayTarget **targets = palloc(sizeof(ReplayTarget *) * Max(rec->npublished, 1));
+	int			n = 0;
+	bool		changed = false;
+
+	for (uint32 i = 0; i < rec->ndropped; i++)
+	{
+		uint32		id = state_wal_publish_id(rec, i);
+		ReplayTarget *t = hash_search(map, &id, HASH_FIND, NULL);
+		StateDesc	d;
+
+		if (t == NULL)
+			continue;
+		d = t->desc;
+		(void) state_ops_drop(&d, t->slot);
+		hash_search(map, &id, HASH_REMOVE, NULL);
+		changed = true;
+	}
+	for (uint32 i = 0; i < rec->npublished; i++)
+	{
+		uint32		id = state_wal_publish_id(rec, rec->ndropped + i);
+		ReplayTarget *t = hash_search(map, &id, HASH_FIND, NULL);
+
+		if (t == NULL || !t->hidden || t->desc.dbid != rec->dbid ||
+			!make_room_for_name(t->desc.dbid, NameStr(t->desc.name)))
+			continue;
+		descs[n] = t->desc;
+		targets[n++] = t;
+	}
+	if (n > 0)
+	{
+		state_ops_publish(rec->dbid, descs, n, STATE_PUBLISH_KEEP_ALL, true);
+		for (int i = 0; i < n; i++)
+			targets[i]->hidden = false;
+		changed = true;
+	}
+	pfree(descs);
+	pfree(targets);
+	return changed;
+}
+
+/*
  * Hidden states whose restore never published them are dropped (each once,
  * when it is called again after a failure).
  */
@@ -382,7 +434,8 @@ replay_record(LoggedReplay *r)
 	 * what its backend holds.
 	 */
 	if ((rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN ||
-		 rec.kind == STATE_WAL_DROP || rec.kind == STATE_WAL_CLOCK) &&
+		 rec.kind == STATE_WAL_DROP || rec.kind == STATE_WAL_CLOCK ||
+		 rec.kind == STATE_WAL_PUBLISH) &&
 		reader->EndRecPtr <= r->applied_before)
 		return false;
 	if (rec.kind == STATE_WAL_CLOCK)
@@ -394,6 +447,8 @@ replay_record(LoggedReplay *r)
 	}
 	if (rec.kind == STATE_WAL_CREATE || rec.kind == STATE_WAL_CREATE_HIDDEN)
 		return replay_create(map, &rec);
+	if (rec.kind == STATE_WAL_PUBLISH)
+		return replay_publish(map, &rec);
 	t = hash_search(map, &rec.state_id, HASH_FIND, NULL);
 	if (t == NULL)
 		return false;

@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -22,6 +23,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/fault.h"
 #include "state_ops.h"
 
 /*
@@ -164,6 +166,13 @@ state_keep_every(const StateDesc *desc)
  * replace the database's states at one instant (but those keep says),
  * then the replaced states' data is removed.  With sync_catalogs, the backends of published states that
  * keep descriptors of their own store them before this returns.
+ *
+ * When logged states are dropped or published, the registry logs one
+ * PUBLISH record, and the restore is durable once WAL is flushed to it:
+ * replay brings every logged state to one side of it, and a backend that
+ * keeps its states across a crash (rocksdb) stores nothing of the
+ * publication before (registry_get_stored), so it comes back on the same
+ * side.  Only then is the replaced states' data removed.
  */
 void
 state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep,
@@ -175,13 +184,20 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 	int			nold;
 	const KeyedStateBackend *synced[STATE_BACKEND_MAX_PROVIDERS];
 	int			nsynced = 0;
+	XLogRecPtr	logged_end;
 
 	for (int i = 0; i < n; i++)
 		ids[i] = descs[i].id;
 	nold = registry_publish(dbid, ids, n,
 							keep == STATE_PUBLISH_KEEP_ALL ? state_keep_every :
 							keep == STATE_PUBLISH_KEEP_KEPT ? state_kept_by_backend : NULL,
-							&old, &oldslots);
+							&old, &oldslots, &logged_end);
+	if (logged_end != InvalidXLogRecPtr)
+	{
+		FAULT_POINT("restore.publish_logged");
+		XLogFlush(logged_end);
+		FAULT_POINT("restore.publish_durable");
+	}
 	for (int i = 0; i < nold; i++)
 		finish_drop(&old[i], oldslots[i], true);
 	pfree(old);

@@ -39,6 +39,8 @@ typedef struct RegistrySlot
 	StateDesc	desc;
 	bool		dropping;		/* being dropped: no longer resolvable */
 	bool		hidden;			/* being restored: not resolvable yet */
+	XLogRecPtr	publish_end;	/* the end of the PUBLISH record of the restore
+								 * that published or drops it (0: none) */
 	pg_atomic_uint64 entries;
 	pg_atomic_uint64 bytes;
 } RegistrySlot;
@@ -56,6 +58,8 @@ typedef struct RegistryShared
 	int64		blocked_checkpoint; /* the checkpoint whose load failed (0: none) */
 	char		blocked_why[256];	/* a sentence for errdetail */
 	pg_atomic_uint32 logged_pending;	/* logged states being created */
+	pg_atomic_uint64 publish_pending;	/* the end of a PUBLISH record not seen
+										 * flushed yet (0: none) */
 	uint32		next_id;
 	int			nslots;
 	RegistrySlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -99,6 +103,7 @@ registry_shmem_init(void)
 		registry->blocked_checkpoint = 0;
 		registry->blocked_why[0] = '\0';
 		pg_atomic_init_u32(&registry->logged_pending, 0);
+		pg_atomic_init_u64(&registry->publish_pending, 0);
 		registry->next_id = 1;
 		registry->nslots = state_backend_max_states;
 		for (int i = 0; i < registry->nslots; i++)
@@ -106,6 +111,7 @@ registry_shmem_init(void)
 			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
 			registry->slots[i].dropping = false;
 			registry->slots[i].hidden = false;
+			registry->slots[i].publish_end = InvalidXLogRecPtr;
 			pg_atomic_init_u64(&registry->slots[i].entries, 0);
 			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
 		}
@@ -231,9 +237,27 @@ registry_wait_ready(void)
 	}
 }
 
+static void
+registry_bump_version(void)
+{
+	pg_atomic_fetch_add_u64(&registry->version, 1);
+}
+
+/*
+ * registry_version is the registry's version counter.  A restore's
+ * publication changes what registry_get_stored shows once its PUBLISH
+ * record is flushed, by whomever: the first look after that bumps the
+ * counter, so that backends that store descriptors look again even when
+ * the restore's session is gone.
+ */
 uint64
 registry_version(void)
 {
+	uint64		pending = pg_atomic_read_u64(&registry->publish_pending);
+
+	if (pending != 0 && (XLogRecPtr) pending <= GetFlushRecPtr(NULL) &&
+		pg_atomic_compare_exchange_u64(&registry->publish_pending, &pending, 0))
+		registry_bump_version();
 	return pg_atomic_read_u64(&registry->version);
 }
 
@@ -246,11 +270,6 @@ log_drop(const StateDesc *desc)
 	(void) state_wal_log(STATE_WAL_DROP, desc->id, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
-static void
-registry_bump_version(void)
-{
-	pg_atomic_fetch_add_u64(&registry->version, 1);
-}
 
 /*
  * registry_find_slot returns the slot of the named state of a database, or
@@ -421,6 +440,7 @@ registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 	registry->slots[free_slot].desc = *desc;
 	registry->slots[free_slot].dropping = false;
 	registry->slots[free_slot].hidden = hidden;
+	registry->slots[free_slot].publish_end = InvalidXLogRecPtr;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
 	state_stats_reset(free_slot);
@@ -490,13 +510,25 @@ registry_free_slot(const StateDesc *desc, int slot)
  * called under the registry lock, so it takes none) says to keep stay.
  * The states marked go to *old
  * and *oldslots (palloc'd; the count is returned): the caller removes their
- * data and frees their slots.
+ * data and frees their slots.  When logged states are dropped or published,
+ * one PUBLISH record says so (replay applies all of it or nothing), and
+ * *logged_end gets its end (InvalidXLogRecPtr: none): the restore is
+ * durable once WAL is flushed to it, and until then registry_get_stored
+ * shows the states as they were before (registry_version changes when it
+ * is flushed).
  */
 int
 registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-				 StateDesc **old, int **oldslots)
+				 StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
 {
 	int			nold = 0;
+	uint32	   *logged_old = palloc(sizeof(uint32) * registry->nslots);
+	uint32	   *logged_new = palloc(sizeof(uint32) * registry->nslots);
+	int			nlogged_old = 0;
+	int			nlogged_new = 0;
+	int		   *changed = palloc(sizeof(int) * registry->nslots);
+	int			nchanged = 0;
+	XLogRecPtr	end = InvalidXLogRecPtr;
 
 	*old = palloc(sizeof(StateDesc) * registry->nslots);
 	*oldslots = palloc(sizeof(int) * registry->nslots);
@@ -511,11 +543,12 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 			continue;
 		s->dropping = true;
 		if (s->desc.logged)
-			log_drop(&s->desc);
+			logged_old[nlogged_old++] = s->desc.id;
+		changed[nchanged++] = i;
 		(*old)[nold] = s->desc;
 		(*oldslots)[nold++] = i;
 	}
-	/* Then the new ones appear: in WAL too, after the old are gone. */
+	/* Then the new ones appear. */
 	for (int i = 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];
@@ -527,11 +560,24 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 			{
 				s->hidden = false;
 				if (s->desc.logged)
-					(void) state_wal_log_create(&s->desc, false);
+					logged_new[nlogged_new++] = s->desc.id;
+				changed[nchanged++] = i;
 			}
 	}
+	if (nlogged_old + nlogged_new > 0)
+		end = state_wal_log_publish(dbid, logged_old, nlogged_old, logged_new, nlogged_new);
+	/* Nothing logged while replaying, loading a checkpoint, or on a standby. */
+	for (int i = 0; i < nchanged && end != InvalidXLogRecPtr; i++)
+		registry->slots[changed[i]].publish_end = end;
+	if (end != InvalidXLogRecPtr &&
+		(XLogRecPtr) pg_atomic_read_u64(&registry->publish_pending) < end)
+		pg_atomic_write_u64(&registry->publish_pending, end);	/* under the lock */
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	pfree(logged_old);
+	pfree(logged_new);
+	pfree(changed);
+	*logged_end = end;
 	return nold;
 }
 
@@ -876,6 +922,42 @@ registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden)
 }
 
 /*
+ * registry_get_stored is registry_get (any slot) for a backend that stores
+ * descriptors beside its data, which come back after a crash whatever WAL
+ * holds: a restore's publication counts only once its PUBLISH record is
+ * flushed (registry_publish).  Until then a state it drops is still there,
+ * and one it publishes, hidden; so the backend's files never get ahead of
+ * WAL, and a crash leaves them on the side of the publication that replay
+ * brings every other state to.
+ */
+bool
+registry_get_stored(uint32 id, StateDesc *desc, bool *hidden)
+{
+	bool		found = false;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+		bool		pending;
+
+		if (s->desc.id != id)
+			continue;
+		pending = s->publish_end != InvalidXLogRecPtr &&
+			s->publish_end > GetFlushRecPtr(NULL);
+		if (!s->dropping || pending)
+		{
+			*desc = s->desc;
+			*hidden = s->hidden || pending;
+			found = true;
+		}
+		break;
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return found;
+}
+
+/*
  * registry_adopt puts back a state whose descriptor survived a restart
  * with its data (kept by its backend), keeping its id.  The state worker calls
  * it on a fresh registry, before anything else creates states.  Returns
@@ -894,6 +976,7 @@ registry_adopt(const StateDesc *desc)
 		s->desc = *desc;
 		s->dropping = false;
 		s->hidden = false;
+		s->publish_end = InvalidXLogRecPtr;
 		pg_atomic_write_u64(&s->entries, 0);
 		pg_atomic_write_u64(&s->bytes, 0);
 		state_stats_reset(i);

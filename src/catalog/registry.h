@@ -30,7 +30,8 @@ extern void registry_free_slot(const StateDesc *desc, int slot);
 /* Whether registry_publish keeps a state the restore does not replace. */
 typedef bool (*RegistryKeepFn) (const StateDesc *desc);
 extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-							 StateDesc **old, int **oldslots);
+							 StateDesc **old, int **oldslots, XLogRecPtr *logged_end);
+extern bool registry_get_stored(uint32 id, StateDesc *desc, bool *hidden);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);
 extern void registry_logged_pending(int delta);

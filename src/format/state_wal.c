@@ -7,7 +7,9 @@
  * each), for a map entry's record the map key image's length (uint32) and
  * whether the value is NULL (one byte), then the key image, the map key
  * image and the value image, which runs to the end.  A CREATE record's
- * value is the state's descriptor.  Readers trust no length.
+ * value is the state's descriptor; a PUBLISH record's (state id 0, no
+ * key) is the database's oid, the counts of states dropped and published
+ * (uint32 each), then their ids.  Readers trust no length.
  *
  * PostgreSQL's redo (crash recovery, a standby's startup process) calls
  * state_wal_redo for these records and nothing happens: the states live in
@@ -124,6 +126,44 @@ state_wal_log_create(const StateDesc *desc, bool hidden)
 	return end;
 }
 
+/*
+ * state_wal_log_publish logs a restore's publication (state_wal.h); the
+ * caller holds the registry lock, so the record's place in WAL is the
+ * instant the registry changed.
+ */
+XLogRecPtr
+state_wal_log_publish(Oid dbid, const uint32 *dropped, int ndropped,
+					  const uint32 *published, int npublished)
+{
+	StringInfoData img;
+	uint32		counts[3] = {dbid, (uint32) ndropped, (uint32) npublished};
+	XLogRecPtr	end;
+
+	initStringInfo(&img);
+	appendBinaryStringInfo(&img, (const char *) counts, sizeof(counts));
+	if (ndropped > 0)
+		appendBinaryStringInfo(&img, (const char *) dropped, sizeof(uint32) * ndropped);
+	if (npublished > 0)
+		appendBinaryStringInfo(&img, (const char *) published, sizeof(uint32) * npublished);
+	end = state_wal_log(STATE_WAL_PUBLISH, 0, NULL, 0, NULL, 0, img.data, img.len, false);
+	pfree(img.data);
+	return end;
+}
+
+/*
+ * state_wal_publish_id is the i-th id of a decoded PUBLISH record: the
+ * states dropped first (i < ndropped), then those published.
+ */
+uint32
+state_wal_publish_id(const StateWalRecord *rec, uint32 i)
+{
+	uint32		id;
+
+	Assert(i < rec->ndropped + rec->npublished);
+	memcpy(&id, rec->ids + sizeof(uint32) * i, sizeof(uint32));
+	return id;
+}
+
 XLogRecPtr
 state_wal_log_clock(int64 now)
 {
@@ -202,7 +242,8 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		if (!TransactionIdIsValid(rec->xid))
 			return false;
 	}
-	else if (rec->kind > STATE_WAL_CREATE_HIDDEN && rec->kind != STATE_WAL_CLOCK)
+	else if (rec->kind > STATE_WAL_CREATE_HIDDEN && rec->kind != STATE_WAL_CLOCK &&
+			 rec->kind != STATE_WAL_PUBLISH)
 		return false;
 	hlen = is_map_kind(rec->kind) ? STATE_WAL_MAP_HEADER_SIZE : STATE_WAL_HEADER_SIZE;
 	if (len < hlen)
@@ -229,6 +270,21 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 		if (rec->state_id != 0 || rec->keylen != 0 || rec->valuelen != sizeof(int64))
 			return false;
 		memcpy(&rec->clock, rec->value, sizeof(int64));
+	}
+	if (rec->kind == STATE_WAL_PUBLISH)
+	{
+		uint32		counts[3];
+
+		if (rec->state_id != 0 || rec->keylen != 0 || rec->valuelen < sizeof(counts))
+			return false;
+		memcpy(counts, rec->value, sizeof(counts));
+		if ((uint64) sizeof(counts) + ((uint64) counts[1] + counts[2]) * sizeof(uint32) !=
+			rec->valuelen)
+			return false;
+		rec->dbid = counts[0];
+		rec->ndropped = counts[1];
+		rec->npublished = counts[2];
+		rec->ids = rec->value + sizeof(counts);
 	}
 	if (rec->kind == STATE_WAL_CREATE || rec->kind == STATE_WAL_CREATE_HIDDEN)
 	{
@@ -267,6 +323,8 @@ state_wal_identify(uint8 info)
 			return "CREATE_HIDDEN";
 		case STATE_WAL_CLOCK:
 			return "CLOCK";
+		case STATE_WAL_PUBLISH:
+			return "PUBLISH";
 		case STATE_WAL_PUT + STATE_WAL_TXN_OFFSET:
 			return "TXN_PUT";
 		case STATE_WAL_APPEND + STATE_WAL_TXN_OFFSET:
@@ -295,6 +353,14 @@ state_wal_desc(StringInfo buf, XLogReaderState *reader)
 	if (rec.kind == STATE_WAL_CLOCK)
 	{
 		appendStringInfo(buf, "ttl clock %s", timestamptz_to_str(rec.clock));
+		return;
+	}
+	if (rec.kind == STATE_WAL_PUBLISH)
+	{
+		appendStringInfo(buf, "database %u drops", rec.dbid);
+		for (uint32 i = 0; i < rec.ndropped + rec.npublished; i++)
+			appendStringInfo(buf, "%s %u", i == rec.ndropped ? " publishes" : "",
+							 state_wal_publish_id(&rec, i));
 		return;
 	}
 	appendStringInfo(buf, "state %u", rec.state_id);

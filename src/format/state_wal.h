@@ -37,6 +37,7 @@
 #define STATE_WAL_TRUNCATE		STATE_CHANGE_TRUNCATE
 #define STATE_WAL_CREATE_HIDDEN	0x80	/* a state being restored, not yet seen */
 #define STATE_WAL_CLOCK			0xE0	/* the primary's TTL clock (state id 0) */
+#define STATE_WAL_PUBLISH		0xF0	/* a restore took effect (state id 0) */
 
 /*
  * A transactional state's change (PUT to MAP_REMOVE) has its own info,
@@ -60,6 +61,11 @@ typedef struct StateWalRecord
 								 * only if its transaction committed */
 	TransactionId xid;
 	int64		clock;			/* STATE_WAL_CLOCK only */
+	/* STATE_WAL_PUBLISH only: the database, and its states dropped and published */
+	Oid			dbid;
+	uint32		ndropped;
+	uint32		npublished;
+	const char *ids;			/* ndropped, then npublished uint32s, unaligned */
 } StateWalRecord;
 
 /* Writing: returns the end of the record inserted. */
@@ -72,6 +78,15 @@ extern XLogRecPtr state_wal_log_txn(uint8 kind, uint32 state_id,
 									const char *map_key, uint32 map_keylen,
 									const char *value, uint32 valuelen, bool isnull);
 extern XLogRecPtr state_wal_log_create(const StateDesc *desc, bool hidden);
+
+/*
+ * A restore's publication, as one record: the logged states of database
+ * dbid it drops and the hidden logged states it publishes.  Replay applies
+ * all of it or none, so the record is the instant a restore is durable.
+ */
+extern XLogRecPtr state_wal_log_publish(Oid dbid, const uint32 *dropped, int ndropped,
+										const uint32 *published, int npublished);
+extern uint32 state_wal_publish_id(const StateWalRecord *rec, uint32 i);
 
 /*
  * The TTL clock of the primary (format/records.h: record_ttl_now), which a

@@ -262,8 +262,10 @@ log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 v
 
 /*
  * log_restored writes the logged states a restore loaded to WAL, as
- * hidden states and their entries, before they are published: the restore
- * is durable when it returns, as COPY into a table is.  No snapshot is cut
+ * hidden states and their entries, before they are published.  The
+ * publication is one PUBLISH record, flushed before the replaced states'
+ * data goes (state_ops_publish): the restore is durable from that instant,
+ * all of it or none after a crash, and when it returns.  No snapshot is cut
  * meanwhile (snapshot_control_hold_cuts), so a checkpoint holds all of
  * these records' effect or none.
  */

@@ -960,10 +960,6 @@ my %KNOWN = (
 		  . 'RocksDB but before their position is: the next start replays them again, and the appends to a logged '
 		  . 'rocksdb list are applied twice (a standby, which applied them once, then differs)') }
 	  'close exit', 'close crash', 'flush_end exit', 'flush_end crash'),
-	'restore.after_publish crash' =>
-	  'a session killed right after its restore published the restored states (restore_inputs, '
-	  . 'src/snapshot/restore.c), before it returned: after the restart the memory and lmdb states '
-	  . 'hold the restored contents and the rocksdb state the contents before (a restore half applied)',
 );
 
 my %walked;     # point => { action => 1 if reached }

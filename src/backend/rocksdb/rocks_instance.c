@@ -565,7 +565,8 @@ rocks_sync_registry(void)
 
 		if (f->unadopted)
 			continue;
-		if (!registry_get(-1, f->id, &desc, &hidden))
+		/* A restore's publication is stored once it is durable in WAL. */
+		if (!registry_get_stored(f->id, &desc, &hidden))
 			gone[ngone++] = f->id;
 		else if (!hidden && (!f->persisted || memcmp(&desc, &f->desc, sizeof(StateDesc)) != 0))
 			family_persist(f, &desc);
