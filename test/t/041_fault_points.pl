@@ -941,11 +941,6 @@ my %KNOWN = (
 	  'the same as apply.rocksdb_stage_before_write: the committing session waits in rocks_stage_wait for '
 	  . 'good, inside the commit gate, so no checkpoint can cut any more ("a transaction has been committing") '
 	  . 'and the logged writes of its commit are never applied',
-	(map { ("replay.$_" => 'a state worker that exits or is killed at the end of the start\'s replay of the WAL of '
-		  . 'logged states (replay_read/replay_close, src/logged_replay.c), once the rocksdb writes it replayed are in '
-		  . 'RocksDB but before their position is: the next start replays them again, and the appends to a logged '
-		  . 'rocksdb list are applied twice (a standby, which applied them once, then differs)') }
-	  'close exit', 'close crash', 'flush_end exit', 'flush_end crash'),
 	'restore.after_publish crash' =>
 	  'a session killed right after its restore published the restored states (restore_inputs, '
 	  . 'src/snapshot/restore.c), before it returned: after the restart the memory and lmdb states '
