@@ -358,16 +358,18 @@ log_key(const PendKey *pk)
 /*
  * A rocksdb state's writes are staged: made durable in RocksDB before the
  * commit record and applied by the state worker in one write batch after
- * it (backend/rocksdb/rocks_stage.c), so that a crash at any step leaves
- * the commit whole.  A logged state's are not: its WAL records, applied by
- * recovery when they meet the commit record, keep it whole; nor a state's
- * with a TTL, whose layer reads as it writes.
+ * it (backend/rocksdb/rocks_stage.c), so that a crash or a worker that
+ * restarts alone at any step leaves the commit whole.  A logged state's
+ * too: its WAL records keep it whole through a crash, not through a
+ * worker that restarts alone while the session hands it the writes (no
+ * replay follows); after a crash the replay applies them again over the
+ * stage, which changes nothing (they hold whole images, finalize_key).
+ * Not a state's with a TTL, whose layer reads as it writes.
  */
 static bool
 state_staged(const PendState *ps)
 {
-	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID && !ps->desc.logged &&
-		ps->desc.ttl == 0;
+	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID && ps->desc.ttl == 0;
 }
 
 static void apply_key(PendState *ps, PendKey *pk);

@@ -946,20 +946,6 @@ sub check_standby
 # Known failures: "point action" => the bug.  Each still runs and prints
 # as a TODO test.
 my %KNOWN = (
-	'apply.rocksdb_stage_before_write exit' =>
-	  'a state worker that exits while applying a staged rocksdb commit: the next worker applies it '
-	  . '(rocks_stage_recover, src/backend/rocksdb/rocks_stage.c) but never marks it applied on the '
-	  . 'board, so the committing session waits in rocks_stage_wait for good (request_timeout does not '
-	  . 'bound it), holding its key locks: every later commit of those keys waits too',
-	'apply.rocksdb_stage_write exit' =>
-	  'the same as apply.rocksdb_stage_before_write: the committing session waits in rocks_stage_wait for '
-	  . 'good, inside the commit gate, so no checkpoint can cut any more ("a transaction has been committing") '
-	  . 'and the logged writes of its commit are never applied',
-	(map { ("replay.$_" => 'a state worker that exits or is killed at the end of the start\'s replay of the WAL of '
-		  . 'logged states (replay_read/replay_close, src/logged_replay.c), once the rocksdb writes it replayed are in '
-		  . 'RocksDB but before their position is: the next start replays them again, and the appends to a logged '
-		  . 'rocksdb list are applied twice (a standby, which applied them once, then differs)') }
-	  'close exit', 'close crash', 'flush_end exit', 'flush_end crash'),
 );
 
 my %walked;     # point => { action => 1 if reached }

@@ -17,6 +17,12 @@
 #   while its session sleeps before asking (apply.stage_before_ask).  The
 #   new worker's recovery applies the commit and tells the session: the
 #   commit returns with its row and all its keys.
+# - logged: one commit writes the state above and a logged one; the worker
+#   exits as it applies the commit's writes (apply.rocksdb_stage_before_write).
+#   Both states get all their keys.  Before the fix the logged state's
+#   writes were not staged: the session handed them to the worker after
+#   its commit record, the worker's exit dropped them, and no replay
+#   followed (only a crash replays WAL): committed keys missing, a WARNING.
 
 use strict;
 use warnings;
@@ -31,11 +37,16 @@ use lib "$FindBin::RealBin/../perl";
 use StateBackendTAP;
 
 my $nkeys = 200;
-my $node = new_state_node('rocks_stage_restart');
+my $node = new_state_node(
+	'rocks_stage_restart',
+	init => { allows_streaming => 1 },
+	conf => "state_backend.checkpoint_dir = '" . PostgreSQL::Test::Utils::tempdir() . "/checkpoints'\n");
 ok(defined wait_for_worker($node), 'state worker running');
 $node->safe_psql('postgres', q{
 CREATE TABLE rows (id int);
 SELECT state.create_state('rs', 'value', 'int', 'int', backend => 'rocksdb', transactional => true);
+SELECT state.create_state('rl', 'value', 'int', 'int', backend => 'rocksdb', transactional => true,
+                          logged => true);
 });
 
 sub keys_of
@@ -142,6 +153,40 @@ for my $case (
 		  . "SELECT state.value_get('rs', $c * 1000000 + 1, NULL::int)",
 		timeout => 30);
 	is((split /\n/, $got)[-1] // '', '-1', "$step: a later commit to its keys goes through");
+}
+
+{
+	my $c = 4;
+	my $offset = -s $node->logfile;
+	my $point = 'apply.rocksdb_stage_before_write';
+	ok(arm_worker("$point:exit:1"), "logged: the worker's fault point is armed");
+	sleep 1;
+	my $old = worker_pid($node);
+	my $script = PostgreSQL::Test::Utils::tempdir() . "/commit_$c.sql";
+	PostgreSQL::Test::Utils::append_to_file($script, qq{
+BEGIN;
+INSERT INTO rows VALUES ($c);
+SELECT count(state.value_set('rs', $c * 1000000 + i, i)) FROM generate_series(1, $nkeys) i;
+SELECT count(state.value_set('rl', $c * 1000000 + i, i)) FROM generate_series(1, $nkeys) i;
+COMMIT;
+});
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-f', $script ],
+		'>', \$out, '2>', \$err);
+	ok($node->wait_for_log(qr/fault point "\Q$point\E" reached: exit/, $offset),
+		'logged: the worker exits in the middle of the apply');
+	ok(defined wait_for_worker($node, not => $old), 'logged: the worker is back');
+	ok(arm_worker(''), "logged: the worker's fault point is reset");
+	ok(ends_within($h, 60), 'logged: the COMMIT returns') or $h->kill_kill;
+	$h->finish;
+	unlike($err, qr/could not all be applied/, 'logged: no WARNING of writes not applied');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM rows WHERE id = $c"), '1',
+		'logged: the transaction committed');
+	is(keys_of($c), $nkeys, 'logged: every key of the unlogged state is there');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM state.keys('rl', 0) k WHERE k / 1000000 = $c"),
+		$nkeys, 'logged: every key of the logged state is there');
 }
 
 is(join("\n", log_crashes($node, 0)), '', 'no crash restart');

@@ -373,6 +373,7 @@ rocks_open(void)
 	check_key_groups();
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
+	rocks.applied_lsn = rocks_applied_lsn();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
 }
 
@@ -444,6 +445,7 @@ rocks_close(void)
 	rocks.deflt = NULL;
 	rocksdb_close(rocks.db);
 	rocks.db = NULL;
+	rocks.applied_lsn = InvalidXLogRecPtr;
 	rocks_cache_clear();
 }
 
@@ -746,6 +748,7 @@ rocks_commit(void)
 {
 	char	   *err = NULL;
 	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
+	uint64		stamp = 0;
 
 	/* A staged commit's writes gather into one batch (rocks_stage.c). */
 	if (rocks_commit_held)
@@ -757,10 +760,16 @@ rocks_commit(void)
 	}
 	if (lsn != InvalidXLogRecPtr)
 	{
-		uint64		v = (uint64) lsn;
-
+		/*
+		 * The position never goes back: a start's replay applies again the
+		 * records of transactions committed before the position (their
+		 * commit record says they are in, not the position), stamped with
+		 * where it reads, and the records after them up to the position
+		 * are in all the same.
+		 */
+		stamp = Max(lsn, rocks.applied_lsn);
 		rocksdb_writebatch_put_cf(rocks.batch, rocks.deflt, APPLIED_LSN_KEY,
-								  strlen(APPLIED_LSN_KEY), (const char *) &v, sizeof(v));
+								  strlen(APPLIED_LSN_KEY), (const char *) &stamp, sizeof(stamp));
 	}
 	check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
@@ -771,6 +780,8 @@ rocks_commit(void)
 	/* The batch's keys left the cache; they come back with what it wrote. */
 	rocks_cache_committed(err == NULL);
 	rocks_check(err, "write");
+	if (lsn != InvalidXLogRecPtr)
+		rocks.applied_lsn = (XLogRecPtr) stamp;
 	/* The session whose writes these were waits for their WAL at commit. */
 	if (lsn != InvalidXLogRecPtr && state_wal_replaying() == InvalidXLogRecPtr)
 		channel_worker_note_lsn(lsn);

@@ -128,6 +128,7 @@ typedef struct RocksInstance
 	rocksdb_column_family_handle_t *deflt;
 	rocksdb_writebatch_t *batch;	/* posted writes of one session's round */
 	XLogRecPtr	batch_lsn;		/* end of the WAL records of its logged writes */
+	XLogRecPtr	applied_lsn;	/* the position the instance holds (rocks_commit) */
 	bool		failed;			/* a write failed: RocksDB is not called again */
 } RocksInstance;
 
