@@ -42,8 +42,10 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "replication/message.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/proc.h"
@@ -401,6 +403,15 @@ stage_writes(PendState **ps, int n, uint64 fxid)
 		rocks_client_stage_end();
 	}
 	PG_END_TRY();
+
+	/*
+	 * The intent record names the transaction by its xid, and a crash must
+	 * not give that xid to a later transaction, whose commit would then
+	 * apply these writes: a record that carries it is made durable first,
+	 * so that the next xid after a crash lies beyond it (the transaction may
+	 * have written no WAL of its own).
+	 */
+	XLogFlush(LogLogicalMessage("state_backend", "", 0, true));
 	FAULT_POINT("commit.before_stage_prepare");
 	rocks_client_stage_prepare();
 	rocks_stage_expect(fxid);
@@ -493,6 +504,45 @@ apply_key(PendState *ps, PendKey *pk)
 	}
 }
 
+/* How many times a key's writes are tried after the commit record. */
+#define APPLY_TRIES		4
+
+/*
+ * apply_key_retrying applies a key's writes, and tries them again a few
+ * times, a little later each, when they fail: the transaction has
+ * committed, so giving up loses them.  Trying again is safe: each of the
+ * backend's writes fails whole, and the writes of a key before the one that
+ * failed put what they put again (an image, a map entry, a removal), while
+ * a list's elements come last.  The last failure is raised.
+ */
+static void
+apply_key_retrying(PendState *ps, PendKey *pk, MemoryContext cxt)
+{
+	for (int attempt = 1;; attempt++)
+	{
+		volatile bool done = false;
+
+		PG_TRY();
+		{
+			FAULT_POINT("apply.key");
+			apply_key(ps, pk);
+			done = true;
+		}
+		PG_CATCH();
+		{
+			if (attempt >= APPLY_TRIES)
+				PG_RE_THROW();
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+			LWLockReleaseAll();
+		}
+		PG_END_TRY();
+		if (done)
+			return;
+		pg_usleep(10000L * attempt);
+	}
+}
+
 /*
  * apply_staged has the state worker apply the staged writes, and waits
  * until it has, so that the keys stay locked meanwhile.  PostgreSQL holds
@@ -545,10 +595,7 @@ txn_apply(void)
 		PG_TRY();
 		{
 			for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
-			{
-				FAULT_POINT("apply.key");
-				apply_key(ps, pk);
-			}
+				apply_key_retrying(ps, pk, cxt);
 			FAULT_POINT("apply.state_written");
 			if (keyed_backend_by_id(ps->desc.backend)->flush)
 				keyed_backend_by_id(ps->desc.backend)->flush();

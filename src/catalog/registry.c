@@ -966,12 +966,22 @@ registry_get_stored(uint32 id, StateDesc *desc, bool *hidden)
 bool
 registry_adopt(const StateDesc *desc)
 {
+	int			at = -1;
+
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	for (int i = 0; i < registry->nslots; i++)
+	/*
+	 * A start that failed after it adopted a backend's states (the worker
+	 * exited before it loaded anything, and starts again on the same shared
+	 * memory) adopts them again: into the slots they took.
+	 */
+	for (int i = 0; i < registry->nslots && at < 0; i++)
+		if (registry->slots[i].desc.id == desc->id)
+			at = i;
+	for (int i = at >= 0 ? at : 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];
 
-		if (s->desc.id != 0)
+		if (s->desc.id != 0 && s->desc.id != desc->id)
 			continue;
 		s->desc = *desc;
 		s->dropping = false;
