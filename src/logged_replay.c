@@ -75,6 +75,10 @@ struct LoggedReplay
 	bool		begin;			/* XLogBeginRead(next) before reading */
 	bool		standby;		/* a hot standby's: CLOCK records pin its clock */
 	XLogRecPtr	applied_before; /* records ending here or before are in */
+	bool		live;			/* replay_open_live's: states kept their data */
+	XLogRecPtr	held_min;		/* the lowest position below applied_before
+								 * that a backend keeping its data holds
+								 * (InvalidXLogRecPtr: none lower) */
 	pg_atomic_uint64 *progress;	/* where to publish each record's end, or NULL */
 	XLogRecPtr	failed_at;		/* a record that could not be applied begins
 								 * here (InvalidXLogRecPtr: none) */
@@ -493,7 +497,9 @@ replay_txn_outcome(LoggedReplay *r)
 	volatile int done = 0;
 	int64		n = 0;
 
-	if (info == XLOG_XACT_COMMIT && reader->EndRecPtr > r->applied_before)
+	if (info == XLOG_XACT_COMMIT &&
+		(reader->EndRecPtr > r->applied_before ||
+		 (r->held_min != InvalidXLogRecPtr && reader->EndRecPtr > r->held_min)))
 		records = replay_txn_take(xid);
 	if (records != NIL && r->standby)
 		txn_standby_apply_begin();
@@ -510,6 +516,12 @@ replay_txn_outcome(LoggedReplay *r)
 			 * Not skipped below the state's applied position: the commit
 			 * record, not the backend's watermark, says whether they are in.
 			 */
+			/*
+			 * A standby's worker started again skips the commits a state
+			 * holds already; the others apply them again whole.
+			 */
+			if (t != NULL && r->live && reader->EndRecPtr <= t->applied)
+				t = NULL;
 			if (t != NULL)
 			{
 				if (r->standby)
@@ -698,10 +710,18 @@ replay_open_live(XLogRecPtr applied)
 			XLogRecPtr	held = b->applied_lsn ? b->applied_lsn() : applied;
 
 			map_add(r->map, cur.id, &cur, slot, held, false);
+			/*
+			 * What the worker before had applied but not yet written
+			 * (rocksdb's batch) went with it: read again from there.
+			 */
+			if (held != InvalidXLogRecPtr && held < applied &&
+				(r->held_min == InvalidXLogRecPtr || held < r->held_min))
+				r->held_min = held;
 		}
 	}
 	pfree(live);
 	r->applied_before = applied;
+	r->live = true;
 	return r;
 }
 
@@ -925,6 +945,17 @@ XLogRecPtr
 replay_position(const LoggedReplay *r)
 {
 	return r->next;
+}
+
+/*
+ * replay_held_min: where a standby's worker started again must read from
+ * at the latest, for what a backend that keeps its data had not written
+ * when the worker before it ended (InvalidXLogRecPtr: nothing earlier).
+ */
+XLogRecPtr
+replay_held_min(const LoggedReplay *r)
+{
+	return r->held_min;
 }
 
 XLogRecPtr

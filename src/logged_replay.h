@@ -35,6 +35,7 @@ extern LoggedReplay *replay_open(const SnapshotManifest *m, XLogRecPtr slot, boo
  * commit record ends at or before applied are in them already.
  */
 extern LoggedReplay *replay_open_live(XLogRecPtr applied);
+extern XLogRecPtr replay_held_min(const LoggedReplay *r);
 
 /* Publish the end of each record applied there (a standby's shared memory). */
 extern void replay_publish_to(LoggedReplay *r, pg_atomic_uint64 *progress);

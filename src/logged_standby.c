@@ -257,6 +257,8 @@ logged_standby_begin(const SnapshotManifest *checkpoint, bool fresh)
 	{
 		start = (XLogRecPtr) pg_atomic_read_u64(&standby->restart);
 		replay = replay_open_live((XLogRecPtr) pg_atomic_read_u64(&standby->applied));
+		if (replay_held_min(replay) != InvalidXLogRecPtr && replay_held_min(replay) < start)
+			start = replay_held_min(replay);
 	}
 	replay_publish_to(replay, &standby->applied);
 	while (!replay_seek(replay, start))
