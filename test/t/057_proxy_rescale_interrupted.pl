@@ -18,7 +18,11 @@
 # - the next rescale works (the parts' key groups do not overlap).
 #
 # Also: a rescale whose transaction is rolled back after it returned is
-# finished by the repair, and its transaction cannot be prepared.
+# finished by the repair, and its transaction cannot be prepared; a rescale
+# that fails in the transaction of an earlier switch (the repair it ran
+# first finished a killed rescale, or an earlier rescale) leaves a journal
+# that puts the proxy on the parts holding the keys; a damaged journal is
+# data_corrupted and a superuser discards it.
 
 use strict;
 use warnings;
