@@ -590,3 +590,156 @@ BEGIN
 END
 $fn$;
 REVOKE ALL ON FUNCTION state.drop_proxy(text) FROM PUBLIC;
+
+-- Proxy rescale journals: a journal written in a transaction that had
+-- switched the proxy (a rescale after the repair it ran first) is put
+-- right after that transaction's abort too; a damaged journal is
+-- data_corrupted, and a superuser can discard one
+-- (state.repair_proxy(cluster, discard => true)).
+DROP FUNCTION state.repair_proxy(text);
+-- Puts right a rescale of the cluster that failed half done or whose
+-- session died (its journal, state._proxy_journal_read, is left): if it
+-- had not switched durably, its old parts are restored from its snapshots
+-- on the servers its restores reached ('undone'); if it had, the proxy is
+-- switched to the new parts in this transaction ('finished').  A journal
+-- of a version above the proxy's was written in a transaction that had
+-- switched the proxy (an earlier rescale, or a repair that finished one)
+-- and did not commit: its old parts hold the keys once it is undone, so
+-- the proxy is switched to them.  NULL when there was nothing to put
+-- right.  Until then the cluster's proxy calls refuse (55000).  A journal
+-- that is damaged, or that cannot be put right, is an error
+-- (data_corrupted); with discard a superuser removes it unread, leaving
+-- the proxy on the parts it has ('discarded', with a WARNING of what it
+-- said).
+CREATE FUNCTION state.repair_proxy(cluster text, discard boolean DEFAULT false)
+RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+	p state.proxies;
+	j jsonb;
+	old text[];
+	new text[];
+	paths text[];
+	touched text[];
+	server text;
+	paused text[] := '{}';
+	file text;
+	unreadable text;
+	discard_hint text;
+BEGIN
+	IF discard AND NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user), false) THEN
+		RAISE EXCEPTION 'permission denied to discard the rescale journal of cluster "%"', cluster
+			USING ERRCODE = 'insufficient_privilege', DETAIL = 'Only a superuser may discard a rescale journal.';
+	END IF;
+	SELECT * INTO p FROM state.proxies x WHERE x.cluster = repair_proxy.cluster FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'cluster "%" has no proxy in this database', cluster
+			USING ERRCODE = 'undefined_object', HINT = 'Make one with state.create_proxy.';
+	END IF;
+	-- A rescale running now has ended (it held the row): its journal is
+	-- what it left.
+	PERFORM state.pause_proxy(cluster);
+	file := format('pg_state_backend/proxy_rescale/%s_%s',
+		(SELECT d.oid FROM pg_database d WHERE d.datname = current_database()), cluster);
+	discard_hint := format('Check that the parts the proxy names (state.proxies) hold every key of the cluster once, '
+		'restoring them from the rescale''s snapshots if not; then remove the journal with '
+		'state.repair_proxy(%L, discard => true) as a superuser.', cluster);
+	BEGIN
+		j := state._proxy_journal_read(cluster)::jsonb;
+		IF j IS NOT NULL AND NOT (jsonb_typeof(j) = 'object'
+				AND jsonb_typeof(j -> 'switched') = 'boolean'
+				AND jsonb_typeof(j -> 'old_version') = 'number' AND (j ->> 'old_version') ~ '^[0-9]{1,9}$'
+				AND jsonb_path_exists(j, '$.old_parts[0]') AND jsonb_path_exists(j, '$.new_parts[0]')
+				AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY['old_parts', 'new_parts', 'paths', 'touched']) k
+					WHERE jsonb_typeof(j -> k) IS DISTINCT FROM 'array'
+					   OR jsonb_path_exists(j -> k, '$[*] ? (@.type() != "string")'))) THEN
+			RAISE EXCEPTION 'it is not a rescale journal of this version' USING ERRCODE = 'data_corrupted';
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF discard THEN
+			unreadable := SQLERRM;
+		ELSIF SQLSTATE = 'XX001' OR SQLSTATE LIKE '22%' THEN
+			RAISE EXCEPTION 'the rescale journal of cluster "%" is damaged', cluster
+				USING ERRCODE = 'data_corrupted',
+					DETAIL = format('File "%s" of the data directory could not be read as a rescale journal: %s.', file, SQLERRM),
+					HINT = discard_hint;
+		ELSE
+			RAISE;
+		END IF;
+	END;
+	IF discard THEN
+		IF j IS NULL AND unreadable IS NULL THEN
+			RETURN NULL;
+		END IF;
+		RAISE WARNING 'the rescale journal of cluster "%" is discarded', cluster
+			USING DETAIL = CASE WHEN unreadable IS NOT NULL
+					THEN format('File "%s" could not be read (%s).', file, unreadable)
+					ELSE format('File "%s" said: %s.', file, j::text) END,
+				HINT = 'The proxy stays on the parts state.proxies names: check that they hold every key of the '
+					'cluster once, restoring them from the rescale''s snapshots if not, before its next call or rescale.';
+		PERFORM state._proxy_journal_remove(cluster, false);
+		RETURN 'discarded';
+	END IF;
+	IF j IS NULL THEN
+		RETURN NULL;
+	END IF;
+	old := ARRAY(SELECT jsonb_array_elements_text(j -> 'old_parts'));
+	new := ARRAY(SELECT jsonb_array_elements_text(j -> 'new_parts'));
+	paths := ARRAY(SELECT jsonb_array_elements_text(j -> 'paths'));
+	touched := ARRAY(SELECT jsonb_array_elements_text(j -> 'touched'));
+	IF (j ->> 'switched')::boolean THEN
+		-- Its point of no return was passed: the new parts hold the keys.
+		IF p.version <= (j ->> 'old_version')::int THEN
+			PERFORM state._proxy_switch(cluster, p.parts, new);
+			PERFORM state._proxy_rescale_step('switched');
+		END IF;
+		PERFORM state._proxy_journal_remove(cluster, true);
+		RETURN 'finished';
+	END IF;
+	IF p.version > (j ->> 'old_version')::int
+			OR (p.version = (j ->> 'old_version')::int AND p.parts IS DISTINCT FROM old) THEN
+		RAISE EXCEPTION 'the rescale journal of cluster "%" does not match its proxy', cluster
+			USING ERRCODE = 'data_corrupted',
+				DETAIL = format('The journal (file "%s" of the data directory) is of version %s, parts %s; the proxy is of version %s, parts %s.',
+					file, j ->> 'old_version', array_to_string(old, ', '), p.version, array_to_string(p.parts, ', ')),
+				HINT = discard_hint;
+	END IF;
+	BEGIN
+		-- As the rescale did: no timer fires on a server while its part is
+		-- put back (a server no restore reached is left alone).
+		FOR server IN SELECT DISTINCT s FROM unnest(old) s WHERE s = ANY (touched) LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, true)', p.schema) USING server;
+			paused := paused || server;
+		END LOOP;
+		IF NOT state._proxy_put_back(cluster, p.schema, old, paths, touched) THEN
+			RAISE EXCEPTION 'could not undo the interrupted rescale of cluster "%"', cluster
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					HINT = 'See the warnings above; once those servers are back, call state.repair_proxy again.';
+		END IF;
+		FOREACH server IN ARRAY paused LOOP
+			EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+		END LOOP;
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		FOREACH server IN ARRAY paused LOOP
+			BEGIN
+				EXECUTE format('SELECT %I._pause_timers_at($1, false)', p.schema) USING server;
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'could not resume the timers of server "%" of cluster "%": %', server, cluster, SQLERRM
+					USING HINT = 'They resume when this session ends.';
+			END;
+		END LOOP;
+		RAISE;
+	END;
+	IF p.version < (j ->> 'old_version')::int THEN
+		-- The switch to the old parts that its transaction made was undone
+		-- with it: made again, the journal goes with its commit.
+		PERFORM state._proxy_switch(cluster, p.parts, old);
+		PERFORM state._proxy_rescale_step('switched');
+		PERFORM state._proxy_journal_remove(cluster, true);
+	ELSE
+		PERFORM state._proxy_journal_remove(cluster, false);
+		PERFORM state._proxy_rescale_step('journal_removed');
+	END IF;
+	RETURN 'undone';
+END
+$fn$;
+REVOKE ALL ON FUNCTION state.repair_proxy(text, boolean) FROM PUBLIC;

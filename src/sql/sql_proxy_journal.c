@@ -19,6 +19,13 @@
  * the switch.  The SQL half is in the extension script; the proxy calls
  * are in sql_proxy.c.
  *
+ * A transaction that switched a proxy's parts by a journal (a rescale, or
+ * a repair that finished one) needs that journal again if it aborts, until
+ * its end, whatever else it does: a later rescale of the cluster in it
+ * writes its own journal over the file (of a version the abort takes
+ * back, which repair_proxy recognises), and what asks for that journal to
+ * go at once waits for the commit instead.
+ *
  * The file, pg_state_backend/proxy_rescale/<database oid>_<cluster>, is a
  * header line and the journal's text (jsonb, made and read by the SQL
  * half), written to a temporary file and renamed into place, fsynced.
@@ -58,6 +65,15 @@ typedef struct PendingRemoval
 } PendingRemoval;
 
 static List *pending_removals = NIL;	/* of PendingRemoval, in TopMemoryContext */
+
+/*
+ * Journals that this transaction's abort needs (their paths, in
+ * TopMemoryContext): each asked to go at commit, after a switch of the
+ * proxy that an abort undoes.  Kept to the end of the top transaction
+ * whatever its subtransactions do: a journal kept too long costs a repair,
+ * one removed too soon loses the keys.
+ */
+static List *needed_journals = NIL;
 static bool callbacks_registered = false;
 
 /*
@@ -163,9 +179,46 @@ state_proxy_journal_read(PG_FUNCTION_ARGS)
 }
 
 /*
+ * journal_needed tells whether this transaction's abort needs the journal
+ * at path (see needed_journals).
+ */
+static bool
+journal_needed(const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, needed_journals)
+		if (strcmp((char *) lfirst(lc), path) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * journal_forget_removals forgets the removals at commit asked for the
+ * journal at path: what is written there now is a change of its own,
+ * whose outcome is not settled (its writer asks again when it is).
+ */
+static void
+journal_forget_removals(const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_removals)
+	{
+		PendingRemoval *r = lfirst(lc);
+
+		if (strcmp(r->path, path) != 0)
+			continue;
+		pending_removals = foreach_delete_current(pending_removals, lc);
+		pfree(r);
+	}
+}
+
+/*
  * _proxy_journal_write(cluster, journal): the cluster's journal is now
  * journal, durably (a temporary file fsynced, renamed into place, the
- * directory fsynced), whatever this transaction does next.
+ * directory fsynced), whatever this transaction does next.  A removal at
+ * commit asked for the journal it replaces is forgotten.
  */
 Datum
 state_proxy_journal_write(PG_FUNCTION_ARGS)
@@ -234,6 +287,7 @@ state_proxy_journal_write(PG_FUNCTION_ARGS)
 				(errcode_for_file_access(),
 				 errmsg("could not close file \"%s\": %m", tmp)));
 	(void) durable_rename(tmp, path, ERROR);
+	journal_forget_removals(path);
 	PG_RETURN_VOID();
 }
 
@@ -288,7 +342,8 @@ journal_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  * is a WARNING, and the journal left says the switch was made, which
  * state.repair_proxy sees committed).  At abort they stay.  A transaction
  * that switched a proxy's parts cannot be prepared: its journal would wait
- * for an outcome no session decides.
+ * for an outcome no session decides.  Either way, no journal is needed by
+ * this transaction any more.
  */
 static void
 journal_xact_callback(XactEvent event, void *arg)
@@ -298,7 +353,7 @@ journal_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (pending_removals != NIL)
+			if (pending_removals != NIL || needed_journals != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that changed the parts of a proxy")));
@@ -317,6 +372,8 @@ journal_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			list_free_deep(pending_removals);
 			pending_removals = NIL;
+			list_free_deep(needed_journals);
+			needed_journals = NIL;
 			break;
 		default:
 			break;
@@ -327,17 +384,21 @@ journal_xact_callback(XactEvent event, void *arg)
  * _proxy_journal_remove(cluster, at_commit): the cluster's journal goes,
  * now (its outcome is settled on the servers: the old parts are back), or
  * with at_commit when this transaction commits, if the subtransaction that
- * asks is committed with it (the switch it made stands).
+ * asks is committed with it (the switch it made stands).  A journal this
+ * transaction's abort needs (it switched the proxy by it) goes at commit
+ * even when asked to go now: the outcome is settled only for the parts
+ * this transaction gave the proxy.
  */
 Datum
 state_proxy_journal_remove(PG_FUNCTION_ARGS)
 {
 	char		path[MAXPGPATH];
+	bool		at_commit = PG_GETARG_BOOL(1);
 	MemoryContext old;
 	PendingRemoval *r;
 
 	journal_path(text_to_cstring(PG_GETARG_TEXT_PP(0)), path);
-	if (!PG_GETARG_BOOL(1))
+	if (!at_commit && !journal_needed(path))
 	{
 		journal_unlink(path, ERROR);
 		PG_RETURN_VOID();
@@ -353,6 +414,8 @@ state_proxy_journal_remove(PG_FUNCTION_ARGS)
 	strlcpy(r->path, path, MAXPGPATH);
 	r->subid = GetCurrentSubTransactionId();
 	pending_removals = lappend(pending_removals, r);
+	if (at_commit && !journal_needed(path))
+		needed_journals = lappend(needed_journals, pstrdup(path));
 	MemoryContextSwitchTo(old);
 	PG_RETURN_VOID();
 }

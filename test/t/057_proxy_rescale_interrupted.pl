@@ -18,7 +18,11 @@
 # - the next rescale works (the parts' key groups do not overlap).
 #
 # Also: a rescale whose transaction is rolled back after it returned is
-# finished by the repair, and its transaction cannot be prepared.
+# finished by the repair, and its transaction cannot be prepared; a rescale
+# that fails in the transaction of an earlier switch (the repair it ran
+# first finished a killed rescale, or an earlier rescale) leaves a journal
+# that puts the proxy on the parts holding the keys; a damaged journal is
+# data_corrupted and a superuser discards it.
 
 use strict;
 use warnings;
@@ -239,6 +243,106 @@ is($r->{sqlstate}, '42501', 'repair_proxy is not executable by PUBLIC');
 $proxy->safe_psql('postgres', "SELECT state.rescale_proxy('pc', " . parts_array(@to) . ", '$dir/snapshots')");
 is(read_through(), '', 'a last rescale: every key has its value');
 is(held(), $NKEYS, 'a last rescale: the parts hold each key once');
+
+# A rescale that fails after the repair it ran first finished an earlier
+# rescale: that repair's switch is in the failing transaction, so its
+# abort undoes it, and the journal must still say where the keys are (the
+# earlier rescale's new parts), or the proxy stays on parts that do not
+# hold them.
+{
+	$proxy->safe_psql('postgres', "SELECT state.rescale_proxy('pc', " . parts_array($servers[0]) . ", '$dir/snapshots')")
+	  if nparts() == 2;
+	my ($ret, $out, $err) = $proxy->psql('postgres',
+		q{SET state_backend.fault_points = 'rescale.proxy_switch_durable:exit'; }
+		  . "SELECT state.rescale_proxy('pc', " . parts_array(@servers) . ", '$dir/snapshots')");
+	ok(proxy_back(), 'a rescale 1 -> 2 killed after its point of no return');
+	($ret, $out, $err) = $proxy->psql('postgres',
+		q{SET state_backend.fault_points = 'rescale.proxy_journal_written:error'; }
+		  . "SELECT state.rescale_proxy('pc', " . parts_array($servers[0]) . ", '$dir/snapshots')");
+	like($err, qr/fault point "rescale.proxy_journal_written" reached/,
+		'the next rescale, which finished it first, failed after writing its journal');
+	my $now = read_through();
+	ok($now eq '' || $now =~ /^refused: 55000 /,
+		'after a rescale failed behind the repair it ran: every key, or the calls refuse')
+	  or diag($now);
+	isnt($proxy->safe_psql('postgres', q{SELECT state._proxy_journal_read('pc') IS NULL}), 't',
+		'after a rescale failed behind the repair it ran: a journal is left');
+	is($proxy->safe_psql('postgres', q{SELECT coalesce(state.repair_proxy('pc'), 'nothing')}), 'undone',
+		'repair_proxy undoes the failed rescale');
+	is(nparts(), 2, 'then the proxy is on the parts of the rescale killed after its point of no return');
+	is(read_through(), '', 'then every key has its value');
+	is(held(), $NKEYS, 'then the parts hold each key once');
+	is($proxy->safe_psql('postgres', q{SELECT state._proxy_journal_read('pc') IS NULL}), 't',
+		'then no rescale journal is left');
+
+	# Two rescales in one transaction, the second failing: the abort undoes
+	# the first one's switch too, which its restores made real.
+	($ret, $out, $err) = $proxy->psql('postgres',
+		"BEGIN; SELECT state.rescale_proxy('pc', " . parts_array($servers[0]) . ", '$dir/snapshots'); "
+		  . q{SET state_backend.fault_points = 'rescale.proxy_journal_written:error'; }
+		  . "SELECT state.rescale_proxy('pc', " . parts_array(@servers) . ", '$dir/snapshots'); COMMIT;");
+	like($err, qr/fault point "rescale.proxy_journal_written" reached/,
+		'a second rescale in the transaction of a first one failed');
+	$now = read_through();
+	ok($now eq '' || $now =~ /^refused: 55000 /,
+		'after two rescales in one aborted transaction: every key, or the calls refuse')
+	  or diag($now);
+	$proxy->safe_psql('postgres', q{SELECT state.repair_proxy('pc')});
+	is(nparts(), 1, 'repaired, the proxy is on the parts the first rescale restored');
+	is(read_through(), '', 'repaired, every key has its value');
+	is(held(), $NKEYS, 'repaired, the parts hold each key once');
+}
+
+# A damaged journal, or one that cannot be repaired, is an error that says
+# so (data_corrupted), and a superuser can discard it.
+{
+	my $db = $proxy->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'postgres'});
+	my $file = $proxy->data_dir . "/pg_state_backend/proxy_rescale/${db}_pc";
+	my $put = sub {
+		open(my $fh, '>', $file) or die "could not write $file: $!";
+		print $fh "state_backend proxy rescale journal 1\n" . $_[0];
+		close($fh);
+	};
+	my $from = nparts();
+	my %journals = (
+		'cut short' => '{"old_parts": [',
+		'of another shape' => '{"old_parts": "x", "switched": "yes"}',
+		'of another version' => qq({"old_version": 0, "old_parts": ["host=nowhere"], "new_parts": ["host=nowhere"],
+			"paths": ["$dir/snapshots/gone-part0"], "touched": ["host=nowhere"], "switched": false}),
+	);
+	for my $what (sort keys %journals)
+	{
+		$put->($journals{$what});
+		like(read_through(), qr/^refused: 55000 /, "a journal $what: proxy calls refuse");
+		for my $call ("state.repair_proxy('pc')", "state.drop_proxy('pc')",
+			"state.alter_proxy('pc', " . parts_array(@servers[0 .. $from - 1]) . ')',
+			"state.rescale_proxy('pc', " . parts_array(@servers) . ", '$dir/snapshots')")
+		{
+			my $r = sql_error($proxy, "SELECT $call");
+			is($r->{sqlstate}, 'XX001', "a journal $what: $call is data_corrupted")
+			  or diag($r->{stderr});
+			like($r->{stderr}, qr/\Q${db}_pc\E.*HINT:.*discard => true/s,
+				"a journal $what: $call names the file and the way out")
+			  if $call =~ /repair/;
+		}
+		my $r = sql_error($proxy,
+			q{GRANT EXECUTE ON FUNCTION state.repair_proxy(text, boolean) TO nobody; GRANT UPDATE ON state.proxies TO nobody;
+			SET ROLE nobody; SELECT state.repair_proxy('pc', discard => true)});
+		is($r->{sqlstate}, '42501', "a journal $what: only a superuser discards it");
+		$proxy->safe_psql('postgres',
+			q{REVOKE EXECUTE ON FUNCTION state.repair_proxy(text, boolean) FROM nobody; REVOKE UPDATE ON state.proxies FROM nobody});
+		my ($ret, $out, $err) = $proxy->psql('postgres', q{SELECT state.repair_proxy('pc', discard => true)});
+		is($out, 'discarded', "a journal $what: repair_proxy(discard => true) discards it");
+		like($err, qr/WARNING:  the rescale journal of cluster "pc" is discarded/, "a journal $what: with a warning");
+		like($err, qr/gone-part0/, "a journal $what: the warning names its snapshots")
+		  if $what eq 'of another version';
+		is($proxy->safe_psql('postgres', q{SELECT state._proxy_journal_read('pc') IS NULL}), 't',
+			"a journal $what: discarded, it is gone");
+		is(read_through(), '', "a journal $what: discarded, every key has its value through the proxy");
+	}
+	is($proxy->safe_psql('postgres', q{SELECT coalesce(state.repair_proxy('pc', discard => true), 'nothing')}),
+		'nothing', 'repair_proxy(discard => true) without a journal does nothing');
+}
 
 # drop_proxy puts an interrupted rescale right before it drops the proxy.
 {
