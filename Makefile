@@ -17,10 +17,10 @@ OBJS = \
 	src/timer_worker.o \
 	src/timer_windows.o \
 	src/state_ops.o \
-	src/logged.o \
-	src/logged_txn.o \
-	src/logged_replay.o \
-	src/logged_standby.o \
+	src/logged/logged.o \
+	src/logged/logged_txn.o \
+	src/logged/logged_replay.o \
+	src/logged/logged_standby.o \
 	src/common/types.o \
 	src/common/locks.o \
 	src/common/settings.o \
@@ -88,14 +88,14 @@ OBJS = \
 	src/sql/sql_reducing.o \
 	src/sql/sql_aggregating.o \
 	src/sql/sql_timers.o \
-	src/sql/sql_proxy.o \
-	src/sql/sql_proxy_journal.o \
 	src/sql/sql_window.o \
 	src/sql/sql_window_fold.o \
 	src/sql/sql_entries.o \
 	src/sql/sql_snapshot.o \
 	src/sql/sql_rescale.o \
-	src/sql/sql_operator.o
+	src/sql/sql_operator.o \
+	src/proxy/sql_proxy.o \
+	src/proxy/sql_proxy_journal.o
 
 EXTENSION = state_backend
 # The current version's script, and the oldest one's with the updates from

@@ -40,7 +40,7 @@
 #include "common/ttl_clock.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
-#include "logged.h"
+#include "logged/logged.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "sql/sql_common.h"

@@ -32,7 +32,7 @@
 #include "common/ttl_clock.h"
 #include "format/records.h"
 #include "ipc/channel.h"
-#include "logged.h"
+#include "logged/logged.h"
 #include "sql/sql_common.h"
 #include "sql/sql_window.h"
 #include "state_ops.h"

@@ -1,5 +1,5 @@
 /*
- * logged_standby.c
+ * logged/logged_standby.c
  *		Logged states on a hot standby: the state worker applies their WAL
  *		records as the standby replays WAL, so that sessions read them
  *		there, and a promotion has only the tail left to apply.
@@ -54,8 +54,8 @@
 #include "common/ttl_clock.h"
 #include "format/records.h"
 #include "format/state_wal.h"
-#include "logged.h"
-#include "logged_replay.h"
+#include "logged/logged.h"
+#include "logged/logged_replay.h"
 #include "snapshot/checkpoint.h"
 
 /* Records applied in one round at most, so that requests are served between. */

@@ -1,5 +1,5 @@
 /*
- * logged_replay.c
+ * logged/logged_replay.c
  *		Applying logged states' WAL records in the state worker.
  *
  * Records name states by id, and states keep their ids across restarts,
@@ -52,8 +52,8 @@
 #include "common/ttl_clock.h"
 #include "format/snapshot_format.h"
 #include "format/state_wal.h"
-#include "logged_replay.h"
-#include "logged_txn.h"
+#include "logged/logged_replay.h"
+#include "logged/logged_txn.h"
 #include "state_ops.h"
 
 /* A logged state records name, by the id they carry. */
