@@ -14,8 +14,8 @@ MODULE_big = state_backend
 OBJS = \
 	src/module.o \
 	src/worker.o \
-	src/timer_worker.o \
-	src/timer_windows.o \
+	src/timers/timer_worker.o \
+	src/timers/timer_windows.o \
 	src/state_ops.o \
 	src/logged/logged.o \
 	src/logged/logged_txn.o \
