@@ -54,10 +54,10 @@ OBJS = \
 	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
-	src/backend/ttl_state.o \
-	src/backend/txn_state.o \
-	src/backend/txn_commit.o \
-	src/backend/txn_locks.o \
+	src/ttl/ttl_state.o \
+	src/txn/txn_state.o \
+	src/txn/txn_commit.o \
+	src/txn/txn_locks.o \
 	src/backend/timer_queue.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \

@@ -31,7 +31,6 @@
 
 #include "backend/providers.h"
 #include "backend/timer_queue.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/area.h"
@@ -46,6 +45,7 @@
 #include "sql/sql_common.h"
 #include "sql/sql_window.h"
 #include "state_ops.h"
+#include "txn/txn_state.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -360,7 +360,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 
 /*
  * How a transactional state's pending folds combine with what is committed
- * at its commit (backend/txn_state.h): a window state's windows, or a
+ * at its commit (txn/txn_state.h): a window state's windows, or a
  * reducing or aggregating state's value.
  */
 static void

@@ -47,7 +47,6 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "common/settings.h"
@@ -57,6 +56,7 @@
 #include "logged/logged.h"
 #include "logged/logged_replay.h"
 #include "snapshot/checkpoint.h"
+#include "txn/txn_state.h"
 
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000
