@@ -14,13 +14,13 @@ MODULE_big = state_backend
 OBJS = \
 	src/module.o \
 	src/worker.o \
-	src/timer_worker.o \
-	src/timer_windows.o \
+	src/timers/timer_worker.o \
+	src/timers/timer_windows.o \
 	src/state_ops.o \
-	src/logged.o \
-	src/logged_txn.o \
-	src/logged_replay.o \
-	src/logged_standby.o \
+	src/logged/logged.o \
+	src/logged/logged_txn.o \
+	src/logged/logged_replay.o \
+	src/logged/logged_standby.o \
 	src/common/types.o \
 	src/common/locks.o \
 	src/common/settings.o \
@@ -54,10 +54,10 @@ OBJS = \
 	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \
-	src/backend/ttl_state.o \
-	src/backend/txn_state.o \
-	src/backend/txn_commit.o \
-	src/backend/txn_locks.o \
+	src/ttl/ttl_state.o \
+	src/txn/txn_state.o \
+	src/txn/txn_commit.o \
+	src/txn/txn_locks.o \
 	src/backend/timer_queue.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
@@ -88,14 +88,14 @@ OBJS = \
 	src/sql/sql_reducing.o \
 	src/sql/sql_aggregating.o \
 	src/sql/sql_timers.o \
-	src/sql/sql_proxy.o \
-	src/sql/sql_proxy_journal.o \
 	src/sql/sql_window.o \
 	src/sql/sql_window_fold.o \
 	src/sql/sql_entries.o \
 	src/sql/sql_snapshot.o \
 	src/sql/sql_rescale.o \
-	src/sql/sql_operator.o
+	src/sql/sql_operator.o \
+	src/proxy/sql_proxy.o \
+	src/proxy/sql_proxy_journal.o
 
 EXTENSION = state_backend
 # The current version's script, and the oldest one's with the updates from

@@ -446,7 +446,7 @@ REVOKE ALL ON FUNCTION state._proxy_rescale_step(text) FROM PUBLIC;
 
 -- For state.rescale_proxy: the journal of a rescale of a cluster of this
 -- database, a file of the data directory written durably whatever the
--- transaction does (sql/sql_proxy_journal.c); NULL when there is none.
+-- transaction does (proxy/sql_proxy_journal.c); NULL when there is none.
 -- While there is one, the cluster's proxy calls refuse.
 CREATE FUNCTION state._proxy_journal_read(cluster text)
 RETURNS text AS 'MODULE_PATHNAME', 'state_proxy_journal_read' LANGUAGE C STRICT;

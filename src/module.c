@@ -31,7 +31,6 @@
 
 #include "backend/providers.h"
 #include "backend/timer_queue.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/area.h"
@@ -40,12 +39,13 @@
 #include "common/ttl_clock.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
-#include "logged.h"
+#include "logged/logged.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "sql/sql_common.h"
 #include "sql/sql_window.h"
 #include "state_ops.h"
+#include "txn/txn_state.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -360,7 +360,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 
 /*
  * How a transactional state's pending folds combine with what is committed
- * at its commit (backend/txn_state.h): a window state's windows, or a
+ * at its commit (txn/txn_state.h): a window state's windows, or a
  * reducing or aggregating state's value.
  */
 static void

@@ -34,7 +34,6 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/timer_queue.h"
-#include "backend/ttl_state.h"
 #include "catalog/registry.h"
 #include "common/area.h"
 #include "common/fault.h"
@@ -43,12 +42,13 @@
 #include "common/signing.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
-#include "logged.h"
-#include "logged_replay.h"
+#include "logged/logged.h"
+#include "logged/logged_replay.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "snapshot/snapshot_driver.h"
+#include "ttl/ttl_state.h"
 #include "worker.h"
 
 PGDLLEXPORT void state_worker_main(Datum main_arg);
@@ -149,7 +149,7 @@ state_worker_serve(int max_rounds)
 
 /*
  * state_worker_sweep runs a tick of the background TTL cleanup
- * (backend/ttl_state.c); returns whether a state needs more.  A state
+ * (ttl/ttl_state.c); returns whether a state needs more.  A state
  * dropped meanwhile is no error; others are reported and the next tick
  * tries again.
  */

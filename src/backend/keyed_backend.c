@@ -6,7 +6,7 @@
  * The registered backends are in providers.c; the implementations in
  * heap_backend.c (memory and filesystem, which differ only in where
  * snapshots go), rocksdb/ and other libraries; the TTL layer over any of
- * them is ttl_state.c.
+ * them is ttl/ttl_state.c.
  */
 #include "postgres.h"
 

@@ -231,8 +231,8 @@ keyed_backend_by_id(int backend)
 /*
  * keyed_state_ops returns what a state's operations go through: for a
  * transactional state the layer that keeps its transaction's writes
- * (txn_state.c), otherwise its backend, or for a state with a TTL the TTL
- * layer over it (ttl_state.c), which is under the transactional one too.
+ * (txn/txn_state.c), otherwise its backend, or for a state with a TTL the TTL
+ * layer over it (ttl/ttl_state.c), which is under the transactional one too.
  * Images pass below it with their deadlines: what restores, replays and
  * snapshots move is the backend's own (keyed_backend_by_id).
  */

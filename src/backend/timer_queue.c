@@ -25,7 +25,7 @@
  * must look at, at that instant.
  *
  * A transactional state's registrations are noted until the transaction's
- * commit has applied them (txn_commit.c calls timer_queue_at_commit), so
+ * commit has applied them (txn/txn_commit.c calls timer_queue_at_commit), so
  * that the worker never looks for a timer before it is there.
  *
  * A session may pause the firing of its database's timers and windows

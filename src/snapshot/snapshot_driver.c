@@ -38,7 +38,6 @@
 #include "utils/wait_event.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "common/progress.h"
@@ -49,6 +48,7 @@
 #include "snapshot/checkpoint.h"
 #include "snapshot/snapshot_control.h"
 #include "snapshot/snapshot_driver.h"
+#include "txn/txn_state.h"
 
 static CheckpointDoneHook checkpoint_done_hook = NULL;
 
@@ -121,7 +121,7 @@ release_backends(int64 id)
  *
  * Returns 0 without a snapshot when transactions are committing their
  * writes to transactional states (a cut must not fall inside one): the
- * caller asks again soon, and they let it in (backend/txn_state.h).
+ * caller asks again soon, and they let it in (txn/txn_state.h).
  */
 /*
  * cut_gate_reopen lets transactional commits go on when the worker leaves

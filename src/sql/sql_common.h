@@ -117,7 +117,7 @@ extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
 
 /*
  * sql_reducing.c: how a transactional state's fold of a transaction's
- * reductions combines with its committed value (backend/txn_state.h).
+ * reductions combines with its committed value (txn/txn_state.h).
  */
 extern void sql_txn_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
 extern void sql_aggregating_combine(StateCall *call, StateMergeFn *fn, void **arg);

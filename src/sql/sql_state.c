@@ -23,7 +23,6 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/timer_queue.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/aggregate.h"
@@ -32,10 +31,11 @@
 #include "common/ttl_clock.h"
 #include "format/records.h"
 #include "ipc/channel.h"
-#include "logged.h"
+#include "logged/logged.h"
 #include "sql/sql_common.h"
 #include "sql/sql_window.h"
 #include "state_ops.h"
+#include "txn/txn_state.h"
 
 PG_FUNCTION_INFO_V1(state_create_state);
 PG_FUNCTION_INFO_V1(state_drop_state);
@@ -192,7 +192,7 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 
 /*
  * transactional => true: the state's writes commit and roll back with the
- * transaction (backend/txn_state.c).  Any state with keys, but not logged
+ * transaction (txn/txn_state.c).  Any state with keys, but not logged
  * and with a TTL together (the records of its commits could not give the
  * deadlines the commit gave), and an aggregate only with a combine
  * function (a transaction's transition state is combined at its commit

@@ -8,7 +8,7 @@
  * (map key timestamptz, NULL values), so that everything a state has
  * (snapshots, restores, rescales, WAL, transactions) holds timers too.
  * Registering tells the database's timer worker (backend/timer_queue.c),
- * which fires them (timer_worker.c).
+ * which fires them (timers/timer_worker.c).
  */
 #include "postgres.h"
 

@@ -8,7 +8,7 @@
  * has (snapshots, restores, rescales, WAL, transactions) holds windows
  * too.  A value joins its windows by the state's assigner; a window that
  * appears, or changes after it fired, is told to the database's timer
- * worker (backend/timer_queue.c), which fires it (timer_worker.c).
+ * worker (backend/timer_queue.c), which fires it (timers/timer_worker.c).
  */
 #include "postgres.h"
 

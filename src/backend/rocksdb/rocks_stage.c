@@ -2,7 +2,7 @@
  * backend/rocksdb/rocks_stage.c
  *		A transactional commit's writes to rocksdb states, applied whole
  *		or not at all, and never lost once committed: the state worker's
- *		side of staged commits (rocks_client.c stages them, txn_commit.c
+ *		side of staged commits (rocks_client.c stages them, txn/txn_commit.c
  *		drives them).
  *
  * Before its commit record the committing session sends its writes

@@ -1,5 +1,5 @@
 /*
- * logged_standby.c
+ * logged/logged_standby.c
  *		Logged states on a hot standby: the state worker applies their WAL
  *		records as the standby replays WAL, so that sessions read them
  *		there, and a promotion has only the tail left to apply.
@@ -47,16 +47,16 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/records.h"
 #include "format/state_wal.h"
-#include "logged.h"
-#include "logged_replay.h"
+#include "logged/logged.h"
+#include "logged/logged_replay.h"
 #include "snapshot/checkpoint.h"
+#include "txn/txn_state.h"
 
 /* Records applied in one round at most, so that requests are served between. */
 #define STANDBY_ROUND_RECORDS	20000

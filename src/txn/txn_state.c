@@ -1,5 +1,5 @@
 /*
- * backend/txn_state.c
+ * txn/txn_state.c
  *		Transactional states: the layer between the SQL functions and the
  *		backend of a state created with transactional => true.
  *
@@ -23,8 +23,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "backend/txn_internal.h"
 #include "format/records.h"
+#include "txn/txn_internal.h"
 
 /* What a key had pending when a subtransaction first wrote it. */
 typedef struct PendUndo

@@ -1,5 +1,5 @@
 /*
- * timer_firing.h
+ * timers/timer_firing.h
  *		The timer worker's index entries and batches, which its two files
  *		share (timer_worker.c: the loop, the index, the batches;
  *		timer_windows.c: a batch's look at a window state's key).  Nothing

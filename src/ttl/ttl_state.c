@@ -1,5 +1,5 @@
 /*
- * backend/ttl_state.c
+ * ttl/ttl_state.c
  *		State TTL (Flink's StateTtlConfig): the layer between the SQL
  *		functions and the backend of a state with a time to live.
  *
@@ -19,8 +19,9 @@
  *	- in the background (ttl_state_sweep, from the state worker) for states
  *	  whose backend has no compact operation (heap states): a few key
  *	  groups per tick, key by key, again by compare and set;
- *	- in RocksDB by a compaction filter (rocksdb/rocks_ttl.c);
- *	- in full snapshots, which leave expired values out (snapshot_driver.c).
+ *	- in RocksDB by a compaction filter (backend/rocksdb/rocks_ttl.c);
+ *	- in full snapshots, which leave expired values out
+ *	  (snapshot/snapshot_driver.c).
  *
  * The clock is the server's (record_ttl_now), as in Flink's processing time.
  */
@@ -32,12 +33,12 @@
 #include "utils/memutils.h"
 
 #include "backend/keyed_backend.h"
-#include "catalog/stats.h"
 #include "catalog/registry.h"
-#include "backend/ttl_state.h"
+#include "catalog/stats.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
+#include "ttl/ttl_state.h"
 
 /* The time a tick of the background cleanup may take (a tick is 100 ms). */
 #define TTL_SWEEP_TICK_BUDGET_US	(25 * 1000)

@@ -1,5 +1,5 @@
 /*
- * logged_txn.h
+ * logged/logged_txn.h
  *		Recovery of logged transactional states: their WAL records held
  *		until their transaction's end is met (logged_txn.c).
  */

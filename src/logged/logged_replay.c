@@ -1,5 +1,5 @@
 /*
- * logged_replay.c
+ * logged/logged_replay.c
  *		Applying logged states' WAL records in the state worker.
  *
  * Records name states by id, and states keep their ids across restarts,
@@ -45,16 +45,16 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/txn_state.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/snapshot_format.h"
 #include "format/state_wal.h"
-#include "logged_replay.h"
-#include "logged_txn.h"
+#include "logged/logged_replay.h"
+#include "logged/logged_txn.h"
 #include "state_ops.h"
+#include "txn/txn_state.h"
 
 /* A logged state records name, by the id they carry. */
 typedef struct ReplayTarget
@@ -483,7 +483,7 @@ replay_record(LoggedReplay *r)
  * of transactional states held for it, and forgets them at its abort
  * record; returns how many changed something.  A commit applied before a
  * standby's worker started again is only forgotten.  On a standby, no
- * read sees a commit half applied (txn_locks.c).  When one of them cannot
+ * read sees a commit half applied (txn/txn_locks.c).  When one of them cannot
  * be applied, those applied before it are held no more, and the rest stay
  * held for the commit record's next reading.
  */

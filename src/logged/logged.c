@@ -1,5 +1,5 @@
 /*
- * logged.c
+ * logged/logged.c
  *		Logged states and PostgreSQL's WAL: what a session checks when it
  *		creates one and waits for when it commits, the replication slot that
  *		keeps the WAL recovery needs, and recovery itself.
@@ -49,8 +49,8 @@
 #include "format/snapshot_format.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
-#include "logged.h"
-#include "logged_replay.h"
+#include "logged/logged.h"
+#include "logged/logged_replay.h"
 #include "snapshot/checkpoint.h"
 #include "state_ops.h"
 

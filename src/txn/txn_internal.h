@@ -1,5 +1,5 @@
 /*
- * backend/txn_internal.h
+ * txn/txn_internal.h
  *		What the two halves of transactional states share: the writes a
  *		transaction keeps (txn_state.c, which reads over them) and their
  *		commit (txn_commit.c).
@@ -23,7 +23,7 @@
 #include "storage/lockdefs.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/txn_state.h"
+#include "txn/txn_state.h"
 
 typedef enum PendBase
 {

@@ -1,5 +1,5 @@
 /*
- * backend/txn_locks.c
+ * txn/txn_locks.c
  *		What keeps the commits of transactional states apart: a lock per
  *		key written, and the use of a state as a whole.
  *
@@ -34,9 +34,9 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "backend/txn_internal.h"
 #include "common/progress.h"
 #include "common/settings.h"
+#include "txn/txn_internal.h"
 
 #define TXN_LOCK_STATE		3
 #define TXN_LOCK_KEY		4

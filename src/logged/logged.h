@@ -1,5 +1,5 @@
 /*
- * logged.h
+ * logged/logged.h
  *		Logged states and PostgreSQL's WAL: the check at create, the wait at
  *		commit, the replication slot that keeps the WAL recovery needs,
  *		recovery in the state worker, and the worker of a hot standby that

@@ -1,5 +1,5 @@
 /*
- * backend/txn_state.h
+ * txn/txn_state.h
  *		Transactional states: the layer over a state's backend that keeps
  *		a transaction's writes until it commits (txn_state.c) and applies
  *		them then (txn_commit.c).

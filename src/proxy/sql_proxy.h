@@ -1,5 +1,5 @@
 /*
- * sql/sql_proxy.h
+ * proxy/sql_proxy.h
  *		What the proxy calls (sql_proxy.c) ask of the journal of a proxy's
  *		rescale (sql_proxy_journal.c).
  */

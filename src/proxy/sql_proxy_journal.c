@@ -1,5 +1,5 @@
 /*
- * sql/sql_proxy_journal.c
+ * proxy/sql_proxy_journal.c
  *		The journal of a proxy's rescale: a file of the proxy server's data
  *		directory that says what state.rescale_proxy is changing, so that a
  *		rescale a failure or a dead session left half done is put right.
@@ -43,7 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "sql/sql_proxy.h"
+#include "proxy/sql_proxy.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_journal_read);
 PG_FUNCTION_INFO_V1(state_proxy_journal_write);

@@ -1,5 +1,5 @@
 /*
- * backend/ttl_state.h
+ * ttl/ttl_state.h
  *		State TTL: the layer over a TTL state's backend (ttl_state.c), and
  *		its cleanup of what expired.
  */

@@ -1,5 +1,5 @@
 /*
- * logged_txn.c
+ * logged/logged_txn.c
  *		Recovery of logged transactional states: the records of their
  *		commits are applied only once the transaction's commit record is
  *		met.
@@ -22,7 +22,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "logged_txn.h"
+#include "logged/logged_txn.h"
 
 typedef struct HeldTxn
 {

@@ -1,5 +1,5 @@
 /*
- * logged_replay.h
+ * logged/logged_replay.h
  *		Applying logged states' WAL records in the state worker: after a
  *		crash or at a promotion from the newest checkpoint's cut to the end
  *		of WAL (logged.c), and on a hot standby as the standby replays WAL

@@ -1,5 +1,5 @@
 /*
- * sql/sql_proxy.c
+ * proxy/sql_proxy.c
  *		The proxy database's functions (DESIGN 16): every function that
  *		state.create_proxy makes in a proxy schema, with the name, arguments
  *		and result of a state.* function, runs here; PL/Proxy carries the
@@ -56,7 +56,7 @@
 #include "common/codec.h"
 #include "common/fault.h"
 #include "common/key_group.h"
-#include "sql/sql_proxy.h"
+#include "proxy/sql_proxy.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
 PG_FUNCTION_INFO_V1(state_proxy_pause);

@@ -1,5 +1,5 @@
 /*
- * timer_windows.c
+ * timers/timer_windows.c
  *		What the timer worker does for window states: one look at a key
  *		per batch, and a look, which calls emit for the windows due
  *		(sql/sql_window_fold.c has the rest).
@@ -10,7 +10,7 @@
 
 #include "common/fault.h"
 #include "sql/sql_window.h"
-#include "timer_firing.h"
+#include "timers/timer_firing.h"
 
 /* timer_windows_begin readies the set of a batch of at most max. */
 void

@@ -1,5 +1,5 @@
 /*
- * timer_worker.c
+ * timers/timer_worker.c
  *		The timer worker of a database: fires the due timers of its timers
  *		states by calling their handlers, as their owners.
  *
@@ -55,7 +55,7 @@
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "sql/sql_window.h"
-#include "timer_firing.h"
+#include "timers/timer_firing.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 

@@ -1,5 +1,5 @@
 /*
- * backend/txn_commit.c
+ * txn/txn_commit.c
  *		The commit of a transaction's writes to transactional states.
  *
  * Before the commit (XACT_EVENT_PRE_COMMIT), where an error still aborts
@@ -57,10 +57,10 @@
 
 #include "backend/rocksdb/rocks.h"
 #include "backend/timer_queue.h"
-#include "backend/txn_internal.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "format/state_wal.h"
+#include "txn/txn_internal.h"
 
 /* More keys of one state than this in a transaction: lock the state. */
 #define TXN_MAX_KEY_LOCKS	64
