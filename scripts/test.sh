@@ -28,6 +28,8 @@
 #                                (the tests then run against `make install`)
 #   STATE_BACKEND_OLD_SOURCE     the 1.0 release's source for the upgrade
 #                                test (set here from the repository's history)
+#   STATE_BACKEND_RELEASE_1_6_SOURCE  the same for 1.6.0 (WAL resource
+#                                manager id 128)
 #   STATE_BACKEND_CORE_REGRESS=0 do not run PostgreSQL's own regression suite
 #                                with the extension (scripts/core-regress.sh)
 #   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900)
@@ -104,21 +106,32 @@ tar -C "$ROOT" -cf - \
 	--exclude=./log --exclude=./output_iso --exclude=./bench/work \
 	--exclude=./regression.diffs --exclude=./regression.out --exclude=./dist . |
 	tar -C "$SRC" -xf -
-# The 1.0 release's source, from the repository's history, for the test of
-# an upgrade from it (test/t/022_binary_upgrade.pl, skipped without it).
-RELEASE_1_0=781492947f19114eaf0196a9b61a7b17ed458892
-if git -c safe.directory="$ROOT" -C "$ROOT" cat-file -e "$RELEASE_1_0^{commit}" 2>/dev/null; then
-	mkdir "$WORK/release-1.0"
-	if git -c safe.directory="$ROOT" -C "$ROOT" archive "$RELEASE_1_0" |
-		tar -C "$WORK/release-1.0" -xf -; then
-		export STATE_BACKEND_OLD_SOURCE=$WORK/release-1.0
+# Earlier releases' sources, from the repository's history, for the tests
+# of an upgrade from them (skipped without them): export_release VERSION
+# COMMIT VARIABLE TEST.
+export_release()
+{
+	local version=$1 commit=$2 var=$3 test=$4
+	if git -c safe.directory="$ROOT" -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+		mkdir "$WORK/release-$version"
+		if git -c safe.directory="$ROOT" -C "$ROOT" archive "$commit" |
+			tar -C "$WORK/release-$version" -xf -; then
+			export "$var=$WORK/release-$version"
+		else
+			failed=$((failed + 1)); report+=("upgrade      FAILED: could not export the $version release")
+		fi
 	else
-		failed=$((failed + 1)); report+=("upgrade      FAILED: could not export the 1.0 release")
+		skipped=$((skipped + 1))
+		report+=("upgrade      $test skipped: the $version release ($commit) is not in this tree's history")
 	fi
-else
-	skipped=$((skipped + 1))
-	report+=("upgrade      test/t/022_binary_upgrade.pl skipped: the 1.0 release ($RELEASE_1_0) is not in this tree's history")
-fi
+}
+# 1.0: the first release (test/t/022_binary_upgrade.pl).
+export_release 1.0 781492947f19114eaf0196a9b61a7b17ed458892 \
+	STATE_BACKEND_OLD_SOURCE test/t/022_binary_upgrade.pl
+# 1.6.0: the last that logged under WAL resource manager id 128
+# (test/t/061_wal_rmgr_upgrade.pl).
+export_release 1.6.0 65b0bbff33145170c3f39367c11377386d1c7299 \
+	STATE_BACKEND_RELEASE_1_6_SOURCE test/t/061_wal_rmgr_upgrade.pl
 [ "$RUNNER" = postgres ] && [ "$(id -u)" -eq 0 ] && chown -R postgres: "$WORK"
 
 # Stop every server left under the scratch directory, then remove it.

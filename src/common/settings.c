@@ -31,6 +31,7 @@ int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
 char	   *state_backend_rocksdb_dir = NULL;
 bool		state_backend_rocksdb_sync = false;
+bool		state_backend_wal_rmgr_128 = false;
 int			state_backend_rocksdb_cache_mb = 64;
 int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
 int			state_backend_rocksdb_write_buffer_mb = 64;
@@ -119,6 +120,15 @@ define_snapshot_settings(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.wal_rmgr_128",
+							 "Also register WAL resource manager id 128, under which releases up to 1.6.0 logged.",
+							 "Needed only to replay WAL that such a release wrote: on a standby upgraded before its primary, or at the first start after an upgrade that followed a crash. Another extension that registers id 128 cannot be loaded meanwhile.",
+							 &state_backend_wal_rmgr_128,
+							 false,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("state_backend.restore_on_start",
 							 "Load heap states from the newest completed checkpoint at server start.",

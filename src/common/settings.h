@@ -27,6 +27,7 @@ extern int	state_backend_max_state_size_kb;
 extern int	state_backend_request_timeout_ms;
 extern char *state_backend_rocksdb_dir;
 extern bool state_backend_rocksdb_sync;
+extern bool state_backend_wal_rmgr_128;
 extern int	state_backend_rocksdb_cache_mb;
 extern int	state_backend_rocksdb_shared_cache_kb;
 extern int	state_backend_rocksdb_write_buffer_mb;

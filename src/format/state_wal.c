@@ -230,7 +230,7 @@ state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 	uint64		used;
 
 	memset(rec, 0, sizeof(*rec));
-	if (XLogRecGetRmid(reader) != STATE_WAL_RMGR_ID)
+	if (!STATE_WAL_RMGR_IS_OURS(XLogRecGetRmid(reader)))
 		return false;
 	rec->kind = XLogRecGetInfo(reader) & XLR_RMGR_INFO_MASK;
 	if (rec->kind >= STATE_WAL_PUT + STATE_WAL_TXN_OFFSET &&
@@ -394,14 +394,29 @@ state_wal_redo(XLogReaderState *reader)
 }
 
 static RmgrData state_wal_rmgr = {
-	.rm_name = "state_backend",
+	.rm_name = STATE_WAL_RMGR_NAME,
 	.rm_redo = state_wal_redo,
 	.rm_desc = state_wal_desc,
 	.rm_identify = state_wal_identify,
 };
 
+/* The id releases up to 1.6.0 wrote under: read, never written. */
+static RmgrData state_wal_rmgr_old = {
+	.rm_name = STATE_WAL_RMGR_NAME_OLD,
+	.rm_redo = state_wal_redo,
+	.rm_desc = state_wal_desc,
+	.rm_identify = state_wal_identify,
+};
+
+/*
+ * state_wal_register, in _PG_init: this extension's resource manager, and
+ * with state_backend.wal_rmgr_128 the old id too, for a server whose WAL
+ * still holds records written under it.
+ */
 void
 state_wal_register(void)
 {
 	RegisterCustomRmgr(STATE_WAL_RMGR_ID, &state_wal_rmgr);
+	if (state_backend_wal_rmgr_128)
+		RegisterCustomRmgr(STATE_WAL_RMGR_ID_OLD, &state_wal_rmgr_old);
 }

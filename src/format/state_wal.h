@@ -21,10 +21,22 @@
 #include "common/types.h"
 
 /*
- * The resource manager id: PostgreSQL 15's RM_EXPERIMENTAL_ID, the one set
- * aside for extensions not yet registered on the wiki's list.
+ * The resource manager: its id is one that PostgreSQL's list of custom
+ * resource managers (wiki.postgresql.org/wiki/CustomWALResourceManagers)
+ * gives to no other extension (128 is for extensions in development, 129
+ * onwards are taken in order, 241 by Columnar), so that an extension that
+ * keeps to the list never writes records under it.  Releases up to 1.6.0 used 128, RM_EXPERIMENTAL_ID:
+ * their records are still read (STATE_WAL_RMGR_ID_OLD), and PostgreSQL
+ * replays them only when state_backend.wal_rmgr_128 registers that id too.
  */
-#define STATE_WAL_RMGR_ID		128
+#define STATE_WAL_RMGR_ID		213
+#define STATE_WAL_RMGR_NAME		"state_backend"
+#define STATE_WAL_RMGR_ID_OLD	128
+#define STATE_WAL_RMGR_NAME_OLD	"state_backend_1_6"
+
+/* Whether a record's resource manager is this extension's (either id). */
+#define STATE_WAL_RMGR_IS_OURS(rmid) \
+	((rmid) == STATE_WAL_RMGR_ID || (rmid) == STATE_WAL_RMGR_ID_OLD)
 
 /* Record kinds: the high bits of a record's info byte. */
 #define STATE_WAL_CREATE		0x00	/* a state appeared: its descriptor */

@@ -850,7 +850,7 @@ replay_records(LoggedReplay *r, XLogRecPtr until, int64 max, bool *at_end)
 		if (XLogRecGetRmid(r->reader) == RM_STANDBY_ID && replay_txn_any() &&
 			(XLogRecGetInfo(r->reader) & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS)
 			replay_txn_forget_before(((xl_running_xacts *) XLogRecGetData(r->reader))->oldestRunningXid);
-		if (XLogRecGetRmid(r->reader) == STATE_WAL_RMGR_ID ||
+		if (STATE_WAL_RMGR_IS_OURS(XLogRecGetRmid(r->reader)) ||
 			(XLogRecGetRmid(r->reader) == RM_XACT_ID && replay_txn_any()))
 		{
 			int64		n;

@@ -13,6 +13,7 @@ use warnings;
 use Exporter 'import';
 use IPC::Run;
 use Time::HiRes qw(usleep);
+use File::Path ();
 use Test::More;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -25,6 +26,7 @@ our @EXPORT = qw(
   wait_for_worker
   log_crashes
   run_pgbench
+  install_release
 );
 
 our $WORKER_TYPE = 'state_backend worker';
@@ -315,5 +317,37 @@ sub wait_for_crash_restart
 
 push @EXPORT, qw(checkpoint_dirs complete_checkpoints wait_snapshot_status
   wait_for_crash_restart);
+
+# install_release($source, $name): a copy of the PostgreSQL installation
+# (PostgreSQL finds its library and share directories relative to its
+# binaries) with the release in $source built and installed into it.
+# Returns ($root, $bindir, @current): the copy's root, where a node's
+# install_path is "$root$bindir/..", and this build's installed files,
+# which an upgrade copies over the old ones at "$root$file".
+sub install_release
+{
+	my ($source, $name) = @_;
+	my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
+	chomp(my $bindir = `$pg_config --bindir`);
+	chomp(my $libdir = `$pg_config --pkglibdir`);
+	chomp(my $sharedir = `$pg_config --sharedir`);
+	BAIL_OUT("$pg_config gave no installation directories")
+	  unless $bindir =~ m{^/.+} && -d $bindir && -d $libdir && -d $sharedir;
+
+	my $root = PostgreSQL::Test::Utils::tempdir() . "/install-$name";
+	File::Path::make_path("$root$bindir", "$root$libdir", "$root$sharedir/extension");
+	system('cp', '-a', "$bindir/.", "$root$bindir/") == 0 or die "copy of $bindir failed";
+	system("cp -a $libdir/*.so $root$libdir/") == 0 or die "copy of $libdir failed";
+	system('cp', '-a', "$sharedir/.", "$root$sharedir/") == 0 or die "copy of $sharedir failed";
+	my @current = ("$libdir/state_backend.so", glob("$sharedir/extension/state_backend*"));
+
+	my $build = PostgreSQL::Test::Utils::tempdir() . "/$name";
+	system('cp', '-a', "$source/.", $build) == 0 or die "copy of $source failed";
+	my $make = "make -s -j2 -C $build with_llvm=no PG_CONFIG=$pg_config";
+	is(system("$make >$build/build.log 2>&1 && $make install DESTDIR=$root >>$build/build.log 2>&1"),
+		0, "$name builds and installs into a copy of the installation")
+	  or diag(slurp_file("$build/build.log"));
+	return ($root, $bindir, @current);
+}
 
 1;

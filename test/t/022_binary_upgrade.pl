@@ -17,7 +17,6 @@ use strict;
 use warnings;
 
 use File::Copy qw(copy);
-use File::Path qw(make_path);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -29,30 +28,8 @@ my $old_source = $ENV{STATE_BACKEND_OLD_SOURCE};
 plan skip_all => 'STATE_BACKEND_OLD_SOURCE (the 1.0 release source) is not set'
   unless defined $old_source && -f "$old_source/Makefile";
 
-my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
-chomp(my $bindir = `$pg_config --bindir`);
-chomp(my $libdir = `$pg_config --pkglibdir`);
-chomp(my $sharedir = `$pg_config --sharedir`);
-BAIL_OUT("$pg_config gave no installation directories")
-  unless $bindir =~ m{^/.+} && -d $bindir && -d $libdir && -d $sharedir;
-
-# A copy of the installation under $root, with the same layout.
-my $root = PostgreSQL::Test::Utils::tempdir() . '/install';
-make_path("$root$bindir", "$root$libdir", "$root$sharedir/extension");
-system('cp', '-a', "$bindir/.", "$root$bindir/") == 0 or die "copy of $bindir failed";
-system("cp -a $libdir/*.so $root$libdir/") == 0 or die "copy of $libdir failed";
-system('cp', '-a', "$sharedir/.", "$root$sharedir/") == 0 or die "copy of $sharedir failed";
-
-# The current build's files, installed on this machine.
-my @current = ("$libdir/state_backend.so", glob("$sharedir/extension/state_backend*"));
+my ($root, $bindir, @current) = install_release($old_source, 'v1.0');
 ok(scalar(grep { /--1\.0--1\.1\.sql$/ } @current), 'this build installs the update script');
-
-# The 1.0 release, built and installed into the copy.
-my $build = PostgreSQL::Test::Utils::tempdir() . '/v1.0';
-system('cp', '-a', "$old_source/.", $build) == 0 or die "copy of $old_source failed";
-my $make = "make -s -j2 -C $build with_llvm=no PG_CONFIG=$pg_config";
-is(system("$make >$build/build.log 2>&1 && $make install DESTDIR=$root >>$build/build.log 2>&1"),
-	0, '1.0 builds and installs into the copy');
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $node = PostgreSQL::Test::Cluster->new('upgrade',
