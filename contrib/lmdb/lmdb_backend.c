@@ -151,6 +151,7 @@ static const StateBackendProvider lmdb_provider = {
 	.api_version = STATE_BACKEND_API_VERSION,
 	.size = sizeof(StateBackendProvider),
 	.name = "lmdb",
+	.sizes = STATE_BACKEND_SIZES,
 	.id = LMDB_BACKEND_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &lmdb_keyed_backend,

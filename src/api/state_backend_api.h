@@ -40,9 +40,11 @@
  * The version of this API.  A provider built against another version is
  * refused at registration: the tables' layouts may differ.
  */
-#define STATE_BACKEND_API_VERSION	3	/* 2: StateDesc holds window states'
+#define STATE_BACKEND_API_VERSION	4	/* 2: StateDesc holds window states'
 										 * fields; 3: KeyedStateBackend has
-										 * reserve and unreserve */
+										 * reserve and unreserve; 4: a
+										 * provider states the sizes of the
+										 * structs it was built with */
 
 /* The name of the rendezvous variable that holds the host's table. */
 #define STATE_BACKEND_API_RENDEZVOUS	"state_backend_api"
@@ -607,8 +609,42 @@ typedef enum StateWorkerStart
 												 * reads in sessions) */
 
 /*
+ * The sizes of the structs a provider and the host exchange, as the
+ * provider was built (STATE_BACKEND_SIZES): registration compares each with
+ * the host's, so that a provider built against another release of this
+ * header is refused even where the version was not moved.
+ */
+typedef struct StateBackendSizes
+{
+	uint32		provider;		/* StateBackendProvider */
+	uint32		ops;			/* KeyedStateBackend */
+	uint32		strategy;		/* SnapshotStrategy */
+	uint32		desc;			/* StateDesc */
+	uint32		target;			/* StateTarget */
+	uint32		key;			/* StateKey */
+	uint32		fold;			/* StateFold */
+	uint32		reserve_key;	/* StateReserveKey */
+	uint32		restore_item;	/* NativeRestoreItem */
+	uint32		host;			/* StateBackendHost */
+} StateBackendSizes;
+
+#define STATE_BACKEND_SIZES { \
+	.provider = sizeof(struct StateBackendProvider), \
+	.ops = sizeof(KeyedStateBackend), \
+	.strategy = sizeof(SnapshotStrategy), \
+	.desc = sizeof(StateDesc), \
+	.target = sizeof(StateTarget), \
+	.key = sizeof(StateKey), \
+	.fold = sizeof(StateFold), \
+	.reserve_key = sizeof(StateReserveKey), \
+	.restore_item = sizeof(NativeRestoreItem), \
+	.host = sizeof(struct StateBackendHost), \
+}
+
+/*
  * StateBackendProvider: one registered backend.  Every routine but ops may
- * be NULL.  The worker routines run in the state worker; requests reach
+ * be NULL.  Its first three fields keep their places in every version, so
+ * that the host can say which library was built for which version.  The worker routines run in the state worker; requests reach
  * handle_request through the host's channel (channel_call/channel_post,
  * addressed to the provider's id).
  */
@@ -618,6 +654,7 @@ typedef struct StateBackendProvider
 	uint32		size;			/* sizeof(StateBackendProvider) */
 	const char *name;			/* what state_backend.backend names; also in
 								 * MANIFESTs */
+	StateBackendSizes sizes;	/* STATE_BACKEND_SIZES */
 	int32		id;				/* stable: stored in descriptors and WAL;
 								 * 0..15 are the host's, a provider takes
 								 * one of 16..32767 */
@@ -764,11 +801,15 @@ state_backend_host_find(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("state_backend is not loaded"),
 				 errhint("List state_backend before this library in shared_preload_libraries.")));
-	if (host->api_version != STATE_BACKEND_API_VERSION)
+	if (host->api_version != STATE_BACKEND_API_VERSION ||
+		host->size != sizeof(StateBackendHost))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("state_backend offers provider API version %u, this library was built for version %u",
 						host->api_version, STATE_BACKEND_API_VERSION),
+				 host->api_version == STATE_BACKEND_API_VERSION ?
+				 errdetail("Its table of services has %u bytes, this library's has %u.",
+						   host->size, (uint32) sizeof(StateBackendHost)) : 0,
 				 errhint("Rebuild the library against the installed state_backend_api.h.")));
 	return host;
 }

@@ -50,6 +50,7 @@ static const StateBackendProvider memory_provider = {
 	.api_version = STATE_BACKEND_API_VERSION,
 	.size = sizeof(StateBackendProvider),
 	.name = "memory",
+	.sizes = STATE_BACKEND_SIZES,
 	.id = STATE_BACKEND_MEMORY_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_OPERATOR_STATE |
 	STATE_PROVIDER_STANDBY_READS,
@@ -63,6 +64,7 @@ static const StateBackendProvider filesystem_provider = {
 	.api_version = STATE_BACKEND_API_VERSION,
 	.size = sizeof(StateBackendProvider),
 	.name = "filesystem",
+	.sizes = STATE_BACKEND_SIZES,
 	.id = STATE_BACKEND_FILESYSTEM_ID,
 	.flags = STATE_PROVIDER_OPERATOR_STATE | STATE_PROVIDER_STANDBY_READS,
 	.ops = &heap_keyed_backend,
@@ -146,6 +148,59 @@ provider_add(const StateBackendProvider *p)
  * register_backend is the API's register_backend: a library's backend, in
  * its _PG_init while shared_preload_libraries is being loaded.
  */
+/*
+ * A struct whose size a provider was built with differs from the host's:
+ * the error names it and both sizes.
+ */
+static void
+refuse_size(const StateBackendProvider *p, const char *what, uint32 theirs, Size ours)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("state backend \"%s\" was built with another layout of provider API version %d",
+					p->name ? p->name : "?", STATE_BACKEND_API_VERSION),
+			 errdetail("Its %s has %u bytes, this server's has %u.", what, theirs, (uint32) ours),
+			 errhint("Rebuild it against the installed state_backend_api.h.")));
+}
+
+/*
+ * check_built_for refuses a provider built against another release of the
+ * API: its version (read from the fields that never move), then the size of
+ * every struct the two exchange.
+ */
+static void
+check_built_for(const StateBackendProvider *p)
+{
+	const StateBackendSizes ours = STATE_BACKEND_SIZES;
+
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a state backend was registered without its table")));
+	if (p->api_version != STATE_BACKEND_API_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state backend \"%s\" was built for provider API version %u, this server offers version %d",
+						p->name ? p->name : "?", p->api_version, STATE_BACKEND_API_VERSION),
+				 errhint("Rebuild it against the installed state_backend_api.h.")));
+	if (p->size != sizeof(StateBackendProvider))
+		refuse_size(p, "StateBackendProvider", p->size, sizeof(StateBackendProvider));
+#define CHECK_SIZE(field, type) \
+	if (p->sizes.field != ours.field) \
+		refuse_size(p, #type, p->sizes.field, ours.field)
+	CHECK_SIZE(provider, StateBackendProvider);
+	CHECK_SIZE(ops, KeyedStateBackend);
+	CHECK_SIZE(strategy, SnapshotStrategy);
+	CHECK_SIZE(desc, StateDesc);
+	CHECK_SIZE(target, StateTarget);
+	CHECK_SIZE(key, StateKey);
+	CHECK_SIZE(fold, StateFold);
+	CHECK_SIZE(reserve_key, StateReserveKey);
+	CHECK_SIZE(restore_item, NativeRestoreItem);
+	CHECK_SIZE(host, StateBackendHost);
+#undef CHECK_SIZE
+}
+
 static void
 register_backend(const StateBackendProvider *p)
 {
@@ -155,13 +210,7 @@ register_backend(const StateBackendProvider *p)
 				 errmsg("state backend \"%s\" must be registered while shared_preload_libraries is loaded",
 						p && p->name ? p->name : "?"),
 				 errhint("Add its library to shared_preload_libraries, after state_backend, and restart the server.")));
-	if (p == NULL || p->api_version != STATE_BACKEND_API_VERSION ||
-		p->size != sizeof(StateBackendProvider))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a state backend was built for another version of the provider API"),
-				 errdetail("This server offers version %d.", STATE_BACKEND_API_VERSION),
-				 errhint("Rebuild it against the installed state_backend_api.h.")));
+	check_built_for(p);
 	if (p->name == NULL || !provider_name_ok(p->name))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),

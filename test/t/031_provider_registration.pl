@@ -4,9 +4,12 @@
 #
 # - A valid one is a registered backend: state_backend.backend accepts its
 #   name, and the error for an unknown backend lists it.
-# - A duplicate name, a duplicate id, an id of the host's range, a bad name
-#   or another API version stops the server's start with a message naming
-#   what is wrong; LOAD of a provider in a session refuses.
+# - A duplicate name, a duplicate id, an id of the host's range, a bad name,
+#   another API version (the message names the library and both versions)
+#   or a struct of another size than the host's, as a build against another
+#   release of the header has (the message names the struct and both sizes),
+#   stops the server's start with a message naming what is wrong; LOAD of a
+#   provider in a session refuses.
 # - After each refused start, the server starts again as it was, with every
 #   state it had: nothing stored is lost.
 
@@ -71,7 +74,10 @@ for my $case (
 	[ 'a duplicate id', "test_provider.id = 16", qr/state backend id 16 of "test_provider" is already registered by backend "lmdb"/ ],
 	[ 'an id of the host', "test_provider.id = 2", qr/state backend "test_provider" has id 2, outside 16\.\.32767/ ],
 	[ 'a bad name', "test_provider.name = 'Bad-Name'", qr/invalid state backend name "Bad-Name"/ ],
-	[ 'another API version', "test_provider.api_version = 99", qr/built for another version of the provider API/ ])
+	[ 'another API version', "test_provider.api_version = 3",
+	  qr/state backend "test_provider" was built for provider API version 3, this server offers version \d+/ ],
+	[ 'a StateDesc of another size', "test_provider.desc_short = 8",
+	  qr/state backend "test_provider" was built with another layout of provider API version \d+\n.*DETAIL:  Its StateDesc has (\d+) bytes, this server's has (\d+)\./ ])
 {
 	my ($what, $setting, $message) = @$case;
 	my $conf = $node->data_dir . '/postgresql.conf';

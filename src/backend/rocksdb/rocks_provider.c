@@ -54,6 +54,7 @@ static const StateBackendProvider rocks_provider_def = {
 	.api_version = STATE_BACKEND_API_VERSION,
 	.size = sizeof(StateBackendProvider),
 	.name = "rocksdb",
+	.sizes = STATE_BACKEND_SIZES,
 	.id = STATE_BACKEND_ROCKSDB_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &rocks_keyed_backend,

@@ -2,9 +2,11 @@
  * test/modules/test_provider/test_provider.c
  *		A provider for the tests of registration (test/t/031_provider_registration.pl):
  *		it registers, from _PG_init, a backend with the name, id and API
- *		version its settings give, so that a test can try a duplicate name, a
- *		duplicate id, a bad name, another API version or a registration outside
- *		the preload.  Its data operations refuse every call: the tests never
+ *		version its settings give, and a StateDesc size short by what one
+ *		says (as a build against another release of the header would have),
+ *		so that a test can try a duplicate name, a duplicate id, a bad name,
+ *		another API version, another layout or a registration outside the
+ *		preload.  Its data operations refuse every call: the tests never
  *		create a state in it.
  */
 #include "postgres.h"
@@ -22,6 +24,7 @@ void		_PG_init(void);
 static char *provider_name = NULL;
 static int	provider_id = 100;
 static int	provider_version = STATE_BACKEND_API_VERSION;
+static int	desc_short = 0;
 
 static bool
 refuse_get(const StateTarget *st, const StateKey *key, StringInfo out)
@@ -49,6 +52,7 @@ static const KeyedStateBackend test_ops = {
 
 static StateBackendProvider provider = {
 	.size = sizeof(StateBackendProvider),
+	.sizes = STATE_BACKEND_SIZES,
 	.ops = &test_ops,
 };
 
@@ -66,8 +70,11 @@ _PG_init(void)
 	DefineCustomIntVariable("test_provider.api_version", "API version the test provider claims.",
 							NULL, &provider_version, STATE_BACKEND_API_VERSION, 0, 100,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("test_provider.desc_short", "Bytes the test provider's StateDesc is short of the host's.",
+							NULL, &desc_short, 0, 0, 64, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("test_provider");
 	provider.api_version = (uint32) provider_version;
+	provider.sizes.desc -= (uint32) desc_short;
 	provider.name = provider_name;
 	provider.id = provider_id;
 	host = state_backend_host_find();
