@@ -29,14 +29,8 @@ extern void state_key_set(StateKey *key, const char *data, uint32 len);
 
 extern const KeyedStateBackend heap_keyed_backend;
 extern const KeyedStateBackend rocks_keyed_backend;
-extern const KeyedStateBackend ttl_keyed_backend;
-extern const KeyedStateBackend txn_keyed_backend;
-extern bool ttl_image_visible(const StateDesc *desc, const char *img, uint32 len, int64 now,
-							  StringInfo out);
 
 /* backend/keyed_backend.c; the registered backends are in providers.h. */
-extern const KeyedStateBackend *keyed_state_ops(const StateDesc *desc);
-extern const KeyedStateBackend *keyed_state_ops_applied(const StateDesc *desc);
 extern void keyed_backend_flush_all(void);
 extern bool keyed_backend_kept_data(int backend);
 extern void keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,

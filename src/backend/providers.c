@@ -278,32 +278,6 @@ keyed_backend_by_id(int backend)
 }
 
 /*
- * keyed_state_ops returns what a state's operations go through: for a
- * transactional state the layer that keeps its transaction's writes
- * (txn/txn_state.c), otherwise its backend, or for a state with a TTL the TTL
- * layer over it (ttl/ttl_state.c), which is under the transactional one too.
- * Images pass below it with their deadlines: what restores, replays and
- * snapshots move is the backend's own (keyed_backend_by_id).
- */
-const KeyedStateBackend *
-keyed_state_ops(const StateDesc *desc)
-{
-	if (desc->transactional)
-		return &txn_keyed_backend;
-	return keyed_state_ops_applied(desc);
-}
-
-/*
- * keyed_state_ops_applied: what a state's writes go through once they are
- * applied, under the transactional layer: the TTL layer or the backend.
- */
-const KeyedStateBackend *
-keyed_state_ops_applied(const StateDesc *desc)
-{
-	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
-}
-
-/*
  * keyed_backend_flush_all waits until every write this session made, in
  * every backend, is applied; the error of one that failed is raised.
  */

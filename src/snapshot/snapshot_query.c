@@ -18,6 +18,7 @@
 #include "format/records.h"
 #include "snapshot/restore.h"
 #include "snapshot/restore_internal.h"
+#include "ttl/ttl_state.h"
 
 /*
  * check_memory_read: a snapshot kept in shared memory is read with no file

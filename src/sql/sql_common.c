@@ -31,6 +31,7 @@
 #include "format/records.h"
 #include "common/settings.h"
 #include "sql/sql_common.h"
+#include "txn/txn_state.h"
 
 enum
 {

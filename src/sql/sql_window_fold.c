@@ -24,6 +24,7 @@
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "sql/sql_window.h"
+#include "txn/txn_state.h"
 
 /* ------------------------------------------------------------ set-up */
 

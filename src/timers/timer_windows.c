@@ -11,6 +11,7 @@
 #include "common/fault.h"
 #include "sql/sql_window.h"
 #include "timers/timer_firing.h"
+#include "txn/txn_state.h"
 
 /* timer_windows_begin readies the set of a batch of at most max. */
 void

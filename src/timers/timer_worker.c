@@ -56,6 +56,7 @@
 #include "format/records.h"
 #include "sql/sql_window.h"
 #include "timers/timer_firing.h"
+#include "txn/txn_state.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 

@@ -818,6 +818,19 @@ ttl_state_sweep(void)
  * of restores, replay and snapshots) are the backend's own: they go to
  * keyed_backend_by_id, not through here.
  */
+/*
+ * keyed_state_ops_applied: what a state's writes go through once they are
+ * applied (under the transactional layer, txn/): this layer for a state
+ * with a TTL, else its backend.  Images pass below it with their
+ * deadlines: what restores, replays and snapshots move is the backend's
+ * own (keyed_backend_by_id).
+ */
+const KeyedStateBackend *
+keyed_state_ops_applied(const StateDesc *desc)
+{
+	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
+}
+
 const KeyedStateBackend ttl_keyed_backend = {
 	.name = "ttl",
 	.get = ttl_get,

@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 #include "format/records.h"
+#include "ttl/ttl_state.h"
 #include "txn/txn_internal.h"
 
 /* What a key had pending when a subtransaction first wrote it. */
@@ -911,6 +912,20 @@ static void
 txn_size(const StateTarget *st, int64 *entries, int64 *bytes)
 {
 	inner(st)->size(st, entries, bytes);
+}
+
+/*
+ * keyed_state_ops returns what a state's operations go through: for a
+ * transactional state this layer, which keeps its transaction's writes,
+ * otherwise what its writes are applied through (the TTL layer or its
+ * backend, keyed_state_ops_applied), which is under this layer too.
+ */
+const KeyedStateBackend *
+keyed_state_ops(const StateDesc *desc)
+{
+	if (desc->transactional)
+		return &txn_keyed_backend;
+	return keyed_state_ops_applied(desc);
 }
 
 const KeyedStateBackend txn_keyed_backend = {

@@ -19,6 +19,15 @@ typedef void (*TxnCombineSetup) (const StateDesc *desc, StateMergeFn *fn, void *
 
 extern void txn_state_set_combine(TxnCombineSetup setup);
 
+extern const KeyedStateBackend txn_keyed_backend;
+
+/*
+ * What a state's operations go through: the transactional layer for a
+ * transactional state, else what its writes are applied through
+ * (ttl/ttl_state.h, keyed_state_ops_applied).
+ */
+extern const KeyedStateBackend *keyed_state_ops(const StateDesc *desc);
+
 /* In _PG_init: the transaction callbacks that commit and forget (txn_commit.c). */
 extern void txn_state_init(void);
 
