@@ -66,16 +66,32 @@ typedef struct Fired
 	double		fired_per_s;
 } Fired;
 
+/*
+ * A timer's step in a batch (as pg_cron's CronTaskState): it comes due,
+ * and the batch ends it in one of the others, which the end of the batch
+ * acts on in one switch (fire_batch).
+ */
+typedef enum TimerStep
+{
+	TIMER_DUE,					/* in the batch, not tried yet */
+	TIMER_WAITING,				/* not tried this time (its handler cannot run,
+								 * the batch ran out of time): back to the
+								 * index, or to its retries */
+	TIMER_FIRED,				/* its handler ran (a window state: its key
+								 * was looked at) */
+	TIMER_GONE,					/* no longer in its state: nothing to do */
+	TIMER_RETRYING,				/* its try failed: tried again later */
+	TIMER_FAILED				/* out of tries: in state.timer_failures */
+} TimerStep;
+
 /* One timer of a batch. */
 typedef struct Firing
 {
 	Fired	   *fs;
 	Pending		t;
-	int			attempts;		/* before this one */
-	bool		ok;
-	bool		failed;			/* to state.timer_failures */
+	int			attempts;		/* tries so far (this one counted once made) */
+	TimerStep	step;
 	bool		alone;			/* in a batch of its own */
-	bool		skip;			/* not fired this time: back to the index */
 	char	   *error;
 	/* a window state's key: the clock it fires by, and what it fired */
 	int64		clock;

@@ -473,7 +473,7 @@ static void
 batch_add(Firing *batch, int *n, BatchKeys *seen, Fired *fs, Pending t, int attempts,
 		  int64 clock)
 {
-	batch[*n] = (Firing) {fs, t, attempts};
+	batch[*n] = (Firing) {fs, t, attempts, TIMER_DUE};
 	batch[*n].clock = clock;
 	/* What it fires is folded in after the batch's transaction. */
 	if (fs->window)
@@ -607,7 +607,7 @@ remove_timer(Firing *f, StringInfo atimg)
 	if (f->fs->window)
 	{
 		/* A window whose emit kept failing stays, to be tried at its next value. */
-		if (f->ok && f->mark.len > 0)
+		if (f->step == TIMER_FIRED && f->mark.len > 0)
 			f->again = window_mark_fired(window_run_kept(&f->fs->desc), &st, &key,
 										 f->mark.data, f->mark.len);
 		return;
@@ -760,10 +760,8 @@ fire_in_subtransaction(Firing *f, StringInfo atimg)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		f->ok = fire_one(f, atimg);
+		f->step = fire_one(f, atimg) ? TIMER_FIRED : TIMER_GONE;
 		f->attempts++;
-		if (!f->ok)
-			f->attempts = -1;	/* gone: nothing to do */
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -780,14 +778,13 @@ fire_in_subtransaction(Firing *f, StringInfo atimg)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		f->ok = false;
 		f->attempts++;
+		f->step = f->attempts > state_backend_timer_max_retries ? TIMER_FAILED : TIMER_RETRYING;
 		f->error = pstrdup(edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	f->failed = !f->ok && f->attempts > state_backend_timer_max_retries;
-	if (f->failed)
+	if (f->step == TIMER_FAILED)
 		record_failure(f);
 }
 
@@ -824,7 +821,8 @@ remove_after_commit(Firing *batch, int n)
 	initStringInfo(&atimg);
 	start_transaction();
 	for (int i = 0; i < n; i++)
-		if (!batch[i].fs->desc.transactional && (batch[i].ok || batch[i].failed))
+		if (!batch[i].fs->desc.transactional &&
+			(batch[i].step == TIMER_FIRED || batch[i].step == TIMER_FAILED))
 			remove_timer(&batch[i], &atimg);
 	keyed_backend_flush_all();
 	CommitTransactionCommand();
@@ -845,7 +843,7 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 	volatile bool done = false;
 
 	for (int i = 0; i < n; i++)
-		if (batch[i].attempts != 0 || batch[i].skip)
+		if (batch[i].attempts != 0 || batch[i].step == TIMER_WAITING)
 			return false;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -858,10 +856,10 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 			{
 				/* The rest go back to the index, untouched. */
 				for (int j = i; j < n; j++)
-					batch[j].skip = true;
+					batch[j].step = TIMER_WAITING;
 				break;
 			}
-			batch[i].ok = fire_one(&batch[i], atimg);
+			batch[i].step = fire_one(&batch[i], atimg) ? TIMER_FIRED : TIMER_GONE;
 		}
 		ReleaseCurrentSubTransaction();
 		done = true;
@@ -881,12 +879,12 @@ fire_together(Firing *batch, int n, StringInfo atimg)
 	{
 		if (!done)
 		{
-			batch[i].ok = false;
+			/* Undone: each is tried again in a subtransaction of its own. */
+			batch[i].step = TIMER_DUE;
 			batch[i].emitted = 0;
-			batch[i].skip = false;
 		}
-		else if (!batch[i].skip)
-			batch[i].attempts = batch[i].ok ? 1 : -1;	/* -1: gone, nothing to do */
+		else if (batch[i].step != TIMER_WAITING)
+			batch[i].attempts = 1;
 	}
 	return done;
 }
@@ -911,7 +909,8 @@ check_handlers(Firing *batch, int n)
 			fs->checked_batch = batch_number;
 			strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
 		}
-		batch[i].skip = fs->problem[0] != '\0';
+		if (fs->problem[0] != '\0')
+			batch[i].step = TIMER_WAITING;
 	}
 }
 
@@ -936,17 +935,16 @@ fire_batch_transaction(Firing *batch, int n)
 			Firing	   *f = &batch[i];
 
 			CHECK_FOR_INTERRUPTS();
-			if (f->skip)
+			if (f->step == TIMER_WAITING)
 				continue;
 			if (i > 0 && batch_over_budget())
 			{
-				f->skip = true;
+				f->step = TIMER_WAITING;
 				continue;
 			}
 			if (f->attempts > state_backend_timer_max_retries)
 			{
-				f->ok = false;
-				f->failed = true;
+				f->step = TIMER_FAILED;
 				record_failure(f);
 				continue;
 			}
@@ -970,13 +968,13 @@ record_batch_failures(Firing *batch, int n)
 	bool		any = false;
 
 	for (int i = 0; i < n; i++)
-		any |= batch[i].failed;
+		any |= batch[i].step == TIMER_FAILED;
 	if (!any)
 		return;
 	start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	for (int i = 0; i < n; i++)
-		if (batch[i].failed)
+		if (batch[i].step == TIMER_FAILED)
 			record_failure(&batch[i]);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -1047,13 +1045,12 @@ fire_batch(Firing *batch, int n)
 		{
 			Firing	   *f = &batch[i];
 
-			f->ok = false;
 			f->emitted = 0;
-			if (f->skip)
+			if (f->step == TIMER_WAITING)
 				continue;
 			f->attempts = attempts[i] + 1;
 			f->alone = true;
-			f->failed = f->attempts > state_backend_timer_max_retries;
+			f->step = f->attempts > state_backend_timer_max_retries ? TIMER_FAILED : TIMER_RETRYING;
 			f->error = pstrdup(edata->message);
 		}
 		record_batch_failures(batch, n);
@@ -1066,37 +1063,47 @@ fire_batch(Firing *batch, int n)
 	for (int i = 0; i < n; i++)
 	{
 		Firing	   *f = &batch[i];
+		int			fired;
 
-		if (f->skip)
+		switch (f->step)
 		{
-			/* Its state's handler cannot run: back to wait for it. */
-			if (f->attempts > 0)
-				retry_later(f, now);
-			else
-			{
+			case TIMER_WAITING:
+				/* Back to wait: among its retries, or in the index. */
+				if (f->attempts > 0)
+				{
+					retry_later(f, now);
+					continue;
+				}
 				timer_heap_push(f->fs, f->t.at, f->t.key, f->t.keylen);
-				pfree(f->t.key);
-			}
-			continue;
+				break;
+			case TIMER_FIRED:
+				fired = f->fs->window ? f->emitted : 1;
+				state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, fired);
+				f->fs->window_fired += fired;
+				/* Windows that fired go when their lateness has passed. */
+				if (f->fs->window && f->revisit != DT_NOEND)
+					timer_heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
+				if (f->again)
+					timer_heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
+				break;
+			case TIMER_FAILED:
+				state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);
+				break;
+			case TIMER_RETRYING:
+				retry_later(f, now);
+				continue;
+			case TIMER_DUE:
+				/* Not reached by the batch: a timer that was being retried stays so. */
+				if (f->attempts > 0)
+				{
+					retry_later(f, now);
+					continue;
+				}
+				break;
+			case TIMER_GONE:
+				break;
 		}
-		if (f->ok)
-		{
-			int			fired = f->fs->window ? f->emitted : 1;
-
-			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, fired);
-			f->fs->window_fired += fired;
-			/* Windows that fired go when their lateness has passed. */
-			if (f->fs->window && f->revisit != DT_NOEND)
-				timer_heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
-			if (f->again)
-				timer_heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
-		}
-		else if (f->failed)
-			state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);
-		if (!f->ok && !f->failed && f->attempts > 0)
-			retry_later(f, now);
-		else
-			pfree(f->t.key);
+		pfree(f->t.key);
 	}
 }
 
