@@ -1022,13 +1022,6 @@ sub check_standby
 # Known failures: "point action" => the bug.  Each still runs and prints
 # as a TODO test.
 my %KNOWN = (
-	'apply.stage_before_ask exit' =>
-	  'seen once, in a shared round of the full walk (with checkpoint.manifest_renamed, restore.load_state, '
-	  . 'rescale.proxy_switched, replay.record_before_apply and standby.promote_end, all exit) and not alone: '
-	  . 'the staged rocksdb states tx_s and txmap_s then differed from their mirror tables (5 keys, 4 entries): '
-	  . 'a committed transaction whose session exits before it asks for its staged writes '
-	  . '(src/txn/txn_commit.c apply_staged, src/backend/rocksdb/rocks_stage.c), while the state worker '
-	  . 'and the server restart for the other points',
 );
 
 my %walked;     # point => { action => 1 if reached }

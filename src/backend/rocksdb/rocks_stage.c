@@ -584,14 +584,23 @@ rocks_stage_recover(void)
 {
 	IntentList	l = {NIL};
 	ListCell   *lc;
-	char		to[INTENT_PREFIX_LEN + 1];
+	StringInfoData prefix;
+	StringInfoData to;
 
 	if (RecoveryInProgress() || rocks.db == NULL)
 		return;
-	memcpy(to, INTENT_PREFIX, INTENT_PREFIX_LEN);
-	to[INTENT_PREFIX_LEN] = (char) 0xFF;
-	rocks_scan(rocks.db, rocks.ropts, rocks.deflt, INTENT_PREFIX, INTENT_PREFIX_LEN,
-			   to, sizeof(to), collect_intent, &l);
+
+	/*
+	 * Every key that starts with the prefix, whatever the xid's bytes after
+	 * it (a bound of the prefix and one byte 0xFF would leave out the xids
+	 * whose first byte there is 0xFF).
+	 */
+	initStringInfo(&prefix);
+	appendBinaryStringInfo(&prefix, INTENT_PREFIX, INTENT_PREFIX_LEN);
+	initStringInfo(&to);
+	rocks_prefix_end(&prefix, &to);
+	rocks_scan(rocks.db, rocks.ropts, rocks.deflt, prefix.data, prefix.len,
+			   to.data, to.len, collect_intent, &l);
 	foreach(lc, l.items)
 	{
 		Intent	   *in = lfirst(lc);
