@@ -17,9 +17,9 @@
  *	4. pass the gate (below), then log the writes of logged states to WAL
  *	   with the transaction's xid, which recovery applies only if it meets
  *	   the transaction's commit record;
- *	5. stage the writes of rocksdb states (not logged, no TTL): the state
- *	   worker keeps them aside and makes them durable as one intent record
- *	   (backend/rocksdb/rocks_stage.c), or the commit fails.
+ *	5. stage the writes of rocksdb states (logged or not, with a TTL or
+ *	   not): the state worker keeps them aside and makes them durable as one
+ *	   intent record (backend/rocksdb/rocks_stage.c), or the commit fails.
  * After the commit (XACT_EVENT_COMMIT), where nothing may fail: apply the
  * writes through the states' backends; ask the worker to apply the staged
  * ones in one RocksDB write, and wait until it has (a cancel or terminate
@@ -366,12 +366,13 @@ log_key(const PendKey *pk)
  * worker that restarts alone while the session hands it the writes (no
  * replay follows); after a crash the replay applies them again over the
  * stage, which changes nothing (they hold whole images, finalize_key).
- * Not a state's with a TTL, whose layer reads as it writes.
+ * A state's with a TTL too: its layer's writes read nothing (each image
+ * gets its deadline as it is staged), so they are staged as they come.
  */
 static bool
 state_staged(const PendState *ps)
 {
-	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID && ps->desc.ttl == 0;
+	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID;
 }
 
 static void apply_key(PendState *ps, PendKey *pk);
