@@ -36,6 +36,7 @@
 #include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/area.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -167,10 +168,7 @@ state_worker_sweep(void)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(sweep_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(sweep_cxt);
 		if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 		{
 			edata->elevel = LOG;
@@ -239,10 +237,7 @@ state_worker_checkpoint(bool final)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(cxt);
 		if (final)
 			checkpoint_final_failed(0, edata->message);
 		else
