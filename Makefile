@@ -31,6 +31,8 @@ OBJS = \
 	src/common/aggregate.o \
 	src/common/timer_handler.o \
 	src/common/progress.o \
+	src/common/catch.o \
+	src/common/bgworker.o \
 	src/common/signing.o \
 	src/common/membuf.o \
 	src/common/ttl_clock.o \

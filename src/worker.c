@@ -36,6 +36,8 @@
 #include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/area.h"
+#include "common/bgworker.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -65,14 +67,8 @@ state_worker_register(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = STATE_WORKER_RESTART_SECONDS;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "state_backend");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "state_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "state_backend worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "state_backend worker");
+	state_bgworker_describe(&worker, "state_worker_main", "state_backend worker",
+							BgWorkerStart_ConsistentState, STATE_WORKER_RESTART_SECONDS);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -167,10 +163,7 @@ state_worker_sweep(void)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(sweep_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(sweep_cxt);
 		if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT)
 		{
 			edata->elevel = LOG;
@@ -239,10 +232,7 @@ state_worker_checkpoint(bool final)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(cxt);
 		if (final)
 			checkpoint_final_failed(0, edata->message);
 		else

@@ -20,6 +20,7 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
+#include "common/catch.h"
 #include "common/membuf.h"
 #include "ipc/channel.h"
 #include "ipc/channel_internal.h"
@@ -292,11 +293,8 @@ worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *
 		ErrorData  *edata;
 		StringInfoData msg;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		/* A handler holds no lock across requests; drop any it left. */
-		LWLockReleaseAll();
+		/* A handler holds no lock across requests: catch_error drops any it left. */
+		edata = catch_error(cxt);
 		initStringInfo(&msg);
 		appendStringInfoString(&msg, edata->message);
 		if (edata->detail)

@@ -43,6 +43,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "common/locks.h"
 #include "common/settings.h"
@@ -344,10 +345,7 @@ recover_open(const SnapshotManifest *checkpoint, XLogRecPtr *start)
 		}
 		PG_CATCH();
 		{
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			LWLockReleaseAll();
+			edata = catch_error(cxt);
 		}
 		PG_END_TRY();
 		if (edata == NULL)

@@ -46,6 +46,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
@@ -137,10 +138,7 @@ replay_stop_failed(LoggedReplay *r, XLogRecPtr lsn, MemoryContext cxt)
 {
 	ErrorData  *edata;
 
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	LWLockReleaseAll();
+	edata = catch_error(cxt);
 	replay_stop_at(r, lsn, edata->sqlerrcode, edata->message);
 	FreeErrorData(edata);
 }

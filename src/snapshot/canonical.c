@@ -28,6 +28,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "common/bgworker.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -425,14 +426,9 @@ canonical_convert_snapshot(int64 id, const StateDesc *descs, int ndescs)
 		if (done)
 			continue;
 
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_ConsistentState;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "state_backend");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "state_snapshot_convert_main");
-		snprintf(bgw.bgw_name, BGW_MAXLEN, "state_backend snapshot converter");
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "state_backend snapshot converter");
+		state_bgworker_describe(&bgw, "state_snapshot_convert_main",
+								"state_backend snapshot converter",
+								BgWorkerStart_ConsistentState, BGW_NEVER_RESTART);
 		bgw.bgw_main_arg = Int64GetDatum(id);
 		memcpy(bgw.bgw_extra, &descs[i].dbid, sizeof(Oid));
 		bgw.bgw_notify_pid = MyProcPid;

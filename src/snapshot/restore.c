@@ -34,6 +34,7 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "common/aggregate.h"
+#include "common/catch.h"
 #include "common/codec.h"
 #include "common/fault.h"
 #include "common/settings.h"
@@ -627,10 +628,7 @@ restore_database_at_start(const SnapshotSource *src, SnapshotManifest *m, int d,
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(cxt);
 		AbortOutOfAnyTransaction();
 		if (report)
 			ereport(WARNING,

@@ -39,6 +39,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -693,10 +694,7 @@ snapshot_run_pending(void)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		LWLockReleaseAll();
+		edata = catch_error(cxt);
 		AbortOutOfAnyTransaction();
 		AtEOXact_Files(false);	/* files and directories the writers had open */
 		if (durable)

@@ -449,6 +449,20 @@ state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * state_call_keyed is state_call_begin for the functions of one key:
+ * their arguments begin (name, key, ...), and the key is resolved and
+ * checked (state_call_key) before the call is returned.
+ */
+StateCall *
+state_call_keyed(FunctionCallInfo fcinfo, int kind, uint8 privs)
+{
+	StateCall  *call = state_call_begin(fcinfo, kind, privs);
+
+	state_call_key(call, fcinfo, 1);
+	return call;
+}
+
+/*
  * state_call_key_image reads the key argument into call->key, whether or
  * not this server holds its key group (state.key_group, state.part_for).
  */

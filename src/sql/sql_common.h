@@ -80,6 +80,7 @@ extern StateCall *state_call_new(MemoryContext parent);
 extern bool state_call_fresh(const StateCall *call, uint32 context_key);
 extern uint32 state_call_context(void);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern StateCall *state_call_keyed(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern void state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
 							  StateArgRole role, StringInfo out);

@@ -44,10 +44,7 @@ sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_list_add(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_list_add(call, fcinfo, 2);
+	return sql_list_add(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
 }
 
 /* The list image of the array argument argno, in call->buf. */
@@ -80,10 +77,7 @@ sql_list_add_all(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_list_add_all(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_list_add_all(call, fcinfo, 2);
+	return sql_list_add_all(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
 }
 
 /* sql_list_update replaces the list with array argument argno; NULL or {} clears it. */
@@ -103,10 +97,7 @@ sql_list_update(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_list_update(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_list_update(call, fcinfo, 2);
+	return sql_list_update(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
 }
 
 /* sql_list_get: the list as an array, or argument argno (the default). */
@@ -152,18 +143,14 @@ sql_list_datum(StateCall *call, const char *img, uint32 imglen, Oid restype)
 Datum
 state_list_get(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_list_get(call, fcinfo, 2);
+	return sql_list_get(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ), fcinfo, 2);
 }
 
 /* list_length(name, key) */
 Datum
 state_list_length(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ);
 
-	state_call_key(call, fcinfo, 1);
 	PG_RETURN_INT64(call->backend->length(&call->target, &call->key));
 }

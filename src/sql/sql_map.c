@@ -47,17 +47,14 @@ sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_map_put(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_map_put(call, fcinfo, 2);
+	return sql_map_put(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE), fcinfo, 2);
 }
 
 /* map_put_all(name, key, map_keys, values): pairs of equal-length arrays. */
 Datum
 state_map_put_all(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
 	Oid			ktype;
 	Oid			vtype;
 	ArrayType  *karr;
@@ -69,7 +66,6 @@ state_map_put_all(PG_FUNCTION_ARGS)
 	int			nk;
 	int			nv;
 
-	state_call_key(call, fcinfo, 1);
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -138,10 +134,7 @@ sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_map_get(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_map_get(call, fcinfo, 2);
+	return sql_map_get(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ), fcinfo, 2);
 }
 
 /* sql_map_remove removes map key argno: true if it was there. */
@@ -157,20 +150,16 @@ sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno)
 Datum
 state_map_remove(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_map_remove(call, fcinfo, 2);
+	return sql_map_remove(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE), fcinfo, 2);
 }
 
 /* map_contains(name, key, map_key) */
 Datum
 state_map_contains(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
 	bool		isnull;
 
-	state_call_key(call, fcinfo, 1);
 	map_key_arg(call, fcinfo, 2);
 	resetStringInfo(&call->buf2);
 	PG_RETURN_BOOL(call->backend->map_get(&call->target, &call->key,
@@ -225,19 +214,15 @@ sql_map_entries(StateCall *call, FunctionCallInfo fcinfo)
 Datum
 state_map_entries(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
-
-	state_call_key(call, fcinfo, 1);
-	return sql_map_entries(call, fcinfo);
+	return sql_map_entries(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ), fcinfo);
 }
 
 /* map_size(name, key): number of entries. */
 Datum
 state_map_size(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
 
-	state_call_key(call, fcinfo, 1);
 	PG_RETURN_INT64(call->backend->length(&call->target, &call->key));
 }
 
@@ -245,8 +230,7 @@ state_map_size(PG_FUNCTION_ARGS)
 Datum
 state_map_is_empty(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ);
 
-	state_call_key(call, fcinfo, 1);
 	PG_RETURN_BOOL(call->backend->length(&call->target, &call->key) == 0);
 }

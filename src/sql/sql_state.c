@@ -434,63 +434,88 @@ view_states(FunctionCallInfo fcinfo, StateDesc **descs, int **slots)
 	return kept;
 }
 
-/* The rows of the state.states view, for the current database. */
-Datum
-state_states(PG_FUNCTION_ARGS)
+/*
+ * A view's row of one state (ViewRowFn): values and nulls (all false when
+ * called) of the state d in registry slot slot, which holds entries keys
+ * in bytes bytes.
+ */
+typedef void (*ViewRowFn) (const StateDesc *d, int slot, int64 entries, int64 bytes,
+						   Datum *values, bool *nulls);
+
+/*
+ * view_rows returns the rows of a view of ncols columns, one a state of
+ * the current database (view_states), that fn fills in.
+ */
+static Datum
+view_rows(FunctionCallInfo fcinfo, int ncols, ViewRowFn fn)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	StateDesc  *descs;
 	int		   *slots;
 	int			n = view_states(fcinfo, &descs, &slots);
+	Datum	   *values = palloc(ncols * sizeof(Datum));
+	bool	   *nulls = palloc(ncols * sizeof(bool));
+
 	for (int i = 0; i < n; i++)
 	{
-		StateDesc  *d = &descs[i];
-		StateTarget target = {d, slots[i]};
-		Datum		values[17];
-		bool		nulls[17];
+		StateTarget target = {&descs[i], slots[i]};
 		int64		entries;
 		int64		bytes;
 
-		memset(nulls, 0, sizeof(nulls));
-		keyed_state_ops(d)->size(&target, &entries, &bytes);
-		values[0] = CStringGetTextDatum(NameStr(d->name));
-		values[1] = CStringGetTextDatum(state_desc_kind_name(d));
-		values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
-		values[3] = ObjectIdGetDatum(d->types[STATE_TYPE_KEY].oid);
-		values[4] = ObjectIdGetDatum(d->types[STATE_TYPE_VALUE].oid);
-		values[5] = ObjectIdGetDatum(d->types[STATE_TYPE_MAP_KEY].oid);
-		nulls[5] = !OidIsValid(d->types[STATE_TYPE_MAP_KEY].oid);
-		nulls[6] = d->reducer == STATE_REDUCER_NONE;
-		if (!nulls[6])
-			values[6] = CStringGetTextDatum(state_reducer_name(d->reducer));
-		nulls[7] = d->ttl == 0;
-		if (d->ttl > 0)
-			values[7] = ttl_interval(d->ttl);
-		values[8] = ObjectIdGetDatum(d->owner);
-		values[9] = Int64GetDatum(entries);
-		values[10] = Int64GetDatum(bytes);
-		values[11] = BoolGetDatum(d->logged);
-		nulls[12] = nulls[13] = d->ttl == 0;
-		values[12] = CStringGetTextDatum(state_ttl_update_name(d->ttl_update));
-		values[13] = CStringGetTextDatum(state_ttl_visibility_name(d->ttl_visibility));
-		values[14] = d->range_parts > 0 ?
-			key_group_range_datum(d->range_first, d->range_last) :
-			key_group_range_datum(0, state_backend_max_parallelism - 1);
-		values[15] = ObjectIdGetDatum(d->aggregate);
-		nulls[15] = !OidIsValid(d->aggregate);
-		values[16] = BoolGetDatum(d->transactional);
+		memset(nulls, 0, ncols * sizeof(bool));
+		keyed_state_ops(&descs[i])->size(&target, &entries, &bytes);
+		fn(&descs[i], slots[i], entries, bytes, values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/* ViewRowFn of state.states. */
+static void
+states_row(const StateDesc *d, int slot, int64 entries, int64 bytes,
+		   Datum *values, bool *nulls)
+{
+	values[0] = CStringGetTextDatum(NameStr(d->name));
+	values[1] = CStringGetTextDatum(state_desc_kind_name(d));
+	values[2] = CStringGetTextDatum(keyed_backend_name(d->backend));
+	values[3] = ObjectIdGetDatum(d->types[STATE_TYPE_KEY].oid);
+	values[4] = ObjectIdGetDatum(d->types[STATE_TYPE_VALUE].oid);
+	values[5] = ObjectIdGetDatum(d->types[STATE_TYPE_MAP_KEY].oid);
+	nulls[5] = !OidIsValid(d->types[STATE_TYPE_MAP_KEY].oid);
+	nulls[6] = d->reducer == STATE_REDUCER_NONE;
+	if (!nulls[6])
+		values[6] = CStringGetTextDatum(state_reducer_name(d->reducer));
+	nulls[7] = d->ttl == 0;
+	if (d->ttl > 0)
+		values[7] = ttl_interval(d->ttl);
+	values[8] = ObjectIdGetDatum(d->owner);
+	values[9] = Int64GetDatum(entries);
+	values[10] = Int64GetDatum(bytes);
+	values[11] = BoolGetDatum(d->logged);
+	nulls[12] = nulls[13] = d->ttl == 0;
+	values[12] = CStringGetTextDatum(state_ttl_update_name(d->ttl_update));
+	values[13] = CStringGetTextDatum(state_ttl_visibility_name(d->ttl_visibility));
+	values[14] = d->range_parts > 0 ?
+		key_group_range_datum(d->range_first, d->range_last) :
+		key_group_range_datum(0, state_backend_max_parallelism - 1);
+	values[15] = ObjectIdGetDatum(d->aggregate);
+	nulls[15] = !OidIsValid(d->aggregate);
+	values[16] = BoolGetDatum(d->transactional);
+}
+
+/* The rows of the state.states view, for the current database. */
+Datum
+state_states(PG_FUNCTION_ARGS)
+{
+	return view_rows(fcinfo, 17, states_row);
 }
 
 /* clear(name, key): remove the key's state of any kind. */
 Datum
 state_clear(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_WRITE);
+	StateCall  *call = state_call_keyed(fcinfo, KEYED_KIND, STATE_PRIV_WRITE);
 
-	state_call_key(call, fcinfo, 1);
 	PG_RETURN_BOOL(call->backend->remove(&call->target, &call->key));
 }
 
@@ -632,43 +657,35 @@ state_revoke_access(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* ViewRowFn of state.stats. */
+static void
+stats_row(const StateDesc *d, int slot, int64 entries, int64 bytes,
+		  Datum *values, bool *nulls)
+{
+	uint64		counts[STATE_STAT_COUNT];
+
+	state_stats_read(slot, counts);
+	values[0] = CStringGetTextDatum(NameStr(d->name));
+	values[1] = CStringGetTextDatum(state_desc_kind_name(d));
+	values[2] = Int64GetDatum((int64) counts[STATE_STAT_READS]);
+	values[3] = Int64GetDatum((int64) counts[STATE_STAT_WRITES]);
+	values[4] = Int64GetDatum((int64) counts[STATE_STAT_MISSES]);
+	values[5] = Int64GetDatum((int64) counts[STATE_STAT_EXPIRED]);
+	values[6] = Int64GetDatum(entries);
+	values[7] = Int64GetDatum(bytes);
+	values[8] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_REGISTERED]);
+	values[9] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FIRED]);
+	values[10] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FAILED]);
+	nulls[8] = nulls[9] = nulls[10] = !state_desc_fires(d);
+	values[11] = Int64GetDatum((int64) counts[STATE_STAT_LATE]);
+	nulls[11] = d->kind != STATE_KIND_WINDOW;
+}
+
 /* The rows of the state.stats view, for the current database. */
 Datum
 state_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	StateDesc  *descs;
-	int		   *slots;
-	int			n = view_states(fcinfo, &descs, &slots);
-	for (int i = 0; i < n; i++)
-	{
-		StateDesc  *d = &descs[i];
-		StateTarget target = {d, slots[i]};
-		Datum		values[12];
-		bool		nulls[12] = {false};
-		uint64		counts[STATE_STAT_COUNT];
-		int64		entries;
-		int64		bytes;
-
-		state_stats_read(slots[i], counts);
-		keyed_state_ops(d)->size(&target, &entries, &bytes);
-		values[0] = CStringGetTextDatum(NameStr(d->name));
-		values[1] = CStringGetTextDatum(state_desc_kind_name(d));
-		values[2] = Int64GetDatum((int64) counts[STATE_STAT_READS]);
-		values[3] = Int64GetDatum((int64) counts[STATE_STAT_WRITES]);
-		values[4] = Int64GetDatum((int64) counts[STATE_STAT_MISSES]);
-		values[5] = Int64GetDatum((int64) counts[STATE_STAT_EXPIRED]);
-		values[6] = Int64GetDatum(entries);
-		values[7] = Int64GetDatum(bytes);
-		values[8] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_REGISTERED]);
-		values[9] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FIRED]);
-		values[10] = Int64GetDatum((int64) counts[STATE_STAT_TIMERS_FAILED]);
-		nulls[8] = nulls[9] = nulls[10] = !state_desc_fires(d);
-		values[11] = Int64GetDatum((int64) counts[STATE_STAT_LATE]);
-		nulls[11] = d->kind != STATE_KIND_WINDOW;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
+	return view_rows(fcinfo, 12, stats_row);
 }
 
 /*

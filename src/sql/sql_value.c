@@ -14,9 +14,8 @@ PG_FUNCTION_INFO_V1(state_value_get);
 Datum
 state_value_set(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_VALUE, STATE_PRIV_WRITE);
+	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_VALUE, STATE_PRIV_WRITE);
 
-	state_call_key(call, fcinfo, 1);
 	if (PG_ARGISNULL(2))
 	{
 		call->backend->remove(&call->target, &call->key);

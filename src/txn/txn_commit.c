@@ -58,6 +58,7 @@
 #include "backend/rocksdb/rocks.h"
 #include "backend/timer_queue.h"
 #include "catalog/registry.h"
+#include "common/catch.h"
 #include "common/fault.h"
 #include "format/state_wal.h"
 #include "txn/txn_internal.h"
@@ -605,10 +606,7 @@ txn_apply(void)
 		{
 			ErrorData  *edata;
 
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			LWLockReleaseAll();
+			edata = catch_error(cxt);
 			ereport(WARNING,
 					(errcode(edata->sqlerrcode),
 					 errmsg("the committed writes of transactional state \"%s\" could not all be applied: %s",

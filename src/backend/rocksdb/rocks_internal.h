@@ -206,11 +206,20 @@ extern int64 rocks_count_keys(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 extern int64 rocks_property_int(rocksdb_column_family_handle_t *cf, const char *name);
 
 /* rocks_keys.c */
+
+/* The parts of a RocksDB key (rocks_split_key): the key image, the map key. */
+typedef struct RocksRowKey
+{
+	const char *key;
+	uint32		keylen;
+	const char *mkey;			/* empty but for a map state's rows */
+	uint32		mklen;
+} RocksRowKey;
+
 extern void rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen);
 extern void rocks_map_key(StringInfo buf, const StringInfo prefix, const char *mkey,
 						  uint32 mklen);
-extern void rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
-							const char **mkey, uint32 *mklen);
+extern void rocks_split_key(const char *k, size_t klen, RocksRowKey *out);
 extern size_t rocks_key_prefix_len(const char *k, size_t klen);
 extern void rocks_key_group_range(int key_group, StringInfo from, StringInfo to);
 extern void rocks_key_groups_range(int first, int last, StringInfo from, StringInfo to);

@@ -48,11 +48,10 @@ rocks_map_key(StringInfo buf, const StringInfo prefix, const char *mkey, uint32 
 
 /*
  * rocks_split_key finds the key image and the map key (empty but for map
- * states) of a RocksDB key, or raises data_corrupted.
+ * states) of a RocksDB key k, pointers into k, or raises data_corrupted.
  */
 void
-rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
-				const char **mkey, uint32 *mklen)
+rocks_split_key(const char *k, size_t klen, RocksRowKey *out)
 {
 	uint32		len;
 
@@ -66,23 +65,20 @@ rocks_split_key(const char *k, size_t klen, const char **key, uint32 *keylen,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rocksdb key of %zu bytes claims a key image of %u bytes", klen, len)));
-	*key = k + KEY_HDR;
-	*keylen = len;
-	*mkey = k + KEY_HDR + len;
-	*mklen = (uint32) (klen - KEY_HDR - len);
+	out->key = k + KEY_HDR;
+	out->keylen = len;
+	out->mkey = k + KEY_HDR + len;
+	out->mklen = (uint32) (klen - KEY_HDR - len);
 }
 
 /* rocks_key_prefix_len: the bytes of a RocksDB key that name the state key. */
 size_t
 rocks_key_prefix_len(const char *k, size_t klen)
 {
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	return KEY_HDR + keylen;
+	rocks_split_key(k, klen, &rk);
+	return KEY_HDR + rk.keylen;
 }
 
 /* The range [from, to) of the keys of one key group. */
@@ -211,19 +207,16 @@ void
 rocks_rows_add(RocksKeyRows *rows, const char *k, size_t klen, const char *v, size_t vlen,
 			   RocksImageFn fn, void *arg)
 {
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	if (rocks_rows_new_key(rows, key, keylen))
+	rocks_split_key(k, klen, &rk);
+	if (rocks_rows_new_key(rows, rk.key, rk.keylen))
 	{
 		rocks_rows_end(rows, fn, arg);
-		appendBinaryStringInfo(&rows->key, key, keylen);
+		appendBinaryStringInfo(&rows->key, rk.key, rk.keylen);
 		rows->open = true;
 	}
-	rocks_map_record(&rows->image, mkey, mklen, v, vlen);
+	rocks_map_record(&rows->image, rk.mkey, rk.mklen, v, vlen);
 }
 
 /* rocks_rows_end hands fn the image of the key being read, if any. */

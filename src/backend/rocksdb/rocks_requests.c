@@ -415,17 +415,27 @@ handle_fold(Request *r, StringInfo reply)
 	rocks_commit();
 }
 
+/*
+ * request_map_entry reads the map entry that a request's [map key] names:
+ * its RocksDB key goes to k (initialised here, the caller's to free); the
+ * stored value is returned (rocksdb_free it), or NULL when there is none.
+ */
+static char *
+request_map_entry(Request *r, StringInfo k, size_t *vlen)
+{
+	initStringInfo(k);
+	rocks_map_key(k, &r->rkey, r->rest, r->restlen);
+	return rocks_get(r->cf, k->data, k->len, vlen);
+}
+
 /* MAP_GET: request [map key]; reply [found][isnull][value]. */
 static void
 handle_map_get(Request *r, StringInfo reply)
 {
 	StringInfoData k;
 	size_t		vlen;
-	char	   *v;
+	char	   *v = request_map_entry(r, &k, &vlen);
 
-	initStringInfo(&k);
-	rocks_map_key(&k, &r->rkey, r->rest, r->restlen);
-	v = rocks_get(r->cf, k.data, k.len, &vlen);
 	reply_bool(reply, v != NULL);
 	if (v)
 	{
@@ -477,11 +487,8 @@ handle_map_remove(Request *r, StringInfo reply)
 {
 	StringInfoData k;
 	size_t		vlen;
-	char	   *v;
+	char	   *v = request_map_entry(r, &k, &vlen);
 
-	initStringInfo(&k);
-	rocks_map_key(&k, &r->rkey, r->rest, r->restlen);
-	v = rocks_get(r->cf, k.data, k.len, &vlen);
 	if (v)
 	{
 		rocksdb_free(v);
@@ -551,14 +558,11 @@ static bool
 scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	ScanPage   *s = arg;
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
 	if (s->afterlen > 0 && klen == s->afterlen && memcmp(k, s->after, klen) == 0)
 		return true;
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
+	rocks_split_key(k, klen, &rk);
 
 	if (s->map_of_key)
 	{
@@ -567,12 +571,12 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 			s->more = true;
 			return false;
 		}
-		rocks_map_record(s->reply, mkey, mklen, v, vlen);
+		rocks_map_record(s->reply, rk.mkey, rk.mklen, v, vlen);
 	}
 	else if (s->r->h.kind == STATE_KIND_MAP)
 	{
 		/* A page ends between keys: the next one starts with this row. */
-		if (rocks_rows_new_key(&s->rows, key, keylen))
+		if (rocks_rows_new_key(&s->rows, rk.key, rk.keylen))
 		{
 			rocks_rows_end(&s->rows, scan_put, s);
 			if (s->reply->len >= SCAN_PAGE)
@@ -590,7 +594,7 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 			s->more = true;
 			return false;
 		}
-		record_put_pair(s->reply, key, keylen, v, (uint32) vlen);
+		record_put_pair(s->reply, rk.key, rk.keylen, v, (uint32) vlen);
 	}
 	resetStringInfo(&s->last);
 	appendBinaryStringInfo(&s->last, k, klen);
@@ -742,6 +746,44 @@ check_space_now_and_then(void)
 	last_ok = now;
 }
 
+/* handle_remove removes a key; the reply says whether it was there. */
+static void
+handle_remove(Request *r, StringInfo reply)
+{
+	bool		existed = key_exists(r);
+
+	if (existed)
+	{
+		request_cache_write(r, NULL, 0);
+		key_delete(r);
+		request_log(r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+		rocks_commit();
+	}
+	else
+		request_cache(r, NULL, 0);
+	reply_bool(reply, existed);
+}
+
+/*
+ * The requests that read, by kind: each handler answers in reply, after
+ * the session's earlier writes are committed.
+ */
+typedef void (*RequestHandler) (Request *r, StringInfo reply);
+
+static const RequestHandler read_handlers[] = {
+	[ROCKS_REQ_GET] = handle_get,
+	[ROCKS_REQ_REMOVE] = handle_remove,
+	[ROCKS_REQ_CAS] = handle_cas,
+	[ROCKS_REQ_FOLD] = handle_fold,
+	[ROCKS_REQ_MAP_GET] = handle_map_get,
+	[ROCKS_REQ_MAP_REMOVE] = handle_map_remove,
+	[ROCKS_REQ_SCAN] = handle_scan,
+	[ROCKS_REQ_LENGTH] = handle_length,
+	[ROCKS_REQ_TRUNCATE] = handle_truncate,
+	[ROCKS_REQ_SIZE] = handle_size,
+	[ROCKS_REQ_COMPACT] = handle_compact,
+};
+
 /*
  * rocks_handle_request runs one state request from a session.  Writes
  * that answer nothing are gathered in a batch, committed before the next
@@ -812,56 +854,8 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 
 	/* The rest read: the session's earlier writes go first. */
 	rocks_commit();
-	switch (op)
-	{
-		case ROCKS_REQ_GET:
-			handle_get(&r, reply);
-			break;
-		case ROCKS_REQ_REMOVE:
-			{
-				bool		existed = key_exists(&r);
-
-				if (existed)
-				{
-					request_cache_write(&r, NULL, 0);
-					key_delete(&r);
-					request_log(&r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
-					rocks_commit();
-				}
-				else
-					request_cache(&r, NULL, 0);
-				reply_bool(reply, existed);
-			}
-			break;
-		case ROCKS_REQ_CAS:
-			handle_cas(&r, reply);
-			break;
-		case ROCKS_REQ_FOLD:
-			handle_fold(&r, reply);
-			break;
-		case ROCKS_REQ_MAP_GET:
-			handle_map_get(&r, reply);
-			break;
-		case ROCKS_REQ_MAP_REMOVE:
-			handle_map_remove(&r, reply);
-			break;
-		case ROCKS_REQ_SCAN:
-			handle_scan(&r, reply);
-			break;
-		case ROCKS_REQ_LENGTH:
-			handle_length(&r, reply);
-			break;
-		case ROCKS_REQ_TRUNCATE:
-			handle_truncate(&r, reply);
-			break;
-		case ROCKS_REQ_SIZE:
-			handle_size(&r, reply);
-			break;
-		case ROCKS_REQ_COMPACT:
-			handle_compact(&r, reply);
-			break;
-		default:
-			elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);
-	}
+	if ((size_t) op >= lengthof(read_handlers) || read_handlers[op] == NULL)
+		elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);
+	read_handlers[op] (&r, reply);
 	return true;
 }

@@ -231,18 +231,15 @@ static bool
 collect_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	Collect    *c = arg;
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
 	if (c->map)
 	{
 		rocks_rows_add(&c->rows, k, klen, v, vlen, collect_put, c);
 		return true;
 	}
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	record_put_entry(c->out, c->state_id, key, keylen, v, (uint32) vlen);
+	rocks_split_key(k, klen, &rk);
+	record_put_entry(c->out, c->state_id, rk.key, rk.keylen, v, (uint32) vlen);
 	return true;
 }
 
@@ -379,13 +376,10 @@ static bool
 copy_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	CopyFamily *c = arg;
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	if (rocks_rows_follow(&c->rows, key, keylen))
+	rocks_split_key(k, klen, &rk);
+	if (rocks_rows_follow(&c->rows, rk.key, rk.keylen))
 		c->keys++;
 	rocksdb_writebatch_put_cf(c->batch, c->to, k, klen, v, vlen);
 	if (++c->pending >= 4096)
@@ -450,17 +444,14 @@ static bool
 read_native_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	ReadNative *r = arg;
-	const char *key;
-	uint32		keylen;
-	const char *mkey;
-	uint32		mklen;
+	RocksRowKey rk;
 
-	rocks_split_key(k, klen, &key, &keylen, &mkey, &mklen);
-	if (mklen != 0)
+	rocks_split_key(k, klen, &rk);
+	if (rk.mklen != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("snapshot's RocksDB family \"%s\" holds a key of another layout", r->family)));
-	r->fn(r->arg, key, keylen, v, (uint32) vlen);
+				 errmsg("snapshot's RocksDB family \"%s\" holds a rk.key of another layout", r->family)));
+	r->fn(r->arg, rk.key, rk.keylen, v, (uint32) vlen);
 	r->n++;
 	return true;
 }
