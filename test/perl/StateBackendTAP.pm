@@ -27,6 +27,7 @@ our @EXPORT = qw(
   log_crashes
   run_pgbench
   install_release
+  psql_nodie
 );
 
 our $WORKER_TYPE = 'state_backend worker';
@@ -348,6 +349,20 @@ sub install_release
 		0, "$name builds and installs into a copy of the installation")
 	  or diag(slurp_file("$build/build.log"));
 	return ($root, $bindir, @current);
+}
+
+# psql_nodie($node, @psql_args): $node->psql(@psql_args) in list context,
+# that never dies.  PostgreSQL::Test::Cluster's psql rethrows what IPC::Run
+# raises, and IPC::Run raises "Broken pipe" when psql exits before it has
+# read its input, as it does against a server that is restarting; such a
+# call returns (2, '', the error) instead.
+sub psql_nodie
+{
+	my ($node, @args) = @_;
+	my @r = eval { $node->psql(@args) };
+	return @r if @r;
+	my $e = $@ || 'psql returned nothing';
+	return (2, '', "psql could not run: $e");
 }
 
 1;

@@ -245,7 +245,7 @@ sub try_sql
 {
 	my ($n, $db, $sql, $t) = @_;
 	my $timed_out;
-	my ($ret) = $n->psql($db, $sql, timeout => $t // 30, timed_out => \$timed_out,
+	my ($ret) = psql_nodie($n, $db, $sql, timeout => $t // 30, timed_out => \$timed_out,
 		on_error_stop => 1);
 	return $timed_out ? -1 : $ret;
 }
@@ -452,7 +452,7 @@ sub wait_until
 	my $deadline = time() + $seconds;
 	while (time() < $deadline)
 	{
-		my ($ret, $out) = ($n // $node)->psql('postgres', $sql, timeout => 10, timed_out => \my $to);
+		my ($ret, $out) = psql_nodie($n // $node, 'postgres', $sql, timeout => 10, timed_out => \my $to);
 		return 1 if $ret == 0 && $out eq 't';
 		usleep(100_000);
 	}
@@ -577,7 +577,7 @@ sub step_proxy
 # state.proxies says.
 sub check_proxy
 {
-	my ($ret, $out, $err) = $node->psql('px', qq{
+	my ($ret, $out, $err) = psql_nodie($node, 'px', qq{
 SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PROXY_KEYS) k
                                       WHERE state_proxy.value_get('pv', k, 0::bigint) IS DISTINCT FROM k * 10)
   FROM state.proxies WHERE cluster = 'pc'}, timeout => 30, timed_out => \my $to);
@@ -586,9 +586,9 @@ SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PR
 	# calls refuse, saying so (never a wrong or missing key).
 	if ($ret != 0 && $err =~ /a rescale of cluster "pc" was interrupted/)
 	{
-		my ($r, $o, $e) = $node->psql('px', q{SELECT state.repair_proxy('pc')}, timeout => 60, timed_out => \my $t);
+		my ($r, $o, $e) = psql_nodie($node, 'px', q{SELECT state.repair_proxy('pc')}, timeout => 60, timed_out => \my $t);
 		return ("proxy: repair_proxy failed: $e") if $r != 0;
-		($ret, $out, $err) = $node->psql('px', qq{
+		($ret, $out, $err) = psql_nodie($node, 'px', qq{
 SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PROXY_KEYS) k
                                       WHERE state_proxy.value_get('pv', k, 0::bigint) IS DISTINCT FROM k * 10)
   FROM state.proxies WHERE cluster = 'pc'}, timeout => 30, timed_out => \my $to2);
@@ -602,7 +602,7 @@ SELECT cardinality(parts) || '|' || (SELECT count(*) FROM generate_series(1, $PR
 	my $held = 0;
 	for my $pn (@part_nodes[ 0 .. $parts - 1 ])
 	{
-		my ($r, $o) = $pn->psql('postgres', q{SELECT count(*) FROM state.keys('pv', NULL::int)},
+		my ($r, $o) = psql_nodie($pn, 'postgres', q{SELECT count(*) FROM state.keys('pv', NULL::int)},
 			timeout => 30, timed_out => \my $to);
 		$held += $o if $r == 0 && $o =~ /^\d+$/;
 	}
@@ -709,7 +709,7 @@ sub set_points
 	my $deadline = time() + 5;
 	while (time() < $deadline)
 	{
-		my ($ret, $out) = $n->psql('postgres', 'SHOW state_backend.fault_points', timeout => 5, timed_out => \my $to);
+		my ($ret, $out) = psql_nodie($n, 'postgres', 'SHOW state_backend.fault_points', timeout => 5, timed_out => \my $to);
 		last if $ret != 0 || $out eq $spec;
 		usleep(20_000);
 	}
@@ -759,7 +759,7 @@ sub bring_back
 		my $deadline = time() + 60;
 		while (time() < $deadline)
 		{
-			my ($ret) = $n->psql('postgres', $sql, timeout => 10, timed_out => \my $to);
+			my ($ret) = psql_nodie($n, 'postgres', $sql, timeout => 10, timed_out => \my $to);
 			return 1 if $ret == 0 && defined wait_for_worker($n, timeout => 10);
 			usleep(50_000);
 		}
@@ -873,7 +873,7 @@ SELECT (SELECT count(*) FROM (SELECT k, ws, sum(v) AS s FROM win_in GROUP BY k, 
 	my ($sret, $sout, $serr);
 	for my $try (1 .. 15)
 	{
-		($sret, $sout, $serr) = $node->psql('postgres',
+		($sret, $sout, $serr) = psql_nodie($node, 'postgres',
 			q{SELECT state.wait_snapshot(state.snapshot(), '10 s')}, timeout => 30, timed_out => \my $to);
 		last unless $serr =~ /is still running/;
 		sleep 2;
@@ -888,7 +888,7 @@ SELECT (SELECT count(*) FROM (SELECT k, ws, sum(v) AS s FROM win_in GROUP BY k, 
 			my ($name, $type) = split /\|/;
 			" + (SELECT count(*) FROM state.keys('$name', NULL::$type))"
 		} @states);
-		my ($ret, $out, $err) = $node->psql($db, $sql, timeout => 30, timed_out => \my $to);
+		my ($ret, $out, $err) = psql_nodie($node, $db, $sql, timeout => 30, timed_out => \my $to);
 		push @bad, "$db: a state cannot be read: $err" if $ret != 0;
 	}
 	push @$bad, @bad;
@@ -1012,7 +1012,7 @@ sub check_standby
 (SELECT coalesce(sum(v), 0) FROM state.entries('tx_$b', NULL::int, NULL::bigint) e(k, v))
   || '/' || (SELECT count(*) FROM generate_series(0, 4) k, unnest(state.list_get('nt_$b', k, '{}'::int[])) e)} } @BACKENDS);
 	my $p = $node->safe_psql('postgres', $sql);
-	my ($ret, $s, $err) = $standby->psql('postgres', $sql, timeout => 30, timed_out => \my $to);
+	my ($ret, $s, $err) = psql_nodie($standby, 'postgres', $sql, timeout => 30, timed_out => \my $to);
 	return ("standby: its states differ from the primary's: $s$err against $p") if $ret != 0 || $s ne $p;
 	return ();
 }
