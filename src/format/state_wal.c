@@ -219,6 +219,26 @@ state_wal_replaying(void)
 	return replaying_end;
 }
 
+/*
+ * state_wal_rmgr_is_ours: whether the records of resource manager rmid are
+ * this extension's.  Those of the old id are, but when another extension
+ * registered that id (state_backend.wal_rmgr_128 off leaves it to any
+ * extension in development): then they are that extension's, whatever
+ * their bytes look like, and never applied to states.  With no resource
+ * manager of that id, records under it are those an older release of this
+ * one wrote before an upgrade that followed a clean shutdown.
+ */
+bool
+state_wal_rmgr_is_ours(RmgrId rmid)
+{
+	if (rmid == STATE_WAL_RMGR_ID)
+		return true;
+	if (rmid != STATE_WAL_RMGR_ID_OLD)
+		return false;
+	return !RmgrIdExists(rmid) ||
+		strcmp(RmgrTable[rmid].rm_name, STATE_WAL_RMGR_NAME_OLD) == 0;
+}
+
 bool
 state_wal_decode(XLogReaderState *reader, StateWalRecord *rec)
 {

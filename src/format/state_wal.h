@@ -34,9 +34,8 @@
 #define STATE_WAL_RMGR_ID_OLD	128
 #define STATE_WAL_RMGR_NAME_OLD	"state_backend_1_6"
 
-/* Whether a record's resource manager is this extension's (either id). */
-#define STATE_WAL_RMGR_IS_OURS(rmid) \
-	((rmid) == STATE_WAL_RMGR_ID || (rmid) == STATE_WAL_RMGR_ID_OLD)
+/* Whether a record's resource manager is this extension's (state_wal.c). */
+#define STATE_WAL_RMGR_IS_OURS(rmid) state_wal_rmgr_is_ours(rmid)
 
 /* Record kinds: the high bits of a record's info byte. */
 #define STATE_WAL_CREATE		0x00	/* a state appeared: its descriptor */
@@ -132,6 +131,7 @@ extern XLogRecPtr state_wal_replaying(void);
 extern void state_wal_suppress(bool suppress);
 
 /* Reading: false when the record is not one of ours or is malformed. */
+extern bool state_wal_rmgr_is_ours(RmgrId rmid);
 extern bool state_wal_decode(XLogReaderState *reader, StateWalRecord *rec);
 
 /* module.c: register the resource manager (in _PG_init). */

@@ -60,6 +60,7 @@
 #include "catalog/registry.h"
 #include "common/catch.h"
 #include "common/fault.h"
+#include "format/records.h"
 #include "format/state_wal.h"
 #include "txn/txn_internal.h"
 
@@ -262,30 +263,49 @@ finalize_key(PendKey *pk)
 }
 
 /*
+ * ttl_extra: the bytes the TTL layer adds to what a write of "len" bytes
+ * stores: a deadline (and a map value's NULL flag), one per element for a
+ * list, whose every element carries its own deadline.
+ */
+static uint64
+ttl_extra(const PendState *ps, const char *data, uint32 len)
+{
+	if (ps->desc.ttl == 0)
+		return 0;
+	if (state_kind_layout(ps->desc.kind) == STATE_KIND_LIST)
+		return (uint64) RECORD_TTL_HDR * (uint64) record_count_elems(data, len);
+	return 16;
+}
+
+/*
  * reserve_key describes what the apply will write to a key (its backend's
  * reserve sizes it): a whole image or a removal, then list elements or map
- * entries.  For a state with a TTL each write carries a deadline more.
+ * entries.  For a state with a TTL each write, or each list element,
+ * carries a deadline more.
  */
 static void
 reserve_key(const PendKey *pk, StateReserveKey *rk)
 {
 	uint32		off = 0;
 	PendMapOp	op;
-	uint32		ttl_extra = pk->state->desc.ttl > 0 ? 16 : 0;
+	const PendState *ps = pk->state;
 
 	rk->key = &pk->key;
 	rk->replaced = pk->base != PEND_OVER;
-	rk->image_len = pk->base == PEND_SET ? pk->image.len + ttl_extra : 0;
+	rk->image_len = pk->base == PEND_SET ?
+		(uint32) Min((uint64) pk->image.len + ttl_extra(ps, pk->image.data, pk->image.len),
+					 (uint64) PG_UINT32_MAX) : 0;
 	rk->grow_len = 0;
 	rk->writes = pk->base != PEND_OVER ? 1 : 0;
 	if (pk->has_tail)
 	{
-		rk->grow_len += (uint64) pk->tail.len + ttl_extra;
+		rk->grow_len += (uint64) pk->tail.len + ttl_extra(ps, pk->tail.data, pk->tail.len);
 		rk->writes++;
 	}
 	while (pend_mapop_next(pk, &off, &op))
 	{
-		rk->grow_len += (uint64) op.mkeylen + op.vallen + 2 * sizeof(uint32) + ttl_extra;
+		rk->grow_len += (uint64) op.mkeylen + op.vallen + 2 * sizeof(uint32) +
+			ttl_extra(ps, NULL, 0);
 		rk->writes++;
 	}
 }

@@ -7,6 +7,8 @@
 #   elements appended;
 # - lmdb: 500 map entries written to a key when the LMDB map has room for a
 #   few of them;
+# - heap: 90,000 elements appended to a list with a TTL, each of which
+#   carries a deadline of its own, when about 1 MB is left;
 # - then, with room made, the same commits apply whole.
 
 use strict;
@@ -115,6 +117,45 @@ is($r->{sqlstate}, '', 'lmdb: with room, the commit succeeds');
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM rows WHERE id = 2 UNION ALL SELECT state.map_size('tm', 1)"),
 	"1\n500", 'lmdb: its row and its 500 map entries are there');
+
+# ------------------------------------------------------ heap, TTL list
+# Every element of a list with a TTL carries its own deadline: 90,000
+# booleans appended in one commit take 8 bytes more each than their image
+# (about 1.2 MB in all), which the reservation must count.  With about 1 MB
+# left, the commit is refused, not applied in part after its commit record.
+$node->safe_psql('postgres', q{
+SELECT state.create_state('ttll', 'list', 'int', 'bool', transactional => true, ttl => '1 hour');
+SELECT state.create_state('hbig', 'value', 'int', 'text');
+DO $$
+BEGIN
+  FOR i IN 1..1000 LOOP
+    PERFORM state.value_set('hbig', i, repeat('y', 100000));
+  END LOOP;
+EXCEPTION WHEN program_limit_exceeded THEN NULL;
+END $$;
+SELECT count(*) FROM generate_series(1, 10) k WHERE state.clear('hbig', k);
+});
+my $commit_ttl = q{
+BEGIN;
+INSERT INTO rows VALUES (3);
+SELECT state.list_add_all('ttll', 1, array_fill(true, ARRAY[90000]));
+COMMIT;
+};
+$r = sql_error($node, $commit_ttl);
+unlike($r->{stderr}, qr/could not all be applied/,
+	'heap TTL list: nothing is reported lost after the commit');
+is($r->{sqlstate}, '54000',
+	'heap TTL list: a commit whose elements cannot be held with their deadlines fails with 54000');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM rows WHERE id = 3 UNION ALL SELECT state.list_length('ttll', 1)"),
+	"0\n0", 'heap TTL list: neither its row nor its elements are there');
+
+$node->safe_psql('postgres', "SELECT state.truncate('hbig')");
+$r = sql_error($node, $commit_ttl);
+is($r->{sqlstate}, '', 'heap TTL list: with room, the commit succeeds');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM rows WHERE id = 3 UNION ALL SELECT state.list_length('ttll', 1)"),
+	"1\n90000", 'heap TTL list: its row and its 90,000 elements are there');
 
 $node->stop;
 done_testing();

@@ -450,7 +450,7 @@ read_native_entry(void *arg, const char *k, size_t klen, const char *v, size_t v
 	if (rk.mklen != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("snapshot's RocksDB family \"%s\" holds a rk.key of another layout", r->family)));
+				 errmsg("snapshot's RocksDB family \"%s\" holds a key of another layout", r->family)));
 	r->fn(r->arg, rk.key, rk.keylen, v, (uint32) vlen);
 	r->n++;
 	return true;
