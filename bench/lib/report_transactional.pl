@@ -35,12 +35,16 @@ my @rows = (
 	[ 'reduce, autocommit: transactional state / unlogged table UPDATE', 'single', 'transactional', 'table', 1.0 ],
 	[ "$batch reduce in a transaction: transactional / plain state", 'batch', 'transactional', 'plain', 0.8 ],
 	[ "$batch reduce in a transaction: transactional state / unlogged table UPDATE", 'batch', 'transactional', 'table', 1.0 ],
+	[ 'rocksdb, autocommit: transactional (staged) / plain state', 'single', 'rocksdb_transactional', 'rocksdb_plain', undef ],
+	[ 'rocksdb, autocommit: transactional state / unlogged table UPDATE', 'single', 'rocksdb_transactional', 'table', undef ],
+	[ "rocksdb, $batch reduce in a transaction: transactional (staged) / plain state", 'batch', 'rocksdb_transactional', 'rocksdb_plain', undef ],
+	[ "rocksdb, $batch reduce in a transaction: transactional state / unlogged table UPDATE", 'batch', 'rocksdb_transactional', 'table', undef ],
 );
 say_ '';
 say_ '### Transactional states';
 say_ '';
 say_ "pgbench -M prepared, $meta{tx_clients} clients, random keys of $meta{tx_keys} preloaded text keys,"
-  . ' heap (memory) reducing states, one transactional and one not, and an unlogged table'
+  . ' reducing states, one transactional and one not, on the heap (memory) and on rocksdb, and an unlogged table'
   . " (UPDATE ... SET v = v + 1). A transaction of $batch takes keys b, b + S, b + 2S, ... (S: keys / $batch;"
   . ' b random), in one order for all, so that the table cannot deadlock. Figures are'
   . ' transactions per second. Same run, same server.';
@@ -53,7 +57,9 @@ for my $r (@rows)
 	my ($ta, $tb) = ($tps{"$shape|$a"}, $tps{"$shape|$b"});
 	my $x = ratio($ta, $tb);
 	say_ "| $label | " . ftps($ta) . ' | ' . ftps($tb) . ' | ' . fx($x)
-	  . " | >= ${target}x | " . (defined $x ? ($x >= $target ? 'yes' : 'no') : '-') . ' |';
+	  . (defined $target
+		? " | >= ${target}x | " . (defined $x ? ($x >= $target ? 'yes' : 'no') : '-') . ' |'
+		: ' | - | - |');
 }
 
 print $out;

@@ -4,7 +4,10 @@
 # stmt_tps and its FAILED count).
 #
 # The same reduce on a transactional heap state, on the same state not
-# transactional, and as an UPDATE of an unlogged table, in this run, with
+# transactional, on the same pair of rocksdb states (a transactional
+# rocksdb commit is staged: its xid flushed to WAL, an intent record synced
+# in RocksDB, one write batch after the commit record), and as an UPDATE of
+# an unlogged table, in this run, with
 # pgbench -M prepared, -c TX_CLIENTS, random keys of TX_KEYS preloaded keys:
 #   single: one reduce per statement (autocommit: each its own transaction)
 #   batch:  a transaction of TX_BATCH reduce calls, on keys b, b + S, b +
@@ -38,11 +41,13 @@ tx_batch_tps() {
 }
 
 t_tx=$(date +%s)
-log "transactional cases: $TX_KEYS keys in a transactional and a plain heap state and an unlogged table"
+log "transactional cases: $TX_KEYS keys in transactional and plain heap and rocksdb states and an unlogged table"
 if ! sql bench >>"$WORK/out/transactional.log" 2>&1 <<EOF; then
 SELECT state.create_state('tx_r', 'reducing', 'text', 'bigint', backend => 'memory', reducer => 'sum', transactional => true);
 SELECT state.create_state('tx_ru', 'reducing', 'text', 'bigint', backend => 'memory', reducer => 'sum');
-SELECT count(state.reduce(s, i::text, i::bigint)) FROM generate_series(1, $TX_KEYS) i, unnest(ARRAY['tx_r', 'tx_ru']) s;
+SELECT state.create_state('tx_k', 'reducing', 'text', 'bigint', backend => 'rocksdb', reducer => 'sum', transactional => true);
+SELECT state.create_state('tx_ku', 'reducing', 'text', 'bigint', backend => 'rocksdb', reducer => 'sum');
+SELECT count(state.reduce(s, i::text, i::bigint)) FROM generate_series(1, $TX_KEYS) i, unnest(ARRAY['tx_r', 'tx_ru', 'tx_k', 'tx_ku']) s;
 CREATE UNLOGGED TABLE bench.tx_kv (k text PRIMARY KEY, v bigint);
 INSERT INTO bench.tx_kv SELECT i::text, i FROM generate_series(1, $TX_KEYS) i;
 VACUUM ANALYZE bench.tx_kv;
@@ -70,6 +75,8 @@ else
 	for shape in single batch; do
 		tx_case "$shape" transactional "SELECT state.reduce('tx_r', :k::text, 1::bigint);"
 		tx_case "$shape" plain "SELECT state.reduce('tx_ru', :k::text, 1::bigint);"
+		tx_case "$shape" rocksdb_transactional "SELECT state.reduce('tx_k', :k::text, 1::bigint);"
+		tx_case "$shape" rocksdb_plain "SELECT state.reduce('tx_ku', :k::text, 1::bigint);"
 		tx_case "$shape" table "UPDATE bench.tx_kv SET v = v + 1 WHERE k = :k::text;"
 	done
 fi
