@@ -14,6 +14,7 @@ use Exporter 'import';
 use IPC::Run;
 use Time::HiRes qw(usleep);
 use File::Path ();
+use FindBin;
 use Test::More;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -28,6 +29,7 @@ our @EXPORT = qw(
   run_pgbench
   install_release
   psql_nodie
+  build_test_module
 );
 
 our $WORKER_TYPE = 'state_backend worker';
@@ -363,6 +365,22 @@ sub psql_nodie
 	return @r if @r;
 	my $e = $@ || 'psql returned nothing';
 	return (2, '', "psql could not run: $e");
+}
+
+# build_test_module($name): test/modules/$name built with PGXS in a
+# directory of the test's; returns that directory (the library is
+# "$dir/$name.so").  A test checks that the library is there.
+sub build_test_module
+{
+	my ($name) = @_;
+	my $src = "$FindBin::RealBin/../modules/$name";
+	my $build = PostgreSQL::Test::Utils::tempdir() . "/$name";
+	system('cp', '-a', "$src/.", $build) == 0 or die "copy of $src failed";
+	my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
+	my ($out, $err) = run_command(
+		[ 'make', '-s', '-C', $build, "PG_CONFIG=$pg_config", 'with_llvm=no' ]);
+	diag("$out\n$err") unless -f "$build/$name.so";
+	return $build;
 }
 
 1;

@@ -25,15 +25,8 @@ use lib "$FindBin::RealBin/../perl";
 use StateBackendTAP;
 
 # Build the test provider in a directory of this test's.
-my $build = PostgreSQL::Test::Utils::tempdir() . '/test_provider';
-mkdir $build or die "mkdir $build: $!";
-copy("$FindBin::RealBin/../modules/test_provider/$_", "$build/$_") or die "copy $_: $!"
-  for qw(test_provider.c Makefile);
-my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
-my ($out, $err) = run_command(
-	[ 'make', '-s', '-C', $build, "PG_CONFIG=$pg_config", 'with_llvm=no' ]);
-ok(-f "$build/test_provider.so", 'the test provider builds against the installed API header')
-  or diag "$out\n$err";
+my $build = build_test_module('test_provider');
+ok(-f "$build/test_provider.so", 'the test provider builds against the installed API header');
 
 my $chk = PostgreSQL::Test::Utils::tempdir() . '/checkpoints';
 my $base = "state_backend.checkpoint_dir = '$chk'\n";

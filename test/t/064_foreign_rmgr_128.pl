@@ -23,15 +23,8 @@ use lib "$FindBin::RealBin/../perl";
 use StateBackendTAP;
 
 # Build the other extension in a directory of this test's.
-my $build = PostgreSQL::Test::Utils::tempdir() . '/test_rmgr128';
-mkdir $build or die "mkdir $build: $!";
-copy("$FindBin::RealBin/../modules/test_rmgr128/$_", "$build/$_") or die "copy $_: $!"
-  for qw(test_rmgr128.c Makefile);
-my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
-my ($out, $err) = run_command(
-	[ 'make', '-s', '-C', $build, "PG_CONFIG=$pg_config", 'with_llvm=no' ]);
-ok(-f "$build/test_rmgr128.so", 'the extension that takes id 128 builds')
-  or diag "$out\n$err";
+my $build = build_test_module('test_rmgr128');
+ok(-f "$build/test_rmgr128.so", 'the extension that takes id 128 builds');
 
 my $chk = PostgreSQL::Test::Utils::tempdir() . '/checkpoints';
 my $node = new_state_node(
