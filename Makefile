@@ -53,6 +53,7 @@ OBJS = \
 	src/format/snapshot_reader.o \
 	src/backend/keyed_backend.o \
 	src/backend/providers.o \
+	src/backend/provider_host.o \
 	src/backend/heap_table.o \
 	src/backend/heap_backend.o \
 	src/backend/heap_scan.o \

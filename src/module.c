@@ -26,6 +26,7 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "tcop/utility.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -397,6 +398,9 @@ _PG_init(void)
 	RegisterXactCallback(state_backend_xact_callback, NULL);
 	RegisterSubXactCallback(state_backend_subxact_callback, NULL);
 	keyed_backends_init();
+
+	/* The built-in backends defined their settings: no other is ours. */
+	MarkGUCPrefixReserved("state_backend");
 
 	state_worker_register();
 }

@@ -88,8 +88,7 @@ finish_drop(const StateDesc *desc, int slot, bool confirm)
 {
 	StateTarget target;
 
-	target.desc = desc;
-	target.slot = slot;
+	target = state_target(desc, slot);
 	keyed_backend_by_id(desc->backend)->drop(&target, confirm);
 	registry_free_slot(desc, slot);
 }
@@ -108,8 +107,7 @@ state_ops_create(StateDesc *desc)
 
 	if (backend->create == NULL)
 		return slot;
-	target.desc = desc;
-	target.slot = slot;
+	target = state_target(desc, slot);
 	PG_TRY();
 	{
 		backend->create(&target);

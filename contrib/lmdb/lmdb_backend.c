@@ -97,19 +97,19 @@ collect_entry(void *arg, const MDB_val *lkey, const char *key, uint32 keylen,
 
 /* Append the entries of key group kg of the states to collect. */
 static void
-snap_collect(int64 id, const StateDesc *descs, const bool *collect, int ndescs,
+snap_collect(int64 id, const StateInfo *states, const bool *collect, int nstates,
 			 int key_group, StringInfo records)
 {
 	if (snap_txn == NULL)
 		elog(ERROR, "state_backend_lmdb: a snapshot collects with no cut");
-	for (int i = 0; i < ndescs; i++)
+	for (int i = 0; i < nstates; i++)
 	{
 		char		prefix[LMDB_KEY_PREFIX];
-		CollectArg	c = {records, descs[i].id};
+		CollectArg	c = {records, states[i].id};
 
 		if (!collect[i])
 			continue;
-		lmdb_key_prefix(prefix, descs[i].id, key_group);
+		lmdb_key_prefix(prefix, states[i].id, key_group);
 		lmdb_scan(snap_txn, prefix, sizeof(prefix), NULL, collect_entry, &c);
 	}
 }

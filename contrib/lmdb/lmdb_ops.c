@@ -119,7 +119,7 @@ write_init(LmdbWrite *w, const StateTarget *st, const StateKey *key)
 	w->st = st;
 	w->key = key;
 	if (key)
-		lmdb_key_make(&w->k, st->desc->id, key);
+		lmdb_key_make(&w->k, st->info.id, key);
 	initStringInfo(&w->img);
 }
 
@@ -203,7 +203,7 @@ log_key_change(LmdbWrite *w, uint8 kind, const StateKey *key, const char *value,
 {
 	LmdbLog    *l;
 
-	if (!w->st->desc->logged)
+	if (!w->st->info.logged)
 		return;
 	l = palloc(sizeof(LmdbLog));
 	l->kind = kind;
@@ -230,7 +230,7 @@ lm_get(const StateTarget *st, const StateKey *key, StringInfo out)
 	uint32		len;
 	bool		found;
 
-	lmdb_key_make(&k, st->desc->id, key);
+	lmdb_key_make(&k, st->info.id, key);
 	found = lmdb_get_in(lmdb_read_begin(), &k, key, &img, &len);
 	if (found)
 		appendBinaryStringInfo(out, img, (int) len);
@@ -277,7 +277,7 @@ w_put_many(MDB_txn *txn, LmdbWrite *w)
 	{
 		LmdbKey		k;
 
-		lmdb_key_make(&k, w->st->desc->id, &p->keys[i]);
+		lmdb_key_make(&k, w->st->info.id, &p->keys[i]);
 		store(txn, &k, &p->keys[i], p->values[i], p->lens[i], &w->u);
 		log_key_change(w, STATE_CHANGE_PUT, &p->keys[i], p->values[i], p->lens[i], false);
 		pfree(k.data);
@@ -483,7 +483,7 @@ lm_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	uint32		vlen;
 	bool		found;
 
-	lmdb_key_make(&k, st->desc->id, key);
+	lmdb_key_make(&k, st->info.id, key);
 	found = lmdb_get_in(lmdb_read_begin(), &k, key, &img, &imglen) &&
 		lmdb_host->map_image_find(img, imglen, mkey, mkeylen, &v, &vlen, isnull);
 	if (found && !*isnull)
@@ -576,10 +576,10 @@ lm_length(const StateTarget *st, const StateKey *key)
 	int64		n = 0;
 
 	/* Counted in place (a damaged image raises with the read still open: reset at the next). */
-	lmdb_key_make(&k, st->desc->id, key);
+	lmdb_key_make(&k, st->info.id, key);
 	if (lmdb_get_in(lmdb_read_begin(), &k, key, &img, &len))
 	{
-		StateKind	layout = state_kind_layout(st->desc->kind);
+		StateKind	layout = state_kind_layout(st->info.kind);
 
 		n = layout == STATE_KIND_MAP ? lmdb_host->map_image_count(img, len) :
 			layout == STATE_KIND_LIST ? lmdb_host->list_image_count(img, len) : 1;
@@ -668,7 +668,7 @@ lm_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 	size_t		plen = key_group >= 0 ? LMDB_KEY_PREFIX : sizeof(uint32);
 	IterateBatch b;
 
-	lmdb_key_prefix(prefix, st->desc->id, key_group >= 0 ? key_group : 0);
+	lmdb_key_prefix(prefix, st->info.id, key_group >= 0 ? key_group : 0);
 	initStringInfo(&b.entries);
 	initStringInfo(&b.resume);
 	appendBinaryStringInfo(&b.resume, prefix, (int) plen);
@@ -704,7 +704,7 @@ w_remove_all(MDB_txn *txn, LmdbWrite *w)
 
 	if (rc != 0)
 		lmdb_fail(rc, "remove");
-	lmdb_key_prefix(prefix, w->st->desc->id, 0);
+	lmdb_key_prefix(prefix, w->st->info.id, 0);
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
 		 rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
 	{

@@ -232,7 +232,7 @@ lmdb_reserve(const StateTarget *st, const StateReserveKey *keys, int nkeys)
 				const char *img;
 				uint32		len;
 
-				lmdb_key_make(&lk, st->desc->id, k->key);
+				lmdb_key_make(&lk, st->info.id, k->key);
 				if (lmdb_get_in(txn, &lk, k->key, &img, &len))
 					cur = len;
 				pfree(lk.data);

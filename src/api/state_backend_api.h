@@ -40,11 +40,13 @@
  * The version of this API.  A provider built against another version is
  * refused at registration: the tables' layouts may differ.
  */
-#define STATE_BACKEND_API_VERSION	4	/* 2: StateDesc holds window states'
+#define STATE_BACKEND_API_VERSION	5	/* 2: StateDesc holds window states'
 										 * fields; 3: KeyedStateBackend has
 										 * reserve and unreserve; 4: a
 										 * provider states the sizes of the
-										 * structs it was built with */
+										 * structs it was built with; 5: a
+										 * backend sees StateInfo, not the
+										 * host's StateDesc */
 
 /* The name of the rendezvous variable that holds the host's table. */
 #define STATE_BACKEND_API_RENDEZVOUS	"state_backend_api"
@@ -122,146 +124,26 @@ typedef enum StateTtlVisibility
 	STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP
 } StateTtlVisibility;
 
-/* Privileges a state's owner can grant to other roles. */
-#define STATE_PRIV_READ		0x01
-#define STATE_PRIV_WRITE	0x02
-
-#define STATE_MAX_GRANTS	16
-
-typedef struct StateGrant
-{
-	Oid			role;
-	uint8		privs;
-} StateGrant;
-
 /*
- * A type as a state declares it: its OID in this cluster, and what a
- * snapshot records to find it again elsewhere and to check that its stored
- * form still matches.
+ * StateInfo: a state as a backend sees it.  The host keeps more about each
+ * state (owner, grants, types' names, the reducer, timers and windows); a
+ * backend needs only these, and they keep their meaning across releases
+ * (a field is only ever added, with the API version).
  */
-typedef struct StateType
+typedef struct StateInfo
 {
-	Oid			oid;
-	NameData	nspname;
-	NameData	typname;
-	int16		typlen;
-	bool		typbyval;
-} StateType;
-
-/* Indexes of StateDesc.types */
-#define STATE_TYPE_KEY		0
-#define STATE_TYPE_VALUE	1
-#define STATE_TYPE_MAP_KEY	2
-
-/* Room for an aggregate's schema-qualified signature, "nsp.name(type)". */
-#define STATE_AGG_SIGNATURE_LEN	256
-
-/*
- * StateDesc describes one named state of one database.  A backend reads
- * id (unique in the cluster, never reused), kind, name (for messages),
- * logged and ttl; the rest is the host's.
- */
-typedef struct StateDesc
-{
-	uint32		id;
-	Oid			dbid;
-	NameData	name;
+	uint32		id;				/* unique in the cluster, never reused */
 	StateKind	kind;
-	int			backend;		/* the registered backend's id */
-	StateReducer reducer;
-	StateType	types[3];		/* key, value, map key (STATE_TYPE_*): the
-								 * map key's oid is InvalidOid unless the
-								 * kind is map */
-	Oid			owner;
-	NameData	owner_name;
-	int			ngrants;
-	StateGrant	grants[STATE_MAX_GRANTS];
+	StateKind	layout;			/* state_kind_layout(kind): how its images
+								 * are laid out */
+	NameData	name;			/* for messages */
 	bool		logged;			/* changes go to WAL: log_change */
-	StateTtlUpdate ttl_update;
-	StateTtlVisibility ttl_visibility;
 	int64		ttl;			/* time to live in microseconds; 0: none */
-
-	/*
-	 * The key groups this server holds of the state, after a restore of one
-	 * part of several: range_parts is the number of parts, [range_first,
-	 * range_last] the key groups.  0: every one.
-	 */
-	int32		range_parts;
-	int32		range_first;
-	int32		range_last;
-
-	/*
-	 * An aggregating state's aggregate (pg_aggregate.aggfnoid), its
-	 * schema-qualified signature (how snapshots name it), and the type its
-	 * images hold.
-	 */
-	Oid			aggregate;
-	char		agg_signature[STATE_AGG_SIGNATURE_LEN];
-	StateType	agg_type;
-
-	/*
-	 * Writes commit and roll back with the transaction: the host keeps them
-	 * until the commit and applies them then through the backend's own
-	 * operations, so a backend sees nothing new.
-	 */
-	bool		transactional;
-
-	/*
-	 * A timers state (Flink's timer service): a map, per key, of the
-	 * instants its timers are due at (map key timestamptz, NULL values),
-	 * fired by the host's timer worker through timer_handler(key,
-	 * timestamptz), named in snapshots by its schema-qualified signature;
-	 * due by the state's watermark (event time) or the clock.  A backend
-	 * stores it as any map.  InvalidOid: not a timers state.
-	 */
-	Oid			timer_handler;
-	char		timer_signature[STATE_AGG_SIGNATURE_LEN];
-	bool		timer_event_time;
-
-	/*
-	 * A window state (kind window, Flink's WindowOperator): per key, its
-	 * open windows and their contents, folded with the reducer, the
-	 * aggregate or into a list; fired by the timer worker through its emit
-	 * function (timer_handler above: key, window start, window end,
-	 * result), by the watermark (timer_event_time) or the clock.  Times in
-	 * microseconds.  A backend stores its images as any value's.
-	 */
-	uint8		window_assigner;	/* StateWindowAssigner */
-	uint8		window_contents;	/* StateWindowContents */
-	int64		window_size;		/* tumbling, sliding */
-	int64		window_slide;		/* sliding */
-	int64		window_gap;			/* session */
-	int64		window_lateness;	/* allowed lateness */
-} StateDesc;
-
-typedef enum StateWindowAssigner
-{
-	STATE_WINDOW_NONE,
-	STATE_WINDOW_TUMBLING,
-	STATE_WINDOW_SLIDING,
-	STATE_WINDOW_SESSION
-} StateWindowAssigner;
-
-typedef enum StateWindowContents
-{
-	STATE_WINDOW_REDUCE = 1,	/* the reducer's fold */
-	STATE_WINDOW_AGGREGATE,		/* the aggregate's transition state */
-	STATE_WINDOW_LIST			/* the values, a list image */
-} StateWindowContents;
-
-/* Is it a timers state (a map whose entries are timers)? */
-static inline bool
-state_desc_is_timers(const StateDesc *d)
-{
-	return d->timer_signature[0] != '\0' && d->kind == STATE_KIND_MAP;
-}
-
-/* Does the timer worker fire it: a timers state or a window state? */
-static inline bool
-state_desc_fires(const StateDesc *d)
-{
-	return d->timer_signature[0] != '\0';
-}
+	StateTtlVisibility ttl_visibility;
+	Oid			key_type;		/* the key's type (InvalidOid: no keys) */
+	Oid			value_type;		/* the value's, a list element's or a map
+								 * value's type */
+} StateInfo;
 
 /*
  * StateFold describes a built-in fold (sum, min, max) as a request can
@@ -290,12 +172,13 @@ typedef struct StateKey
 } StateKey;
 
 /*
- * The state an operation applies to: its descriptor, and a handle that
- * the host's services take (a backend never interprets it).
+ * The state an operation applies to: what a backend knows of it, and the
+ * host's own descriptor and handle, which only the host's services read.
  */
 typedef struct StateTarget
 {
-	const StateDesc *desc;
+	StateInfo	info;
+	const struct StateDesc *desc;	/* the host's */
 	int			slot;
 } StateTarget;
 
@@ -389,8 +272,8 @@ typedef struct SnapshotStrategy
 	 * cut, as entry records ([state id] then a pair (key, image): the host's
 	 * put_entry writes one), for the states whose "collect" flag is set.
 	 */
-	void		(*collect) (int64 id, const StateDesc *descs, const bool *collect,
-							int ndescs, int key_group, StringInfo records);
+	void		(*collect) (int64 id, const StateInfo *states, const bool *collect,
+							int nstates, int key_group, StringInfo records);
 
 	/*
 	 * In a native snapshot on disk: write the backend's own files for its
@@ -400,7 +283,7 @@ typedef struct SnapshotStrategy
 	 * key-group files (collect) in native snapshots too.
 	 */
 	void		(*write_native) (int64 id, const char *dir, const char *shared_dir,
-								 const StateDesc *descs, const bool *mine, int ndescs,
+								 const StateInfo *states, const bool *mine, int nstates,
 								 SnapshotWriter *w, bool *reused);
 
 	/* The snapshot ended (completed, failed or cancelled): let go of the cut. */
@@ -415,11 +298,11 @@ typedef struct SnapshotStrategy
 
 	/*
 	 * Read, in a session, one state's entries out of a native snapshot's own
-	 * files (verified before), as key and stored value images; desc is the
+	 * files (verified before), as key and stored value images; state is the
 	 * state as the snapshot describes it (its id there).  Returns how many.
 	 * NULL: they cannot be read but by a restore.
 	 */
-	int64		(*read_native) (const char *snapdir, const StateDesc *desc, StateEntryFn fn,
+	int64		(*read_native) (const char *snapdir, const StateInfo *state, StateEntryFn fn,
 								void *arg);
 
 	/* Checkpoints under root were removed: drop files none of them uses. */
@@ -619,7 +502,7 @@ typedef struct StateBackendSizes
 	uint32		provider;		/* StateBackendProvider */
 	uint32		ops;			/* KeyedStateBackend */
 	uint32		strategy;		/* SnapshotStrategy */
-	uint32		desc;			/* StateDesc */
+	uint32		info;			/* StateInfo */
 	uint32		target;			/* StateTarget */
 	uint32		key;			/* StateKey */
 	uint32		fold;			/* StateFold */
@@ -632,7 +515,7 @@ typedef struct StateBackendSizes
 	.provider = sizeof(struct StateBackendProvider), \
 	.ops = sizeof(KeyedStateBackend), \
 	.strategy = sizeof(SnapshotStrategy), \
-	.desc = sizeof(StateDesc), \
+	.info = sizeof(StateInfo), \
 	.target = sizeof(StateTarget), \
 	.key = sizeof(StateKey), \
 	.fold = sizeof(StateFold), \
@@ -735,8 +618,14 @@ typedef struct StateBackendHost
 	void		(*add_usage) (const StateTarget *st, int64 entries, int64 bytes);
 	void		(*usage) (const StateTarget *st, int64 *entries, int64 *bytes);
 
-	/* A long job's progress: keep the worker's sessions served. */
+	/*
+	 * A long job in the worker: progress, within one request (nothing else
+	 * may run meanwhile: the worker only tells it is alive); yield, between
+	 * units of work of a job such as a snapshot's files (sessions are
+	 * served, interrupts land, a cancelled job raises its error).
+	 */
 	void		(*progress) (void);
+	void		(*yield) (void);
 
 	/* Append an entry record (snapshot collect). */
 	void		(*put_entry) (StringInfo records, uint32 state_id, const char *key,
@@ -765,7 +654,9 @@ typedef struct StateBackendHost
 	/*
 	 * Send a request to the provider's own handle_request in the state
 	 * worker and wait for its reply (long_running: the wait may take
-	 * minutes), or post one that wants none.
+	 * minutes), or post one that wants none.  A call may also be of the
+	 * kind STATE_REQUEST_SYNC: handle_request gets it once the session's
+	 * earlier requests are served.
 	 */
 	void		(*channel_call) (int32 provider_id, uint16 kind, const char *payload,
 								 uint32 len, StringInfo reply, bool long_running);
@@ -780,6 +671,80 @@ typedef struct StateBackendHost
 	 */
 	const bool *faults_armed;
 	void		(*fault_point) (const char *name);
+
+	/*
+	 * The state worker.  in_worker: whether this process is it (a request
+	 * is then run in place, not sent).  wake_worker: have it look at the
+	 * requests posted now rather than at its next round.  posts_sync: wait
+	 * until every request this session posted is carried out, raising the
+	 * error of the first that failed; posts_forget: drop their errors (the
+	 * transaction that posted them is aborting; they are still carried
+	 * out); posts_applied: whether the worker carried them all out.
+	 */
+	bool		(*in_worker) (void);
+	void		(*wake_worker) (void);
+	void		(*posts_sync) (void);
+	void		(*posts_forget) (void);
+	bool		(*posts_applied) (void);
+
+	/*
+	 * WAL of logged states a backend changes in the state worker, on a
+	 * session's request (log_change reads only st->info.id and
+	 * st->info.logged then, and the key's data and length).  Before sending
+	 * such a request, the session calls remote_change, so that its commit
+	 * waits for the worker's records; the worker, once the change is
+	 * written, tells it where they end with applied_lsn.  replaying: the
+	 * end of the record the worker is replaying now (changes are then not
+	 * logged again), InvalidXLogRecPtr when it is not replaying.
+	 */
+	void		(*remote_change) (void);
+	void		(*applied_lsn) (XLogRecPtr lsn);
+	XLogRecPtr	(*replaying) (void);
+
+	/*
+	 * States by id, for a backend whose requests name them (in the state
+	 * worker).  state_get: the state of that id in that slot (the handle of
+	 * its StateTarget; -1 looks in every one), false when there is none
+	 * (dropped); *hidden when a restore is still filling it.  state_find:
+	 * the slot of the visible state of that id, or -1.  states_version
+	 * changes whenever a state is created, dropped or published.
+	 */
+	bool		(*state_get) (int slot, uint32 id, StateInfo *info, bool *hidden);
+	int			(*state_find) (uint32 id, StateInfo *info);
+	uint64		(*states_version) (void);
+
+	/*
+	 * A backend whose states keep their data across a restart (kept_data)
+	 * keeps the host's descriptor of each beside it, as an opaque image.
+	 * state_stored: the image to keep for a state, false when the state is
+	 * gone; it follows what WAL holds (a restore's publication counts once
+	 * its record is flushed), so that the backend's files never get ahead
+	 * of WAL; *hidden: a restore is still filling it (not to be kept yet).
+	 * At a start, image_info reads a kept image (false: unreadable, an
+	 * image of a release that stored less) and says in *problem why this
+	 * server cannot take it back, or NULL; adopt puts the state back into
+	 * the registry with its id (false: no room, state_backend.max_states);
+	 * reserve_id keeps an id whose data stays unused from being given to a
+	 * new state.
+	 */
+	bool		(*state_stored) (uint32 id, StringInfo image, bool *hidden);
+	bool		(*image_info) (const char *image, uint32 len, StateInfo *info,
+							   const char **problem);
+	bool		(*adopt) (const char *image, uint32 len);
+	void		(*reserve_id) (uint32 id);
+
+	/*
+	 * A native snapshot's list file of a state (write_native): native_path
+	 * is where to write it (palloc'd), native_written reports it written
+	 * (its size, the state's entries and the bytes written for it).
+	 */
+	char	   *(*native_path) (SnapshotWriter *w, uint32 state_id);
+	void		(*native_written) (SnapshotWriter *w, uint32 state_id, int64 size,
+								   int64 entries, int64 written);
+
+	/* Settings of the host a backend follows. */
+	const int  *max_parallelism;	/* state_backend.max_parallelism */
+	const bool *track_stats;	/* state_backend.track_stats */
 } StateBackendHost;
 
 /*

@@ -93,7 +93,7 @@ heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
 	op->st = st;
 	op->key = key;
 	op->best_effort = false;
-	op->hash = heap_entry_hash(st->desc->id, key->hash);
+	op->hash = heap_entry_hash(st->info.id, key->hash);
 	op->part = &heap_state_shared->parts[heap_partition_index(key->key_group, op->hash)];
 	op->lock = state_backend_lock((int) (op->part - heap_state_shared->parts));
 	/* A backend write's own fault point, before its lock: writes of every kind pass here. */
@@ -105,12 +105,12 @@ heap_op_begin(HeapOp *op, const StateTarget *st, const StateKey *key,
 static void
 heap_check_alive(const HeapOp *op)
 {
-	if (!registry_alive(op->st->slot, op->st->desc->id))
+	if (!registry_alive(op->st->slot, op->st->info.id))
 	{
 		heap_state_unlock(op->part);
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("state \"%s\" does not exist", NameStr(op->st->desc->name)),
+				 errmsg("state \"%s\" does not exist", NameStr(op->st->info.name)),
 				 errdetail("It was dropped while this statement ran.")));
 	}
 }
@@ -127,7 +127,7 @@ heap_find(const HeapOp *op, dsa_pointer **slotp)
 	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
 	uint32		mask = part->nslots - 1;
 	dsa_pointer tag = slot_tag(op->hash);
-	uint32		id = op->st->desc->id;
+	uint32		id = op->st->info.id;
 
 	for (uint32 i = slot_home(op->hash, part->nslots);; i = (i + 1) & mask)
 	{
@@ -227,7 +227,7 @@ heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("key of %u bytes is too long for state \"%s\"",
-						op->key->len, NameStr(st->desc->name)),
+						op->key->len, NameStr(st->info.name)),
 				 errdetail("Keys of heap states may have at most %u bytes.", HEAP_MAX_KEY)));
 	}
 	if (ENTRY_SIZE(op->key->len, cap, with_cap) > MaxAllocSize)
@@ -236,7 +236,7 @@ heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("state \"%s\" cannot hold a value of %zu bytes",
-						NameStr(st->desc->name), (Size) op->key->len + cap),
+						NameStr(st->info.name), (Size) op->key->len + cap),
 				 errdetail("A key's state may hold at most 1 GB.")));
 	}
 	p = heap_state_alloc(ENTRY_SIZE(op->key->len, cap, with_cap),
@@ -246,7 +246,7 @@ heap_alloc(const HeapOp *op, Size cap, bool with_cap)
 	if (!DsaPointerIsValid(p))
 		heap_state_out_of_memory(st, op->part);
 	e = dsa_get_address(heap_state_area, p);
-	e->state_id = st->desc->id;
+	e->state_id = st->info.id;
 	e->key_len = (uint16) op->key->len;
 	e->flags = with_cap ? HEAP_ENTRY_CAP : 0;
 	e->val_len = 0;
@@ -406,8 +406,8 @@ static inline void
 heap_log(const HeapOp *op, uint8 kind, const char *mkey, uint32 mkeylen,
 		 const char *value, uint32 len, bool isnull)
 {
-	if (op->st->desc->logged)
-		(void) state_wal_log(kind, op->st->desc->id, op->key->data, op->key->len,
+	if (op->st->info.logged)
+		(void) state_wal_log(kind, op->st->info.id, op->key->data, op->key->len,
 							 mkey, mkeylen, value, len, isnull);
 }
 
@@ -738,7 +738,7 @@ heap_length(const StateTarget *st, const StateKey *key)
 	heap_op_begin(&op, st, key, LW_SHARED);
 	e = heap_find(&op, NULL);
 	if (e != NULL)
-		n = state_kind_layout(st->desc->kind) == STATE_KIND_MAP ?
+		n = state_kind_layout(st->info.kind) == STATE_KIND_MAP ?
 			record_count_pairs(ENTRY_VAL(e), e->val_len) :
 			record_count_elems(ENTRY_VAL(e), e->val_len);
 	LWLockRelease(op.lock);

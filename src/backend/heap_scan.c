@@ -67,7 +67,7 @@ heap_state_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *
 			if (slots[b] == InvalidDsaPointer)
 				continue;
 			e = slot_entry(slots[b]);
-			if (e->state_id == st->desc->id &&
+			if (e->state_id == st->info.id &&
 				(key_group < 0 || heap_state_entry_key_group(e, i) == key_group))
 			{
 				heap_state_copy_room(part, &buf,
@@ -154,7 +154,7 @@ heap_state_truncate(const StateTarget *st)
 
 			for (uint32 b = 0; b < part->nslots; b++)
 				if (slots[b] != InvalidDsaPointer &&
-					slot_entry(slots[b])->state_id == st->desc->id &&
+					slot_entry(slots[b])->state_id == st->info.id &&
 					heap_entry_shared(part, slot_entry(slots[b])))
 					shared++;
 			heap_state_reserve_retired(st, part, shared);
@@ -166,7 +166,7 @@ heap_state_truncate(const StateTarget *st)
 			if (slots[b] == InvalidDsaPointer)
 				continue;
 			e = slot_entry(slots[b]);
-			if (e->state_id != st->desc->id)
+			if (e->state_id != st->info.id)
 				continue;
 
 			/*
@@ -174,8 +174,8 @@ heap_state_truncate(const StateTarget *st)
 			 * partition's lock as every change is: a write that lands in a
 			 * partition already emptied comes after its removal in WAL too.
 			 */
-			if (st->desc->logged)
-				(void) state_wal_log(STATE_WAL_REMOVE, st->desc->id, ENTRY_KEY(e), e->key_len,
+			if (st->info.logged)
+				(void) state_wal_log(STATE_WAL_REMOVE, st->info.id, ENTRY_KEY(e), e->key_len,
 									 NULL, 0, NULL, 0, false);
 			bytes += entry_bytes(e);
 			heap_state_release(part, e, slot_ptr(slots[b]));
@@ -201,7 +201,7 @@ expire_partition(const StateTarget *st, int i, int key_group, int64 now, int64 *
 {
 	HeapPartition *part = &heap_state_shared->parts[i];
 	dsa_pointer *slots = dsa_get_address(heap_state_area, part->slots);
-	int			kind = st->desc->kind;
+	int			kind = st->info.kind;
 	int64		n = 0;
 	int64		bytes = 0;
 	uint32		start;
@@ -216,7 +216,7 @@ expire_partition(const StateTarget *st, int i, int key_group, int64 now, int64 *
 		if (slots[b] == InvalidDsaPointer)
 			continue;
 		e = slot_entry(slots[b]);
-		if (e->state_id != st->desc->id || heap_state_entry_key_group(e, i) != key_group)
+		if (e->state_id != st->info.id || heap_state_entry_key_group(e, i) != key_group)
 			continue;
 		keep = record_ttl_compact(kind, ENTRY_VAL(e), e->val_len, now);
 		if (keep > 0)
@@ -256,7 +256,7 @@ heap_state_expire(const StateTarget *st, int key_group, int64 now, int64 *min_de
 	int			nparts;
 	int64		removed = 0;
 
-	if (st->desc->logged)
+	if (st->info.logged)
 		return -1;
 	heap_state_attach();
 	*min_deadline = PG_INT64_MAX;
@@ -268,7 +268,7 @@ heap_state_expire(const StateTarget *st, int key_group, int64 now, int64 *min_de
 
 		LWLockAcquire(lock, LW_EXCLUSIVE);
 		busy = heap_state_shared->parts[parts[p]].snap_epoch != 0;
-		if (!busy && registry_alive(st->slot, st->desc->id))
+		if (!busy && registry_alive(st->slot, st->info.id))
 			removed += expire_partition(st, parts[p], key_group, now, min_deadline);
 		LWLockRelease(lock);
 		if (busy)
@@ -288,12 +288,10 @@ heap_state_size(const StateTarget *st, int64 *entries, int64 *bytes)
 void
 heap_state_drop(const StateTarget *st, bool confirm)
 {
-	StateDesc	d = *st->desc;
 	StateTarget t = *st;
 
 	/* The drop is logged already (catalog/registry.c): its entries go unlogged. */
-	d.logged = false;
-	t.desc = &d;
+	t.info.logged = false;
 	(void) heap_state_truncate(&t);
 }
 
@@ -355,7 +353,7 @@ collect_entry(const HeapPartition *part, StringInfo out, const HeapEntry *e)
  * caller writes files.
  */
 static void
-heap_collect(int64 id, const StateDesc *descs, const bool *collect, int ndescs,
+heap_collect(int64 id, const StateInfo *states, const bool *collect, int nstates,
 			 int key_group, StringInfo out)
 {
 	int			parts[HEAP_PARTITIONS];

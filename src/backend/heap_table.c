@@ -166,7 +166,7 @@ heap_state_out_of_memory(const StateTarget *st, const HeapPartition *part)
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("out of state memory"),
 			 errdetail("Heap states may use at most %d kB (state_backend.memory_limit); writing state \"%s\" would exceed it.",
-					   state_backend_memory_limit_kb, NameStr(st->desc->name)),
+					   state_backend_memory_limit_kb, NameStr(st->info.name)),
 			 errhint("Clear or truncate states, or raise state_backend.memory_limit and reload the configuration.")));
 }
 

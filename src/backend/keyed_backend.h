@@ -18,7 +18,7 @@
 #include "lib/stringinfo.h"
 #include "utils/guc.h"
 
-#include "api/state_backend_api.h"
+#include "common/state_desc.h"
 #include "common/fold.h"
 #include "common/types.h"
 #include "backend/providers.h"

@@ -1,9 +1,8 @@
 /*
  * backend/providers.c
- *		The registered backends, and the host's side of the provider API
- *		(api/state_backend_api.h): registration, lookup by id and by name,
- *		the worker's calls into every backend, and the services a backend
- *		gets from the host.
+ *		The registered backends: registration, lookup by id and by name,
+ *		and the worker's calls into every backend.  The services a backend
+ *		gets from the host are in provider_host.c.
  *
  * memory, filesystem (both the heap, backend/heap_backend.c) and rocksdb
  * (backend/rocksdb/rocks_provider.c) register here like any library's
@@ -82,8 +81,6 @@ heap_provider_shmem_init(void)
 	heap_state_shmem_init();
 }
 
-static void register_backend(const StateBackendProvider *p);
-static const StateBackendHost host;
 
 /* ------------------------------------------------------------ registration */
 
@@ -145,10 +142,6 @@ provider_add(const StateBackendProvider *p)
 }
 
 /*
- * register_backend is the API's register_backend: a library's backend, in
- * its _PG_init while shared_preload_libraries is being loaded.
- */
-/*
  * A struct whose size a provider was built with differs from the host's:
  * the error names it and both sizes.
  */
@@ -191,7 +184,7 @@ check_built_for(const StateBackendProvider *p)
 	CHECK_SIZE(provider, StateBackendProvider);
 	CHECK_SIZE(ops, KeyedStateBackend);
 	CHECK_SIZE(strategy, SnapshotStrategy);
-	CHECK_SIZE(desc, StateDesc);
+	CHECK_SIZE(info, StateInfo);
 	CHECK_SIZE(target, StateTarget);
 	CHECK_SIZE(key, StateKey);
 	CHECK_SIZE(fold, StateFold);
@@ -201,8 +194,12 @@ check_built_for(const StateBackendProvider *p)
 #undef CHECK_SIZE
 }
 
-static void
-register_backend(const StateBackendProvider *p)
+/*
+ * keyed_backend_register is the API's register_backend: a library's backend, in
+ * its _PG_init while shared_preload_libraries is being loaded.
+ */
+void
+keyed_backend_register(const StateBackendProvider *p)
 {
 	if (!process_shared_preload_libraries_in_progress)
 		ereport(ERROR,
@@ -241,8 +238,8 @@ keyed_backends_init(void)
 
 	provider_add(&memory_provider);
 	provider_add(&filesystem_provider);
-	provider_add(rocks_provider());
-	*slot = (void *) &host;
+	provider_add(rocks_provider(&state_backend_host));
+	*slot = (void *) &state_backend_host;
 }
 
 /* ------------------------------------------------------------ lookups */
@@ -505,201 +502,3 @@ keyed_backends_handle_request(uint16 target, uint16 kind, const char *payload, u
 		elog(ERROR, "state_backend: a request for backend %d, which serves none", (int) target);
 	return p->handle_request(kind, payload, len, reply);
 }
-
-/* ------------------------------------------------------------ the host's services */
-
-static XLogRecPtr
-host_log_change(const StateTarget *st, uint8 kind, const StateKey *key,
-				const char *mkey, uint32 mkeylen, const char *value, uint32 len, bool isnull)
-{
-	if (!st->desc->logged)
-		return InvalidXLogRecPtr;
-	if (kind != STATE_CHANGE_PUT && kind != STATE_CHANGE_APPEND && kind != STATE_CHANGE_REMOVE &&
-		kind != STATE_CHANGE_MAP_PUT && kind != STATE_CHANGE_MAP_REMOVE &&
-		kind != STATE_CHANGE_TRUNCATE)
-		elog(ERROR, "state_backend: unknown change kind 0x%x", kind);
-	return state_wal_log(kind, st->desc->id, key ? key->data : NULL, key ? key->len : 0,
-						 mkey, mkeylen, value, len, isnull);
-}
-
-static void
-host_add_usage(const StateTarget *st, int64 entries, int64 bytes)
-{
-	registry_add_usage(st->slot, entries, bytes);
-}
-
-static void
-host_usage(const StateTarget *st, int64 *entries, int64 *bytes)
-{
-	registry_usage(st->slot, entries, bytes);
-}
-
-static void
-host_put_entry(StringInfo records, uint32 state_id, const char *key, uint32 keylen,
-			   const char *image, uint32 imagelen)
-{
-	record_put_entry(records, state_id, key, keylen, image, imagelen);
-}
-
-static void
-map_image_corrupt(void)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("a stored map image is damaged")));
-}
-
-/*
- * map_image_scan walks a map image once, raising data_corrupted where it is
- * malformed; returns its pairs, and the pair of mkey (when given and there:
- * *at its offset, -1 when absent).
- */
-static int64
-map_image_scan(const char *img, uint32 len, const char *mkey, uint32 mkeylen,
-			   RecordPair *pair, int64 *at)
-{
-	uint32		off = 0;
-	uint32		start = 0;
-	RecordPair	p;
-	RecordRead	r;
-	int64		n = 0;
-
-	if (at)
-		*at = -1;
-	while ((r = record_next_pair(img, len, &off, &p)) == RECORD_OK)
-	{
-		if (mkey && *at < 0 && p.keylen == mkeylen && memcmp(p.key, mkey, mkeylen) == 0)
-		{
-			*pair = p;
-			*at = start;
-		}
-		start = off;
-		n++;
-	}
-	if (r != RECORD_END)
-		map_image_corrupt();
-	return n;
-}
-
-static bool
-host_map_image_find(const char *img, uint32 len, const char *mkey, uint32 mkeylen,
-					const char **value, uint32 *vallen, bool *isnull)
-{
-	RecordPair	p;
-	int64		at;
-
-	(void) map_image_scan(img, len, mkey, mkeylen, &p, &at);
-	if (at < 0)
-		return false;
-	*value = p.value;
-	*vallen = p.vallen;
-	*isnull = p.value == NULL;
-	return true;
-}
-
-/* out gets img without the pair of mkey; false (nothing written) when absent. */
-static bool
-map_image_without(StringInfo out, const char *img, uint32 len, const char *mkey,
-				  uint32 mkeylen)
-{
-	RecordPair	p;
-	int64		at;
-
-	(void) map_image_scan(img, len, mkey, mkeylen, &p, &at);
-	if (at < 0)
-		return false;
-	appendBinaryStringInfo(out, img, (int) at);
-	appendBinaryStringInfo(out, img + at + p.rawlen, (int) (len - at - p.rawlen));
-	return true;
-}
-
-static void
-host_map_image_put(StringInfo out, const char *img, uint32 len, const char *mkey,
-				   uint32 mkeylen, const char *value, uint32 vallen, bool isnull)
-{
-	if (!map_image_without(out, img, len, mkey, mkeylen))
-		appendBinaryStringInfo(out, img, (int) len);
-	record_put_pair(out, mkey, mkeylen, isnull ? NULL : value, vallen);
-}
-
-static bool
-host_map_image_remove(StringInfo out, const char *img, uint32 len, const char *mkey,
-					  uint32 mkeylen)
-{
-	return map_image_without(out, img, len, mkey, mkeylen);
-}
-
-static int64
-host_map_image_count(const char *img, uint32 len)
-{
-	return map_image_scan(img, len, NULL, 0, NULL, NULL);
-}
-
-static void
-host_map_image_iterate(const char *img, uint32 len, StateEntryFn fn, void *arg)
-{
-	uint32		off = 0;
-	RecordPair	p;
-
-	/* Checked whole first: fn never sees part of a damaged image. */
-	(void) map_image_scan(img, len, NULL, 0, NULL, NULL);
-	while (record_next_pair(img, len, &off, &p) == RECORD_OK)
-		fn(arg, p.key, p.keylen, p.value, p.vallen);
-}
-
-static int64
-host_list_image_count(const char *img, uint32 len)
-{
-	uint32		off = 0;
-	const char *data;
-	uint32		datalen;
-	int64		n = 0;
-	RecordRead	r;
-
-	while ((r = record_next_elem(img, len, &off, &data, &datalen)) == RECORD_OK)
-		n++;
-	if (r != RECORD_END)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("a stored list image is damaged")));
-	return n;
-}
-
-static void
-host_channel_call(int32 provider_id, uint16 kind, const char *payload, uint32 len,
-				  StringInfo reply, bool long_running)
-{
-	if (kind >= STATE_REQUEST_MAX_KIND)
-		elog(ERROR, "state_backend: request kind %u is the host's", kind);
-	channel_call((uint16) provider_id, kind, payload, len, reply, long_running);
-}
-
-static void
-host_channel_post(int32 provider_id, uint16 kind, const char *payload, uint32 len)
-{
-	if (kind >= STATE_REQUEST_MAX_KIND)
-		elog(ERROR, "state_backend: request kind %u is the host's", kind);
-	channel_post((uint16) provider_id, kind, payload, len);
-}
-
-static const StateBackendHost host = {
-	.api_version = STATE_BACKEND_API_VERSION,
-	.size = sizeof(StateBackendHost),
-	.register_backend = register_backend,
-	.fold_call = keyed_fold_call,
-	.log_change = host_log_change,
-	.add_usage = host_add_usage,
-	.usage = host_usage,
-	.progress = progress_beat,
-	.put_entry = host_put_entry,
-	.map_image_find = host_map_image_find,
-	.map_image_put = host_map_image_put,
-	.map_image_remove = host_map_image_remove,
-	.map_image_count = host_map_image_count,
-	.map_image_iterate = host_map_image_iterate,
-	.list_image_count = host_list_image_count,
-	.channel_call = host_channel_call,
-	.channel_post = host_channel_post,
-	.faults_armed = &state_backend_faults_armed,
-	.fault_point = fault_point_reached,
-};

@@ -9,7 +9,7 @@
 
 #include "utils/guc.h"
 
-#include "api/state_backend_api.h"
+#include "common/state_desc.h"
 
 /* The built-in backends' ids, as descriptors and WAL have stored them. */
 #define STATE_BACKEND_MEMORY_ID		0
@@ -20,6 +20,10 @@
 #define STATE_BACKEND_MAX_PROVIDERS	32
 
 extern void keyed_backends_init(void);
+extern void keyed_backend_register(const StateBackendProvider *p);
+
+/* The host's services (provider_host.c), as the rendezvous variable holds them. */
+extern const StateBackendHost state_backend_host;
 
 extern const StateBackendProvider *keyed_backend_provider(int backend);
 extern const KeyedStateBackend *keyed_backend_by_id(int backend);

@@ -11,7 +11,7 @@
 
 #include "datatype/timestamp.h"
 
-#include "api/state_backend_api.h"
+#include "common/state_desc.h"
 
 /* What a timer worker publishes of one state (state.timer_status). */
 typedef struct TimerFigures

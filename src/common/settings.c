@@ -29,12 +29,7 @@ bool		state_backend_snapshot_hold = false;
 bool		state_backend_start_hold = false;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
-char	   *state_backend_rocksdb_dir = NULL;
-bool		state_backend_rocksdb_sync = false;
 bool		state_backend_wal_rmgr_128 = false;
-int			state_backend_rocksdb_cache_mb = 64;
-int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
-int			state_backend_rocksdb_write_buffer_mb = 64;
 int			state_backend_timer_batch_size = 500;
 int			state_backend_timer_max_retries = 3;
 int			state_backend_timer_retry_delay_ms = 1000;
@@ -272,35 +267,6 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
-	DefineCustomStringVariable("state_backend.rocksdb_dir",
-							   "Working directory of the RocksDB instance that holds rocksdb states.",
-							   "Relative paths are under the data directory.",
-							   &state_backend_rocksdb_dir,
-							   "pg_state_backend/rocksdb",
-							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
-
-	DefineCustomBoolVariable("state_backend.rocksdb_sync",
-							 "Flush RocksDB's write-ahead log to disk (fsync) at every write batch.",
-							 "Off: a crash of the operating system may lose the last writes; a crash of the server loses nothing.",
-							 &state_backend_rocksdb_sync,
-							 false,
-							 PGC_SIGHUP,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("state_backend.rocksdb_cache_size",
-							"Block cache of the RocksDB instance.",
-							NULL,
-							&state_backend_rocksdb_cache_mb,
-							64,
-							1,
-							INT_MAX / 2,
-							PGC_POSTMASTER,
-							GUC_UNIT_MB,
-							NULL, NULL, NULL);
-
 	DefineCustomBoolVariable("state_backend.track_stats",
 							 "Count reads, writes, misses and expired values of every state (state.stats).",
 							 NULL,
@@ -337,28 +303,6 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
-	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",
-							"Shared memory for recently read or written entries of rocksdb value and reducing states, which sessions read without asking the state worker.",
-							"0 turns the cache off.",
-							&state_backend_rocksdb_shared_cache_kb,
-							32 * 1024,
-							0,
-							INT_MAX / 2,
-							PGC_POSTMASTER,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("state_backend.rocksdb_write_buffer_size",
-							"Memory for RocksDB's write buffers (memtables), all rocksdb states together.",
-							NULL,
-							&state_backend_rocksdb_write_buffer_mb,
-							64,
-							1,
-							INT_MAX / 2,
-							PGC_POSTMASTER,
-							GUC_UNIT_MB,
-							NULL, NULL, NULL);
-
 	DefineCustomIntVariable("state_backend.request_timeout",
 							"How long a session waits for the state worker to answer a request on a rocksdb state.",
 							"0 waits as long as it takes.",
@@ -369,6 +313,4 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
-
-	MarkGUCPrefixReserved("state_backend");
 }

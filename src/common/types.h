@@ -17,7 +17,7 @@
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 
-#include "api/state_backend_api.h"
+#include "common/state_desc.h"
 
 /* Descriptors as stored (WAL, RocksDB): format/desc_image.h. */
 

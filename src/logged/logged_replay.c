@@ -290,8 +290,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	b = keyed_backend_by_id(d.backend);
 	/* It keeps its id: WAL and checkpoints name it so. */
 	slot = registry_create_as(&d);
-	target.desc = &d;
-	target.slot = slot;
+	target = state_target(&d, slot);
 	PG_TRY();
 	{
 		if (b->create)
@@ -390,8 +389,7 @@ replay_change(ReplayTarget *t, const StateWalRecord *rec)
 	StateTarget st;
 	StateKey	key;
 
-	st.desc = &t->desc;
-	st.slot = t->slot;
+	st = state_target(&t->desc, t->slot);
 	state_key_set(&key, rec->key, rec->keylen);
 	switch (rec->kind)
 	{

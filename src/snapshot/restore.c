@@ -232,8 +232,7 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	LoadContext *c = palloc(sizeof(LoadContext));
 	int64		n;
 
-	c->target.desc = desc;
-	c->target.slot = slot;
+	c->target = state_target(desc, slot);
 	c->backend = keyed_backend_by_id(desc->backend);
 	c->n = 0;
 	c->kg_first = load->kg_first;
@@ -279,8 +278,7 @@ log_restored(const StateDesc *descs, const int *slots, int n)
 
 		if (!descs[i].logged)
 			continue;
-		target.desc = &descs[i];
-		target.slot = slots[i];
+		target = state_target(&descs[i], slots[i]);
 		(void) state_wal_log_create(&descs[i], true);
 		keyed_backend_by_id(descs[i].backend)->iterate(&target, -1, log_entry,
 													 unconstify(StateDesc *, &descs[i]));
@@ -414,7 +412,7 @@ chunk_operator_lists(const StateDesc *merged, const int *slots, int nm,
 	{
 		/* Not logged: a logged state's records begin at its publication. */
 		StateDesc	quiet = merged[j];
-		StateTarget target = {&quiet, slots[j]};
+		StateTarget target = state_target(&quiet, slots[j]);
 		ChunkArg	a = {&target, split};
 
 		quiet.logged = false;

@@ -296,6 +296,7 @@ typedef struct WritePlan
 {
 	SnapshotJob *job;
 	bool		in_memory;
+	StateInfo  *infos;			/* per state: what its backend sees */
 	const char **backends;		/* per state: its backend's name */
 	bool	   *native;			/* per state: in its backend's own files */
 	bool		any_native;
@@ -316,6 +317,7 @@ plan_write(SnapshotJob *job, WritePlan *p)
 
 	p->job = job;
 	p->in_memory = strncmp(job->info.path, "memory:", 7) == 0;
+	p->infos = palloc(sizeof(StateInfo) * n);
 	p->backends = palloc(sizeof(char *) * n);
 	p->native = palloc0(sizeof(bool) * n);
 	p->any_native = false;
@@ -323,6 +325,7 @@ plan_write(SnapshotJob *job, WritePlan *p)
 	{
 		const KeyedStateBackend *b = keyed_backend_by_id(job->descs[i].backend);
 
+		state_info_of(&job->descs[i], &p->infos[i]);
 		p->backends[i] = keyed_backend_name(job->descs[i].backend);
 		p->native[i] = b->snapshot->write_native != NULL &&
 			job->info.format == SNAPSHOT_NATIVE && !p->in_memory;
@@ -440,7 +443,7 @@ write_key_groups(WritePlan *p, SnapshotWriter *w)
 		resetStringInfo(&records);
 		for (int i = 0; i < n; i++)
 			if (all[i]->snapshot->collect)
-				all[i]->snapshot->collect(p->job->id, p->job->descs, collect[i],
+				all[i]->snapshot->collect(p->job->id, p->infos, collect[i],
 										  p->job->ndescs, kg, &records);
 		if (p->nttl > 0)
 		{
@@ -480,7 +483,7 @@ write_native_files(WritePlan *p, SnapshotWriter *w)
 			continue;
 		all[i]->snapshot->write_native(p->job->id, p->job->info.path,
 									   p->job->is_checkpoint ? shared : NULL,
-									   p->job->descs, mine, p->job->ndescs, w, &reused);
+									   p->infos, mine, p->job->ndescs, w, &reused);
 		if (reused)
 			snapshot_control_set_incremental(p->job->id);
 	}

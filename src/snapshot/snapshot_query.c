@@ -133,7 +133,12 @@ snapshot_query_read(SnapshotQuery *q, SnapshotEntryFn fn, void *arg)
 	r.fn = fn;
 	r.arg = arg;
 	if (q->st->native)
-		return keyed_backend_by_id(q->desc.backend)->snapshot->read_native(q->src->dir, &q->st->desc,
+	{
+		StateInfo	info;
+
+		state_info_of(&q->st->desc, &info);
+		return keyed_backend_by_id(q->desc.backend)->snapshot->read_native(q->src->dir, &info,
 																		 query_entry, &r);
+	}
 	return snapshot_read_state(q->src, q->m, q->st, query_entry, &r);
 }

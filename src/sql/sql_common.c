@@ -84,8 +84,7 @@ state_call_setup(StateCall *call, const StateDesc *desc, int slot)
 	call->extra = NULL;
 
 	call->desc = *desc;
-	call->target.desc = &call->desc;
-	call->target.slot = slot;
+	call->target = state_target(&call->desc, slot);
 	call->backend = keyed_state_ops(desc);
 	codec_init(&call->codecs[ARG_KEY], desc->types[STATE_TYPE_KEY].oid, call->mcxt);
 	codec_init(&call->codecs[ARG_VALUE], desc->types[STATE_TYPE_VALUE].oid, call->mcxt);
@@ -172,7 +171,10 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 			call->version == 0)
 			state_call_setup(call, &desc, slot);
 		else
+		{
 			call->desc = desc;	/* grants may have changed */
+			call->target = state_target(&call->desc, slot);
+		}
 		namestrcpy(&call->name, name);
 		call->version = version;
 	}

@@ -379,7 +379,7 @@ state_drop_state(PG_FUNCTION_ARGS)
 	/* A concurrent drop between lookup and drop counts as "not there". */
 	if (registry_lookup(name, &desc, &slot))
 	{
-		StateTarget st = {&desc, slot};
+		StateTarget st = state_target(&desc, slot);
 		volatile bool dropped = false;
 
 		registry_check_owner(&desc);
@@ -458,7 +458,7 @@ view_rows(FunctionCallInfo fcinfo, int ncols, ViewRowFn fn)
 
 	for (int i = 0; i < n; i++)
 	{
-		StateTarget target = {&descs[i], slots[i]};
+		StateTarget target = state_target(&descs[i], slots[i]);
 		int64		entries;
 		int64		bytes;
 

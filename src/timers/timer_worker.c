@@ -263,7 +263,7 @@ load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 static void
 load_state(Fired *fs)
 {
-	StateTarget st = {&fs->desc, fs->slot};
+	StateTarget st = state_target(&fs->desc, fs->slot);
 
 	heap_clear(fs);
 	fs->deleted_seen = timer_queue_deleted(fs->slot, fs->id);
@@ -600,7 +600,7 @@ timer_key(Firing *f, StateKey *key, StringInfo atimg)
 static void
 remove_timer(Firing *f, StringInfo atimg)
 {
-	StateTarget st = {&f->fs->desc, f->fs->slot};
+	StateTarget st = state_target(&f->fs->desc, f->fs->slot);
 	StateKey	key;
 
 	timer_key(f, &key, atimg);
@@ -669,7 +669,7 @@ static bool
 fire_one(Firing *f, StringInfo atimg)
 {
 	Fired	   *fs = f->fs;
-	StateTarget st = {&fs->desc, fs->slot};
+	StateTarget st = state_target(&fs->desc, fs->slot);
 	const KeyedStateBackend *ops = keyed_state_ops(&fs->desc);
 	StateKey	key;
 	StringInfoData scratch;

@@ -123,7 +123,7 @@ static bool visible(const StateTarget *st, const char *img, uint32 len, int64 no
 bool
 ttl_image_visible(const StateDesc *desc, const char *img, uint32 len, int64 now, StringInfo out)
 {
-	StateTarget st = {desc, -1};
+	StateTarget st = state_target(desc, -1);
 	bool		expired = false;
 
 	resetStringInfo(out);
@@ -786,13 +786,17 @@ ttl_state_sweep(void)
 	pass++;
 	for (int i = 0; i < n; i++)
 	{
+		int			slot;
+
 		if (descs[i].ttl == 0 || keyed_backend_by_id(descs[i].backend)->compact != NULL)
 			continue;
 		tracks[nt] = sweep_track(descs[i].id, pass);
-		targets[nt].desc = &live[nt];
-		targets[nt].slot = registry_find(descs[i].id, &live[nt]);
-		if (targets[nt].slot >= 0)
+		slot = registry_find(descs[i].id, &live[nt]);
+		if (slot >= 0)
+		{
+			targets[nt] = state_target(&live[nt], slot);
 			nt++;
+		}
 	}
 	sweep_forget(pass);
 

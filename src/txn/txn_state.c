@@ -152,12 +152,10 @@ pend_state(const StateTarget *st, bool create)
 	ps = MemoryContextAllocZero(TopTransactionContext, sizeof(PendState));
 	ps->state_id = st->desc->id;
 	ps->desc = *st->desc;
-	ps->target.desc = &ps->desc;
-	ps->target.slot = st->slot;
+	ps->target = state_target(&ps->desc, st->slot);
 	ps->quiet = *st->desc;
 	ps->quiet.logged = false;
-	ps->quiet_target.desc = &ps->quiet;
-	ps->quiet_target.slot = st->slot;
+	ps->quiet_target = state_target(&ps->quiet, st->slot);
 	ps->inner = keyed_state_ops_applied(st->desc);
 	ps->next = states;
 	states = ps;

@@ -69,8 +69,8 @@ for my $case (
 	[ 'a bad name', "test_provider.name = 'Bad-Name'", qr/invalid state backend name "Bad-Name"/ ],
 	[ 'another API version', "test_provider.api_version = 3",
 	  qr/state backend "test_provider" was built for provider API version 3, this server offers version \d+/ ],
-	[ 'a StateDesc of another size', "test_provider.desc_short = 8",
-	  qr/state backend "test_provider" was built with another layout of provider API version \d+\n.*DETAIL:  Its StateDesc has (\d+) bytes, this server's has (\d+)\./ ])
+	[ 'a StateInfo of another size', "test_provider.info_short = 8",
+	  qr/state backend "test_provider" was built with another layout of provider API version \d+\n.*DETAIL:  Its StateInfo has (\d+) bytes, this server's has (\d+)\./ ])
 {
 	my ($what, $setting, $message) = @$case;
 	my $conf = $node->data_dir . '/postgresql.conf';

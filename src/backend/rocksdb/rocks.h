@@ -9,8 +9,12 @@
 
 #include "api/state_backend_api.h"
 
-/* The rocksdb provider (rocks_provider.c); sets up its session hooks. */
-extern const StateBackendProvider *rocks_provider(void);
+/*
+ * The rocksdb provider (rocks_provider.c), which reaches the host through
+ * the services it is given, as any library's backend; sets up its session
+ * hooks.
+ */
+extern const StateBackendProvider *rocks_provider(const StateBackendHost *host);
 
 /*
  * A transactional commit's writes to rocksdb states, staged (rocks_client.c):

@@ -37,7 +37,6 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/key_group.h"
-#include "common/settings.h"
 
 #define CACHE_WAYS			8
 #define CACHE_SLOT_DATA		112

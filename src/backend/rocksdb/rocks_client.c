@@ -23,8 +23,6 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "format/records.h"
-#include "format/state_wal.h"
-#include "ipc/channel.h"
 
 static ExecutorEnd_hook_type prev_executor_end = NULL;
 
@@ -36,9 +34,9 @@ static ExecutorEnd_hook_type prev_executor_end = NULL;
 static void
 rc_send_call(RocksReqKind op, const char *payload, uint32 len, StringInfo reply, bool long_running)
 {
-	if (!channel_is_worker())
+	if (!rocks_host->in_worker())
 	{
-		channel_call(STATE_BACKEND_ROCKSDB_ID, op, payload, len, reply, long_running);
+		rocks_host->channel_call(STATE_BACKEND_ROCKSDB_ID, op, payload, len, reply, long_running);
 		return;
 	}
 	resetStringInfo(reply);
@@ -71,7 +69,7 @@ rc_post_staged(RocksReqKind op, const char *payload, uint32 len)
 	appendBinaryStringInfo(&req, (const char *) &stage_header, sizeof(stage_header));
 	appendBinaryStringInfo(&req, (const char *) &kind, sizeof(kind));
 	appendBinaryStringInfo(&req, payload, len);
-	channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE, req.data, req.len);
+	rocks_host->channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE, req.data, req.len);
 	pfree(req.data);
 	stage_header.count++;		/* told to the worker in the prepare */
 }
@@ -91,7 +89,7 @@ rc_staged_write(RocksReqKind op)
 bool
 rocks_client_stage_begin(uint32 stage, uint64 fxid)
 {
-	if (channel_is_worker())
+	if (rocks_host->in_worker())
 		return false;
 	memset(&stage_header, 0, sizeof(stage_header));
 	stage_header.stage = stage;
@@ -117,7 +115,7 @@ rocks_client_stage_prepare(void)
 	StringInfoData reply;
 
 	initStringInfo(&reply);
-	channel_call(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_PREPARE,
+	rocks_host->channel_call(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_PREPARE,
 				 (const char *) &stage_header, sizeof(stage_header), &reply, true);
 	pfree(reply.data);
 }
@@ -126,9 +124,9 @@ rocks_client_stage_prepare(void)
 void
 rocks_client_stage_apply(void)
 {
-	channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_APPLY,
+	rocks_host->channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_APPLY,
 				 (const char *) &stage_header, sizeof(stage_header));
-	channel_wake_worker();
+	rocks_host->wake_worker();
 }
 
 static void
@@ -139,14 +137,18 @@ rc_send_post(RocksReqKind op, const char *payload, uint32 len)
 		rc_post_staged(op, payload, len);
 		return;
 	}
-	if (channel_is_worker())
+	if (rocks_host->in_worker())
 		rc_run_here(op, payload, len);
 	else
-		channel_post(STATE_BACKEND_ROCKSDB_ID, op, payload, len);
+		rocks_host->channel_post(STATE_BACKEND_ROCKSDB_ID, op, payload, len);
 }
 
-static int64
-rc_send_call_int64(RocksReqKind op, const char *payload, uint32 len, bool long_running)
+/*
+ * rocks_call_int64 sends a request whose reply is one int64 (run in place
+ * in the worker, where only data requests are).
+ */
+int64
+rocks_call_int64(RocksReqKind op, const char *payload, uint32 len, bool long_running)
 {
 	StringInfoData reply;
 	int64		n;
@@ -167,12 +169,12 @@ request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
 	RocksRequest h;
 
 	memset(&h, 0, sizeof(h));
-	h.state_id = st->desc->id;
+	h.state_id = st->info.id;
 	h.slot = st->slot;
-	h.kind = (uint8) st->desc->kind;
-	h.logged = st->desc->logged ? 1 : 0;
-	if (st->desc->logged)
-		state_wal_note_remote();
+	h.kind = (uint8) st->info.kind;
+	h.logged = st->info.logged ? 1 : 0;
+	if (st->info.logged)
+		rocks_host->remote_change();
 	h.key_group = key ? key->key_group : 0;
 	h.keylen = key ? key->len : 0;
 	initStringInfo(buf);
@@ -219,11 +221,11 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
 
-	if (rocks_cache_kind(st->desc->kind) && channel_posts_applied() && !channel_is_worker() &&
-		!(st->desc->ttl > 0 &&
-		  st->desc->ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP))
+	if (rocks_cache_kind(st->info.kind) && rocks_host->posts_applied() && !rocks_host->in_worker() &&
+		!(st->info.ttl > 0 &&
+		  st->info.ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP))
 	{
-		switch (rocks_cache_lookup(st->desc->id, key, out))
+		switch (rocks_cache_lookup(st->info.id, key, out))
 		{
 			case ROCKS_CACHE_FOUND:
 				return true;
@@ -283,7 +285,7 @@ rc_call_bool(RocksReqKind op, StringInfo req)
 static int64
 rc_call_int64(RocksReqKind op, StringInfo req, bool long_running)
 {
-	int64		n = rc_send_call_int64(op, req->data, req->len, long_running);
+	int64		n = rocks_call_int64(op, req->data, req->len, long_running);
 
 	pfree(req->data);
 	return n;
@@ -380,7 +382,7 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 		StringInfoData reply;
 
 		resetStringInfo(out);
-		keyed_fold_call(fn, st, key, found ? cur.data : NULL, found ? (uint32) cur.len : 0,
+		rocks_host->fold_call(fn, st, key, found ? cur.data : NULL, found ? (uint32) cur.len : 0,
 						value, len, out, arg);
 		initStringInfo(&reply);
 		rc_cas(st, key, NULL, 0, found ? cur.data : NULL, (uint32) cur.len,
@@ -549,7 +551,7 @@ rc_compact_status(const StateTarget *st, bool start)
 	request_begin(&req, st, NULL);
 	appendStringInfoChar(&req, start ? 1 : 0);
 	/* A list with a TTL: appended elements are merge operands (below). */
-	appendStringInfoChar(&req, st->desc->ttl > 0 && st->desc->kind == STATE_KIND_LIST ? 1 : 0);
+	appendStringInfoChar(&req, st->info.ttl > 0 && st->info.kind == STATE_KIND_LIST ? 1 : 0);
 	initStringInfo(&reply);
 	rc_send_call(ROCKS_REQ_COMPACT, req.data, req.len, &reply, false);
 	status = reply.len > 0 ? reply.data[0] : ROCKS_COMPACT_DONE;
@@ -614,7 +616,7 @@ rocks_client_sync_registry(void)
 	StringInfoData reply;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	if (channel_is_worker())
+	if (rocks_host->in_worker())
 	{
 		rocks_sync_registry();
 		return;
@@ -658,17 +660,17 @@ rc_drop(const StateTarget *st, bool confirm)
 	if (confirm)
 		rocks_client_sync_registry();
 	else
-		channel_wake_worker();
+		rocks_host->wake_worker();
 }
 
 /* A session's posted writes are applied (or have raised their error). */
 static void
 rc_flush(void)
 {
-	if (channel_is_worker())
+	if (rocks_host->in_worker())
 		rc_run_here(STATE_REQUEST_ROUND_END, NULL, 0);
 	else
-		channel_sync();
+		rocks_host->posts_sync();
 }
 
 /*
@@ -753,7 +755,7 @@ rocks_client_executor_end(QueryDesc *queryDesc)
 		prev_executor_end(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
-	channel_sync();
+	rocks_host->posts_sync();
 }
 
 static void
@@ -764,11 +766,11 @@ rocks_client_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
-			channel_sync();
+			rocks_host->posts_sync();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			channel_forget_pending();
+			rocks_host->posts_forget();
 			break;
 		default:
 			break;

@@ -22,8 +22,6 @@
 #include "utils/memutils.h"
 
 #include "backend/rocksdb/rocks_files.h"
-#include "common/progress.h"
-#include "common/settings.h"
 #include "common/signing.h"
 
 #define FILES_NAME		"FILES"
@@ -77,7 +75,7 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
 		}
 		while ((n = read(in, buf, COPY_CHUNK)) > 0)
 		{
-			progress_beat();
+			rocks_host->progress();
 			COMP_CRC32C(crc, buf, n);
 			if (digest)
 				file_digest_add(digest, buf, n);
@@ -241,15 +239,15 @@ rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
  * snapshot writer.
  */
 void
-rocks_files_write_list(CopiedFiles *cp, const StateDesc *desc,
+rocks_files_write_list(CopiedFiles *cp, const StateInfo *state,
 					   const rocksdb_livefiles_t *live, int64 entries, SnapshotWriter *w)
 {
 	StringInfoData lst;
 	char		family[32];
-	char	   *path = snapshot_writer_native_path(w, desc->id);
+	char	   *path = rocks_host->native_path(w, state->id);
 	struct stat st;
 
-	rocks_family_name(family, sizeof(family), desc);
+	rocks_family_name(family, sizeof(family), state);
 	initStringInfo(&lst);
 	appendStringInfo(&lst, "state_backend sst list\nfiles rocksdb/%s %s\nfamily %s\n",
 					 FILES_NAME, cp->files_sha256, family);
@@ -271,7 +269,7 @@ rocks_files_write_list(CopiedFiles *cp, const StateDesc *desc,
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not stat file \"%s\": %m", path)));
-	snapshot_writer_set_native(w, desc->id, st.st_size, entries, cp->written + st.st_size);
+	rocks_host->native_written(w, state->id, st.st_size, entries, cp->written + st.st_size);
 	cp->written = 0;
 	pfree(lst.data);
 	pfree(path);

@@ -51,7 +51,7 @@ extern void rocks_files_begin(CopiedFiles *cp);
 extern void rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
 							 const char *rdir, const char *shared_dir, const char *tag);
 extern void rocks_files_finish(CopiedFiles *cp, const char *dir);
-extern void rocks_files_write_list(CopiedFiles *cp, const StateDesc *desc,
+extern void rocks_files_write_list(CopiedFiles *cp, const StateInfo *state,
 								   const rocksdb_livefiles_t *live, int64 entries,
 								   SnapshotWriter *w);
 

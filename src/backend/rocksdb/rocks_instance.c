@@ -25,12 +25,6 @@
 #include "utils/memutils.h"
 
 #include "backend/rocksdb/rocks_internal.h"
-#include "catalog/registry.h"
-#include "common/progress.h"
-#include "common/settings.h"
-#include "format/desc_image.h"
-#include "format/state_wal.h"
-#include "ipc/channel.h"
 
 RocksInstance rocks = {0};
 
@@ -41,7 +35,9 @@ typedef struct RocksFamily
 	rocksdb_column_family_handle_t *handle;
 	bool		persisted;		/* its descriptor is in the default family */
 	bool		unadopted;		/* stored, but not in the registry: left alone */
-	StateDesc	desc;			/* as persisted */
+	char	   *image;			/* its descriptor as persisted (the host's
+								 * image, in TopMemoryContext), or NULL */
+	uint32		image_len;
 	char		name[32];		/* rocks_ttl.c: rocks_family_name */
 } RocksFamily;
 
@@ -110,7 +106,7 @@ mark_loading(bool on)
 static void
 record_key_groups(void)
 {
-	int32		n = state_backend_max_parallelism;
+	int32		n = (*rocks_host->max_parallelism);
 	char	   *err = NULL;
 
 	rocksdb_put_cf(rocks.db, rocks.wopts, rocks.deflt, KEY_GROUPS_KEY, strlen(KEY_GROUPS_KEY),
@@ -134,7 +130,7 @@ check_key_groups(void)
 		memcpy(&n, v, sizeof(n));
 	if (v != NULL)
 		rocksdb_free(v);
-	if (n > 0 && n != state_backend_max_parallelism)
+	if (n > 0 && n != (*rocks_host->max_parallelism))
 		written_key_groups = n;
 	else if (n == 0)
 		record_key_groups();
@@ -358,6 +354,7 @@ rocks_open(void)
 			continue;
 		f = hash_search(families, &id, HASH_ENTER, &found);
 		f->handle = handles[i];
+		f->image = NULL;
 		f->persisted = false;
 		f->unadopted = false;
 		strlcpy(f->name, names[i], sizeof(f->name));
@@ -392,7 +389,7 @@ rocks_flush_all(void)
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
 	{
-		progress_beat();
+		rocks_host->progress();
 		rocksdb_flush_cf(rocks.db, rocks.flushopts, f->handle, &err);
 		if (err)
 		{
@@ -437,7 +434,11 @@ rocks_close(void)
 	/* Every column family handle goes before the instance. */
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
+	{
 		rocksdb_column_family_handle_destroy(f->handle);
+		if (f->image)
+			pfree(f->image);
+	}
 	hash_destroy(families);
 	families = NULL;
 	if (rocks.deflt)
@@ -455,22 +456,51 @@ desc_key(uint32 id, char *buf, Size len)
 	snprintf(buf, len, DESC_KEY_PREFIX "%08x", id);
 }
 
+/* family_keep_image remembers the descriptor image a family's state has stored. */
 static void
-family_persist(RocksFamily *f, const StateDesc *desc)
+family_keep_image(RocksFamily *f, const char *image, uint32 len)
+{
+	if (f->image)
+		pfree(f->image);
+	f->image = MemoryContextAlloc(TopMemoryContext, Max(len, 1));
+	memcpy(f->image, image, len);
+	f->image_len = len;
+	f->persisted = true;
+}
+
+static void
+family_persist(RocksFamily *f, const StringInfo image)
 {
 	char		key[32];
 	char	   *err = NULL;
-	StringInfoData img;
 
 	desc_key(f->id, key, sizeof(key));
-	initStringInfo(&img);
-	state_desc_image_put(&img, desc);
 	rocksdb_put_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key),
-				   img.data, img.len, &err);
-	pfree(img.data);
+				   image->data, image->len, &err);
 	rocks_check(err, "store a state descriptor");
-	f->desc = *desc;
-	f->persisted = true;
+	family_keep_image(f, image->data, (uint32) image->len);
+}
+
+/*
+ * family_sync stores the descriptor of a family's state when it is new or
+ * changed, as the host gives it to keep (a state a restore is still filling
+ * waits).  False when the state is gone.
+ */
+static bool
+family_sync(RocksFamily *f)
+{
+	StringInfoData image;
+	bool		hidden;
+	bool		live;
+
+	initStringInfo(&image);
+	live = rocks_host->state_stored(f->id, &image, &hidden);
+	if (live && !hidden &&
+		(!f->persisted || f->image_len != (uint32) image.len ||
+		 memcmp(f->image, image.data, image.len) != 0))
+		family_persist(f, &image);
+	pfree(image.data);
+	return live;
 }
 
 static void
@@ -491,6 +521,8 @@ family_drop(RocksFamily *f)
 	rocks_cache_forget_state(id);
 	rocks_check(err, "drop a column family");
 	rocksdb_column_family_handle_destroy(f->handle);
+	if (f->image)
+		pfree(f->image);
 	hash_search(families, &id, HASH_REMOVE, NULL);
 }
 
@@ -503,7 +535,7 @@ rocks_family(uint32 id, int slot)
 {
 	RocksFamily *f;
 	bool		found;
-	StateDesc	desc;
+	StateInfo	info;
 	bool		hidden;
 	char		name[32];
 	char	   *err = NULL;
@@ -512,7 +544,7 @@ rocks_family(uint32 id, int slot)
 	f = hash_search(families, &id, HASH_FIND, NULL);
 	if (f && !f->unadopted)
 		return f->handle;
-	if (!registry_get(slot, id, &desc, &hidden))
+	if (!rocks_host->state_get(slot, id, &info, &hidden))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("state was dropped while this statement used it")));
@@ -523,10 +555,10 @@ rocks_family(uint32 id, int slot)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("rocksdb states cannot be created: the rocksdb instance holds keys of %d key groups, and state_backend.max_parallelism is %d",
-						written_key_groups, state_backend_max_parallelism),
+						written_key_groups, (*rocks_host->max_parallelism)),
 				 errhint("Set state_backend.max_parallelism back to %d and restart the server.",
 						 written_key_groups)));
-	rocks_family_name(name, sizeof(name), &desc);
+	rocks_family_name(name, sizeof(name), &info);
 	if (load_running && !loading_marked)
 		mark_loading(true);
 	f = hash_search(families, &id, HASH_ENTER, &found);
@@ -534,11 +566,12 @@ rocks_family(uint32 id, int slot)
 	if (err)
 		hash_search(families, &id, HASH_REMOVE, NULL);
 	rocks_check(err, "create a column family");
+	f->image = NULL;
 	f->persisted = false;
 	f->unadopted = false;
 	strlcpy(f->name, name, sizeof(f->name));
 	if (!hidden)
-		family_persist(f, &desc);
+		(void) family_sync(f);
 	return f->handle;
 }
 
@@ -552,7 +585,7 @@ rocks_sync_registry(void)
 {
 	HASH_SEQ_STATUS seq;
 	RocksFamily *f;
-	uint64		version = registry_version();
+	uint64		version = rocks_host->states_version();
 	uint32	   *gone;
 	int			ngone = 0;
 
@@ -562,16 +595,11 @@ rocks_sync_registry(void)
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
 	{
-		StateDesc	desc;
-		bool		hidden;
-
 		if (f->unadopted)
 			continue;
 		/* A restore's publication is stored once it is durable in WAL. */
-		if (!registry_get_stored(f->id, &desc, &hidden))
+		if (!family_sync(f))
 			gone[ngone++] = f->id;
-		else if (!hidden && (!f->persisted || memcmp(&desc, &f->desc, sizeof(StateDesc)) != 0))
-			family_persist(f, &desc);
 	}
 	for (int i = 0; i < ngone; i++)
 	{
@@ -655,21 +683,21 @@ rocks_adopt_states(void)
 		size_t		vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
 		const char *v = rocksdb_iter_value(it, &vlen);
-		StateDesc	desc;
+		StateInfo	info;
+		const char *problem;
 		uint32		id;
 		char		expected[32];
 
 		if (klen < strlen(DESC_KEY_PREFIX) || memcmp(k, DESC_KEY_PREFIX, strlen(DESC_KEY_PREFIX)) != 0)
 			break;
 		/* Older descriptors (the struct as stored) lack what came later. */
-		if (!state_desc_image_get(&desc, v, vlen))
+		if (vlen > PG_UINT32_MAX || !rocks_host->image_info(v, (uint32) vlen, &info, &problem))
 			continue;
-		id = desc.id;
+		id = info.id;
 		f = hash_search(families, &id, HASH_FIND, NULL);
 		if (f == NULL)
 			continue;
-		f->persisted = true;
-		f->desc = desc;
+		family_keep_image(f, v, (uint32) vlen);
 		if (written_key_groups > 0)
 		{
 			/* Its keys are under other key groups: keep them, unused. */
@@ -677,8 +705,8 @@ rocks_adopt_states(void)
 			nforeign++;
 			continue;
 		}
-		rocks_family_name(expected, sizeof(expected), &desc);
-		if (state_desc_problem(&desc, state_backend_max_parallelism) != NULL ||
+		rocks_family_name(expected, sizeof(expected), &info);
+		if (problem != NULL ||
 			strcmp(f->name, expected) != 0)
 		{
 			/* Read in the wrong layout, its values would be lost: keep them. */
@@ -690,11 +718,11 @@ rocks_adopt_states(void)
 			continue;
 		}
 		/* A state that does not fit (max_states) keeps its data on disk. */
-		f->unadopted = !registry_adopt(&desc);
+		f->unadopted = !rocks_host->adopt(v, (uint32) vlen);
 		if (f->unadopted)
 			ereport(WARNING,
 					(errmsg("state \"%s\" of the rocksdb backend does not fit in state_backend.max_states",
-							NameStr(desc.name)),
+							NameStr(info.name)),
 					 errdetail("Its data stays on disk."),
 					 errhint("Raise state_backend.max_states and restart the server.")));
 	}
@@ -705,11 +733,11 @@ rocks_adopt_states(void)
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
 		if (f->unadopted)
-			registry_reserve_id(f->id);
+			rocks_host->reserve_id(f->id);
 	if (nforeign > 0)
 		ereport(WARNING,
 				(errmsg("%d rocksdb states are not loaded: their keys are stored under %d key groups, and state_backend.max_parallelism is %d",
-						nforeign, written_key_groups, state_backend_max_parallelism),
+						nforeign, written_key_groups, (*rocks_host->max_parallelism)),
 				 errdetail("Their data stays on disk, unused, and no rocksdb state can be created meanwhile."),
 				 errhint("Set state_backend.max_parallelism back to %d and restart the server; to change it, move the states with a canonical snapshot first.",
 						 written_key_groups)));
@@ -726,7 +754,7 @@ rocks_adopt_states(void)
 		f = hash_search(families, &orphans[i], HASH_FIND, NULL);
 		family_drop(f);
 	}
-	synced_version = registry_version();
+	synced_version = rocks_host->states_version();
 	states_adopted = true;
 	return true;
 }
@@ -747,7 +775,7 @@ void
 rocks_commit(void)
 {
 	char	   *err = NULL;
-	XLogRecPtr	lsn = Max(rocks.batch_lsn, state_wal_replaying());
+	XLogRecPtr	lsn = Max(rocks.batch_lsn, rocks_host->replaying());
 	uint64		stamp = 0;
 
 	/* A staged commit's writes gather into one batch (rocks_stage.c). */
@@ -783,8 +811,8 @@ rocks_commit(void)
 	if (lsn != InvalidXLogRecPtr)
 		rocks.applied_lsn = (XLogRecPtr) stamp;
 	/* The session whose writes these were waits for their WAL at commit. */
-	if (lsn != InvalidXLogRecPtr && state_wal_replaying() == InvalidXLogRecPtr)
-		channel_worker_note_lsn(lsn);
+	if (lsn != InvalidXLogRecPtr && rocks_host->replaying() == InvalidXLogRecPtr)
+		rocks_host->applied_lsn(lsn);
 }
 
 /*
@@ -887,7 +915,7 @@ rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 			const char *v;
 
 			if ((++n & 4095) == 0)
-				progress_beat();
+				rocks_host->progress();
 
 			if (to && memcmp(k, to, Min(klen, tolen)) >= 0 &&
 				(memcmp(k, to, Min(klen, tolen)) > 0 || klen >= tolen))

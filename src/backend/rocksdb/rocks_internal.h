@@ -16,7 +16,6 @@
 
 #include "backend/keyed_backend.h"
 #include "backend/rocksdb/rocks.h"
-#include "ipc/channel.h"
 
 /*
  * What sessions ask the state worker about rocksdb states (the kind of a
@@ -48,6 +47,28 @@ typedef enum RocksReqKind
 	ROCKS_REQ_STAGE_PREPARE,	/* make them durable, before the commit record */
 	ROCKS_REQ_STAGE_APPLY		/* apply them at once, after it */
 } RocksReqKind;
+
+/* Its settings (rocks_options.c). */
+extern char *state_backend_rocksdb_dir;
+extern bool state_backend_rocksdb_sync;
+extern int	state_backend_rocksdb_cache_mb;
+extern int	state_backend_rocksdb_shared_cache_kb;
+extern int	state_backend_rocksdb_write_buffer_mb;
+extern void rocks_define_settings(void);
+
+/* The host's services (rocks_provider.c). */
+extern const StateBackendHost *rocks_host;
+
+/* Sessions' requests to the worker (rocks_client.c). */
+extern int64 rocks_call_int64(RocksReqKind op, const char *payload, uint32 len,
+							  bool long_running);
+
+/* Fault points (state_backend.fault_points) through the host. */
+#define FAULT_POINT_HOST(name) \
+	do { \
+		if (unlikely(*rocks_host->faults_armed)) \
+			rocks_host->fault_point(name); \
+	} while (0)
 
 /* The shared cache of entries sessions read in place (rocks_cache.c). */
 extern Size rocks_cache_shmem_size(void);
@@ -169,7 +190,7 @@ extern void rocks_cache_clear(void);
 
 /* rocks_ttl.c */
 extern void rocks_ttl_make_options(void);
-extern void rocks_family_name(char *buf, size_t size, const StateDesc *desc);
+extern void rocks_family_name(char *buf, size_t size, const StateInfo *state);
 extern bool rocks_family_id(const char *name, uint32 *id);
 extern rocksdb_options_t *rocks_family_options(const char *name);
 

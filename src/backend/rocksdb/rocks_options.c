@@ -10,11 +10,76 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include "utils/guc.h"
+
 #include "backend/rocksdb/rocks_internal.h"
-#include "common/settings.h"
+
+/* The rocksdb backend's settings (state_backend.rocksdb_*). */
+char	   *state_backend_rocksdb_dir = NULL;
+bool		state_backend_rocksdb_sync = false;
+int			state_backend_rocksdb_cache_mb = 64;
+int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
+int			state_backend_rocksdb_write_buffer_mb = 64;
+
+/* rocks_define_settings defines them, from _PG_init (rocks_provider). */
+void
+rocks_define_settings(void)
+{
+	DefineCustomStringVariable("state_backend.rocksdb_dir",
+							   "Working directory of the RocksDB instance that holds rocksdb states.",
+							   "Relative paths are under the data directory.",
+							   &state_backend_rocksdb_dir,
+							   "pg_state_backend/rocksdb",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.rocksdb_sync",
+							 "Flush RocksDB's write-ahead log to disk (fsync) at every write batch.",
+							 "Off: a crash of the operating system may lose the last writes; a crash of the server loses nothing.",
+							 &state_backend_rocksdb_sync,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_cache_size",
+							"Block cache of the RocksDB instance.",
+							NULL,
+							&state_backend_rocksdb_cache_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",
+							"Shared memory for recently read or written entries of rocksdb value and reducing states, which sessions read without asking the state worker.",
+							"0 turns the cache off.",
+							&state_backend_rocksdb_shared_cache_kb,
+							32 * 1024,
+							0,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_write_buffer_size",
+							"Memory for RocksDB's write buffers (memtables), all rocksdb states together.",
+							NULL,
+							&state_backend_rocksdb_write_buffer_mb,
+							64,
+							1,
+							INT_MAX / 2,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+}
 
 /*
  * The list merge operator: a list's image is its elements back to back, so
@@ -149,7 +214,7 @@ static void
 rocks_track_blocks(void)
 {
 	static int	level = rocksdb_uninitialized;
-	int			want = state_backend_track_stats ? rocksdb_enable_count : rocksdb_disable;
+	int			want = (*rocks_host->track_stats) ? rocksdb_enable_count : rocksdb_disable;
 
 	if (level != want)
 	{

@@ -69,9 +69,13 @@ static const StateBackendProvider rocks_provider_def = {
 	.handle_request = rp_handle_request,
 };
 
+const StateBackendHost *rocks_host = NULL;
+
 const StateBackendProvider *
-rocks_provider(void)
+rocks_provider(const StateBackendHost *host)
 {
+	rocks_host = host;
+	rocks_define_settings();
 	rocks_client_init();
 	return &rocks_provider_def;
 }

@@ -18,10 +18,8 @@
 
 #include "backend/rocksdb/rocks_internal.h"
 #include "common/codec.h"
-#include "common/fault.h"
 #include "common/fold.h"
 #include "format/records.h"
-#include "format/state_wal.h"
 
 typedef struct Request
 {
@@ -59,11 +57,21 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 			const char *value, uint32 len, bool isnull)
 {
 	XLogRecPtr	end;
+	StateTarget st;
+	StateKey	key;
 
 	if (!r->h.logged)
 		return;
-	end = state_wal_log(kind, r->h.state_id, r->key, r->h.keylen, mkey, mkeylen,
-						value, len, isnull);
+	memset(&st, 0, sizeof(st));
+	st.info.id = r->h.state_id;
+	st.info.logged = true;
+	st.slot = r->h.slot;
+	memset(&key, 0, sizeof(key));
+	key.data = r->key;
+	key.len = r->h.keylen;
+	key.key_group = r->h.key_group;
+	end = rocks_host->log_change(&st, kind, &key,
+								 mkey, mkeylen, value, len, isnull);
 	if (end > rocks.batch_lsn)
 		rocks.batch_lsn = end;
 }
@@ -325,9 +333,9 @@ handle_cas(Request *r, StringInfo reply)
 		{
 			rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
 			if (entry)
-				request_log(r, STATE_WAL_MAP_REMOVE, c.mkey, c.mkeylen, NULL, 0, false);
+				request_log(r, STATE_CHANGE_MAP_REMOVE, c.mkey, c.mkeylen, NULL, 0, false);
 			else
-				request_log(r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+				request_log(r, STATE_CHANGE_REMOVE, NULL, 0, NULL, 0, false);
 			rocks_commit();
 		}
 	}
@@ -338,7 +346,7 @@ handle_cas(Request *r, StringInfo reply)
 		initStringInfo(&v);
 		rocks_map_value(&v, c.image, c.imagelen);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, v.data, v.len);
-		request_log(r, STATE_WAL_MAP_PUT, c.mkey, c.mkeylen, c.image, c.imagelen, false);
+		request_log(r, STATE_CHANGE_MAP_PUT, c.mkey, c.mkeylen, c.image, c.imagelen, false);
 		rocks_commit();
 		pfree(v.data);
 	}
@@ -346,7 +354,7 @@ handle_cas(Request *r, StringInfo reply)
 	{
 		request_cache_write(r, c.image, c.imagelen);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, c.image, c.imagelen);
-		request_log(r, STATE_WAL_PUT, NULL, 0, c.image, c.imagelen, false);
+		request_log(r, STATE_CHANGE_PUT, NULL, 0, c.image, c.imagelen, false);
 		rocks_commit();
 	}
 	reply_bool(reply, same);
@@ -411,7 +419,7 @@ handle_fold(Request *r, StringInfo reply)
 	}
 	request_cache_write(r, reply->data, reply->len);
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
-	request_log(r, STATE_WAL_PUT, NULL, 0, reply->data, reply->len, false);
+	request_log(r, STATE_CHANGE_PUT, NULL, 0, reply->data, reply->len, false);
 	rocks_commit();
 }
 
@@ -475,7 +483,7 @@ handle_map_put(Request *r)
 
 		rocks_map_value_read(r->rest + sizeof(uint32) + mklen,
 							 r->restlen - sizeof(uint32) - mklen, &value, &vlen);
-		request_log(r, STATE_WAL_MAP_PUT, r->rest + sizeof(uint32), mklen,
+		request_log(r, STATE_CHANGE_MAP_PUT, r->rest + sizeof(uint32), mklen,
 					value, vlen, value == NULL);
 	}
 	pfree(k.data);
@@ -493,7 +501,7 @@ handle_map_remove(Request *r, StringInfo reply)
 	{
 		rocksdb_free(v);
 		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
-		request_log(r, STATE_WAL_MAP_REMOVE, r->rest, r->restlen, NULL, 0, false);
+		request_log(r, STATE_CHANGE_MAP_REMOVE, r->rest, r->restlen, NULL, 0, false);
 		rocks_commit();
 	}
 	reply_bool(reply, v != NULL);
@@ -675,7 +683,7 @@ handle_truncate(Request *r, StringInfo reply)
 	if (r->h.logged)
 	{
 		/* Logged after it is done: applying it again is harmless. */
-		request_log(r, STATE_WAL_TRUNCATE, NULL, 0, NULL, 0, false);
+		request_log(r, STATE_CHANGE_TRUNCATE, NULL, 0, NULL, 0, false);
 		rocks_commit();
 	}
 	reply_int64(reply, n);
@@ -756,7 +764,7 @@ handle_remove(Request *r, StringInfo reply)
 	{
 		request_cache_write(r, NULL, 0);
 		key_delete(r);
-		request_log(r, STATE_WAL_REMOVE, NULL, 0, NULL, 0, false);
+		request_log(r, STATE_CHANGE_REMOVE, NULL, 0, NULL, 0, false);
 		rocks_commit();
 	}
 	else
@@ -821,7 +829,7 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	}
 	if (op_writes(op))
 	{
-		FAULT_POINT("write.rocksdb_request");
+		FAULT_POINT_HOST("write.rocksdb_request");
 		check_space_now_and_then();
 	}
 	request_parse(payload, len, &r);
@@ -838,12 +846,12 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
 			}
-			request_log(&r, STATE_WAL_PUT, NULL, 0, r.rest, r.restlen, false);
+			request_log(&r, STATE_CHANGE_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case ROCKS_REQ_APPEND:
 			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										r.rest, r.restlen);
-			request_log(&r, STATE_WAL_APPEND, NULL, 0, r.rest, r.restlen, false);
+			request_log(&r, STATE_CHANGE_APPEND, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case ROCKS_REQ_MAP_PUT:
 			handle_map_put(&r);

@@ -34,10 +34,6 @@
 
 #include "backend/rocksdb/rocks_files.h"
 #include "backend/rocksdb/rocks_internal.h"
-#include "catalog/registry.h"
-#include "ipc/channel.h"
-#include "common/progress.h"
-#include "common/settings.h"
 #include "format/records.h"
 
 /* The staging checkpoint of the running snapshot, opened read-only. */
@@ -141,14 +137,14 @@ family_of(Staging *s, uint32 id, const char **name)
 static void
 check_family_name(const char *name, uint32 from_id, uint32 to_id, int to_slot)
 {
-	StateDesc	d;
+	StateInfo	info;
 	bool		hidden;
 	char		expected[32];
 
-	if (!registry_get(to_slot, to_id, &d, &hidden))
+	if (!rocks_host->state_get(to_slot, to_id, &info, &hidden))
 		return;					/* dropped meanwhile: rocks_family said so */
-	d.id = from_id;
-	rocks_family_name(expected, sizeof(expected), &d);
+	info.id = from_id;
+	rocks_family_name(expected, sizeof(expected), &info);
 	if (strcmp(name, expected) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -250,8 +246,8 @@ collect_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
  * (format/records.h), a map's entries gathered into its image.
  */
 static void
-rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
-					   int ndescs, int key_group, StringInfo out)
+rocks_snapshot_collect(int64 id, const StateInfo *states, const bool *collect,
+					   int nstates, int key_group, StringInfo out)
 {
 	Collect		c;
 	StringInfoData from;
@@ -263,18 +259,18 @@ rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
 	initStringInfo(&to);
 	rocks_key_group_range(key_group, &from, &to);
 	rocks_rows_init(&c.rows);
-	for (int i = 0; i < ndescs; i++)
+	for (int i = 0; i < nstates; i++)
 	{
 		rocksdb_column_family_handle_t *cf;
 
 		if (!collect[i])
 			continue;
-		cf = family_of(&staging, descs[i].id, NULL);
+		cf = family_of(&staging, states[i].id, NULL);
 		if (cf == NULL)
 			continue;			/* never written to: empty */
 		c.out = out;
-		c.state_id = descs[i].id;
-		c.map = descs[i].kind == STATE_KIND_MAP;
+		c.state_id = states[i].id;
+		c.map = states[i].kind == STATE_KIND_MAP;
 		rocks_scan(staging.db, staging.ropts, cf, from.data, from.len,
 				   to.data, to.len, collect_entry, &c);
 		if (c.map)
@@ -299,7 +295,7 @@ rocks_snapshot_collect(int64 id, const StateDesc *descs, const bool *collect,
  */
 static void
 rocks_snapshot_write_native(int64 id, const char *dir, const char *shared_dir,
-							const StateDesc *descs, const bool *mine, int ndescs,
+							const StateInfo *states, const bool *mine, int nstates,
 							SnapshotWriter *w, bool *reused)
 {
 	char		rdir[MAXPGPATH];
@@ -326,26 +322,26 @@ rocks_snapshot_write_native(int64 id, const char *dir, const char *shared_dir,
 	{
 		if (de->d_name[0] == '.')
 			continue;
-		progress_yield();
+		rocks_host->yield();
 		rocks_files_copy(&cp, staging.dir, de->d_name, rdir, shared_dir, tag);
-		progress_yield();
+		rocks_host->yield();
 	}
 	FreeDir(d);
 	rocks_files_finish(&cp, dir);
 
 	live = rocksdb_livefiles(staging.db);
-	for (int i = 0; i < ndescs; i++)
+	for (int i = 0; i < nstates; i++)
 	{
 		rocksdb_column_family_handle_t *h;
 		int64		entries = 0;
 
 		if (!mine[i])
 			continue;
-		h = family_of(&staging, descs[i].id, NULL);
+		h = family_of(&staging, states[i].id, NULL);
 		if (h)
 			entries = rocks_count_keys(staging.db, staging.ropts, h,
-									   descs[i].kind == STATE_KIND_MAP);
-		rocks_files_write_list(&cp, &descs[i], live, entries, w);
+									   states[i].kind == STATE_KIND_MAP);
+		rocks_files_write_list(&cp, &states[i], live, entries, w);
 	}
 	rocksdb_livefiles_destroy(live);
 	snprintf(rdir, sizeof(rdir), "%s/rocksdb", dir);
@@ -489,7 +485,7 @@ read_native_on_exit(int code, Datum arg)
  * entries read.
  */
 static int64
-rocks_snapshot_read_native(const char *snapdir, const StateDesc *desc, StateEntryFn fn, void *arg)
+rocks_snapshot_read_native(const char *snapdir, const StateInfo *state, StateEntryFn fn, void *arg)
 {
 	char		what[32];
 	char		expected[32];
@@ -529,13 +525,13 @@ rocks_snapshot_read_native(const char *snapdir, const StateDesc *desc, StateEntr
 		}
 		PG_END_TRY();
 		/* Its family must be named as the MANIFEST describes the state. */
-		cf = family_of(&reading, desc->id, &name);
-		rocks_family_name(expected, sizeof(expected), desc);
+		cf = family_of(&reading, state->id, &name);
+		rocks_family_name(expected, sizeof(expected), state);
 		if (cf != NULL && strcmp(name, expected) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("snapshot's RocksDB files hold state %u as column family \"%s\", not \"%s\"",
-							desc->id, name, expected)));
+							state->id, name, expected)));
 		if (cf != NULL)
 		{
 			r.family = name;
@@ -672,14 +668,14 @@ rocks_snapshot_restore_native(const char *snapdir, const NativeRestoreItem *item
 	int32		count = nitems;
 	int64		total;
 
-	if (channel_is_worker())
+	if (rocks_host->in_worker())
 		return rocks_restore_native(snapdir, items, nitems);
 	initStringInfo(&req);
 	appendBinaryStringInfo(&req, (const char *) &dirlen, sizeof(uint32));
 	appendBinaryStringInfo(&req, snapdir, dirlen);
 	appendBinaryStringInfo(&req, (const char *) &count, sizeof(int32));
 	appendBinaryStringInfo(&req, (const char *) items, sizeof(NativeRestoreItem) * nitems);
-	total = channel_call_int64(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_RESTORE_NATIVE, req.data, req.len, true);
+	total = rocks_call_int64(ROCKS_REQ_RESTORE_NATIVE, req.data, req.len, true);
 	pfree(req.data);
 	return total;
 }
@@ -709,7 +705,7 @@ rocks_handle_restore(const char *payload, uint32 len, StringInfo reply)
 		   sizeof(NativeRestoreItem) * n);
 	for (int i = 0; i < n; i++)
 		if (items[i].kg_first < 0 || items[i].kg_first > items[i].kg_last ||
-			items[i].kg_last >= state_backend_max_parallelism)
+			items[i].kg_last >= (*rocks_host->max_parallelism))
 			elog(ERROR, "state_backend: malformed restore request");
 	total = rocks_restore_native(dir, items, n);
 	appendBinaryStringInfo(reply, (const char *) &total, sizeof(total));

@@ -51,8 +51,6 @@
 
 #include "backend/rocksdb/rocks.h"
 #include "backend/rocksdb/rocks_internal.h"
-#include "catalog/registry.h"
-#include "common/fault.h"
 
 #define INTENT_PREFIX	"txn_intent:"
 #define INTENT_PREFIX_LEN	(sizeof(INTENT_PREFIX) - 1)
@@ -238,11 +236,11 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 			if (fix_slots)
 			{
 				RocksRequest h;
-				StateDesc	d;
+				StateInfo	info;
 				int			slot;
 
 				memcpy(&h, req, sizeof(h));
-				slot = registry_find(h.state_id, &d);
+				slot = rocks_host->state_find(h.state_id, &info);
 				if (slot < 0)
 				{
 					skipped++;
@@ -253,7 +251,7 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 				memcpy(req, data + off - rlen, rlen);
 				memcpy(req, &h, sizeof(h));
 			}
-			FAULT_POINT("apply.rocksdb_stage_write");
+			FAULT_POINT_HOST("apply.rocksdb_stage_write");
 			resetStringInfo(&reply);
 			(void) rocks_handle_request((RocksReqKind) kind, req, rlen, &reply);
 		}
@@ -271,7 +269,7 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 	}
 	PG_END_TRY();
 	rocks_commit_held = false;
-	FAULT_POINT("apply.rocksdb_stage_before_write");
+	FAULT_POINT_HOST("apply.rocksdb_stage_before_write");
 	rocks_commit();
 	pfree(reply.data);
 	return skipped;
@@ -384,7 +382,7 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				rocksdb_writeoptions_t *sync = rocksdb_writeoptions_create();
 				char	   *err = NULL;
 
-				FAULT_POINT("commit.rocksdb_stage_prepare");
+				FAULT_POINT_HOST("commit.rocksdb_stage_prepare");
 				if (s->count != h.count)
 				{
 					uint32		held = s->count;
@@ -465,15 +463,15 @@ rocks_stage_round(void)
 		}
 	}
 	if (receiving)
-		FAULT_POINT("commit.rocksdb_stage_receiving");
+		FAULT_POINT_HOST("commit.rocksdb_stage_receiving");
 	if (waiting)
-		FAULT_POINT("commit.rocksdb_stage_waiting");
+		FAULT_POINT_HOST("commit.rocksdb_stage_waiting");
 	for (int i = 0; i < n; i++)
 	{
 		s = hash_search(stages, &ids[i], HASH_FIND, NULL);
 		if (s == NULL)
 			continue;
-		FAULT_POINT("apply.rocksdb_stage_resolve");
+		FAULT_POINT_HOST("apply.rocksdb_stage_resolve");
 		stage_resolve(s, s->prepared && xact_committed(s->fxid));
 	}
 }
@@ -607,7 +605,7 @@ rocks_stage_recover(void)
 
 		if (xact_running(in->fxid) && intent_keep(in))
 			continue;
-		FAULT_POINT("apply.rocksdb_stage_recover");
+		FAULT_POINT_HOST("apply.rocksdb_stage_recover");
 		if (xact_committed(in->fxid))
 		{
 			int			skipped = apply_writes(in->data, in->len, in->fxid, true);

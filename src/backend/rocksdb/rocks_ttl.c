@@ -114,14 +114,14 @@ rocks_ttl_make_options(void)
 
 /* rocks_family_name writes the name of a state's column family. */
 void
-rocks_family_name(char *buf, size_t size, const StateDesc *desc)
+rocks_family_name(char *buf, size_t size, const StateInfo *state)
 {
-	if (desc->ttl == 0)
-		snprintf(buf, size, "s%u", desc->id);
+	if (state->ttl == 0)
+		snprintf(buf, size, "s%u", state->id);
 	else
-		snprintf(buf, size, "s%u-ttl-%c", desc->id,
-				 ttl_letters[desc->kind == STATE_KIND_LIST ? TTL_VALUES_LIST :
-							 desc->kind == STATE_KIND_MAP ? TTL_VALUES_MAP_ENTRY :
+		snprintf(buf, size, "s%u-ttl-%c", state->id,
+				 ttl_letters[state->kind == STATE_KIND_LIST ? TTL_VALUES_LIST :
+							 state->kind == STATE_KIND_MAP ? TTL_VALUES_MAP_ENTRY :
 							 TTL_VALUES_WHOLE]);
 }
 

@@ -2,7 +2,7 @@
  * test/modules/test_provider/test_provider.c
  *		A provider for the tests of registration (test/t/031_provider_registration.pl):
  *		it registers, from _PG_init, a backend with the name, id and API
- *		version its settings give, and a StateDesc size short by what one
+ *		version its settings give, and a StateInfo size short by what one
  *		says (as a build against another release of the header would have),
  *		so that a test can try a duplicate name, a duplicate id, a bad name,
  *		another API version, another layout or a registration outside the
@@ -24,7 +24,7 @@ void		_PG_init(void);
 static char *provider_name = NULL;
 static int	provider_id = 100;
 static int	provider_version = STATE_BACKEND_API_VERSION;
-static int	desc_short = 0;
+static int	info_short = 0;
 
 static bool
 refuse_get(const StateTarget *st, const StateKey *key, StringInfo out)
@@ -70,11 +70,11 @@ _PG_init(void)
 	DefineCustomIntVariable("test_provider.api_version", "API version the test provider claims.",
 							NULL, &provider_version, STATE_BACKEND_API_VERSION, 0, 100,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("test_provider.desc_short", "Bytes the test provider's StateDesc is short of the host's.",
-							NULL, &desc_short, 0, 0, 64, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("test_provider.info_short", "Bytes the test provider's StateInfo is short of the host's.",
+							NULL, &info_short, 0, 0, 64, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("test_provider");
 	provider.api_version = (uint32) provider_version;
-	provider.sizes.desc -= (uint32) desc_short;
+	provider.sizes.info -= (uint32) info_short;
 	provider.name = provider_name;
 	provider.id = provider_id;
 	host = state_backend_host_find();
