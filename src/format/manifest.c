@@ -16,6 +16,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "common/local_hash.h"
 #include "format/format_internal.h"
 
 /* Percent-encode a MANIFEST value: everything but [A-Za-z0-9_.-]. */
@@ -353,13 +354,7 @@ typedef struct StateNameKey
 static HTAB *
 manifest_set(const char *what, Size keysize)
 {
-	HASHCTL		ctl;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = keysize;
-	ctl.entrysize = keysize;
-	ctl.hcxt = CurrentMemoryContext;
-	return hash_create(what, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return local_hash_create(what, 64, keysize, keysize, CurrentMemoryContext);
 }
 
 /* Add a key to a set; false if it was there already. */
