@@ -117,6 +117,24 @@ extern Datum sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno)
 extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
 
 /*
+ * STATE_SQL_BODY_FUNCTION defines the SQL-callable function name that
+ * resolves the state its call names with begin(fcinfo, kind, privs) and
+ * runs one of the bodies above, whose own arguments start at argno.  It
+ * declares the function to the function manager too (PG_FUNCTION_INFO_V1).
+ * STATE_KEYED_FUNCTION is one of a keyed state, called (name, key, ...).
+ */
+#define STATE_SQL_BODY_FUNCTION(name, begin, kind, privs, body, argno) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum \
+	name(PG_FUNCTION_ARGS) \
+	{ \
+		return body(begin(fcinfo, kind, privs), fcinfo, argno); \
+	} \
+	extern int	no_such_variable
+#define STATE_KEYED_FUNCTION(name, kind, privs, body) \
+	STATE_SQL_BODY_FUNCTION(name, state_call_keyed, kind, privs, body, 2)
+
+/*
  * sql_reducing.c: how a transactional state's fold of a transaction's
  * reductions combines with its committed value (txn/txn_state.h).
  */
