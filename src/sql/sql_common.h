@@ -152,12 +152,25 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define TIMERS_KIND		(-4)		/* timers (maps of instants, fired) */
 #define FIRED_KIND		(-5)		/* timers and window states: what fires */
 
+/*
+ * StateRows: where a function that returns a state's contents as rows puts
+ * them (its call's tuplestore, of the row type the call expects), and the
+ * call whose codecs decode them.  The context of each such function's
+ * StateEntryFn begins with it; state_rows_begin readies it (sql_common.c).
+ */
+typedef struct StateRows
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+} StateRows;
+
+extern void state_rows_begin(StateRows *rows, StateCall *call, FunctionCallInfo fcinfo);
+
 /* sql_entries.c: one entry as a row of (key, value), for entries() and
  * snapshot_entries() */
 typedef struct RowsContext
 {
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
+	StateRows	rows;
 	Oid			key_type;		/* of the result's columns */
 	Oid			value_type;
 	MemoryContext row_cxt;		/* one entry's work, reset after it */

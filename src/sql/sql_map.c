@@ -154,8 +154,7 @@ state_map_contains(PG_FUNCTION_ARGS)
 
 typedef struct EntriesContext
 {
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
+	StateRows	rows;
 	Oid			key_restype;
 	Oid			value_restype;
 } EntriesContext;
@@ -165,7 +164,7 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 				uint32 valuelen)
 {
 	EntriesContext *ctx = arg;
-	StateCall  *call = ctx->call;
+	StateCall  *call = ctx->rows.call;
 	Datum		values[2];
 	bool		nulls[2] = {false, value == NULL};
 
@@ -175,7 +174,7 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 										ctx->key_restype);
 	values[1] = value == NULL ? (Datum) 0 :
 		state_call_result(call, value, valuelen, ctx->value_restype);
-	tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+	tuplestore_putvalues(ctx->rows.rsinfo->setResult, ctx->rows.rsinfo->setDesc, values, nulls);
 }
 
 /* sql_map_entries returns the (map_key, value) rows of call->key's map. */
@@ -185,10 +184,8 @@ sql_map_entries(StateCall *call, FunctionCallInfo fcinfo)
 	EntriesContext ctx;
 	TupleDesc	tupdesc;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	tupdesc = ctx.rsinfo->setDesc;
+	state_rows_begin(&ctx.rows, call, fcinfo);
+	tupdesc = ctx.rows.rsinfo->setDesc;
 	ctx.key_restype = TupleDescAttr(tupdesc, 0)->atttypid;
 	ctx.value_restype = TupleDescAttr(tupdesc, 1)->atttypid;
 	call->backend->map_iterate(&call->target, &call->key, entries_collect, &ctx);
