@@ -35,6 +35,8 @@ OBJS = \
 	src/common/bgworker.o \
 	src/common/signing.o \
 	src/common/membuf.o \
+	src/common/local_hash.o \
+	src/common/pause.o \
 	src/common/ttl_clock.o \
 	src/common/fault.o \
 	src/ipc/channel.o \

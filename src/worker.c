@@ -39,6 +39,7 @@
 #include "common/bgworker.h"
 #include "common/catch.h"
 #include "common/fault.h"
+#include "common/pause.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "common/signing.h"
@@ -272,10 +273,7 @@ state_worker_wait_for_sessions(void)
 static void
 worker_pause(long ms)
 {
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-					 PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
+	state_pause(ms);
 	if (ConfigReloadPending)
 	{
 		ConfigReloadPending = false;

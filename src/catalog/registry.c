@@ -31,6 +31,7 @@
 #include "catalog/stats.h"
 #include "common/codec.h"
 #include "common/locks.h"
+#include "common/pause.h"
 #include "common/settings.h"
 #include "format/state_wal.h"
 
@@ -229,10 +230,7 @@ registry_wait_ready(void)
 					 errmsg("state_backend serves no state yet: the state worker cannot load or apply what its start needs"),
 					 errdetail_internal("%s", detail),
 					 errhint("Free what the error names (disk space, LMDB map size, state_backend.memory_limit). The state worker tries again meanwhile, and nothing is lost.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		state_pause(10L);
 		pg_read_barrier();
 	}
 }

@@ -16,6 +16,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+#include "common/local_hash.h"
 #include "format/format_internal.h"
 
 /* Percent-encode a MANIFEST value: everything but [A-Za-z0-9_.-]. */
@@ -69,6 +70,29 @@ decode_value(const char *in, char *out, Size outlen)
 	}
 	out[n] = '\0';
 	return true;
+}
+
+/* decode_name reads an encoded name into *name; false if it is not one. */
+static bool
+decode_name(const char *in, NameData *name)
+{
+	char		buf[NAMEDATALEN];
+
+	if (!decode_value(in, buf, sizeof(buf)))
+		return false;
+	namestrcpy(name, buf);
+	return true;
+}
+
+/*
+ * decode_signature reads an encoded function signature (an aggregate's, a
+ * timer handler's) into sig, of size bytes; false if it is not one or is
+ * empty.
+ */
+static bool
+decode_signature(const char *in, char *sig, Size size)
+{
+	return decode_value(in, sig, size) && sig[0] != '\0';
 }
 
 static void
@@ -252,7 +276,6 @@ parse_state_line(char *line, SnapshotState *st)
 	{
 		char	   *eq = strchr(tok, '=');
 		char	   *v;
-		char		buf[MAXPGPATH];
 
 		if (eq == NULL)
 			return false;
@@ -264,9 +287,8 @@ parse_state_line(char *line, SnapshotState *st)
 			st->desc.id = (uint32) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "name") == 0)
 		{
-			if (!decode_value(v, buf, NAMEDATALEN))
+			if (!decode_name(v, &st->desc.name))
 				return false;
-			namestrcpy(&st->desc.name, buf);
 		}
 		else if (strcmp(tok, "kind") == 0)
 			ok &= state_kind_parse(v, &st->desc.kind);
@@ -281,25 +303,22 @@ parse_state_line(char *line, SnapshotState *st)
 		else if (strcmp(tok, "reducer") == 0)
 			st->desc.reducer = state_reducer_parse(v);
 		else if (strcmp(tok, "aggregate") == 0)
-			ok &= decode_value(v, st->desc.agg_signature, sizeof(st->desc.agg_signature)) &&
-				st->desc.agg_signature[0] != '\0';
+			ok &= decode_signature(v, st->desc.agg_signature, sizeof(st->desc.agg_signature));
 		else if (strcmp(tok, "aggregate_oid") == 0)
 			st->desc.aggregate = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "agg_type") == 0)
 			ok &= parse_type(v, &st->desc.agg_type);
 		else if (strcmp(tok, "owner") == 0)
 		{
-			if (!decode_value(v, buf, NAMEDATALEN))
+			if (!decode_name(v, &st->desc.owner_name))
 				return false;
-			namestrcpy(&st->desc.owner_name, buf);
 		}
 		else if (strcmp(tok, "logged") == 0)
 			st->desc.logged = strcmp(v, "1") == 0;
 		else if (strcmp(tok, "transactional") == 0)
 			st->desc.transactional = strcmp(v, "1") == 0;
 		else if (strcmp(tok, "timer_handler") == 0)
-			ok &= decode_value(v, st->desc.timer_signature, sizeof(st->desc.timer_signature)) &&
-				st->desc.timer_signature[0] != '\0';
+			ok &= decode_signature(v, st->desc.timer_signature, sizeof(st->desc.timer_signature));
 		else if (strcmp(tok, "timer_handler_oid") == 0)
 			st->desc.timer_handler = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "time_domain") == 0)
@@ -353,13 +372,7 @@ typedef struct StateNameKey
 static HTAB *
 manifest_set(const char *what, Size keysize)
 {
-	HASHCTL		ctl;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = keysize;
-	ctl.entrysize = keysize;
-	ctl.hcxt = CurrentMemoryContext;
-	return hash_create(what, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return local_hash_create(what, 64, keysize, keysize, CurrentMemoryContext);
 }
 
 /* Add a key to a set; false if it was there already. */

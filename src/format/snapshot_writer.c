@@ -26,6 +26,7 @@
 #include "utils/wait_event.h"
 
 #include "common/fault.h"
+#include "common/local_hash.h"
 #include "common/settings.h"
 #include "format/format_internal.h"
 #include "format/records.h"
@@ -81,7 +82,6 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 					  const Oid *dboids, char **dbnames, int ndbs)
 {
 	SnapshotWriter *w = palloc0(sizeof(SnapshotWriter));
-	HASHCTL		ctl;
 
 	w->dir = dir ? pstrdup(dir) : NULL;
 	w->id = id;
@@ -94,11 +94,8 @@ snapshot_writer_begin(const char *dir, int64 id, SnapshotFormat format,
 	w->dbnames = dbnames;
 	initStringInfo(&w->manifest);
 
-	ctl.keysize = sizeof(uint32);
-	ctl.entrysize = sizeof(StateOutRef);
-	ctl.hcxt = CurrentMemoryContext;
-	w->by_id = hash_create("snapshot states", Max(ndescs, 16), &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	w->by_id = local_hash_create("snapshot states", Max(ndescs, 16), sizeof(uint32),
+								 sizeof(StateOutRef), CurrentMemoryContext);
 
 	for (int i = 0; i < ndescs; i++)
 	{

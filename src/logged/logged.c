@@ -46,6 +46,7 @@
 #include "common/catch.h"
 #include "common/fault.h"
 #include "common/locks.h"
+#include "common/pause.h"
 #include "common/settings.h"
 #include "format/snapshot_format.h"
 #include "format/state_wal.h"
@@ -291,10 +292,7 @@ logged_start_wait(int ms)
 				 errhint("Restart the server once the cause is fixed (free disk space): the start loads and replays them again.")));
 	do
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		state_pause(ms);
 		if (ShutdownRequestPending)
 		{
 			ereport(LOG,

@@ -48,6 +48,7 @@
 #include "catalog/registry.h"
 #include "common/catch.h"
 #include "common/fault.h"
+#include "common/local_hash.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/snapshot_format.h"
@@ -573,17 +574,13 @@ replay_new(bool standby)
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "state_backend replay",
 											  ALLOCSET_DEFAULT_SIZES);
 	LoggedReplay *r = MemoryContextAllocZero(cxt, sizeof(LoggedReplay));
-	HASHCTL		ctl;
 
 	r->cxt = cxt;
 	r->rec_cxt = AllocSetContextCreate(cxt, "state_backend replayed record",
 									   ALLOCSET_DEFAULT_SIZES);
 	r->standby = standby;
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(uint32);
-	ctl.entrysize = sizeof(ReplayTarget);
-	ctl.hcxt = cxt;
-	r->map = hash_create("state_backend replay", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	r->map = local_hash_create("state_backend replay", 64, sizeof(uint32), sizeof(ReplayTarget),
+							   cxt);
 	return r;
 }
 

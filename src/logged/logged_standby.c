@@ -49,6 +49,7 @@
 
 #include "catalog/registry.h"
 #include "common/fault.h"
+#include "common/pause.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
 #include "format/records.h"
@@ -138,10 +139,7 @@ publish_blocked(void)
 static void
 standby_pause(long ms)
 {
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-					 PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
+	state_pause(ms);
 	if (ShutdownRequestPending)
 		proc_exit(1);
 }

@@ -22,6 +22,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "common/local_hash.h"
 #include "logged/logged_txn.h"
 
 typedef struct HeldTxn
@@ -56,15 +57,8 @@ replay_txn_hold(const StateWalRecord *rec, XLogRecPtr start, XLogRecPtr end)
 	MemoryContext old;
 
 	if (held == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(TransactionId);
-		ctl.entrysize = sizeof(HeldTxn);
-		ctl.hcxt = TopMemoryContext;
-		held = hash_create("state_backend held transactions", 64, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		held = local_hash_create("state_backend held transactions", 64,
+								 sizeof(TransactionId), sizeof(HeldTxn), TopMemoryContext);
 	t = hash_search(held, &rec->xid, HASH_ENTER, &found);
 	if (!found)
 	{

@@ -56,6 +56,7 @@
 #include "common/codec.h"
 #include "common/fault.h"
 #include "common/key_group.h"
+#include "common/local_hash.h"
 #include "proxy/sql_proxy.h"
 
 PG_FUNCTION_INFO_V1(state_proxy_call);
@@ -112,19 +113,6 @@ typedef struct ProxyCallEntry
 static HTAB *proxy_calls = NULL;
 static MemoryContext proxy_calls_cxt = NULL;
 
-/* A session-long hash table in cxt, of fixed-size keys. */
-static HTAB *
-proxy_hash(const char *name, Size keysize, Size entrysize, MemoryContext cxt)
-{
-	HASHCTL		ctl;
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = keysize;
-	ctl.entrysize = entrysize;
-	ctl.hcxt = cxt;
-	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
 /*
  * A foreign server, a type or a relation changed: what this session knows
  * of states (their key types, a composite key type's attributes) may be
@@ -161,8 +149,8 @@ proxy_cache_init(void)
 	else if (proxy_states != NULL)
 		return;
 	proxy_stale = false;
-	proxy_states = proxy_hash("state_backend proxy states", sizeof(ProxyStateKey),
-							  sizeof(ProxyState), proxy_cxt);
+	proxy_states = local_hash_create("state_backend proxy states", 64, sizeof(ProxyStateKey),
+									 sizeof(ProxyState), proxy_cxt);
 }
 
 /*
@@ -471,8 +459,8 @@ proxy_call_get(FunctionCallInfo fcinfo)
 	{
 		proxy_calls_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend proxy calls",
 												ALLOCSET_SMALL_SIZES);
-		proxy_calls = proxy_hash("state_backend proxy calls", sizeof(Oid),
-								 sizeof(ProxyCallEntry), proxy_calls_cxt);
+		proxy_calls = local_hash_create("state_backend proxy calls", 64, sizeof(Oid),
+										sizeof(ProxyCallEntry), proxy_calls_cxt);
 	}
 	e = hash_search(proxy_calls, &fn, HASH_FIND, NULL);
 	if (e != NULL)

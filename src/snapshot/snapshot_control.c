@@ -105,6 +105,21 @@ history_slot(int64 id)
 	return &ctl->history[id % SNAPSHOT_HISTORY];
 }
 
+/*
+ * history_find takes the snapshot lock in mode and returns what the history
+ * holds of snapshot id, or NULL once a later snapshot took its slot.  The
+ * lock is held either way; the caller releases it.
+ */
+static SnapshotInfo *
+history_find(int64 id, LWLockMode mode)
+{
+	SnapshotInfo *info;
+
+	LWLockAcquire(control_lock(), mode);
+	info = history_slot(id);
+	return info->id == id ? info : NULL;
+}
+
 const char *
 snapshot_status_name(SnapshotStatus status)
 {
@@ -158,17 +173,14 @@ bool
 snapshot_get(int64 id, SnapshotInfo *out)
 {
 	SnapshotInfo *info;
-	bool		found;
 
 	if (id <= 0)
 		return false;
-	LWLockAcquire(control_lock(), LW_SHARED);
-	info = history_slot(id);
-	found = info->id == id;
-	if (found)
+	info = history_find(id, LW_SHARED);
+	if (info != NULL)
 		*out = *info;
 	LWLockRelease(control_lock());
-	return found;
+	return info != NULL;
 }
 
 /* snapshot_list copies the history, oldest first; returns how many. */
@@ -299,11 +311,9 @@ snapshot_running_descs(int64 id, StateDesc **descs)
 void
 snapshot_note_converted(int64 id)
 {
-	SnapshotInfo *info;
+	SnapshotInfo *info = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	info = history_slot(id);
-	if (info->id == id)
+	if (info != NULL)
 		info->converters_done++;
 	LWLockRelease(control_lock());
 }
@@ -315,9 +325,8 @@ snapshot_converters_done(int64 id)
 	SnapshotInfo *info;
 	int			n = -1;
 
-	LWLockAcquire(control_lock(), LW_SHARED);
-	info = history_slot(id);
-	if (info->id == id)
+	info = history_find(id, LW_SHARED);
+	if (info != NULL)
 		n = info->converters_done;
 	LWLockRelease(control_lock());
 	return n;
@@ -327,11 +336,9 @@ snapshot_converters_done(int64 id)
 void
 snapshot_note_error(int64 id, int sqlerrcode, const char *message)
 {
-	SnapshotInfo *info;
+	SnapshotInfo *info = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	info = history_slot(id);
-	if (info->id == id)
+	if (info != NULL)
 	{
 		info->sqlerrcode = sqlerrcode;
 		strlcpy(info->error, message, sizeof(info->error));
@@ -346,9 +353,8 @@ snapshot_take_error(int64 id, int *sqlerrcode, char *buf, Size buflen)
 	SnapshotInfo *info;
 	bool		failed = false;
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	info = history_slot(id);
-	if (info->id == id && info->error[0] != '\0')
+	info = history_find(id, LW_EXCLUSIVE);
+	if (info != NULL && info->error[0] != '\0')
 	{
 		failed = true;
 		*sqlerrcode = info->sqlerrcode;
@@ -398,11 +404,9 @@ void
 snapshot_control_finish(int64 id, SnapshotStatus status, int64 entries, int64 bytes,
 						int sqlerrcode, const char *error)
 {
-	SnapshotInfo *info;
+	SnapshotInfo *info = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	info = history_slot(id);
-	if (info->id == id)
+	if (info != NULL)
 	{
 		info->status = status;
 		info->finished_at = GetCurrentTimestamp();
@@ -625,11 +629,9 @@ snapshot_control_pick(SnapshotJob *job)
 void
 snapshot_control_progress(int64 id, int64 entries, int64 bytes, int key_groups_done)
 {
-	SnapshotInfo *h;
+	SnapshotInfo *h = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	h = history_slot(id);
-	if (h->id == id)
+	if (h != NULL)
 	{
 		h->entries = entries;
 		h->bytes = bytes;
@@ -645,11 +647,9 @@ snapshot_control_progress(int64 id, int64 entries, int64 bytes, int key_groups_d
 void
 snapshot_control_phase(int64 id, SnapshotPhase phase, int key_groups_done, int key_groups_total)
 {
-	SnapshotInfo *h;
+	SnapshotInfo *h = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	h = history_slot(id);
-	if (h->id == id)
+	if (h != NULL)
 	{
 		h->phase = phase;
 		if (key_groups_done >= 0)
@@ -683,11 +683,9 @@ snapshot_phase_name(SnapshotPhase phase)
 void
 snapshot_control_set_incremental(int64 id)
 {
-	SnapshotInfo *h;
+	SnapshotInfo *h = history_find(id, LW_EXCLUSIVE);
 
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	h = history_slot(id);
-	if (h->id == id)
+	if (h != NULL)
 		h->incremental = true;
 	LWLockRelease(control_lock());
 }

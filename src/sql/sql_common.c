@@ -16,6 +16,7 @@
 
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "parser/parse_coerce.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -592,4 +593,17 @@ state_call_list_image(StateCall *call, ArrayType *arr, Oid elemtype, StringInfo 
 		state_call_encode_datum(call, elems[i], elemtype, ARG_VALUE, out);
 		record_elem_end(out, begin);
 	}
+}
+
+/*
+ * state_rows_begin readies fcinfo to return rows, materialized in a
+ * tuplestore of the row type the call expects, and rows to receive them
+ * for call.
+ */
+void
+state_rows_begin(StateRows *rows, StateCall *call, FunctionCallInfo fcinfo)
+{
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rows->call = call;
+	rows->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 }

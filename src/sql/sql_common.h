@@ -117,6 +117,24 @@ extern Datum sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno)
 extern Datum sql_map_entries(StateCall *call, FunctionCallInfo fcinfo);
 
 /*
+ * STATE_SQL_BODY_FUNCTION defines the SQL-callable function name that
+ * resolves the state its call names with begin(fcinfo, kind, privs) and
+ * runs one of the bodies above, whose own arguments start at argno.  It
+ * declares the function to the function manager too (PG_FUNCTION_INFO_V1).
+ * STATE_KEYED_FUNCTION is one of a keyed state, called (name, key, ...).
+ */
+#define STATE_SQL_BODY_FUNCTION(name, begin, kind, privs, body, argno) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum \
+	name(PG_FUNCTION_ARGS) \
+	{ \
+		return body(begin(fcinfo, kind, privs), fcinfo, argno); \
+	} \
+	extern int	no_such_variable
+#define STATE_KEYED_FUNCTION(name, kind, privs, body) \
+	STATE_SQL_BODY_FUNCTION(name, state_call_keyed, kind, privs, body, 2)
+
+/*
  * sql_reducing.c: how a transactional state's fold of a transaction's
  * reductions combines with its committed value (txn/txn_state.h).
  */
@@ -134,12 +152,25 @@ extern void state_check_parts(bool parallelism_null, int parallelism, bool part_
 #define TIMERS_KIND		(-4)		/* timers (maps of instants, fired) */
 #define FIRED_KIND		(-5)		/* timers and window states: what fires */
 
+/*
+ * StateRows: where a function that returns a state's contents as rows puts
+ * them (its call's tuplestore, of the row type the call expects), and the
+ * call whose codecs decode them.  The context of each such function's
+ * StateEntryFn begins with it; state_rows_begin readies it (sql_common.c).
+ */
+typedef struct StateRows
+{
+	StateCall  *call;
+	ReturnSetInfo *rsinfo;
+} StateRows;
+
+extern void state_rows_begin(StateRows *rows, StateCall *call, FunctionCallInfo fcinfo);
+
 /* sql_entries.c: one entry as a row of (key, value), for entries() and
  * snapshot_entries() */
 typedef struct RowsContext
 {
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
+	StateRows	rows;
 	Oid			key_type;		/* of the result's columns */
 	Oid			value_type;
 	MemoryContext row_cxt;		/* one entry's work, reset after it */

@@ -21,7 +21,7 @@ void
 rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
 	RowsContext *ctx = arg;
-	StateCall  *call = ctx->call;
+	StateCall  *call = ctx->rows.call;
 	MemoryContext old = MemoryContextSwitchTo(ctx->row_cxt);
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
@@ -41,7 +41,7 @@ rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 			values[1] = state_call_result(call, img, len, ctx->value_type);
 			break;
 	}
-	tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+	tuplestore_putvalues(ctx->rows.rsinfo->setResult, ctx->rows.rsinfo->setDesc, values, nulls);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(ctx->row_cxt);
 }
@@ -63,11 +63,9 @@ rows_begin(RowsContext *ctx, StateCall *call, FunctionCallInfo fcinfo)
 						NameStr(call->desc.name), state_kind_name(kind)),
 				 kind == STATE_KIND_MAP ?
 				 errhint("Read a map's entries key by key with map_entries.") : 0));
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx->call = call;
-	ctx->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ctx->key_type = TupleDescAttr(ctx->rsinfo->setDesc, 0)->atttypid;
-	ctx->value_type = TupleDescAttr(ctx->rsinfo->setDesc, 1)->atttypid;
+	state_rows_begin(&ctx->rows, call, fcinfo);
+	ctx->key_type = TupleDescAttr(ctx->rows.rsinfo->setDesc, 0)->atttypid;
+	ctx->value_type = TupleDescAttr(ctx->rows.rsinfo->setDesc, 1)->atttypid;
 	ctx->row_cxt = AllocSetContextCreate(CurrentMemoryContext, "state_backend entries",
 										 ALLOCSET_DEFAULT_SIZES);
 }

@@ -12,10 +12,6 @@
 #include "format/records.h"
 #include "sql/sql_common.h"
 
-PG_FUNCTION_INFO_V1(state_list_add);
-PG_FUNCTION_INFO_V1(state_list_add_all);
-PG_FUNCTION_INFO_V1(state_list_update);
-PG_FUNCTION_INFO_V1(state_list_get);
 PG_FUNCTION_INFO_V1(state_list_length);
 
 /*
@@ -41,11 +37,7 @@ sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* list_add(name, key, value) */
-Datum
-state_list_add(PG_FUNCTION_ARGS)
-{
-	return sql_list_add(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_list_add, STATE_KIND_LIST, STATE_PRIV_WRITE, sql_list_add);
 
 /* The list image of the array argument argno, in call->buf. */
 static void
@@ -74,11 +66,7 @@ sql_list_add_all(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* list_add_all(name, key, values): appends every element, in order. */
-Datum
-state_list_add_all(PG_FUNCTION_ARGS)
-{
-	return sql_list_add_all(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_list_add_all, STATE_KIND_LIST, STATE_PRIV_WRITE, sql_list_add_all);
 
 /* sql_list_update replaces the list with array argument argno; NULL or {} clears it. */
 Datum
@@ -94,11 +82,7 @@ sql_list_update(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* list_update(name, key, values): replaces the list; NULL or {} clears it. */
-Datum
-state_list_update(PG_FUNCTION_ARGS)
-{
-	return sql_list_update(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_WRITE), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_list_update, STATE_KIND_LIST, STATE_PRIV_WRITE, sql_list_update);
 
 /* sql_list_get: the list as an array, or argument argno (the default). */
 Datum
@@ -140,11 +124,7 @@ sql_list_datum(StateCall *call, const char *img, uint32 imglen, Oid restype)
 }
 
 /* list_get(name, key, default): the list as an array, or default. */
-Datum
-state_list_get(PG_FUNCTION_ARGS)
-{
-	return sql_list_get(state_call_keyed(fcinfo, STATE_KIND_LIST, STATE_PRIV_READ), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_list_get, STATE_KIND_LIST, STATE_PRIV_READ, sql_list_get);
 
 /* list_length(name, key) */
 Datum

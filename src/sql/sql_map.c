@@ -11,10 +11,7 @@
 
 #include "sql/sql_common.h"
 
-PG_FUNCTION_INFO_V1(state_map_put);
 PG_FUNCTION_INFO_V1(state_map_put_all);
-PG_FUNCTION_INFO_V1(state_map_get);
-PG_FUNCTION_INFO_V1(state_map_remove);
 PG_FUNCTION_INFO_V1(state_map_contains);
 PG_FUNCTION_INFO_V1(state_map_entries);
 PG_FUNCTION_INFO_V1(state_map_size);
@@ -44,11 +41,7 @@ sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* map_put(name, key, map_key, value): a NULL value is stored as NULL. */
-Datum
-state_map_put(PG_FUNCTION_ARGS)
-{
-	return sql_map_put(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_map_put, STATE_KIND_MAP, STATE_PRIV_WRITE, sql_map_put);
 
 /* map_put_all(name, key, map_keys, values): pairs of equal-length arrays. */
 Datum
@@ -131,11 +124,7 @@ sql_map_get(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* map_get(name, key, map_key, default) */
-Datum
-state_map_get(PG_FUNCTION_ARGS)
-{
-	return sql_map_get(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_READ), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_map_get, STATE_KIND_MAP, STATE_PRIV_READ, sql_map_get);
 
 /* sql_map_remove removes map key argno: true if it was there. */
 Datum
@@ -147,11 +136,7 @@ sql_map_remove(StateCall *call, FunctionCallInfo fcinfo, int argno)
 }
 
 /* map_remove(name, key, map_key): true if the map key was there. */
-Datum
-state_map_remove(PG_FUNCTION_ARGS)
-{
-	return sql_map_remove(state_call_keyed(fcinfo, STATE_KIND_MAP, STATE_PRIV_WRITE), fcinfo, 2);
-}
+STATE_KEYED_FUNCTION(state_map_remove, STATE_KIND_MAP, STATE_PRIV_WRITE, sql_map_remove);
 
 /* map_contains(name, key, map_key) */
 Datum
@@ -169,8 +154,7 @@ state_map_contains(PG_FUNCTION_ARGS)
 
 typedef struct EntriesContext
 {
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
+	StateRows	rows;
 	Oid			key_restype;
 	Oid			value_restype;
 } EntriesContext;
@@ -180,7 +164,7 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 				uint32 valuelen)
 {
 	EntriesContext *ctx = arg;
-	StateCall  *call = ctx->call;
+	StateCall  *call = ctx->rows.call;
 	Datum		values[2];
 	bool		nulls[2] = {false, value == NULL};
 
@@ -190,7 +174,7 @@ entries_collect(void *arg, const char *mkey, uint32 mkeylen, const char *value,
 										ctx->key_restype);
 	values[1] = value == NULL ? (Datum) 0 :
 		state_call_result(call, value, valuelen, ctx->value_restype);
-	tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+	tuplestore_putvalues(ctx->rows.rsinfo->setResult, ctx->rows.rsinfo->setDesc, values, nulls);
 }
 
 /* sql_map_entries returns the (map_key, value) rows of call->key's map. */
@@ -200,10 +184,8 @@ sql_map_entries(StateCall *call, FunctionCallInfo fcinfo)
 	EntriesContext ctx;
 	TupleDesc	tupdesc;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	tupdesc = ctx.rsinfo->setDesc;
+	state_rows_begin(&ctx.rows, call, fcinfo);
+	tupdesc = ctx.rows.rsinfo->setDesc;
 	ctx.key_restype = TupleDescAttr(tupdesc, 0)->atttypid;
 	ctx.value_restype = TupleDescAttr(tupdesc, 1)->atttypid;
 	call->backend->map_iterate(&call->target, &call->key, entries_collect, &ctx);

@@ -17,13 +17,6 @@
 #include "common/codec.h"
 #include "sql/sql_common.h"
 
-PG_FUNCTION_INFO_V1(state_operator_add);
-PG_FUNCTION_INFO_V1(state_operator_add_all);
-PG_FUNCTION_INFO_V1(state_operator_update);
-PG_FUNCTION_INFO_V1(state_operator_get);
-PG_FUNCTION_INFO_V1(state_broadcast_put);
-PG_FUNCTION_INFO_V1(state_broadcast_get);
-PG_FUNCTION_INFO_V1(state_broadcast_remove);
 PG_FUNCTION_INFO_V1(state_broadcast_entries);
 
 /* operator_begin resolves an operator state and sets call->key to its key. */
@@ -38,54 +31,33 @@ operator_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	return call;
 }
 
+/*
+ * An operator state's functions run ListState's and MapState's bodies on
+ * its one key, with their arguments after the state's name.
+ */
+#define OPERATOR_FUNCTION(name, kind, privs, body) \
+	STATE_SQL_BODY_FUNCTION(name, operator_begin, kind, privs, body, 1)
+
 /* operator_add(name, value) */
-Datum
-state_operator_add(PG_FUNCTION_ARGS)
-{
-	return sql_list_add(operator_begin(fcinfo, OPERATOR_LISTS, STATE_PRIV_WRITE), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_operator_add, OPERATOR_LISTS, STATE_PRIV_WRITE, sql_list_add);
 
 /* operator_add_all(name, values) */
-Datum
-state_operator_add_all(PG_FUNCTION_ARGS)
-{
-	return sql_list_add_all(operator_begin(fcinfo, OPERATOR_LISTS, STATE_PRIV_WRITE), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_operator_add_all, OPERATOR_LISTS, STATE_PRIV_WRITE, sql_list_add_all);
 
 /* operator_update(name, values): replaces the list; NULL or {} empties it. */
-Datum
-state_operator_update(PG_FUNCTION_ARGS)
-{
-	return sql_list_update(operator_begin(fcinfo, OPERATOR_LISTS, STATE_PRIV_WRITE), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_operator_update, OPERATOR_LISTS, STATE_PRIV_WRITE, sql_list_update);
 
 /* operator_get(name, default): the list as an array, or default. */
-Datum
-state_operator_get(PG_FUNCTION_ARGS)
-{
-	return sql_list_get(operator_begin(fcinfo, OPERATOR_LISTS, STATE_PRIV_READ), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_operator_get, OPERATOR_LISTS, STATE_PRIV_READ, sql_list_get);
 
 /* broadcast_put(name, map_key, value) */
-Datum
-state_broadcast_put(PG_FUNCTION_ARGS)
-{
-	return sql_map_put(operator_begin(fcinfo, STATE_KIND_BROADCAST, STATE_PRIV_WRITE), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_broadcast_put, STATE_KIND_BROADCAST, STATE_PRIV_WRITE, sql_map_put);
 
 /* broadcast_get(name, map_key, default) */
-Datum
-state_broadcast_get(PG_FUNCTION_ARGS)
-{
-	return sql_map_get(operator_begin(fcinfo, STATE_KIND_BROADCAST, STATE_PRIV_READ), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_broadcast_get, STATE_KIND_BROADCAST, STATE_PRIV_READ, sql_map_get);
 
 /* broadcast_remove(name, map_key): true if the map key was there. */
-Datum
-state_broadcast_remove(PG_FUNCTION_ARGS)
-{
-	return sql_map_remove(operator_begin(fcinfo, STATE_KIND_BROADCAST, STATE_PRIV_WRITE), fcinfo, 1);
-}
+OPERATOR_FUNCTION(state_broadcast_remove, STATE_KIND_BROADCAST, STATE_PRIV_WRITE, sql_map_remove);
 
 /* broadcast_entries(name, key_default, value_default): (map_key, value) rows. */
 Datum

@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
+#include "common/local_hash.h"
 #include "sql/sql_common.h"
 
 PG_FUNCTION_INFO_V1(state_reduce);
@@ -177,16 +178,10 @@ sql_kept_call(const StateDesc *desc)
 
 	if (kept == NULL)
 	{
-		HASHCTL		ctl;
-
 		kept_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend kept set-ups",
 										 ALLOCSET_SMALL_SIZES);
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(uint32);
-		ctl.entrysize = sizeof(KeptEntry);
-		ctl.hcxt = kept_cxt;
-		kept = hash_create("state_backend kept set-ups", 16, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		kept = local_hash_create("state_backend kept set-ups", 16, sizeof(uint32),
+								 sizeof(KeptEntry), kept_cxt);
 	}
 	e = hash_search(kept, &desc->id, HASH_FIND, NULL);
 	if (e != NULL && state_call_fresh(e->call, e->context_key))

@@ -25,6 +25,7 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "common/locks.h"
+#include "common/pause.h"
 #include "common/settings.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/restore.h"
@@ -263,10 +264,7 @@ state_wait_snapshot(PG_FUNCTION_ARGS)
 			break;
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		state_pause(10L);
 	}
 	if (info.status == SNAPSHOT_FAILED)
 		ereport(ERROR,

@@ -545,8 +545,7 @@ state_compact(PG_FUNCTION_ARGS)
 
 typedef struct KeysContext
 {
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
+	StateRows	rows;
 	Oid			restype;
 	bool		rowtype;		/* result rows are the key's columns */
 } KeysContext;
@@ -556,11 +555,12 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 			 uint32 valuelen)
 {
 	KeysContext *ctx = arg;
-	TupleDesc	desc = ctx->rsinfo->setDesc;
-	Datum		d = codec_decode(&ctx->call->codecs[ARG_KEY], key, keylen);
+	StateCall  *call = ctx->rows.call;
+	TupleDesc	desc = ctx->rows.rsinfo->setDesc;
+	Datum		d = codec_decode(&call->codecs[ARG_KEY], key, keylen);
 	bool		isnull = false;
 
-	d = state_call_result_datum(ctx->call, d, ctx->call->desc.types[STATE_TYPE_KEY].oid,
+	d = state_call_result_datum(call, d, call->desc.types[STATE_TYPE_KEY].oid,
 								ARG_KEY, ctx->restype);
 	if (ctx->rowtype)
 	{
@@ -575,10 +575,10 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 		tuple.t_tableOid = InvalidOid;
 		tuple.t_data = th;
 		heap_deform_tuple(&tuple, desc, values, nulls);
-		tuplestore_putvalues(ctx->rsinfo->setResult, desc, values, nulls);
+		tuplestore_putvalues(ctx->rows.rsinfo->setResult, desc, values, nulls);
 	}
 	else
-		tuplestore_putvalues(ctx->rsinfo->setResult, desc, &d, &isnull);
+		tuplestore_putvalues(ctx->rows.rsinfo->setResult, desc, &d, &isnull);
 }
 
 /* keys(name, default): every key of a state, in no particular order. */
@@ -588,9 +588,7 @@ state_keys(PG_FUNCTION_ARGS)
 	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_READ);
 	KeysContext ctx;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	state_rows_begin(&ctx.rows, call, fcinfo);
 	ctx.restype = get_fn_expr_rettype(fcinfo->flinfo);
 	ctx.rowtype = type_is_rowtype(ctx.restype);
 	call->backend->iterate(&call->target, -1, keys_collect, &ctx);

@@ -35,6 +35,7 @@
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
+#include "common/local_hash.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -724,15 +725,8 @@ sweep_track(uint32 id, uint64 pass)
 	bool		found;
 
 	if (sweep_tracks == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(uint32);
-		ctl.entrysize = sizeof(SweepTrack);
-		ctl.hcxt = TopMemoryContext;
-		sweep_tracks = hash_create("state_backend TTL cleanup", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		sweep_tracks = local_hash_create("state_backend TTL cleanup", 16,
+										 sizeof(uint32), sizeof(SweepTrack), TopMemoryContext);
 	t = hash_search(sweep_tracks, &id, HASH_ENTER, &found);
 	if (!found)
 		t->next_expiry = MemoryContextAllocZero(TopMemoryContext,

@@ -23,6 +23,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "common/local_hash.h"
 #include "format/records.h"
 #include "ttl/ttl_state.h"
 #include "txn/txn_internal.h"
@@ -833,7 +834,6 @@ txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 {
 	PendState  *ps;
 	TxnIterate	it;
-	HASHCTL		ctl;
 
 	if (RecoveryInProgress())
 	{
@@ -851,11 +851,8 @@ txn_iterate(const StateTarget *st, int key_group, StateEntryFn fn, void *arg)
 	it.st = st;
 	it.fn = fn;
 	it.arg = arg;
-	ctl.keysize = sizeof(PendKey *);
-	ctl.entrysize = sizeof(PendKey *);
-	ctl.hcxt = CurrentMemoryContext;
-	it.seen = hash_create("state_backend keys seen", 64, &ctl,
-						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	it.seen = local_hash_create("state_backend keys seen", 64, sizeof(PendKey *),
+								sizeof(PendKey *), CurrentMemoryContext);
 	initStringInfo(&it.img);
 	inner(st)->iterate(st, key_group, iterate_entry, &it);
 	for (PendKey *pk = ps->first; pk != NULL; pk = pk->next)
