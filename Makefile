@@ -15,7 +15,8 @@ OBJS = \
 	src/module.o \
 	src/worker.o \
 	src/timers/timer_worker.o \
-	src/timers/timer_windows.o \
+	src/timers/timer_keys.o \
+	src/timers/timer_fire.o \
 	src/state_ops.o \
 	src/logged/logged.o \
 	src/logged/logged_txn.o \

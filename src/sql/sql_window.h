@@ -1,9 +1,10 @@
 /*
  * sql/sql_window.h
  *		Window states (Flink's WindowOperator): what their SQL functions
- *		(sql_window.c) and the timer worker that fires them share
- *		(sql_window_fold.c): the fold of values and firings into a key's
- *		windows, and the results the emit function is called with.
+ *		(sql_window.c) and their fold (sql_window_fold.c) share: the fold of
+ *		values and firings into a key's windows, the results the emit
+ *		function is called with, and the routines the timer worker fires
+ *		a window state through.
  */
 #ifndef STATE_BACKEND_SQL_WINDOW_H
 #define STATE_BACKEND_SQL_WINDOW_H
@@ -13,6 +14,7 @@
 #include "datatype/timestamp.h"
 #include "format/window_image.h"
 #include "sql/sql_common.h"
+#include "timers/timer_fire.h"
 
 /*
  * The ends of the range of timestamptz.  A window's start, end, or end plus
@@ -56,7 +58,6 @@ typedef struct WindowRun
 
 /* sql_window_fold.c */
 extern WindowRun *window_run(StateCall *call);
-extern WindowRun *window_run_kept(const StateDesc *desc);
 extern void window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 						 StringInfo out, void *arg);
 extern void *window_fold_arg(WindowRun *run, bool delta);
@@ -65,15 +66,8 @@ extern Datum window_result(WindowRun *run, const char *acc, uint32 acclen, Oid r
 						   bool *isnull);
 extern void sql_window_combine(const StateDesc *desc, StateMergeFn *fn, void **arg);
 
-/* The timer worker: what is due in a key's image, and firing it. */
-typedef void (*WindowDueFn) (void *arg, int64 at);
-typedef void (*WindowEmitFn) (void *arg, int64 start, int64 end, Datum result, bool isnull);
-extern void window_due_times(const StateDesc *desc, const char *img, uint32 len,
-							 WindowDueFn fn, void *arg);
-extern bool window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
-							  WindowEmitFn fn, void *arg, StringInfo mark, int64 *revisit);
-extern bool window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
-							  const char *mark, uint32 len);
+/* How the timer worker fires a window state (registered in _PG_init). */
+extern const StateFireRoutine window_fire_routine;
 
 /* sql_window.c */
 extern void sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc);

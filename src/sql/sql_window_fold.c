@@ -13,6 +13,8 @@
  * backend; for a transactional state the same fold builds the
  * transaction's pending windows and marks ("pending": marks are kept), and
  * sql_window_combine applies them to the committed windows at commit.
+ * The timer worker fires a window state through window_fire_routine
+ * (timers/timer_fire.h): a timer names a key whose windows are due.
  *
  * Session windows merge as Flink's MergingWindowSet merges them: a window
  * that meets others (touching counts) takes them in, contents combined.
@@ -20,7 +22,9 @@
 #include "postgres.h"
 
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
+#include "common/fault.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "sql/sql_window.h"
@@ -58,7 +62,7 @@ window_run(StateCall *call)
 }
 
 /* window_run_kept: the set-up of a descriptor, kept across transactions. */
-WindowRun *
+static WindowRun *
 window_run_kept(const StateDesc *desc)
 {
 	return window_run(sql_kept_call(desc));
@@ -408,8 +412,8 @@ sql_window_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
  * at a key's windows (its image): a window's end while it has changed
  * since it fired, its end plus the lateness, when it goes, otherwise.
  */
-void
-window_due_times(const StateDesc *desc, const char *img, uint32 len, WindowDueFn fn, void *arg)
+static void
+window_due_times(const TimerFire *tf, const char *img, uint32 len, TimerDueFn fn, void *arg)
 {
 	WindowSet	s;
 
@@ -417,31 +421,63 @@ window_due_times(const StateDesc *desc, const char *img, uint32 len, WindowDueFn
 		return;					/* reported when the key is read to fire */
 	for (int i = 0; i < s.n; i++)
 		fn(arg, window_due_at((s.w[i].flags & WINDOW_DIRTY) ? s.w[i].end :
-							  window_time_add(s.w[i].end, desc->window_lateness)));
+							  window_time_add(s.w[i].end, tf->st->desc->window_lateness)));
+}
+
+/* emit(key, window start, window end, result) of one window. */
+static void
+emit_window(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
+{
+	LOCAL_FCINFO(fcinfo, 4);
+
+	/* A strict function is not called with a NULL, as SQL does not call it. */
+	if (isnull && tf->handler->fn_strict)
+	{
+		tf->emitted++;
+		return;
+	}
+	InitFunctionCallInfoData(*fcinfo, tf->handler, 4, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = codec_decode(tf->key_codec, tf->key->data, tf->key->len);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = TimestampTzGetDatum(start);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = TimestampTzGetDatum(end);
+	fcinfo->args[2].isnull = false;
+	fcinfo->args[3].value = result;
+	fcinfo->args[3].isnull = isnull;
+	FAULT_POINT("window.before_emit");
+	(void) FunctionCallInvoke(fcinfo);
+	FAULT_POINT("window.after_emit");
+	tf->emitted++;
 }
 
 /*
- * window_fire_image calls fn with the result of each window of a key's
- * image that ended by clock and changed since it last fired (its start as
- * shown, sql_window.h), and writes to mark what to fold into the key once
- * that is done (its marks, and the clock that removes what is past its
- * lateness).  revisit: the next instant a window of it goes, as
- * window_due_at tells it (DT_NOEND: none).  False when there is nothing to
- * do.
+ * window_fire calls emit with the result of each window of the key that
+ * ended by the firing's clock and changed since it last fired (its start
+ * as shown, sql_window.h), and writes to the firing's mark what to fold
+ * into the key once that is done (its marks, and the clock that removes
+ * what is past its lateness).  revisit: the next instant a window of it
+ * goes, as window_due_at tells it (DT_NOEND: none).  False when there is
+ * nothing to do (an index entry gone stale).
  */
-bool
-window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
-				  WindowEmitFn fn, void *arg, StringInfo mark, int64 *revisit)
+static bool
+window_fire(TimerFire *tf)
 {
+	WindowRun  *run = window_run_kept(tf->st->desc);
 	int64		lateness = run->call->desc.window_lateness;
+	int64		clock = tf->clock;
+	StringInfoData img;
 	WindowSet	s;
 	WindowSet	m;
 	bool		any = false;
 
-	window_read_or_fail(run, img, len, &s);
+	initStringInfo(&img);
+	if (!keyed_state_ops(tf->st->desc)->get(tf->st, tf->key, &img))
+		return false;
+	window_read_or_fail(run, img.data, img.len, &s);
 	window_set_init(&m);
 	m.marks = palloc(sizeof(WindowMark) * Max(s.n, 1));
-	*revisit = DT_NOEND;
+	tf->revisit = DT_NOEND;
 	for (int i = 0; i < s.n; i++)
 	{
 		WindowEntry *w = &s.w[i];
@@ -453,39 +489,46 @@ window_fire_image(WindowRun *run, const char *img, uint32 len, int64 clock,
 			bool		isnull;
 			Datum		result = window_result(run, w->acc, w->acclen, run->result_type, &isnull);
 
-			fn(arg, window_shown_start(w->start), w->end, result, isnull);
+			emit_window(tf, window_shown_start(w->start), w->end, result, isnull);
 			m.marks[m.nmarks++] = (WindowMark) {w->start, w->end, w->version};
 			any = true;
 		}
 		if (window_time_add(w->end, lateness) <= clock)
 			any = true;
 		else
-			*revisit = Min(*revisit, window_due_at(window_time_add(w->end, lateness)));
+			tf->revisit = Min(tf->revisit, window_due_at(window_time_add(w->end, lateness)));
 	}
 	m.fire_clock = clock;
-	resetStringInfo(mark);
-	window_set_write(mark, &m);
+	resetStringInfo(tf->mark);
+	window_set_write(tf->mark, &m);
 	return any;
 }
 
 /*
- * window_mark_fired folds a firing's marks into the key (in the caller's
+ * window_done folds a firing's marks into the key (in the caller's
  * transaction for a transactional state: its pending writes), and removes
  * a key left with no window, if nothing came meanwhile.  Returns whether a
  * window the firing saw due changed meanwhile and is due again (for a
  * transactional state, the commit of the change tells the timer queue).
+ * A window whose emit kept failing stays, to be tried at its next value.
  */
-bool
-window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
-				  const char *mark, uint32 len)
+static bool
+window_done(TimerFire *tf, bool fired)
 {
+	const StateTarget *st = tf->st;
+	const StateKey *key = tf->key;
+	const char *mark = tf->mark->data;
+	uint32		len = tf->mark->len;
+	WindowRun  *run;
 	const KeyedStateBackend *ops = keyed_state_ops(st->desc);
 	bool		delta = st->desc->transactional;
 	StringInfoData out;
 	WindowSet	s;
-
 	WindowSet	m;
 
+	if (!fired || len == 0)
+		return false;
+	run = window_run_kept(st->desc);
 	initStringInfo(&out);
 	ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, delta), NULL, &out);
 	/* A transaction's pending writes cannot remove a key only if unchanged. */
@@ -500,3 +543,12 @@ window_mark_fired(WindowRun *run, const StateTarget *st, const StateKey *key,
 			return true;
 	return false;
 }
+
+const StateFireRoutine window_fire_routine = {
+	.handler_name = "emit function",
+	.by_key = true,
+	.due_times = window_due_times,
+	.present = NULL,
+	.fire = window_fire,
+	.done = window_done,
+};

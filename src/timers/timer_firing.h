@@ -2,8 +2,8 @@
  * timers/timer_firing.h
  *		The timer worker's index entries and batches, which its two files
  *		share (timer_worker.c: the loop, the index, the batches;
- *		timer_windows.c: a batch's look at a window state's key).  Nothing
- *		else includes it.
+ *		timer_keys.c: the keys a batch looks at, each once).  Nothing else
+ *		includes it.
  */
 #ifndef STATE_BACKEND_TIMER_FIRING_H
 #define STATE_BACKEND_TIMER_FIRING_H
@@ -14,6 +14,7 @@
 
 #include "backend/keyed_backend.h"
 #include "common/codec.h"
+#include "timers/timer_fire.h"
 
 /* Lags kept per state for their 99th percentile. */
 #define LAG_SAMPLES			1024
@@ -46,7 +47,7 @@ typedef struct Fired
 	TypeCodec	at_codec;
 	FmgrInfo	handler;
 	bool		handler_ready;
-	bool		window;			/* a window state: timers are keys to look at */
+	const StateFireRoutine *fire;	/* of its kind (timer_fire.h) */
 	char		problem[256];
 	uint64		deleted_seen;	/* timer_queue_deleted when it was last read whole */
 	uint64		checked_batch;	/* the batch its handler was last checked for */
@@ -61,8 +62,8 @@ typedef struct Fired
 	int64		lags[LAG_SAMPLES];
 	int			nlags;
 	int			lag_next;
-	int64		window_fired;
-	TimestampTz window_start;
+	int64		rate_fired;		/* fired since rate_start */
+	TimestampTz rate_start;
 	double		fired_per_s;
 } Fired;
 
@@ -77,8 +78,8 @@ typedef enum TimerStep
 	TIMER_WAITING,				/* not tried this time (its handler cannot run,
 								 * the batch ran out of time): back to the
 								 * index, or to its retries */
-	TIMER_FIRED,				/* its handler ran (a window state: its key
-								 * was looked at) */
+	TIMER_FIRED,				/* its handler ran (a key to look at: it was
+								 * looked at) */
 	TIMER_GONE,					/* no longer in its state: nothing to do */
 	TIMER_RETRYING,				/* its try failed: tried again later */
 	TIMER_FAILED				/* out of tries: in state.timer_failures */
@@ -93,26 +94,25 @@ typedef struct Firing
 	TimerStep	step;
 	bool		alone;			/* in a batch of its own */
 	char	   *error;
-	/* a window state's key: the clock it fires by, and what it fired */
-	int64		clock;
+	int64		clock;			/* its state's clock, which it fires by */
+	int			emitted;		/* calls of the handler */
+	/* a key to look at: what the look fired, and when to look again */
 	StringInfoData mark;
-	int64		revisit;
-	int			emitted;
+	int64		revisit;		/* DT_NOEND: not */
 	bool		again;			/* changed while it fired: due again */
 } Firing;
 
-/* Window states' keys already in a batch (a key is looked at once a batch). */
+/* Keys to look at already in a batch (a key is looked at once a batch). */
 typedef struct BatchKeys
 {
 	int			size;			/* a power of two, over twice the batch */
 	int		   *slot;			/* batch index + 1, 0: free */
 } BatchKeys;
 
-/* timer_windows.c */
-extern void timer_windows_begin(BatchKeys *seen, int max);
-extern bool timer_windows_seen(BatchKeys *seen, const Firing *batch, const Fired *fs,
-							   const Pending *p);
-extern void timer_windows_add(BatchKeys *seen, const Firing *batch, int i);
-extern bool timer_windows_fire(Firing *f, const StateTarget *st, const StateKey *key);
+/* timer_keys.c */
+extern void timer_keys_begin(BatchKeys *seen, int max);
+extern bool timer_keys_seen(BatchKeys *seen, const Firing *batch, const Fired *fs,
+							const Pending *p);
+extern void timer_keys_add(BatchKeys *seen, const Firing *batch, int i);
 
 #endif							/* STATE_BACKEND_TIMER_FIRING_H */

@@ -16,11 +16,12 @@
  * A batch of due timers (state_backend.timer_batch_size) runs in one
  * transaction, its handler calls in one subtransaction of it (when one
  * fails, they are undone and each runs in a subtransaction of its own), as
- * the state's owner, under state_backend.timer_statement_timeout.  A
- * window state's timers are keys to look at (timer_windows.c).  The timer leaves its
- * state inside that transaction when the state is transactional (exactly
- * once: the removal commits with the handler's writes), after it otherwise
- * (at least once: a crash in between fires it again).  A handler that fails
+ * the state's owner, under state_backend.timer_statement_timeout, through
+ * the routines of the state's kind (timer_fire.h; some kinds' timers are
+ * keys to look at, each once a batch: timer_keys.c).  The timer leaves
+ * its state inside that transaction when the state is transactional
+ * (exactly once: the removal commits with the handler's writes), after it
+ * otherwise (at least once: a crash in between fires it again).  A handler that fails
  * is retried after state_backend.timer_retry_delay, doubling, and after
  * state_backend.timer_max_retries it moves to state.timer_failures.
  */
@@ -54,7 +55,7 @@
 #include "common/settings.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
-#include "sql/sql_window.h"
+#include "timers/timer_fire.h"
 #include "timers/timer_firing.h"
 #include "txn/txn_state.h"
 
@@ -206,25 +207,6 @@ heap_clear(Fired *fs)
 	fs->nheap = 0;
 }
 
-typedef struct LoadKey
-{
-	Fired	   *fs;
-	const char *key;
-	uint32		keylen;
-} LoadKey;
-
-static void
-load_window_due(void *arg, int64 at)
-{
-	LoadKey    *lk = arg;
-
-	timer_heap_push(lk->fs, at, lk->key, lk->keylen);
-}
-
-/*
- * Load one key's timers (a map image of instants) into the index; of a
- * window state, the instants its windows are due to be looked at.
- */
 /* Whether a timer waits in its state's retries (a read of the state finds it too). */
 static bool
 retrying(const Fired *fs, int64 at, const char *key, uint32 keylen)
@@ -236,27 +218,38 @@ retrying(const Fired *fs, int64 at, const char *key, uint32 keylen)
 	return false;
 }
 
+typedef struct LoadKey
+{
+	Fired	   *fs;
+	const StateTarget *st;
+	const char *key;
+	uint32		keylen;
+} LoadKey;
+
+/*
+ * One instant a key is due at, into the index: a timer waiting in the
+ * retries stays there, but a key to look at goes in the index too.
+ */
+static void
+load_due(void *arg, int64 at)
+{
+	LoadKey    *lk = arg;
+	Fired	   *fs = lk->fs;
+
+	if (fs->fire->by_key || fs->nretries == 0 || !retrying(fs, at, lk->key, lk->keylen))
+		timer_heap_push(fs, at, lk->key, lk->keylen);
+}
+
+/* Load one key's timers into the index, as its state's routine reads them. */
 static void
 load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
-	Fired	   *fs = arg;
-	uint32		off = 0;
-	RecordPair	pair;
+	LoadKey    *lk = arg;
+	TimerFire	tf = {lk->st, NULL, &lk->fs->key_codec, &lk->fs->at_codec};
 
-	if (fs->window)
-	{
-		LoadKey		lk = {fs, key, keylen};
-
-		window_due_times(&fs->desc, img, len, load_window_due, &lk);
-		return;
-	}
-	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
-	{
-		int64		at = DatumGetTimestampTz(codec_decode(&fs->at_codec, pair.key, pair.keylen));
-
-		if (fs->nretries == 0 || !retrying(fs, at, key, keylen))
-			timer_heap_push(fs, at, key, keylen);
-	}
+	lk->key = key;
+	lk->keylen = keylen;
+	lk->fs->fire->due_times(&tf, img, len, load_due, lk);
 }
 
 /* Read a state's timers whole (in a transaction). */
@@ -264,10 +257,11 @@ static void
 load_state(Fired *fs)
 {
 	StateTarget st = state_target(&fs->desc, fs->slot);
+	LoadKey		lk = {fs, &st};
 
 	heap_clear(fs);
 	fs->deleted_seen = timer_queue_deleted(fs->slot, fs->id);
-	keyed_state_ops(&fs->desc)->iterate(&st, -1, load_key, fs);
+	keyed_state_ops(&fs->desc)->iterate(&st, -1, load_key, &lk);
 }
 
 /*
@@ -379,10 +373,10 @@ new_state(const StateDesc *d, int slot)
 	fs->id = d->id;
 	fs->slot = slot;
 	fs->desc = *d;
-	fs->window = d->kind == STATE_KIND_WINDOW;
+	fs->fire = timer_fire_routine(d);
 	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, timer_worker_cxt);
 	codec_init(&fs->at_codec, TIMESTAMPTZOID, timer_worker_cxt);
-	fs->window_start = GetCurrentTimestamp();
+	fs->rate_start = GetCurrentTimestamp();
 	states = states ? repalloc(states, sizeof(Fired *) * (nstates + 1)) :
 		MemoryContextAlloc(timer_worker_cxt, sizeof(Fired *));
 	states[nstates++] = fs;
@@ -475,11 +469,12 @@ batch_add(Firing *batch, int *n, BatchKeys *seen, Fired *fs, Pending t, int atte
 {
 	batch[*n] = (Firing) {fs, t, attempts, TIMER_DUE};
 	batch[*n].clock = clock;
-	/* What it fires is folded in after the batch's transaction. */
-	if (fs->window)
+	batch[*n].revisit = DT_NOEND;
+	/* What a look at a key fired is folded in after the batch's transaction. */
+	if (fs->fire->by_key)
 	{
 		initStringInfo(&batch[*n].mark);
-		timer_windows_add(seen, batch, *n);
+		timer_keys_add(seen, batch, *n);
 	}
 	(*n)++;
 }
@@ -499,7 +494,7 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 	Oid			owner = InvalidOid;
 	bool		closed = false;
 
-	timer_windows_begin(&seen, max);
+	timer_keys_begin(&seen, max);
 	for (int k = 0; k < nstates && n < max && !closed; k++)
 	{
 		Fired	   *fs = states[(first_state + k) % nstates];
@@ -517,7 +512,7 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 
 			if (rt->not_before > now || (rt->alone && n > 0))
 				r++;
-			else if (fs->window && timer_windows_seen(&seen, batch, fs, &rt->t))
+			else if (fs->fire->by_key && timer_keys_seen(&seen, batch, fs, &rt->t))
 			{
 				/* A key retried twice: one look does for both. */
 				pfree(rt->t.key);
@@ -543,7 +538,7 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 			p = heap_pop(fs);
 			/* The index may hold a timer twice: the ring and a read both saw it. */
 			if ((have_last && pending_cmp(&last, &p) == 0) ||
-				(fs->window && timer_windows_seen(&seen, batch, fs, &p)))
+				(fs->fire->by_key && timer_keys_seen(&seen, batch, fs, &p)))
 			{
 				pfree(p.key);
 				continue;
@@ -593,26 +588,30 @@ timer_key(Firing *f, StateKey *key, StringInfo atimg)
 	codec_encode(&f->fs->at_codec, TimestampTzGetDatum(f->t.at), atimg);
 }
 
+/* What a timer's firing hands its state's routines. */
+static void
+fire_of(Firing *f, TimerFire *tf, const StateTarget *st, const StateKey *key, StringInfo atimg)
+{
+	Fired	   *fs = f->fs;
+
+	*tf = (TimerFire) {st, key, &fs->key_codec, &fs->at_codec, &fs->handler, f->t.at, atimg,
+		f->clock, &f->mark, DT_NOEND, 0};
+}
+
 /*
- * Remove a timer from its state (in the caller's transaction); of a
- * window state, fold in what its look at the key fired.
+ * Remove a timer from its state (in the caller's transaction): of a key
+ * looked at, fold in what the look fired.
  */
 static void
 remove_timer(Firing *f, StringInfo atimg)
 {
 	StateTarget st = state_target(&f->fs->desc, f->fs->slot);
 	StateKey	key;
+	TimerFire	tf;
 
 	timer_key(f, &key, atimg);
-	if (f->fs->window)
-	{
-		/* A window whose emit kept failing stays, to be tried at its next value. */
-		if (f->step == TIMER_FIRED && f->mark.len > 0)
-			f->again = window_mark_fired(window_run_kept(&f->fs->desc), &st, &key,
-										 f->mark.data, f->mark.len);
-		return;
-	}
-	keyed_state_ops(&f->fs->desc)->map_remove(&st, &key, atimg->data, atimg->len);
+	fire_of(f, &tf, &st, &key, atimg);
+	f->again = f->fs->fire->done(&tf, f->step == TIMER_FIRED);
 }
 
 /* The timeouts around one handler's call. */
@@ -670,42 +669,30 @@ fire_one(Firing *f, StringInfo atimg)
 {
 	Fired	   *fs = f->fs;
 	StateTarget st = state_target(&fs->desc, fs->slot);
-	const KeyedStateBackend *ops = keyed_state_ops(&fs->desc);
 	StateKey	key;
-	StringInfoData scratch;
-	bool		isnull;
-	bool		fired = true;
+	TimerFire	tf;
+	bool		fired;
 	int			nestlevel;
-	LOCAL_FCINFO(fcinfo, 2);
 
 	timer_key(f, &key, atimg);
-	initStringInfo(&scratch);
-	if (!fs->window && !ops->map_get(&st, &key, atimg->data, atimg->len, &scratch, &isnull))
+	fire_of(f, &tf, &st, &key, atimg);
+	if (fs->fire->present != NULL && !fs->fire->present(&tf))
 		return false;
 	Assert(GetUserId() == fs->desc.owner && InSecurityRestrictedOperation());
 	FAULT_POINT("timer.before_handler");
 	nestlevel = NewGUCNestLevel();
 	firing_now = f;
 	handler_timeouts_enable();
-	if (fs->window)
-		fired = timer_windows_fire(f, &st, &key);
-	else
-	{
-		/* Its result, NULL (a void function's) or not, is not looked at. */
-		InitFunctionCallInfoData(*fcinfo, &fs->handler, 2, InvalidOid, NULL, NULL);
-		fcinfo->args[0].value = codec_decode(&fs->key_codec, f->t.key, f->t.keylen);
-		fcinfo->args[0].isnull = false;
-		fcinfo->args[1].value = TimestampTzGetDatum(f->t.at);
-		fcinfo->args[1].isnull = false;
-		(void) FunctionCallInvoke(fcinfo);
-	}
+	fired = fs->fire->fire(&tf);
 	handler_timeouts_disable();
 	firing_now = NULL;
 	AtEOXact_GUC(false, nestlevel);
 	FAULT_POINT("timer.after_handler");
+	f->emitted += tf.emitted;
+	f->revisit = tf.revisit;
 	/* A transactional state's timer leaves it with the handler's writes. */
-	if (fired && !fs->window && fs->desc.transactional)
-		remove_timer(f, atimg);
+	if (fired && fs->desc.transactional)
+		(void) fs->fire->done(&tf, true);
 	return fired;
 }
 
@@ -1077,11 +1064,12 @@ fire_batch(Firing *batch, int n)
 				timer_heap_push(f->fs, f->t.at, f->t.key, f->t.keylen);
 				break;
 			case TIMER_FIRED:
-				fired = f->fs->window ? f->emitted : 1;
+				/* Each call of the handler counts (a look at a key may make several). */
+				fired = f->emitted;
 				state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FIRED, fired);
-				f->fs->window_fired += fired;
-				/* Windows that fired go when their lateness has passed. */
-				if (f->fs->window && f->revisit != DT_NOEND)
+				f->fs->rate_fired += fired;
+				/* A key whose look left something: looked at again then. */
+				if (f->revisit != DT_NOEND)
 					timer_heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
 				if (f->again)
 					timer_heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
@@ -1132,12 +1120,12 @@ publish_figures(TimestampTz now)
 		f.pending = fs->nheap + fs->nretries;
 		f.retrying = fs->nretries;
 		f.next_due = fs->nheap > 0 ? fs->heap[0].at : DT_NOEND;
-		TimestampDifference(fs->window_start, now, &secs, &usecs);
+		TimestampDifference(fs->rate_start, now, &secs, &usecs);
 		if (secs >= 5)
 		{
-			fs->fired_per_s = fs->window_fired / (secs + usecs / 1e6);
-			fs->window_fired = 0;
-			fs->window_start = now;
+			fs->fired_per_s = fs->rate_fired / (secs + usecs / 1e6);
+			fs->rate_fired = 0;
+			fs->rate_start = now;
 		}
 		f.fired_per_s = fs->fired_per_s;
 		f.lag_p99_us = -1;
@@ -1228,7 +1216,7 @@ timer_worker_exit(int code, Datum arg)
 	timer_queue_note_killed(&k);
 	ereport(LOG,
 			(errmsg("state_backend: the timer worker of database %u stopped while the %s of state \"%s\" ran",
-					MyDatabaseId, f->fs->window ? "emit function" : "handler",
+					MyDatabaseId, f->fs->fire->handler_name,
 					NameStr(f->fs->desc.name)),
 			 errdetail("A handler that runs past state_backend.timer_statement_timeout and does not stop when cancelled stops its worker; the timer counts a failed try.")));
 }
