@@ -64,7 +64,7 @@ OBJS = \
 	src/txn/txn_state.o \
 	src/txn/txn_commit.o \
 	src/txn/txn_locks.o \
-	src/backend/timer_queue.o \
+	src/timers/timer_queue.o \
 	src/backend/rocksdb/rocks_keys.o \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_options.o \

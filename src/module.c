@@ -31,7 +31,6 @@
 #include "utils/memutils.h"
 
 #include "backend/providers.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/area.h"
@@ -47,6 +46,7 @@
 #include "sql/sql_window.h"
 #include "state_ops.h"
 #include "timers/timer_fire.h"
+#include "timers/timer_queue.h"
 #include "txn/txn_state.h"
 #include "worker.h"
 
@@ -396,6 +396,7 @@ _PG_init(void)
 	restore_set_logged_hook(logged_before_restore);
 	txn_state_set_combine(txn_combine);
 	txn_state_init();
+	timer_queue_init();
 	timer_fire_register(STATE_KIND_MAP, &timers_fire_routine);
 	timer_fire_register(STATE_KIND_WINDOW, &window_fire_routine);
 	RegisterXactCallback(state_backend_xact_callback, NULL);

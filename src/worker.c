@@ -33,7 +33,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/area.h"
 #include "common/bgworker.h"
@@ -51,6 +50,7 @@
 #include "snapshot/restore.h"
 #include "snapshot/snapshot_control.h"
 #include "snapshot/snapshot_driver.h"
+#include "timers/timer_queue.h"
 #include "ttl/ttl_state.h"
 #include "worker.h"
 

@@ -2,7 +2,7 @@
  * common/bgworker.h
  *		The background workers of this library, as they are all described
  *		to the postmaster: the state worker (worker.c), a database's timer
- *		worker (backend/timer_queue.c) and the snapshot converter
+ *		worker (timers/timer_queue.c) and the snapshot converter
  *		(snapshot/canonical.c).  What each one does is in its own file.
  */
 #ifndef STATE_BACKEND_BGWORKER_H

@@ -17,10 +17,10 @@
 #include "utils/rangetypes.h"
 #include "utils/typcache.h"
 
-#include "backend/timer_queue.h"
 #include "common/key_group.h"
 #include "common/settings.h"
 #include "sql/sql_common.h"
+#include "timers/timer_queue.h"
 
 PG_FUNCTION_INFO_V1(state_key_group_range);
 PG_FUNCTION_INFO_V1(state_part_for);

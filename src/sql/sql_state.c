@@ -22,7 +22,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/aggregate.h"
@@ -35,6 +34,7 @@
 #include "sql/sql_common.h"
 #include "sql/sql_window.h"
 #include "state_ops.h"
+#include "timers/timer_queue.h"
 #include "txn/txn_state.h"
 
 PG_FUNCTION_INFO_V1(state_create_state);

@@ -7,7 +7,7 @@
  * A timers state is a map per key of the instants its timers are due at
  * (map key timestamptz, NULL values), so that everything a state has
  * (snapshots, restores, rescales, WAL, transactions) holds timers too.
- * Registering tells the database's timer worker (backend/timer_queue.c),
+ * Registering tells the database's timer worker (timers/timer_queue.c),
  * which fires them (timers/timer_worker.c).
  */
 #include "postgres.h"
@@ -18,13 +18,13 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/locks.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "sql/sql_common.h"
+#include "timers/timer_queue.h"
 
 PG_FUNCTION_INFO_V1(state_timer_register);
 PG_FUNCTION_INFO_V1(state_timer_delete);

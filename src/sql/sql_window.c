@@ -8,7 +8,7 @@
  * has (snapshots, restores, rescales, WAL, transactions) holds windows
  * too.  A value joins its windows by the state's assigner; a window that
  * appears, or changes after it fired, is told to the database's timer
- * worker (backend/timer_queue.c), which fires it (timers/timer_worker.c).
+ * worker (timers/timer_queue.c), which fires it (timers/timer_worker.c).
  */
 #include "postgres.h"
 
@@ -21,12 +21,12 @@
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
 
-#include "backend/timer_queue.h"
 #include "catalog/stats.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "state_ops.h"
 #include "sql/sql_window.h"
+#include "timers/timer_queue.h"
 
 PG_FUNCTION_INFO_V1(state_window_add);
 PG_FUNCTION_INFO_V1(state_window_get);

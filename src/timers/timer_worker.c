@@ -4,7 +4,7 @@
  *		states by calling their handlers, as their owners.
  *
  * One dynamic background worker per database with timers states, started
- * by create_state and by the state worker (backend/timer_queue.c); it stops
+ * by create_state and by the state worker (timers/timer_queue.c); it stops
  * when its database has none left.  It keeps, per state, an index of the
  * state's timers by due time (a binary heap): read whole from the state
  * when the worker starts, when a state appears (created, restored) and when
@@ -47,7 +47,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/codec.h"
@@ -57,6 +56,7 @@
 #include "format/records.h"
 #include "timers/timer_fire.h"
 #include "timers/timer_firing.h"
+#include "timers/timer_queue.h"
 #include "txn/txn_state.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);

@@ -56,7 +56,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/rocksdb/rocks.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/catch.h"
 #include "common/fault.h"
@@ -656,6 +655,15 @@ txn_end(void)
 	txn_pending_forget();
 }
 
+/* What the end of a transaction tells the layer above (txn_state.h). */
+static TxnEndHook end_hook = NULL;
+
+void
+txn_state_set_end_hook(TxnEndHook hook)
+{
+	end_hook = hook;
+}
+
 static void
 txn_xact_callback(XactEvent event, void *arg)
 {
@@ -670,12 +678,14 @@ txn_xact_callback(XactEvent event, void *arg)
 				txn_apply();
 			txn_end();
 			/* Its timers are in their states now: their worker may look. */
-			timer_queue_at_commit();
+			if (end_hook != NULL)
+				end_hook(true);
 			break;
 		case XACT_EVENT_ABORT:
 			txn_standby_read_release();
 			txn_end();
-			timer_queue_at_abort();
+			if (end_hook != NULL)
+				end_hook(false);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (txn_pending_any())
@@ -692,7 +702,8 @@ txn_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PREPARE:
 			txn_end();
-			timer_queue_at_abort();
+			if (end_hook != NULL)
+				end_hook(false);
 			break;
 		default:
 			break;

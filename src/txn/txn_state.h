@@ -32,6 +32,17 @@ extern const KeyedStateBackend *keyed_state_ops(const StateDesc *desc);
 extern void txn_state_init(void);
 
 /*
+ * What the end of every transaction tells the layer above that set it
+ * (the timer queue: the timers a transaction registered in transactional
+ * states, told to their workers only once its commit applied them):
+ * committed, once the commit applied its writes; not, at an abort or a
+ * prepare.  Called after this layer's own end of the transaction.
+ */
+typedef void (*TxnEndHook) (bool committed);
+
+extern void txn_state_set_end_hook(TxnEndHook hook);
+
+/*
  * The snapshot's cut and the commits of transactional states: a cut may
  * be made only when no transaction is between logging its writes and
  * applying them all (txn_state_cut_ready asks, and stops new ones for a

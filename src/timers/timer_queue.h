@@ -1,5 +1,5 @@
 /*
- * backend/timer_queue.h
+ * timers/timer_queue.h
  *		What sessions and the timer workers share about timers states
  *		(timer_queue.c): per database, the ring of timers registered since
  *		its worker last looked and the worker's latch; per state, its
@@ -40,6 +40,7 @@ typedef struct KilledTimer
 	int			attempts;		/* before the one that was stopped */
 } KilledTimer;
 
+extern void timer_queue_init(void);
 extern Size timer_queue_shmem_size(void);
 extern void timer_queue_shmem_init(void);
 
@@ -47,8 +48,6 @@ extern void timer_queue_shmem_init(void);
 extern void timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
 extern void timer_queue_wake(Oid dbid);
 extern void timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
-extern void timer_queue_at_commit(void);
-extern void timer_queue_at_abort(void);
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
 extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);

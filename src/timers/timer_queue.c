@@ -1,5 +1,5 @@
 /*
- * backend/timer_queue.c
+ * timers/timer_queue.c
  *		The shared memory of timers states, and the pause of their firing.
  *
  * A timers state keeps its timers as any state keeps its data (a map per
@@ -25,8 +25,9 @@
  * must look at, at that instant.
  *
  * A transactional state's registrations are noted until the transaction's
- * commit has applied them (txn/txn_commit.c calls timer_queue_at_commit), so
- * that the worker never looks for a timer before it is there.
+ * commit has applied them (the transactional layer's end of a transaction
+ * calls timer_queue_at_end, timer_queue_init sets it so), so that the
+ * worker never looks for a timer before it is there.
  *
  * A session may pause the firing of its database's timers and windows
  * (timer_queue_pause, for a proxy's rescale: what a handler wrote between
@@ -50,9 +51,10 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "backend/timer_queue.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
+#include "timers/timer_queue.h"
+#include "txn/txn_state.h"
 
 /* A launch not answered in this long may be asked for again. */
 #define TIMER_LAUNCH_WAIT_MS	10000
@@ -320,7 +322,7 @@ timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen
 
 /*
  * timer_queue_note keeps a timer registered in a transactional state until
- * its transaction commits (timer_queue_at_commit) or ends otherwise.
+ * its transaction commits (timer_queue_at_end) or ends otherwise.
  */
 void
 timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at)
@@ -339,25 +341,31 @@ timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen
 	MemoryContextSwitchTo(old);
 }
 
-/* After a commit applied its writes: tell the workers of its timers. */
-void
-timer_queue_at_commit(void)
+/*
+ * timer_queue_at_end, at the end of a transaction (after the transactional
+ * layer's): once a commit applied its writes, the workers of its timers
+ * are told of them; an abort or a prepare forgets them.
+ */
+static void
+timer_queue_at_end(bool committed)
 {
 	ListCell   *lc;
 
-	foreach(lc, noted)
-	{
-		NotedTimer *n = lfirst(lc);
+	if (committed)
+		foreach(lc, noted)
+		{
+			NotedTimer *n = lfirst(lc);
 
-		push_record(n->dbid, n->state_id, n->slot, n->event_time, n->key, n->keylen, n->at);
-	}
+			push_record(n->dbid, n->state_id, n->slot, n->event_time, n->key, n->keylen, n->at);
+		}
 	noted = NIL;				/* its memory goes with the transaction's */
 }
 
+/* timer_queue_init, in _PG_init: the queue hears of every transaction's end. */
 void
-timer_queue_at_abort(void)
+timer_queue_init(void)
 {
-	noted = NIL;
+	txn_state_set_end_hook(timer_queue_at_end);
 }
 
 /* ------------------------------------------------------------ watermarks */
