@@ -179,6 +179,17 @@ typedef struct RowsContext
 extern void rows_begin(RowsContext *ctx, StateCall *call, FunctionCallInfo fcinfo);
 extern void rows_put(void *arg, const char *key, uint32 keylen, const char *img, uint32 len);
 
+/* sql_entries.c: rows made of each key of a state, for keys(), timers(), windows() */
+typedef struct KeyRows
+{
+	StateRows	rows;
+	Oid			restype;		/* what a key is shown as */
+} KeyRows;
+
+extern Datum key_rows_each(KeyRows *rows, StateCall *call, FunctionCallInfo fcinfo, Oid restype,
+						   StateEntryFn fn);
+extern Datum key_rows_key(const KeyRows *rows, const char *key, uint32 keylen);
+
 /* sql_aggregating.c */
 extern Datum sql_aggregating_get(StateCall *call, FunctionCallInfo fcinfo);
 extern Datum sql_aggregating_datum(StateCall *call, const char *img, uint32 len, Oid restype,

@@ -71,6 +71,34 @@ rows_begin(RowsContext *ctx, StateCall *call, FunctionCallInfo fcinfo)
 }
 
 /*
+ * key_rows_each fills the function's tuplestore (of its expected row type)
+ * with the rows fn makes of each key of the call's state.  rows, fn's
+ * argument (first in a caller's struct of its own, if it needs more), has
+ * the call, the tuplestore and restype, what a key is shown as.  Returns
+ * what the function returns.
+ */
+Datum
+key_rows_each(KeyRows *rows, StateCall *call, FunctionCallInfo fcinfo, Oid restype,
+			  StateEntryFn fn)
+{
+	state_rows_begin(&rows->rows, call, fcinfo);
+	rows->restype = restype;
+	call->backend->iterate(&call->target, -1, fn, rows);
+	return (Datum) 0;
+}
+
+/* key_rows_key: a key's image as the datum its rows show. */
+Datum
+key_rows_key(const KeyRows *rows, const char *key, uint32 keylen)
+{
+	StateCall  *call = rows->rows.call;
+
+	return state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
+								   call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
+								   rows->restype);
+}
+
+/*
  * entries(name, key_default, value_default): every key of a value,
  * reducing, aggregating or list state with its value (a list's as an
  * array), typed by the defaults, in no particular order.

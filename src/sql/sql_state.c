@@ -545,8 +545,7 @@ state_compact(PG_FUNCTION_ARGS)
 
 typedef struct KeysContext
 {
-	StateRows	rows;
-	Oid			restype;
+	KeyRows		keys;
 	bool		rowtype;		/* result rows are the key's columns */
 } KeysContext;
 
@@ -555,13 +554,10 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 			 uint32 valuelen)
 {
 	KeysContext *ctx = arg;
-	StateCall  *call = ctx->rows.call;
-	TupleDesc	desc = ctx->rows.rsinfo->setDesc;
-	Datum		d = codec_decode(&call->codecs[ARG_KEY], key, keylen);
+	TupleDesc	desc = ctx->keys.rows.rsinfo->setDesc;
+	Datum		d = key_rows_key(&ctx->keys, key, keylen);
 	bool		isnull = false;
 
-	d = state_call_result_datum(call, d, call->desc.types[STATE_TYPE_KEY].oid,
-								ARG_KEY, ctx->restype);
 	if (ctx->rowtype)
 	{
 		/* SETOF a composite type returns the key's columns. */
@@ -575,10 +571,10 @@ keys_collect(void *arg, const char *key, uint32 keylen, const char *value,
 		tuple.t_tableOid = InvalidOid;
 		tuple.t_data = th;
 		heap_deform_tuple(&tuple, desc, values, nulls);
-		tuplestore_putvalues(ctx->rows.rsinfo->setResult, desc, values, nulls);
+		tuplestore_putvalues(ctx->keys.rows.rsinfo->setResult, desc, values, nulls);
 	}
 	else
-		tuplestore_putvalues(ctx->rows.rsinfo->setResult, desc, &d, &isnull);
+		tuplestore_putvalues(ctx->keys.rows.rsinfo->setResult, desc, &d, &isnull);
 }
 
 /* keys(name, default): every key of a state, in no particular order. */
@@ -587,12 +583,10 @@ state_keys(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, KEYED_KIND, STATE_PRIV_READ);
 	KeysContext ctx;
+	Oid			restype = get_fn_expr_rettype(fcinfo->flinfo);
 
-	state_rows_begin(&ctx.rows, call, fcinfo);
-	ctx.restype = get_fn_expr_rettype(fcinfo->flinfo);
-	ctx.rowtype = type_is_rowtype(ctx.restype);
-	call->backend->iterate(&call->target, -1, keys_collect, &ctx);
-	return (Datum) 0;
+	ctx.rowtype = type_is_rowtype(restype);
+	return key_rows_each(&ctx.keys, call, fcinfo, restype, keys_collect);
 }
 
 /* key_group(name, key): the key group the key belongs to. */

@@ -165,31 +165,23 @@ state_timer_delete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(removed);
 }
 
-typedef struct TimersRows
-{
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
-	Oid			restype;
-} TimersRows;
-
 /* One key's timers as rows (key, at). */
 static void
 timers_collect(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
-	TimersRows *ctx = arg;
-	StateCall  *call = ctx->call;
+	KeyRows    *ctx = arg;
+	StateCall  *call = ctx->rows.call;
+	ReturnSetInfo *rsinfo = ctx->rows.rsinfo;
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
 	uint32		off = 0;
 	RecordPair	pair;
 
-	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
-										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
-										ctx->restype);
+	values[0] = key_rows_key(ctx, key, keylen);
 	while (record_next_pair(img, len, &off, &pair) == RECORD_OK)
 	{
 		values[1] = codec_decode(&call->codecs[ARG_MAP_KEY], pair.key, pair.keylen);
-		tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 
@@ -197,15 +189,10 @@ timers_collect(void *arg, const char *key, uint32 keylen, const char *img, uint3
 Datum
 state_timers(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_READ);
-	TimersRows	ctx;
+	KeyRows		ctx;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ctx.restype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	call->backend->iterate(&call->target, -1, timers_collect, &ctx);
-	return (Datum) 0;
+	return key_rows_each(&ctx, state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_READ), fcinfo,
+						 get_fn_expr_argtype(fcinfo->flinfo, 1), timers_collect);
 }
 
 /* The event-time state named, for its watermark. */

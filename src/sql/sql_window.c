@@ -75,6 +75,17 @@ interval_arg(FunctionCallInfo fcinfo, int argno, const char *what, bool zero_ok)
 	return us;
 }
 
+/* A window option that must be given: what it is missing says, and a hint. */
+static void
+need_option(FunctionCallInfo fcinfo, int argno, const char *missing, const char *hint)
+{
+	if (!has_arg(fcinfo, argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", missing),
+				 errhint("%s", hint)));
+}
+
 static void
 refuse_option(bool given, const char *option, const char *assigner)
 {
@@ -91,11 +102,8 @@ parse_assigner(FunctionCallInfo fcinfo, StateDesc *desc)
 {
 	char	   *assigner;
 
-	if (!has_arg(fcinfo, ARG_ASSIGNER))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a window state needs an assigner"),
-				 errhint("Pass assigner => 'tumbling', 'sliding' or 'session'.")));
+	need_option(fcinfo, ARG_ASSIGNER, "a window state needs an assigner",
+				"Pass assigner => 'tumbling', 'sliding' or 'session'.");
 	assigner = text_to_cstring(PG_GETARG_TEXT_PP(ARG_ASSIGNER));
 	if (strcmp(assigner, "tumbling") == 0)
 		desc->window_assigner = STATE_WINDOW_TUMBLING;
@@ -112,31 +120,22 @@ parse_assigner(FunctionCallInfo fcinfo, StateDesc *desc)
 	{
 		refuse_option(has_arg(fcinfo, ARG_SIZE), "size", assigner);
 		refuse_option(has_arg(fcinfo, ARG_SLIDE), "slide", assigner);
-		if (!has_arg(fcinfo, ARG_GAP))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("session windows need a gap"),
-					 errhint("Pass gap => interval '30 minutes', for example.")));
+		need_option(fcinfo, ARG_GAP, "session windows need a gap",
+					"Pass gap => interval '30 minutes', for example.");
 		desc->window_gap = interval_arg(fcinfo, ARG_GAP, "a session gap", false);
 		return;
 	}
 	refuse_option(has_arg(fcinfo, ARG_GAP), "gap", assigner);
-	if (!has_arg(fcinfo, ARG_SIZE))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s windows need a size", assigner),
-				 errhint("Pass size => interval '1 minute', for example.")));
+	need_option(fcinfo, ARG_SIZE, psprintf("%s windows need a size", assigner),
+				"Pass size => interval '1 minute', for example.");
 	desc->window_size = interval_arg(fcinfo, ARG_SIZE, "a window's size", false);
 	if (desc->window_assigner == STATE_WINDOW_TUMBLING)
 	{
 		refuse_option(has_arg(fcinfo, ARG_SLIDE), "slide", assigner);
 		return;
 	}
-	if (!has_arg(fcinfo, ARG_SLIDE))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("sliding windows need a slide"),
-				 errhint("Pass slide => interval '1 minute', for example.")));
+	need_option(fcinfo, ARG_SLIDE, "sliding windows need a slide",
+				"Pass slide => interval '1 minute', for example.");
 	desc->window_slide = interval_arg(fcinfo, ARG_SLIDE, "a window's slide", false);
 	if (desc->window_slide > desc->window_size)
 		ereport(ERROR,
@@ -435,34 +434,26 @@ state_window_get(PG_FUNCTION_ARGS)
 	return state_call_default(call, fcinfo, 3);
 }
 
-typedef struct WindowRows
-{
-	StateCall  *call;
-	ReturnSetInfo *rsinfo;
-	Oid			restype;
-} WindowRows;
-
 /* One key's windows as rows (key, window_start, window_end, fired). */
 static void
 windows_collect(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
 {
-	WindowRows *ctx = arg;
-	StateCall  *call = ctx->call;
+	KeyRows    *ctx = arg;
+	StateCall  *call = ctx->rows.call;
+	ReturnSetInfo *rsinfo = ctx->rows.rsinfo;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 	WindowSet	s;
 
 	CHECK_FOR_INTERRUPTS();
 	window_read_or_fail(window_run(call), img, len, &s);
-	values[0] = state_call_result_datum(call, codec_decode(&call->codecs[ARG_KEY], key, keylen),
-										call->desc.types[STATE_TYPE_KEY].oid, ARG_KEY,
-										ctx->restype);
+	values[0] = key_rows_key(ctx, key, keylen);
 	for (int i = 0; i < s.n; i++)
 	{
 		values[1] = TimestampTzGetDatum(window_shown_start(s.w[i].start));
 		values[2] = TimestampTzGetDatum(s.w[i].end);
 		values[3] = BoolGetDatum((s.w[i].flags & WINDOW_FIRED) != 0);
-		tuplestore_putvalues(ctx->rsinfo->setResult, ctx->rsinfo->setDesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 
@@ -470,13 +461,8 @@ windows_collect(void *arg, const char *key, uint32 keylen, const char *img, uint
 Datum
 state_windows(PG_FUNCTION_ARGS)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW, STATE_PRIV_READ);
-	WindowRows	ctx;
+	KeyRows		ctx;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ctx.call = call;
-	ctx.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ctx.restype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	call->backend->iterate(&call->target, -1, windows_collect, &ctx);
-	return (Datum) 0;
+	return key_rows_each(&ctx, state_call_begin(fcinfo, STATE_KIND_WINDOW, STATE_PRIV_READ), fcinfo,
+						 get_fn_expr_argtype(fcinfo->flinfo, 1), windows_collect);
 }

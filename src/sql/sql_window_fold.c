@@ -544,11 +544,7 @@ window_done(TimerFire *tf, bool fired)
 	return false;
 }
 
+/* A timer names a key to look at (by_key); window_fire looks itself (no present). */
 const StateFireRoutine window_fire_routine = {
-	.handler_name = "emit function",
-	.by_key = true,
-	.due_times = window_due_times,
-	.present = NULL,
-	.fire = window_fire,
-	.done = window_done,
+	"emit function", true, window_due_times, NULL, window_fire, window_done
 };

@@ -4,7 +4,7 @@
  *		kind (registered at load, module.c), and a timers state's own: its
  *		timers are the instants of a map per key, and each one due calls
  *		the handler with (key, instant).  A window state's routines are
- *		with the window code (sql/sql_window_fold.c).
+ *		with the window code's fold, which module.c registers too.
  */
 #include "postgres.h"
 
@@ -85,11 +85,7 @@ timers_done(TimerFire *tf, bool fired)
 	return false;
 }
 
+/* Each timer is one call of the handler. */
 const StateFireRoutine timers_fire_routine = {
-	.handler_name = "handler",
-	.by_key = false,
-	.due_times = timers_due_times,
-	.present = timers_present,
-	.fire = timers_fire,
-	.done = timers_done,
+	"handler", false, timers_due_times, timers_present, timers_fire, timers_done
 };

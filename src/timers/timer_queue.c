@@ -25,9 +25,8 @@
  * must look at, at that instant.
  *
  * A transactional state's registrations are noted until the transaction's
- * commit has applied them (the transactional layer's end of a transaction
- * calls timer_queue_at_end, timer_queue_init sets it so), so that the
- * worker never looks for a timer before it is there.
+ * commit has applied them (timer_queue_at_end, the transactional layer's
+ * end hook), so that the worker never looks for a timer before it is there.
  *
  * A session may pause the firing of its database's timers and windows
  * (timer_queue_pause, for a proxy's rescale: what a handler wrote between
@@ -163,13 +162,13 @@ timer_queue_shmem_init(void)
 	char	   *p;
 
 	timers = ShmemInitStruct("state_backend timers", timer_queue_shmem_size(), &found);
-	p = (char *) timers + MAXALIGN(sizeof(TimerShared));
 	if (found)
 		return;
-	timers->ndbs = state_backend_max_timer_databases;
-	timers->ring_size = ring_size();
+	p = (char *) timers + MAXALIGN(sizeof(TimerShared));
 	timers->slots = (TimerSlot *) p;
 	p += MAXALIGN(mul_size(sizeof(TimerSlot), state_backend_max_states));
+	timers->ndbs = state_backend_max_timer_databases;
+	timers->ring_size = ring_size();
 	timers->dbs = (TimerDb *) p;
 	p += MAXALIGN(mul_size(sizeof(TimerDb), timers->ndbs));
 	timers->rings = p;
@@ -320,10 +319,7 @@ timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen
 	push_record(desc->dbid, desc->id, slot, desc->timer_event_time, key, keylen, at);
 }
 
-/*
- * timer_queue_note keeps a timer registered in a transactional state until
- * its transaction commits (timer_queue_at_end) or ends otherwise.
- */
+/* timer_queue_note keeps a transactional state's timer until its transaction ends. */
 void
 timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at)
 {
@@ -342,9 +338,8 @@ timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen
 }
 
 /*
- * timer_queue_at_end, at the end of a transaction (after the transactional
- * layer's): once a commit applied its writes, the workers of its timers
- * are told of them; an abort or a prepare forgets them.
+ * timer_queue_at_end, after the transactional layer's end of a transaction:
+ * a commit's timers go to their workers, an abort or a prepare forgets them.
  */
 static void
 timer_queue_at_end(bool committed)

@@ -40,17 +40,22 @@ typedef struct KilledTimer
 	int			attempts;		/* before the one that was stopped */
 } KilledTimer;
 
+/* In _PG_init, and the shared memory (module.c) */
 extern void timer_queue_init(void);
 extern Size timer_queue_shmem_size(void);
 extern void timer_queue_shmem_init(void);
 
-/* Sessions */
+/* Sessions: a timer registered, at once or at its transaction's commit */
 extern void timer_queue_push(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
-extern void timer_queue_wake(Oid dbid);
 extern void timer_queue_note(const StateDesc *desc, int slot, const char *key, uint32 keylen, int64 at);
+extern void timer_queue_wake(Oid dbid);
+
+/* An event-time state's watermark, and what its worker publishes */
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
 extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
+
+/* A session's pause of its database's firing (a proxy's rescale) */
 extern void timer_queue_pause(void);
 extern void timer_queue_resume(void);
 extern bool timer_queue_paused(void);
@@ -60,17 +65,22 @@ extern void timer_queue_launch(Oid dbid);
 extern void timer_queue_supervise(void);
 extern void timer_queue_stop(Oid dbid);
 
-/* The timer worker of a database */
+/* The timer worker of a database: its ring */
 typedef void (*TimerQueuedFn) (void *arg, uint32 state_id, int64 at,
 							   const char *key, uint32 keylen);
 extern bool timer_queue_attach(Oid dbid);
 extern bool timer_queue_drain(TimerQueuedFn fn, void *arg);
 extern bool timer_queue_may_sleep(int64 until);
+extern void timer_queue_hold_while_paused(void);
+
+/*
+ * Its figures; the count of deletions (sessions count them, a worker reads
+ * it whole again when they pass half its index); the timer it was stopped in.
+ */
 extern void timer_figures_publish(int slot, uint32 id, const TimerFigures *f);
 extern void timer_queue_note_deleted(int slot, uint32 id);
 extern uint64 timer_queue_deleted(int slot, uint32 id);
 extern void timer_queue_note_killed(const KilledTimer *k);
 extern bool timer_queue_take_killed(KilledTimer *k);
-extern void timer_queue_hold_while_paused(void);
 
 #endif							/* STATE_BACKEND_TIMER_QUEUE_H */

@@ -664,6 +664,15 @@ txn_state_set_end_hook(TxnEndHook hook)
 	end_hook = hook;
 }
 
+/* The end of the transaction, then what the layer above hears of it. */
+static void
+txn_end_and_tell(bool committed)
+{
+	txn_end();
+	if (end_hook != NULL)
+		end_hook(committed);
+}
+
 static void
 txn_xact_callback(XactEvent event, void *arg)
 {
@@ -676,16 +685,12 @@ txn_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 			if (committing)
 				txn_apply();
-			txn_end();
 			/* Its timers are in their states now: their worker may look. */
-			if (end_hook != NULL)
-				end_hook(true);
+			txn_end_and_tell(true);
 			break;
 		case XACT_EVENT_ABORT:
 			txn_standby_read_release();
-			txn_end();
-			if (end_hook != NULL)
-				end_hook(false);
+			txn_end_and_tell(false);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (txn_pending_any())
@@ -701,9 +706,7 @@ txn_xact_callback(XactEvent event, void *arg)
 						 errhint("Commit it instead; PREPARE TRANSACTION is not supported with transactional states.")));
 			break;
 		case XACT_EVENT_PREPARE:
-			txn_end();
-			if (end_hook != NULL)
-				end_hook(false);
+			txn_end_and_tell(false);
 			break;
 		default:
 			break;
