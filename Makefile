@@ -136,7 +136,7 @@ ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(srcdir)/test/regr
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/api
 PG_CFLAGS = -Wall -Werror=implicit-function-declaration
 SHLIB_LINK = -lrocksdb
 
@@ -146,6 +146,14 @@ override autodepend = yes
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The built-in rocksdb backend reaches the host only through the provider
+# API, as a library's backend does: its files are compiled with src/api/ as
+# the only folder of the extension on the include path (PostgreSQL's own
+# headers and RocksDB's besides).
+ROCKS_OBJS = $(filter src/backend/rocksdb/%.o,$(OBJS))
+$(ROCKS_OBJS): override CPPFLAGS := -I$(srcdir)/src/api \
+	$(filter-out -I. -I./ -I$(srcdir) -I$(srcdir)/ -I$(srcdir)/src -I$(srcdir)/src/api,$(CPPFLAGS))
 
 .PHONY: installcheck-rocksdb
 installcheck-rocksdb: submake $(REGRESS_PREP)

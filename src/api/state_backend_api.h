@@ -313,6 +313,31 @@ typedef struct SnapshotStrategy
 } SnapshotStrategy;
 
 /*
+ * StateStageRoutine: how a backend whose writes another process applies
+ * (the state worker) keeps a transactional commit whole.  The host applies
+ * a commit's writes after its commit record, where nothing may fail; such a
+ * backend stages them instead.  begin: the session's writes to the
+ * backend's states (made through its operations as usual) are kept aside
+ * until end (false: nothing is staged here, as in the worker itself; the
+ * writes are then applied after the record like any backend's).  stage
+ * numbers the committing session (its PGPROC number + 1), fxid its
+ * transaction.  prepare, before the commit record: make the stage durable
+ * (its error refuses the commit).  After the record: apply asks for the
+ * stage to be applied at once (an error there is ignored: the backend
+ * applies it anyway once it sees the commit), and wait returns once it is.
+ * A crash or a restart of the applying process at any step must leave the
+ * commit whole: applied when its record is durable, dropped otherwise.
+ */
+typedef struct StateStageRoutine
+{
+	bool		(*begin) (uint32 stage, uint64 fxid);
+	void		(*end) (void);
+	void		(*prepare) (uint64 fxid);
+	void		(*apply) (void);
+	void		(*wait) (uint64 fxid);
+} StateStageRoutine;
+
+/*
  * KeyedStateBackend: where a state's images are kept.  Called in sessions
  * (and in the state worker for restores, replays and snapshots), never with
  * a lock of the host's held.
@@ -463,6 +488,9 @@ typedef struct KeyedStateBackend
 	void		(*unreserve) (void *handle);
 
 	const SnapshotStrategy *snapshot;
+
+	/* NULL: a transactional commit's writes are applied after its record. */
+	const StateStageRoutine *stage;
 } KeyedStateBackend;
 
 /* How the state worker starts (StateBackendProvider.worker_start). */
@@ -508,6 +536,7 @@ typedef struct StateBackendSizes
 	uint32		fold;			/* StateFold */
 	uint32		reserve_key;	/* StateReserveKey */
 	uint32		restore_item;	/* NativeRestoreItem */
+	uint32		stage;			/* StateStageRoutine */
 	uint32		host;			/* StateBackendHost */
 } StateBackendSizes;
 
@@ -521,6 +550,7 @@ typedef struct StateBackendSizes
 	.fold = sizeof(StateFold), \
 	.reserve_key = sizeof(StateReserveKey), \
 	.restore_item = sizeof(NativeRestoreItem), \
+	.stage = sizeof(StateStageRoutine), \
 	.host = sizeof(struct StateBackendHost), \
 }
 
@@ -633,9 +663,11 @@ typedef struct StateBackendHost
 
 	/*
 	 * Map images: find a map key (its value, *isnull for a NULL one; false
-	 * when absent), write to out the image with mkey set or removed (remove
-	 * returns false, writing nothing, when absent), count entries and visit
-	 * them.  Each raises data_corrupted for a malformed image.
+	 * when absent), append to out the image with mkey set or removed
+	 * (remove returns false, writing nothing, when absent; put of an empty
+	 * image, img NULL, appends the one pair), count entries and visit them
+	 * (the whole image checked first).  Each raises data_corrupted for a
+	 * malformed image.
 	 */
 	bool		(*map_image_find) (const char *img, uint32 len, const char *mkey,
 								   uint32 mkeylen, const char **value, uint32 *vallen,
@@ -745,7 +777,50 @@ typedef struct StateBackendHost
 	/* Settings of the host a backend follows. */
 	const int  *max_parallelism;	/* state_backend.max_parallelism */
 	const bool *track_stats;	/* state_backend.track_stats */
+
+	/*
+	 * The hash of a key image (StateKey.hash), for a backend that looks a
+	 * key up where only its image travelled (a request to the worker).
+	 */
+	uint32		(*key_hash) (const char *key, uint32 keylen);
+
+	/*
+	 * A built-in fold (StateFold, as a request carried it) in the state
+	 * worker: out gets cur folded with in (cur NULL: in), in the value
+	 * type's stored form.  An error when the worker cannot run that fold.
+	 */
+	void		(*fold_builtin) (const StateFold *fold, const char *cur, uint32 curlen,
+								 const char *in, uint32 inlen, StringInfo out);
+
+	/*
+	 * The images of a state with a TTL carry deadlines (whole images of a
+	 * value or reducing state, each list element, each map entry's value).
+	 * These three are plain C (no palloc, no ereport, no lock): a backend's
+	 * own threads (RocksDB's compaction filter) may call them.  ttl_now is
+	 * the TTL clock; ttl_expired whether an image (or a map entry's value)
+	 * expired at now; ttl_compact removes what expired at now from an
+	 * image of that layout, in place, and returns the length left (0:
+	 * nothing left; len: nothing expired).
+	 */
+	int64		(*ttl_now) (void);
+	bool		(*ttl_expired) (const char *img, uint32 len, int64 now);
+	uint32		(*ttl_compact) (StateKind layout, char *img, uint32 len, int64 now);
+
+	/*
+	 * SHA-256 digests of files a backend copies into a snapshot, in hex
+	 * (STATE_DIGEST_HEX_LEN bytes with the terminating zero):
+	 * digest_begin, digest_add, digest_end (which frees it) or
+	 * digest_discard; digest_file of a whole file.
+	 */
+	void	   *(*digest_begin) (void);
+	void		(*digest_add) (void *digest, const void *data, size_t len);
+	void		(*digest_end) (void *digest, char *hex);
+	void		(*digest_discard) (void *digest);
+	void		(*digest_file) (const char *path, char *hex);
 } StateBackendHost;
+
+/* The length of a digest in hex, its terminating zero included. */
+#define STATE_DIGEST_HEX_LEN	65
 
 /*
  * state_backend_host_find returns the host's table, for a provider's

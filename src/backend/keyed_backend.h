@@ -28,7 +28,6 @@
 extern void state_key_set(StateKey *key, const char *data, uint32 len);
 
 extern const KeyedStateBackend heap_keyed_backend;
-extern const KeyedStateBackend rocks_keyed_backend;
 
 /* backend/keyed_backend.c; the registered backends are in providers.h. */
 extern void keyed_backend_flush_all(void);

@@ -11,10 +11,14 @@
 #include "backend/keyed_backend.h"
 #include "backend/providers.h"
 #include "catalog/registry.h"
+#include "common/codec.h"
 #include "common/fault.h"
+#include "common/fold.h"
+#include "common/key_group.h"
 #include "common/progress.h"
-#include "common/types.h"
 #include "common/settings.h"
+#include "common/signing.h"
+#include "common/types.h"
 #include "format/desc_image.h"
 #include "format/records.h"
 #include "format/snapshot_format.h"
@@ -269,6 +273,76 @@ host_adopt(const char *image, uint32 len)
 	return registry_adopt(&desc);
 }
 
+/* ------------------------------------------------------------ keys, folds, TTL, digests */
+
+static void
+host_fold_builtin(const StateFold *fold, const char *cur, uint32 curlen,
+				  const char *in, uint32 inlen, StringInfo out)
+{
+	TypeCodec	codec;
+	FmgrInfo	flinfo;
+	Datum		a;
+	Datum		b;
+
+	if (!state_fold_type_ok(fold->type, fold->fn))
+		elog(ERROR, "state_backend: the worker cannot fold with function %u", fold->fn);
+	if (cur == NULL)
+	{
+		appendBinaryStringInfo(out, in, inlen);
+		return;
+	}
+	memset(&codec, 0, sizeof(codec));
+	codec.typlen = fold->typlen;
+	codec.typbyval = fold->typbyval;
+	codec.mcxt = CurrentMemoryContext;
+	a = codec_decode(&codec, cur, curlen);
+	b = codec_decode(&codec, in, inlen);
+	fmgr_info(fold->fn, &flinfo);
+	codec_encode(&codec, state_fold(fold->kind, &flinfo, fold->collation, a, b), out);
+}
+
+static int64
+host_ttl_now(void)
+{
+	return record_ttl_now();
+}
+
+static bool
+host_ttl_expired(const char *img, uint32 len, int64 now)
+{
+	return record_ttl_expired(img, len, now);
+}
+
+static uint32
+host_ttl_compact(StateKind layout, char *img, uint32 len, int64 now)
+{
+	return record_ttl_compact(layout, img, len, now);
+}
+
+static void *
+host_digest_begin(void)
+{
+	return file_digest_begin();
+}
+
+static void
+host_digest_add(void *digest, const void *data, size_t len)
+{
+	file_digest_add((FileDigest *) digest, data, len);
+}
+
+static void
+host_digest_end(void *digest, char *hex)
+{
+	file_digest_end((FileDigest *) digest, hex);
+}
+
+static void
+host_digest_discard(void *digest)
+{
+	file_digest_discard((FileDigest *) digest);
+}
+
 const StateBackendHost state_backend_host = {
 	.api_version = STATE_BACKEND_API_VERSION,
 	.size = sizeof(StateBackendHost),
@@ -309,4 +383,17 @@ const StateBackendHost state_backend_host = {
 	.native_written = snapshot_writer_set_native,
 	.max_parallelism = &state_backend_max_parallelism,
 	.track_stats = &state_backend_track_stats,
+	.key_hash = key_image_hash,
+	.fold_builtin = host_fold_builtin,
+	.ttl_now = host_ttl_now,
+	.ttl_expired = host_ttl_expired,
+	.ttl_compact = host_ttl_compact,
+	.digest_begin = host_digest_begin,
+	.digest_add = host_digest_add,
+	.digest_end = host_digest_end,
+	.digest_discard = host_digest_discard,
+	.digest_file = file_digest_of,
 };
+
+StaticAssertDecl(STATE_DIGEST_HEX_LEN == SIGNING_HEX_LEN,
+				 "the API's digest length is the host's");

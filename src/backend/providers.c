@@ -190,6 +190,7 @@ check_built_for(const StateBackendProvider *p)
 	CHECK_SIZE(fold, StateFold);
 	CHECK_SIZE(reserve_key, StateReserveKey);
 	CHECK_SIZE(restore_item, NativeRestoreItem);
+	CHECK_SIZE(stage, StateStageRoutine);
 	CHECK_SIZE(host, StateBackendHost);
 #undef CHECK_SIZE
 }

@@ -9,12 +9,15 @@
 
 #include "utils/guc.h"
 
+#include "backend/rocksdb/rocks.h"
 #include "common/state_desc.h"
 
-/* The built-in backends' ids, as descriptors and WAL have stored them. */
+/*
+ * The built-in backends' ids, as descriptors and WAL have stored them
+ * (rocksdb's, STATE_BACKEND_ROCKSDB_ID, is in backend/rocksdb/rocks.h).
+ */
 #define STATE_BACKEND_MEMORY_ID		0
 #define STATE_BACKEND_FILESYSTEM_ID	1
-#define STATE_BACKEND_ROCKSDB_ID	2
 
 /* How many backends can be registered. */
 #define STATE_BACKEND_MAX_PROVIDERS	32

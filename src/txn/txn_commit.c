@@ -55,7 +55,6 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend/rocksdb/rocks.h"
 #include "catalog/registry.h"
 #include "common/catch.h"
 #include "common/fault.h"
@@ -80,15 +79,18 @@ static TxnGate *gate = NULL;
 
 static bool committing = false;	/* from our pre-commit to the end */
 static bool in_gate = false;
-static uint64 staged_fxid = 0;	/* this commit's rocksdb writes are staged */
+static uint64 staged_fxid = 0;	/* this commit's writes are staged */
+
+/* The stage routines of the backends whose writes this commit staged. */
+static const StateStageRoutine *staged_by[STATE_BACKEND_MAX_PROVIDERS];
+static int	nstaged = 0;
 
 /* ---------------------------------------------------------------- gate */
 
 Size
 txn_state_shmem_size(void)
 {
-	return add_size(add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size()),
-					rocks_stage_shmem_size());
+	return add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size());
 }
 
 void
@@ -104,7 +106,6 @@ txn_state_shmem_init(void)
 		ConditionVariableInit(&gate->cv);
 	}
 	txn_locks_shmem_init();
-	rocks_stage_shmem_init();
 }
 
 static bool
@@ -378,38 +379,43 @@ log_key(const PendKey *pk)
 }
 
 /*
- * A rocksdb state's writes are staged: made durable in RocksDB before the
- * commit record and applied by the state worker in one write batch after
- * it (backend/rocksdb/rocks_stage.c), so that a crash or a worker that
- * restarts alone at any step leaves the commit whole.  A logged state's
- * too: its WAL records keep it whole through a crash, not through a
- * worker that restarts alone while the session hands it the writes (no
- * replay follows); after a crash the replay applies them again over the
- * stage, which changes nothing (they hold whole images, finalize_key).
- * A state's with a TTL too: its layer's writes read nothing (each image
- * gets its deadline as it is staged), so they are staged as they come.
+ * The writes of a state whose backend has stage routines (rocksdb's) are
+ * staged: made durable before the commit record and applied by the state
+ * worker at once after it (backend/rocksdb/rocks_stage.c), so that a crash
+ * or a worker that restarts alone at any step leaves the commit whole.  A
+ * logged state's too: its WAL records keep it whole through a crash, not
+ * through a worker that restarts alone while the session hands it the
+ * writes (no replay follows); after a crash the replay applies them again
+ * over the stage, which changes nothing (they hold whole images,
+ * finalize_key).  A state's with a TTL too: its layer's writes read
+ * nothing (each image gets its deadline as it is staged), so they are
+ * staged as they come.
  */
-static bool
-state_staged(const PendState *ps)
+static const StateStageRoutine *
+state_stage(const PendState *ps)
 {
-	return ps->desc.backend == STATE_BACKEND_ROCKSDB_ID;
+	return keyed_backend_by_id(ps->desc.backend)->stage;
 }
 
 static void apply_key(PendState *ps, PendKey *pk);
 
-/* Stage the writes of the commit's rocksdb states, then make them durable. */
-static void
-stage_writes(PendState **ps, int n, uint64 fxid)
+/*
+ * stage_backend stages the writes of the commit's states of one backend;
+ * false when it stages nothing here.
+ */
+static bool
+stage_backend(const StateStageRoutine *stage, PendState **ps, int n, uint64 fxid)
 {
 	/* A stage is a PGPROC's among the first MaxBackends (sessions, background workers). */
 	if (MyProc->pgprocno >= MaxBackends ||
-		!rocks_client_stage_begin((uint32) MyProc->pgprocno + 1, fxid))
-		return;
+		!stage->begin((uint32) MyProc->pgprocno + 1, fxid))
+		return false;
+	staged_by[nstaged++] = stage;
 	PG_TRY();
 	{
 		for (int i = 0; i < n; i++)
 		{
-			if (!state_staged(ps[i]))
+			if (state_stage(ps[i]) != stage)
 				continue;
 			ps[i]->staged = true;
 			for (PendKey *pk = ps[i]->first; pk != NULL; pk = pk->next)
@@ -421,9 +427,30 @@ stage_writes(PendState **ps, int n, uint64 fxid)
 	}
 	PG_FINALLY();
 	{
-		rocks_client_stage_end();
+		stage->end();
 	}
 	PG_END_TRY();
+	return true;
+}
+
+/* Stage the writes of the commit's states that are staged, then make them durable. */
+static void
+stage_writes(PendState **ps, int n, uint64 fxid)
+{
+	bool		any = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		const StateStageRoutine *stage = state_stage(ps[i]);
+		bool		seen = false;
+
+		for (int j = 0; j < nstaged && !seen; j++)
+			seen = staged_by[j] == stage;
+		if (stage != NULL && !seen)
+			any |= stage_backend(stage, ps, n, fxid);
+	}
+	if (!any)
+		return;
 
 	/*
 	 * The intent record names the transaction by its xid, and a crash must
@@ -434,8 +461,8 @@ stage_writes(PendState **ps, int n, uint64 fxid)
 	 */
 	XLogFlush(LogLogicalMessage("state_backend", "", 0, true));
 	FAULT_POINT("commit.before_stage_prepare");
-	rocks_client_stage_prepare();
-	rocks_stage_expect(fxid);
+	for (int j = 0; j < nstaged; j++)
+		staged_by[j]->prepare(fxid);
 	staged_fxid = fxid;
 }
 
@@ -484,7 +511,7 @@ txn_pre_commit(void)
 		reserve_state(ps[i]);
 	FAULT_POINT("commit.after_reserve");
 	for (int i = 0; i < n; i++)
-		any_staged |= state_staged(ps[i]);
+		any_staged |= state_stage(ps[i]) != NULL;
 	if (any_logged || any_staged)
 		(void) GetTopTransactionId();
 	gate_enter();
@@ -580,19 +607,23 @@ apply_staged(void)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	FAULT_POINT("apply.stage_before_ask");
-	PG_TRY();
+	for (int j = 0; j < nstaged; j++)
 	{
-		rocks_client_stage_apply();
+		PG_TRY();
+		{
+			staged_by[j]->apply();
+		}
+		PG_CATCH();
+		{
+			/* The worker applies them anyway, once it sees the commit. */
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+		}
+		PG_END_TRY();
 	}
-	PG_CATCH();
-	{
-		/* The worker applies them anyway, once it sees the commit. */
-		MemoryContextSwitchTo(cxt);
-		FlushErrorState();
-	}
-	PG_END_TRY();
 	FAULT_POINT("apply.stage_wait");
-	rocks_stage_wait(staged_fxid);
+	for (int j = 0; j < nstaged; j++)
+		staged_by[j]->wait(staged_fxid);
 }
 
 /*
@@ -648,7 +679,9 @@ txn_end(void)
 	txn_locks_release();
 	for (PendState *ps = txn_pending_states(); ps != NULL; ps = ps->next)
 		unreserve_state(ps);
-	rocks_client_stage_end();
+	for (int j = 0; j < nstaged; j++)
+		staged_by[j]->end();
+	nstaged = 0;
 	staged_fxid = 0;
 	committing = false;
 	txn_pending_freeze(false);

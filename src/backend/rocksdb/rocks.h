@@ -7,7 +7,10 @@
 #ifndef STATE_BACKEND_ROCKS_H
 #define STATE_BACKEND_ROCKS_H
 
-#include "api/state_backend_api.h"
+#include "state_backend_api.h"
+
+/* Its id, as descriptors, WAL and RocksDB have stored it. */
+#define STATE_BACKEND_ROCKSDB_ID	2
 
 /*
  * The rocksdb provider (rocks_provider.c), which reaches the host through
@@ -16,19 +19,5 @@
  */
 extern const StateBackendProvider *rocks_provider(const StateBackendHost *host);
 
-/*
- * A transactional commit's writes to rocksdb states, staged (rocks_client.c):
- * between begin and end the session's writes to rocksdb states are kept
- * aside by the state worker; prepare makes them durable (before the commit
- * record; an error refuses the commit), apply has them applied at once.
- */
-extern bool rocks_client_stage_begin(uint32 stage, uint64 fxid);
-extern void rocks_client_stage_end(void);
-extern void rocks_client_stage_prepare(void);
-extern void rocks_client_stage_apply(void);
-extern Size rocks_stage_shmem_size(void);
-extern void rocks_stage_shmem_init(void);
-extern void rocks_stage_expect(uint64 fxid);
-extern void rocks_stage_wait(uint64 fxid);
 
 #endif							/* STATE_BACKEND_ROCKS_H */

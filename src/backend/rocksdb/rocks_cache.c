@@ -35,8 +35,7 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "backend/rocksdb/rocks_internal.h"
-#include "common/key_group.h"
+#include "rocks_internal.h"
 
 #define CACHE_WAYS			8
 #define CACHE_SLOT_DATA		112
@@ -46,7 +45,7 @@
 typedef struct CacheSlot
 {
 	uint32		state_id;		/* 0: the slot is free */
-	uint32		hash;			/* key_image_hash of the key image */
+	uint32		hash;			/* the host's key_hash of the key image */
 	uint16		keylen;
 	uint16		vallen;			/* or CACHE_ABSENT */
 	uint8		ref;			/* read since the clock hand last passed */
@@ -261,7 +260,7 @@ rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 
 	if (cache == NULL || cache->nsets == 0)
 		return;
-	hash = key_image_hash(key, keylen);
+	hash = rocks_host->key_hash(key, keylen);
 	set = cache_set(state_id, hash);
 	i = set_find(set, state_id, key, keylen, hash);
 	fits = keylen <= CACHE_SLOT_DATA && (value == NULL || vallen <= CACHE_SLOT_DATA - keylen);
@@ -304,7 +303,7 @@ rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
 	if (cache == NULL || cache->nsets == 0)
 		return;
 	/* Out now; too large for a slot, it stays out. */
-	hash = key_image_hash(key, keylen);
+	hash = rocks_host->key_hash(key, keylen);
 	set = cache_set(state_id, hash);
 	set_forget(set, set_find(set, state_id, key, keylen, hash));
 	if (keylen > CACHE_SLOT_DATA || (value && vallen > CACHE_SLOT_DATA - keylen))

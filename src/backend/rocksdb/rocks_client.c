@@ -21,8 +21,7 @@
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
-#include "backend/rocksdb/rocks_internal.h"
-#include "format/records.h"
+#include "rocks_internal.h"
 
 static ExecutorEnd_hook_type prev_executor_end = NULL;
 
@@ -107,18 +106,28 @@ rocks_client_stage_end(void)
 /*
  * rocks_client_stage_prepare has the worker make the stage durable (an
  * intent record in RocksDB, synced), before the commit record; its error
- * (a full disk) refuses the commit.
+ * (a full disk) refuses the commit.  Then the board says which commit this
+ * session waits for (rocks_stage_expect).
  */
 void
-rocks_client_stage_prepare(void)
+rocks_client_stage_prepare(uint64 fxid)
 {
 	StringInfoData reply;
 
 	initStringInfo(&reply);
 	rocks_host->channel_call(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_PREPARE,
-				 (const char *) &stage_header, sizeof(stage_header), &reply, true);
+							 (const char *) &stage_header, sizeof(stage_header), &reply, true);
 	pfree(reply.data);
+	rocks_stage_expect(fxid);
 }
+
+const StateStageRoutine rocks_stage_routine = {
+	.begin = rocks_client_stage_begin,
+	.end = rocks_client_stage_end,
+	.prepare = rocks_client_stage_prepare,
+	.apply = rocks_client_stage_apply,
+	.wait = rocks_stage_wait,
+};
 
 /* rocks_client_stage_apply asks for the stage to be applied (after the commit record). */
 void
@@ -464,8 +473,6 @@ rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_k
 		int32		kg = key_group;
 		uint32		clen = cursor.len;
 		uint32		off;
-		RecordPair	pair;
-		RecordRead	r;
 
 		request_begin(&req, st, key);
 		appendBinaryStringInfo(&req, (const char *) &kg, sizeof(int32));
@@ -485,10 +492,8 @@ rc_scan(const StateTarget *st, const StateKey *key, int key_group, bool map_of_k
 		resetStringInfo(&cursor);
 		appendBinaryStringInfo(&cursor, reply.data + 1 + sizeof(uint32), clen);
 		off = 1 + sizeof(uint32) + clen;
-		while ((r = record_next_pair(reply.data, (uint32) reply.len, &off, &pair)) == RECORD_OK)
-			fn(arg, pair.key, pair.keylen, pair.value, pair.vallen);
-		if (r != RECORD_END)
-			elog(ERROR, "state_backend: malformed scan reply from the state worker");
+		/* The pairs are laid out as a map image's. */
+		rocks_host->map_image_iterate(reply.data + off, (uint32) reply.len - off, fn, arg);
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(cursor.data);
@@ -745,6 +750,7 @@ const KeyedStateBackend rocks_keyed_backend = {
 	.reserve = rc_reserve,
 	.unreserve = NULL,
 	.snapshot = &rocks_snapshot_strategy,
+	.stage = &rocks_stage_routine,
 };
 
 /* Posted writes are done (or have raised their error) when a statement ends. */

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks_internal.h"
 
 /*
  * Compactions that state.compact() asks for (a full compaction of a

@@ -21,8 +21,7 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
-#include "backend/rocksdb/rocks_files.h"
-#include "common/signing.h"
+#include "rocks_files.h"
 
 #define FILES_NAME		"FILES"
 #define COPY_CHUNK		(1024 * 1024)
@@ -40,7 +39,7 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
 	char	   *buf = palloc(COPY_CHUNK);
 	volatile int in = -1;
 	volatile int out = -1;
-	FileDigest *volatile digest = NULL;
+	void	   *volatile digest = NULL;
 	pg_crc32c	crc;
 	int			n;
 
@@ -49,7 +48,7 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
 	PG_TRY();
 	{
 		if (sha256)
-			digest = file_digest_begin();
+			digest = rocks_host->digest_begin();
 		in = OpenTransientFile(src, O_RDONLY | PG_BINARY);
 		if (in < 0)
 			ereport(ERROR,
@@ -78,7 +77,7 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
 			rocks_host->progress();
 			COMP_CRC32C(crc, buf, n);
 			if (digest)
-				file_digest_add(digest, buf, n);
+				rocks_host->digest_add(digest, buf, n);
 			*size += n;
 			if (out >= 0)
 			{
@@ -103,13 +102,13 @@ rocks_copy_file(const char *src, const char *dst, bool crc_only, int64 *size,
 					 errmsg("could not fsync file \"%s\": %m", tmp)));
 		if (digest)
 		{
-			file_digest_end(digest, sha256);
+			rocks_host->digest_end(digest, sha256);
 			digest = NULL;
 		}
 	}
 	PG_FINALLY();
 	{
-		file_digest_discard(digest);
+		rocks_host->digest_discard(digest);
 		/* Closed here, also on error: the worker has no transaction to do it. */
 		if (in >= 0)
 			CloseTransientFile(in);
@@ -196,7 +195,7 @@ rocks_files_copy(CopiedFiles *cp, const char *stagedir, const char *name,
 	bool		sst = strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".sst") == 0;
 	pg_crc32c	crc;
 	int64		size;
-	char		sha256[SIGNING_HEX_LEN];
+	char		sha256[STATE_DIGEST_HEX_LEN];
 	struct stat st;
 
 	if (cp->n == cp->cap)
@@ -296,7 +295,7 @@ rocks_files_finish(CopiedFiles *cp, const char *dir)
 	cp->written += cp->text.len;
 	write_text_file(path, &cp->text);
 	/* Each state's list names it by its digest (the signed chain). */
-	file_digest_of(path, cp->files_sha256);
+	rocks_host->digest_file(path, cp->files_sha256);
 }
 
 static void
@@ -446,8 +445,8 @@ rocks_files_verify(const char *snapdir, const char *const *lists, int nlists)
 	char		path[MAXPGPATH];
 	ListedFile *files;
 	int			n = rocks_files_read(snapdir, &files, path, sizeof(path));
-	char		sha256[SIGNING_HEX_LEN];
-	char		files_sha256[SIGNING_HEX_LEN];
+	char		sha256[STATE_DIGEST_HEX_LEN];
+	char		files_sha256[STATE_DIGEST_HEX_LEN];
 
 	for (int i = 0; i < n; i++)
 	{
@@ -478,13 +477,13 @@ rocks_files_verify(const char *snapdir, const char *const *lists, int nlists)
 	 * A list that names FILES by its digest (a signed MANIFEST names the
 	 * list's) must name this FILES.
 	 */
-	file_digest_of(path, files_sha256);
+	rocks_host->digest_file(path, files_sha256);
 	for (int i = 0; i < nlists; i++)
 	{
 		char		list[MAXPGPATH];
 		char	   *text;
 		char	   *line;
-		char		named[SIGNING_HEX_LEN];
+		char		named[STATE_DIGEST_HEX_LEN];
 
 		snprintf(list, sizeof(list), "%s/%s", snapdir, lists[i]);
 		text = read_list(list);

@@ -7,9 +7,8 @@
 
 #include "port/pg_crc32c.h"
 
-#include "common/signing.h"
 
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks_internal.h"
 
 /* One line of rocksdb/FILES. */
 typedef struct ListedFile
@@ -19,7 +18,7 @@ typedef struct ListedFile
 	char		where[MAXPGPATH];	/* relative to the snapshot root */
 	long long	size;
 	unsigned int crc;
-	char		sha256[SIGNING_HEX_LEN];	/* "" when not given */
+	char		sha256[STATE_DIGEST_HEX_LEN];	/* "" when not given */
 } ListedFile;
 
 /* One file of the checkpoint, as FILES lists it. */
@@ -38,7 +37,7 @@ typedef struct CopiedFiles
 	StringInfoData text;		/* rocksdb/FILES */
 	int64		written;		/* bytes written, not yet reported */
 	bool		reused;			/* shared files were already there */
-	char		files_sha256[SIGNING_HEX_LEN];	/* of FILES, once written */
+	char		files_sha256[STATE_DIGEST_HEX_LEN];	/* of FILES, once written */
 } CopiedFiles;
 
 

@@ -24,7 +24,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks_internal.h"
 
 RocksInstance rocks = {0};
 

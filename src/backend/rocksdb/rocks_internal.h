@@ -14,8 +14,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "backend/keyed_backend.h"
-#include "backend/rocksdb/rocks.h"
+#include "rocks.h"
 
 /*
  * What sessions ask the state worker about rocksdb states (the kind of a
@@ -123,7 +122,22 @@ typedef struct RocksStageHeader
 	uint64		fxid;			/* FullTransactionId */
 } RocksStageHeader;
 
-/* rocks_stage.c: the worker's side of staged commits */
+/*
+ * A transactional commit's writes to rocksdb states, staged: the session's
+ * side (rocks_client.c) and the routine table the host's transactional
+ * layer calls (KeyedStateBackend.stage).
+ */
+extern bool rocks_client_stage_begin(uint32 stage, uint64 fxid);
+extern void rocks_client_stage_end(void);
+extern void rocks_client_stage_prepare(uint64 fxid);
+extern void rocks_client_stage_apply(void);
+extern const StateStageRoutine rocks_stage_routine;
+
+/* rocks_stage.c: the worker's side of staged commits, and the sessions' board */
+extern Size rocks_stage_shmem_size(void);
+extern void rocks_stage_shmem_init(void);
+extern void rocks_stage_expect(uint64 fxid);
+extern void rocks_stage_wait(uint64 fxid);
 extern bool rocks_serve_request(RocksReqKind op, const char *payload, uint32 len,
 								StringInfo reply);
 extern bool rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len,
@@ -249,6 +263,8 @@ extern void rocks_prefix_end(StringInfo prefix, StringInfo end);
 extern void rocks_map_value(StringInfo buf, const char *value, uint32 len);
 extern void rocks_map_value_read(const char *v, size_t vlen, const char **value,
 								 uint32 *len);
+extern void rocks_put_pair(StringInfo out, const char *key, uint32 keylen,
+						   const char *value, uint32 len);
 extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,
 							 const char *v, size_t vlen);
 
@@ -274,6 +290,9 @@ extern void rocks_rows_add(RocksKeyRows *rows, const char *k, size_t klen, const
 						   size_t vlen, RocksImageFn fn, void *arg);
 extern void rocks_rows_end(RocksKeyRows *rows, RocksImageFn fn, void *arg);
 extern void rocks_rows_free(RocksKeyRows *rows);
+
+/* rocks_client.c: the data operations (KeyedStateBackend) */
+extern const KeyedStateBackend rocks_keyed_backend;
 
 /* rocks_snapshot.c */
 extern const SnapshotStrategy rocks_snapshot_strategy;

@@ -19,8 +19,7 @@
 
 #include "port/pg_bswap.h"
 
-#include "backend/rocksdb/rocks_internal.h"
-#include "format/records.h"
+#include "rocks_internal.h"
 
 #define KEY_HDR		(sizeof(uint16) + sizeof(uint32))
 
@@ -154,7 +153,18 @@ rocks_map_value_read(const char *v, size_t vlen, const char **value, uint32 *len
 }
 
 /*
- * rocks_map_record appends to a map image (format/records.h) the pair of a
+ * rocks_put_pair appends one pair to a map image (or to a reply laid out as
+ * one): the host's map_image_put of an empty image.  value NULL: a NULL
+ * value.
+ */
+void
+rocks_put_pair(StringInfo out, const char *key, uint32 keylen, const char *value, uint32 len)
+{
+	rocks_host->map_image_put(out, NULL, 0, key, keylen, value, len, value == NULL);
+}
+
+/*
+ * rocks_map_record appends to a map image the pair of a
  * stored map entry: its map key and its stored value.
  */
 void
@@ -164,7 +174,7 @@ rocks_map_record(StringInfo out, const char *mkey, uint32 mklen, const char *v, 
 	uint32		len;
 
 	rocks_map_value_read(v, vlen, &value, &len);
-	record_put_pair(out, mkey, mklen, value, len);
+	rocks_put_pair(out, mkey, mklen, value, len);
 }
 
 void

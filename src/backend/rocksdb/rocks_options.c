@@ -16,7 +16,7 @@
 
 #include "utils/guc.h"
 
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks_internal.h"
 
 /* The rocksdb backend's settings (state_backend.rocksdb_*). */
 char	   *state_backend_rocksdb_dir = NULL;

@@ -6,8 +6,7 @@
  */
 #include "postgres.h"
 
-#include "backend/providers.h"
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks_internal.h"
 
 /*
  * At a start with fresh shared memory, rocksdb states come back from their
@@ -42,6 +41,20 @@ rp_worker_round(void)
 	rocks_stage_round();
 }
 
+/* Shared memory: the entry cache, and the board of staged commits. */
+static Size
+rp_shmem_size(void)
+{
+	return add_size(rocks_cache_shmem_size(), rocks_stage_shmem_size());
+}
+
+static void
+rp_shmem_init(void)
+{
+	rocks_cache_shmem_init();
+	rocks_stage_shmem_init();
+}
+
 static bool
 rp_handle_request(uint16 kind, const char *payload, uint32 len, StringInfo reply)
 {
@@ -58,8 +71,8 @@ static const StateBackendProvider rocks_provider_def = {
 	.id = STATE_BACKEND_ROCKSDB_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &rocks_keyed_backend,
-	.shmem_size = rocks_cache_shmem_size,
-	.shmem_init = rocks_cache_shmem_init,
+	.shmem_size = rp_shmem_size,
+	.shmem_init = rp_shmem_init,
 	.worker_start = rp_worker_start,
 	.worker_ready = rocks_end_load,
 	.worker_stop = rocks_close,

@@ -16,10 +16,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend/rocksdb/rocks_internal.h"
-#include "common/codec.h"
-#include "common/fold.h"
-#include "format/records.h"
+#include "rocks_internal.h"
 
 typedef struct Request
 {
@@ -120,35 +117,46 @@ map_image(rocksdb_column_family_handle_t *cf, StringInfo prefix, StringInfo out,
 	return m.count;
 }
 
+/* One map entry of an image, as a row of its own (map_store_image). */
+typedef struct MapRows
+{
+	rocksdb_column_family_handle_t *cf;
+	StringInfo	prefix;
+	StringInfoData k;
+	StringInfoData v;
+} MapRows;
+
+static void
+map_store_entry(void *arg, const char *mkey, uint32 mklen, const char *value, uint32 vallen)
+{
+	MapRows    *m = arg;
+
+	rocks_map_key(&m->k, m->prefix, mkey, mklen);
+	resetStringInfo(&m->v);
+	rocks_map_value(&m->v, value, vallen);
+	rocksdb_writebatch_put_cf(rocks.batch, m->cf, m->k.data, m->k.len, m->v.data, m->v.len);
+}
+
 /* Store a whole map image as separate entries (after deleting the old). */
 static void
 map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
 				const char *image, uint32 len)
 {
 	StringInfoData end;
-	StringInfoData k;
-	StringInfoData v;
-	uint32		off = 0;
-	RecordPair	pair;
-	RecordRead	r;
+	MapRows		m;
 
 	initStringInfo(&end);
 	rocks_prefix_end(prefix, &end);
 	rocksdb_writebatch_delete_range_cf(rocks.batch, cf, prefix->data, prefix->len, end.data, end.len);
-	initStringInfo(&k);
-	initStringInfo(&v);
-	while ((r = record_next_pair(image, len, &off, &pair)) == RECORD_OK)
-	{
-		rocks_map_key(&k, prefix, pair.key, pair.keylen);
-		resetStringInfo(&v);
-		rocks_map_value(&v, pair.value, pair.vallen);
-		rocksdb_writebatch_put_cf(rocks.batch, cf, k.data, k.len, v.data, v.len);
-	}
-	if (r != RECORD_END)
-		elog(ERROR, "state_backend: a map image sent to the worker is truncated");
+	m.cf = cf;
+	m.prefix = prefix;
+	initStringInfo(&m.k);
+	initStringInfo(&m.v);
+	/* Checked whole before the first entry: a damaged image writes none. */
+	rocks_host->map_image_iterate(image, len, map_store_entry, &m);
 	pfree(end.data);
-	pfree(k.data);
-	pfree(v.data);
+	pfree(m.k.data);
+	pfree(m.v.data);
 }
 
 /*
@@ -388,35 +396,18 @@ handle_fold(Request *r, StringInfo reply)
 	memcpy(&fold, r->rest, sizeof(StateFold));
 	in = r->rest + sizeof(StateFold);
 	inlen = r->restlen - sizeof(StateFold);
-	if (!state_fold_type_ok(fold.type, fold.fn))
-		elog(ERROR, "state_backend: the worker cannot fold with function %u", fold.fn);
 
 	cur = rocks_get(r->cf, r->rkey.data, r->rkey.len, &curlen);
-	if (cur == NULL)
-		appendBinaryStringInfo(reply, in, inlen);
-	else
+	PG_TRY();
 	{
-		TypeCodec	codec;
-		FmgrInfo	flinfo;
-
-		memset(&codec, 0, sizeof(codec));
-		codec.typlen = fold.typlen;
-		codec.typbyval = fold.typbyval;
-		codec.mcxt = CurrentMemoryContext;
-		PG_TRY();
-		{
-			Datum		a = codec_decode(&codec, cur, (uint32) curlen);
-			Datum		b = codec_decode(&codec, in, inlen);
-
-			fmgr_info(fold.fn, &flinfo);
-			codec_encode(&codec, state_fold(fold.kind, &flinfo, fold.collation, a, b), reply);
-		}
-		PG_FINALLY();
-		{
-			rocksdb_free(cur);
-		}
-		PG_END_TRY();
+		rocks_host->fold_builtin(&fold, cur, (uint32) curlen, in, inlen, reply);
 	}
+	PG_FINALLY();
+	{
+		if (cur)
+			rocksdb_free(cur);
+	}
+	PG_END_TRY();
 	request_cache_write(r, reply->data, reply->len);
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
 	request_log(r, STATE_CHANGE_PUT, NULL, 0, reply->data, reply->len, false);
@@ -521,12 +512,19 @@ handle_length(Request *r, StringInfo reply)
 		size_t		vlen;
 		char	   *v = rocks_get(r->cf, r->rkey.data, r->rkey.len, &vlen);
 
-		if (v && r->h.kind == STATE_KIND_LIST)
-			n = record_count_elems(v, (uint32) vlen);
-		else if (v)
-			n = 1;
-		if (v)
-			rocksdb_free(v);
+		PG_TRY();
+		{
+			if (v && r->h.kind == STATE_KIND_LIST)
+				n = rocks_host->list_image_count(v, (uint32) vlen);
+			else if (v)
+				n = 1;
+		}
+		PG_FINALLY();
+		{
+			if (v)
+				rocksdb_free(v);
+		}
+		PG_END_TRY();
 	}
 	reply_int64(reply, n);
 }
@@ -559,7 +557,7 @@ scan_put(void *arg, const char *key, uint32 keylen, const char *image, uint32 im
 {
 	ScanPage   *s = arg;
 
-	record_put_pair(s->reply, key, keylen, image, imagelen);
+	rocks_put_pair(s->reply, key, keylen, image, imagelen);
 }
 
 static bool
@@ -602,7 +600,7 @@ scan_add(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 			s->more = true;
 			return false;
 		}
-		record_put_pair(s->reply, rk.key, rk.keylen, v, (uint32) vlen);
+		rocks_put_pair(s->reply, rk.key, rk.keylen, v, (uint32) vlen);
 	}
 	resetStringInfo(&s->last);
 	appendBinaryStringInfo(&s->last, k, klen);

@@ -32,9 +32,8 @@
 #include "storage/ipc.h"
 #include "utils/memutils.h"
 
-#include "backend/rocksdb/rocks_files.h"
-#include "backend/rocksdb/rocks_internal.h"
-#include "format/records.h"
+#include "rocks_files.h"
+#include "rocks_internal.h"
 
 /* The staging checkpoint of the running snapshot, opened read-only. */
 typedef struct Staging
@@ -220,7 +219,7 @@ collect_put(void *arg, const char *key, uint32 keylen, const char *image, uint32
 {
 	Collect    *c = arg;
 
-	record_put_entry(c->out, c->state_id, key, keylen, image, imagelen);
+	rocks_host->put_entry(c->out, c->state_id, key, keylen, image, imagelen);
 }
 
 static bool
@@ -235,7 +234,7 @@ collect_entry(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 		return true;
 	}
 	rocks_split_key(k, klen, &rk);
-	record_put_entry(c->out, c->state_id, rk.key, rk.keylen, v, (uint32) vlen);
+	rocks_host->put_entry(c->out, c->state_id, rk.key, rk.keylen, v, (uint32) vlen);
 	return true;
 }
 

@@ -21,8 +21,9 @@
  * records left by a crash and does the same by the transaction's status.
  * The stage ends by telling the session, through a board in shared memory
  * (per PGPROC, the last commit whose writes were applied) that the
- * transactional layer sizes with its own (rocks_stage_shmem_size) and
- * waits on (rocks_stage_wait).
+ * provider sets up with its shared memory (rocks_stage_shmem_size) and the
+ * transactional layer waits on through the backend's stage routines
+ * (rocks_stage_wait).
  *
  * A worker that restarts alone (it exited after a failed write, or on a
  * FATAL) loses the stages it held in memory, and not the sessions that
@@ -49,8 +50,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "backend/rocksdb/rocks.h"
-#include "backend/rocksdb/rocks_internal.h"
+#include "rocks.h"
+#include "rocks_internal.h"
 
 #define INTENT_PREFIX	"txn_intent:"
 #define INTENT_PREFIX_LEN	(sizeof(INTENT_PREFIX) - 1)

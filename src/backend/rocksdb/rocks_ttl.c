@@ -9,14 +9,13 @@
  * values need before any descriptor is read.
  *
  * The filter runs on RocksDB's compaction threads.  It calls nothing of
- * PostgreSQL's (no palloc, no ereport, no locks): only the TTL readers of
- * format/records.h and plain C.  A list that keeps some of its elements
+ * PostgreSQL's (no palloc, no ereport, no locks): only the host's TTL
+ * services, which are plain C, and plain C of its own.  A list that keeps some of its elements
  * is rewritten into a buffer of the thread's own, which RocksDB copies.
  */
 #include "postgres.h"
 
-#include "backend/rocksdb/rocks_internal.h"
-#include "format/records.h"
+#include "rocks_internal.h"
 
 typedef enum TtlValues
 {
@@ -43,7 +42,7 @@ ttl_filter(void *state, int level, const char *key, size_t klen,
 		   unsigned char *changed)
 {
 	TtlValues	values = (TtlValues) (intptr_t) state;
-	int64		now = record_ttl_now();
+	int64		now = rocks_host->ttl_now();
 	uint32		keep;
 
 	*changed = 0;
@@ -52,9 +51,9 @@ ttl_filter(void *state, int level, const char *key, size_t klen,
 	switch (values)
 	{
 		case TTL_VALUES_WHOLE:
-			return record_ttl_expired(v, (uint32) vlen, now);
+			return rocks_host->ttl_expired(v, (uint32) vlen, now);
 		case TTL_VALUES_MAP_ENTRY:
-			return vlen > 1 && v[0] == 0 && record_ttl_expired(v + 1, (uint32) vlen - 1, now);
+			return vlen > 1 && v[0] == 0 && rocks_host->ttl_expired(v + 1, (uint32) vlen - 1, now);
 		case TTL_VALUES_LIST:
 			if (vlen > thread_cap)
 			{
@@ -66,7 +65,7 @@ ttl_filter(void *state, int level, const char *key, size_t klen,
 				thread_cap = vlen;
 			}
 			memcpy(thread_buf, v, vlen);
-			keep = record_ttl_compact(STATE_KIND_LIST, thread_buf, (uint32) vlen, now);
+			keep = rocks_host->ttl_compact(STATE_KIND_LIST, thread_buf, (uint32) vlen, now);
 			if (keep == 0)
 				return 1;
 			if (keep < vlen)
