@@ -57,9 +57,9 @@ OBJS = \
 	src/backend/keyed_backend.o \
 	src/backend/providers.o \
 	src/backend/provider_host.o \
-	src/backend/heap_table.o \
-	src/backend/heap_backend.o \
-	src/backend/heap_scan.o \
+	src/backend/heap/heap_table.o \
+	src/backend/heap/heap_backend.o \
+	src/backend/heap/heap_scan.o \
 	src/ttl/ttl_state.o \
 	src/txn/txn_state.o \
 	src/txn/txn_commit.o \

@@ -13,7 +13,7 @@
  * hooks of common/progress.h, so that long jobs keep sessions served
  * without calling the worker.  This file is the only caller of the
  * request-serving loop.  Heap state is read and written in place by every
- * backend (backend/heap_backend.c); the worker is not on that path.
+ * backend (backend/heap/heap_backend.c); the worker is not on that path.
  */
 #include "postgres.h"
 

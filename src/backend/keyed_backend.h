@@ -8,7 +8,7 @@
  * (common/codec.c) and calls through this interface; it never reaches a
  * backend's storage otherwise.  Images are opaque bytes here: equal keys
  * have equal images.  Their layouts (list and map images) are defined once,
- * in format/records.h.  The implementations are backend/heap_backend.c
+ * in format/records.h.  The implementations are backend/heap/heap_backend.c
  * (memory, filesystem) and backend/rocksdb/ (rocksdb).
  */
 #ifndef STATE_BACKEND_KEYED_BACKEND_H

@@ -4,7 +4,7 @@
  *		and the worker's calls into every backend.  The services a backend
  *		gets from the host are in provider_host.c.
  *
- * memory, filesystem (both the heap, backend/heap_backend.c) and rocksdb
+ * memory, filesystem (both the heap, backend/heap/heap_backend.c) and rocksdb
  * (backend/rocksdb/rocks_provider.c) register here like any library's
  * backend, in _PG_init; a library in shared_preload_libraries after
  * state_backend registers through the table that the rendezvous variable
@@ -15,7 +15,7 @@
 
 #include "miscadmin.h"
 
-#include "backend/heap_table.h"
+#include "backend/heap/heap_table.h"
 #include "backend/keyed_backend.h"
 #include "backend/providers.h"
 #include "backend/rocksdb/rocks.h"

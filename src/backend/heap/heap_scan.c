@@ -1,5 +1,5 @@
 /*
- * backend/heap_scan.c
+ * backend/heap/heap_scan.c
  *		What walks whole partitions of the heap table: iterating a state,
  *		truncating or dropping it, and the heap's snapshot strategy.
  *
@@ -14,8 +14,8 @@
 
 #include "miscadmin.h"
 
-#include "backend/heap_scan.h"
-#include "backend/heap_table.h"
+#include "backend/heap/heap_scan.h"
+#include "backend/heap/heap_table.h"
 #include "catalog/registry.h"
 #include "common/settings.h"
 #include "format/records.h"

@@ -1,5 +1,5 @@
 /*
- * backend/heap_table.h
+ * backend/heap/heap_table.h
  *		The heap table: its layout and shared parts (heap_table.c), used by
  *		the operations on one key (heap_backend.c) and by whatever walks
  *		whole partitions, snapshots included (heap_scan.c).

@@ -1,5 +1,5 @@
 /*
- * backend/heap_backend.c
+ * backend/heap/heap_backend.c
  *		Heap states: a partition-locked hash table in a dynamic shared memory
  *		area, read and written in place by every backend, with copy-on-write
  *		while a snapshot is being written.
@@ -44,8 +44,8 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "backend/heap_scan.h"
-#include "backend/heap_table.h"
+#include "backend/heap/heap_scan.h"
+#include "backend/heap/heap_table.h"
 #include "catalog/registry.h"
 #include "common/area.h"
 #include "common/fault.h"

@@ -1,5 +1,5 @@
 /*
- * backend/heap_table.c
+ * backend/heap/heap_table.c
  *		The heap table's shared parts: its header in static shared memory,
  *		its partitions in the shared area, which key groups each partition
  *		holds, and the retired lists that keep entries a running snapshot
@@ -25,7 +25,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "backend/heap_table.h"
+#include "backend/heap/heap_table.h"
 #include "common/area.h"
 #include "common/key_group.h"
 #include "common/membuf.h"

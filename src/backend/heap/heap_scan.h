@@ -1,5 +1,5 @@
 /*
- * backend/heap_scan.h
+ * backend/heap/heap_scan.h
  *		What walks whole partitions of the heap table: the operations of
  *		heap states on a state as a whole, and the heap's snapshot strategy.
  */
