@@ -65,6 +65,19 @@ SELECT state.value_get('lg_v', 1, -1) AS v1,
           FROM state.map_entries('lg_m', 1, NULL::text, NULL::text)) AS m1,
        state.value_get('lg_r', 1, 0::bigint) AS r1;
 
+-- a restore that keeps one part of several leaves a logged operator_list
+-- with its part's chunk unlogged: its records begin at its publication,
+-- after the record that creates it
+SELECT state.create_state('lg_o', 'operator_list', value_type => 'int', logged => true);
+SELECT state.operator_add_all('lg_o', ARRAY[1, 2, 3, 4]);
+SELECT state.wait_snapshot(state.snapshot(current_setting('lg.dir') || '_snap', 'canonical'));
+SELECT pg_current_wal_insert_lsn() AS lg_before_restore \gset
+SELECT state.restore(current_setting('lg.dir') || '_snap', parallelism => 2, part => 0);
+SELECT state.operator_get('lg_o', '{}'::int[]);
+SELECT string_agg(record_type, ' ' ORDER BY start_lsn) AS records
+  FROM pg_get_wal_records_info(:'lg_before_restore', pg_current_wal_flush_lsn())
+ WHERE resource_manager = 'state_backend';
+
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'lg_%' ORDER BY name;
 ALTER SYSTEM RESET state_backend.checkpoint_dir;
 SELECT pg_reload_conf();

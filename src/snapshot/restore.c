@@ -412,10 +412,11 @@ chunk_operator_lists(const StateDesc *merged, const int *slots, int nm,
 	{
 		/* Not logged: a logged state's records begin at its publication. */
 		StateDesc	quiet = merged[j];
-		StateTarget target = state_target(&quiet, slots[j]);
+		StateTarget target;
 		ChunkArg	a = {&target, split};
 
 		quiet.logged = false;
+		target = state_target(&quiet, slots[j]);
 		if (merged[j].kind == STATE_KIND_OPERATOR_LIST)
 			keyed_backend_by_id(merged[j].backend)->iterate(&target, -1, chunk_entry, &a);
 	}
