@@ -145,6 +145,8 @@ map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
 	StringInfoData end;
 	MapRows		m;
 
+	/* Checked whole first: a damaged image neither removes the old map nor writes. */
+	(void) rocks_host->map_image_count(image, len);
 	initStringInfo(&end);
 	rocks_prefix_end(prefix, &end);
 	rocksdb_writebatch_delete_range_cf(rocks.batch, cf, prefix->data, prefix->len, end.data, end.len);
@@ -152,7 +154,6 @@ map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
 	m.prefix = prefix;
 	initStringInfo(&m.k);
 	initStringInfo(&m.v);
-	/* Checked whole before the first entry: a damaged image writes none. */
 	rocks_host->map_image_iterate(image, len, map_store_entry, &m);
 	pfree(end.data);
 	pfree(m.k.data);
