@@ -79,45 +79,45 @@ typedef struct CachedState
 static HTAB *state_cache = NULL;
 static uint64 state_cache_version = 0;
 
-Size
+static Size
 registry_shmem_size(void)
 {
 	return add_size(offsetof(RegistryShared, slots),
 					mul_size(state_backend_max_states, sizeof(RegistrySlot)));
 }
 
-void
-registry_shmem_init(void)
+/* registry_init: no state, not ready, in shared memory just made. */
+static void
+registry_init(void *fresh)
 {
-	bool		found;
+	RegistryShared *reg = fresh;
 
-	registry = ShmemInitStruct("state_backend registry",
-							   registry_shmem_size(), &found);
-	if (!found)
+	pg_atomic_init_u64(&reg->version, 1);
+	reg->ready = false;
+	reg->standby = false;
+	SpinLockInit(&reg->blocked_mutex);
+	reg->blocked = false;
+	reg->blocked_at = InvalidXLogRecPtr;
+	reg->blocked_checkpoint = 0;
+	reg->blocked_why[0] = '\0';
+	pg_atomic_init_u32(&reg->logged_pending, 0);
+	pg_atomic_init_u64(&reg->publish_pending, 0);
+	reg->next_id = 1;
+	reg->nslots = state_backend_max_states;
+	for (int i = 0; i < reg->nslots; i++)
 	{
-		pg_atomic_init_u64(&registry->version, 1);
-		registry->ready = false;
-		registry->standby = false;
-		SpinLockInit(&registry->blocked_mutex);
-		registry->blocked = false;
-		registry->blocked_at = InvalidXLogRecPtr;
-		registry->blocked_checkpoint = 0;
-		registry->blocked_why[0] = '\0';
-		pg_atomic_init_u32(&registry->logged_pending, 0);
-		pg_atomic_init_u64(&registry->publish_pending, 0);
-		registry->next_id = 1;
-		registry->nslots = state_backend_max_states;
-		for (int i = 0; i < registry->nslots; i++)
-		{
-			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
-			registry->slots[i].dropping = false;
-			registry->slots[i].hidden = false;
-			registry->slots[i].publish_end = InvalidXLogRecPtr;
-			pg_atomic_init_u64(&registry->slots[i].entries, 0);
-			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
-		}
+		memset(&reg->slots[i].desc, 0, sizeof(StateDesc));
+		reg->slots[i].dropping = false;
+		reg->slots[i].hidden = false;
+		reg->slots[i].publish_end = InvalidXLogRecPtr;
+		pg_atomic_init_u64(&reg->slots[i].entries, 0);
+		pg_atomic_init_u64(&reg->slots[i].bytes, 0);
 	}
 }
+
+const ShmemPart registry_part = {
+	"state_backend registry", 0, registry_shmem_size, registry_init, (void **) &registry
+};
 
 /*
  * The state worker marks the registry ready once it has restored states at
