@@ -120,6 +120,29 @@ const ShmemPart registry_part = {
 };
 
 /*
+ * set_flag and read_flag write and read, under the registry lock, one of
+ * the flags the worker sets for every session to see (ready, standby).
+ */
+static void
+set_flag(bool *flag, bool on)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	*flag = on;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+static bool
+read_flag(const bool *flag)
+{
+	bool		on;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	on = *flag;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return on;
+}
+
+/*
  * The state worker marks the registry ready once it has restored states at
  * server start; until then sessions wait, so that nothing they write is
  * replaced by the restore.
@@ -127,21 +150,14 @@ const ShmemPart registry_part = {
 void
 registry_set_ready(void)
 {
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	registry->ready = true;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	set_flag(&registry->ready, true);
 }
 
 /* Has the worker already restored since shared memory was made? */
 bool
 registry_is_ready(void)
 {
-	bool		ready;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	ready = registry->ready;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return ready;
+	return read_flag(&registry->ready);
 }
 
 /*
@@ -151,21 +167,14 @@ registry_is_ready(void)
 void
 registry_set_standby(bool on)
 {
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	registry->standby = on;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	set_flag(&registry->standby, on);
 }
 
 /* Does the registry say its states are a standby's (being applied)? */
 bool
 registry_is_standby(void)
 {
-	bool		on;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	on = registry->standby;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return on;
+	return read_flag(&registry->standby);
 }
 
 /*
