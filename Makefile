@@ -26,6 +26,7 @@ OBJS = \
 	src/common/locks.o \
 	src/common/settings.o \
 	src/common/area.o \
+	src/common/shmem_parts.o \
 	src/common/codec.o \
 	src/common/key_group.o \
 	src/common/fold.o \

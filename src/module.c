@@ -36,6 +36,7 @@
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "common/shmem_parts.h"
 #include "common/ttl_clock.h"
 #include "format/state_wal.h"
 #include "ipc/channel.h"
@@ -69,27 +70,44 @@ static Oid	pending_drop_dbid = InvalidOid;
 static SubTransactionId pending_drop_subid = InvalidSubTransactionId;
 static List *pending_altered_roles = NIL;	/* in TopTransactionContext */
 
+/*
+ * The structs of static shared memory that their owners describe as a
+ * ShmemPart (common/shmem_parts.h).  The providers' (each sets up its own)
+ * and the timer queue's are sized and set up by their own calls below.
+ */
+static const ShmemPart *const shmem_parts[] = {
+	&state_area_part,
+	&registry_part,
+	&snapshot_control_part,
+	&snapshot_cut_descs_part,
+	&channel_part,
+	&state_stats_part,
+	&ttl_clock_part,
+	&logged_standby_part,
+	&txn_gate_part,
+	&txn_uses_part,
+};
+
 static void
 state_backend_shmem_request(void)
 {
-	Size		size;
+	Size		size = 0;
 
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	size = registry_shmem_size();
+	for (int i = 0; i < lengthof(shmem_parts); i++)
+		size = add_size(size, shmem_part_size(shmem_parts[i]));
 	size = add_size(size, keyed_backends_shmem_size());
-	size = add_size(size, snapshot_control_shmem_size());
-	size = add_size(size, state_area_shmem_size());
-	size = add_size(size, channel_shmem_size());
-	size = add_size(size, state_stats_shmem_size());
-	size = add_size(size, ttl_clock_shmem_size());
-	size = add_size(size, logged_standby_shmem_size());
-	size = add_size(size, txn_state_shmem_size());
 	size = add_size(size, timer_queue_shmem_size());
 	RequestAddinShmemSpace(size);
 	state_locks_request();
 }
 
+/*
+ * At every start of shared memory (the first, and after a crash), in the
+ * postmaster: each struct found or made, and set up when made.  Children
+ * inherit the pointers.
+ */
 static void
 state_backend_shmem_startup(void)
 {
@@ -98,15 +116,9 @@ state_backend_shmem_startup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	state_locks_init();
-	state_area_shmem_init();
-	registry_shmem_init();
+	for (int i = 0; i < lengthof(shmem_parts); i++)
+		shmem_part_attach(shmem_parts[i]);
 	keyed_backends_shmem_init();
-	snapshot_control_shmem_init();
-	channel_shmem_init();
-	state_stats_shmem_init();
-	ttl_clock_shmem_init();
-	logged_standby_shmem_init();
-	txn_state_shmem_init();
 	timer_queue_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }

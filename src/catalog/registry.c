@@ -79,44 +79,67 @@ typedef struct CachedState
 static HTAB *state_cache = NULL;
 static uint64 state_cache_version = 0;
 
-Size
+static Size
 registry_shmem_size(void)
 {
 	return add_size(offsetof(RegistryShared, slots),
 					mul_size(state_backend_max_states, sizeof(RegistrySlot)));
 }
 
-void
-registry_shmem_init(void)
+/* registry_init: no state, not ready, in shared memory just made. */
+static void
+registry_init(void *fresh)
 {
-	bool		found;
+	RegistryShared *reg = fresh;
 
-	registry = ShmemInitStruct("state_backend registry",
-							   registry_shmem_size(), &found);
-	if (!found)
+	pg_atomic_init_u64(&reg->version, 1);
+	reg->ready = false;
+	reg->standby = false;
+	SpinLockInit(&reg->blocked_mutex);
+	reg->blocked = false;
+	reg->blocked_at = InvalidXLogRecPtr;
+	reg->blocked_checkpoint = 0;
+	reg->blocked_why[0] = '\0';
+	pg_atomic_init_u32(&reg->logged_pending, 0);
+	pg_atomic_init_u64(&reg->publish_pending, 0);
+	reg->next_id = 1;
+	reg->nslots = state_backend_max_states;
+	for (int i = 0; i < reg->nslots; i++)
 	{
-		pg_atomic_init_u64(&registry->version, 1);
-		registry->ready = false;
-		registry->standby = false;
-		SpinLockInit(&registry->blocked_mutex);
-		registry->blocked = false;
-		registry->blocked_at = InvalidXLogRecPtr;
-		registry->blocked_checkpoint = 0;
-		registry->blocked_why[0] = '\0';
-		pg_atomic_init_u32(&registry->logged_pending, 0);
-		pg_atomic_init_u64(&registry->publish_pending, 0);
-		registry->next_id = 1;
-		registry->nslots = state_backend_max_states;
-		for (int i = 0; i < registry->nslots; i++)
-		{
-			memset(&registry->slots[i].desc, 0, sizeof(StateDesc));
-			registry->slots[i].dropping = false;
-			registry->slots[i].hidden = false;
-			registry->slots[i].publish_end = InvalidXLogRecPtr;
-			pg_atomic_init_u64(&registry->slots[i].entries, 0);
-			pg_atomic_init_u64(&registry->slots[i].bytes, 0);
-		}
+		memset(&reg->slots[i].desc, 0, sizeof(StateDesc));
+		reg->slots[i].dropping = false;
+		reg->slots[i].hidden = false;
+		reg->slots[i].publish_end = InvalidXLogRecPtr;
+		pg_atomic_init_u64(&reg->slots[i].entries, 0);
+		pg_atomic_init_u64(&reg->slots[i].bytes, 0);
 	}
+}
+
+const ShmemPart registry_part = {
+	"state_backend registry", 0, registry_shmem_size, registry_init, (void **) &registry
+};
+
+/*
+ * set_flag and read_flag write and read, under the registry lock, one of
+ * the flags the worker sets for every session to see (ready, standby).
+ */
+static void
+set_flag(bool *flag, bool on)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	*flag = on;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+static bool
+read_flag(const bool *flag)
+{
+	bool		on;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	on = *flag;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return on;
 }
 
 /*
@@ -127,21 +150,14 @@ registry_shmem_init(void)
 void
 registry_set_ready(void)
 {
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	registry->ready = true;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	set_flag(&registry->ready, true);
 }
 
 /* Has the worker already restored since shared memory was made? */
 bool
 registry_is_ready(void)
 {
-	bool		ready;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	ready = registry->ready;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return ready;
+	return read_flag(&registry->ready);
 }
 
 /*
@@ -151,21 +167,14 @@ registry_is_ready(void)
 void
 registry_set_standby(bool on)
 {
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	registry->standby = on;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	set_flag(&registry->standby, on);
 }
 
 /* Does the registry say its states are a standby's (being applied)? */
 bool
 registry_is_standby(void)
 {
-	bool		on;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	on = registry->standby;
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return on;
+	return read_flag(&registry->standby);
 }
 
 /*

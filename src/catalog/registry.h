@@ -9,10 +9,10 @@
 
 #include "access/xlogdefs.h"
 
+#include "common/shmem_parts.h"
 #include "common/types.h"
 
-extern Size registry_shmem_size(void);
-extern void registry_shmem_init(void);
+extern const ShmemPart registry_part;
 
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);

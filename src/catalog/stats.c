@@ -35,8 +35,8 @@ typedef struct StatsShared
 
 static StatsShared *stats = NULL;
 
-Size
-state_stats_shmem_size(void)
+static Size
+stats_shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(StatsShared));
 
@@ -45,29 +45,30 @@ state_stats_shmem_size(void)
 								   state_backend_max_states));
 }
 
-void
-state_stats_shmem_init(void)
+/* stats_init: every count zero, in shared memory just made. */
+static void
+stats_init(void *fresh)
 {
-	bool		found;
-	char	   *p;
+	StatsShared *shared = fresh;
+	char	   *p = (char *) shared + MAXALIGN(sizeof(StatsShared));
 
-	stats = ShmemInitStruct("state_backend stats", state_stats_shmem_size(), &found);
-	p = (char *) stats + MAXALIGN(sizeof(StatsShared));
-	if (found)
-		return;
-	stats->nbackends = MaxBackends;
-	stats->nslots = state_backend_max_states;
-	stats->gens = (pg_atomic_uint32 *) p;
-	stats->rows = (StatsRow *) (p + MAXALIGN(sizeof(pg_atomic_uint32) * stats->nslots));
-	for (int s = 0; s < stats->nslots; s++)
-		pg_atomic_init_u32(&stats->gens[s], 1);
-	for (Size r = 0; r < (Size) stats->nbackends * stats->nslots; r++)
+	shared->nbackends = MaxBackends;
+	shared->nslots = state_backend_max_states;
+	shared->gens = (pg_atomic_uint32 *) p;
+	shared->rows = (StatsRow *) (p + MAXALIGN(sizeof(pg_atomic_uint32) * shared->nslots));
+	for (int s = 0; s < shared->nslots; s++)
+		pg_atomic_init_u32(&shared->gens[s], 1);
+	for (Size r = 0; r < (Size) shared->nbackends * shared->nslots; r++)
 	{
-		pg_atomic_init_u32(&stats->rows[r].gen, 0);
+		pg_atomic_init_u32(&shared->rows[r].gen, 0);
 		for (int c = 0; c < STATE_STAT_COUNT; c++)
-			pg_atomic_init_u64(&stats->rows[r].counts[c], 0);
+			pg_atomic_init_u64(&shared->rows[r].counts[c], 0);
 	}
 }
+
+const ShmemPart state_stats_part = {
+	"state_backend stats", 0, stats_shmem_size, stats_init, (void **) &stats
+};
 
 /* state_stats_count counts n events of the state in a registry slot. */
 void

@@ -6,6 +6,8 @@
 #ifndef STATE_BACKEND_STATS_H
 #define STATE_BACKEND_STATS_H
 
+#include "common/shmem_parts.h"
+
 typedef enum StateStat
 {
 	STATE_STAT_READS,
@@ -19,8 +21,7 @@ typedef enum StateStat
 	STATE_STAT_COUNT
 } StateStat;
 
-extern Size state_stats_shmem_size(void);
-extern void state_stats_shmem_init(void);
+extern const ShmemPart state_stats_part;
 extern void state_stats_count(int slot, StateStat stat, uint64 n);
 extern void state_stats_read(int slot, uint64 *counts);
 extern void state_stats_reset(int slot);

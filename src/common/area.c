@@ -9,12 +9,12 @@
  */
 #include "postgres.h"
 
-#include "storage/shmem.h"
 #include "utils/memutils.h"
 
 #include "common/area.h"
 #include "common/locks.h"
 #include "common/settings.h"
+#include "common/shmem_parts.h"
 
 #define AREA_TRANCHE_NAME	"state_backend_area"
 
@@ -28,24 +28,19 @@ typedef struct AreaShared
 static AreaShared *area_shared = NULL;
 static dsa_area *area = NULL;
 
-Size
-state_area_shmem_size(void)
+/* area_shared_init: the area's tranche, in shared memory just made. */
+static void
+area_shared_init(void *fresh)
 {
-	return sizeof(AreaShared);
+	AreaShared *shared = fresh;
+
+	shared->tranche = LWLockNewTrancheId();
+	shared->ready = false;
 }
 
-void
-state_area_shmem_init(void)
-{
-	bool		found;
-
-	area_shared = ShmemInitStruct("state_backend area", sizeof(AreaShared), &found);
-	if (!found)
-	{
-		area_shared->tranche = LWLockNewTrancheId();
-		area_shared->ready = false;
-	}
-}
+const ShmemPart state_area_part = {
+	"state_backend area", sizeof(AreaShared), NULL, area_shared_init, (void **) &area_shared
+};
 
 static size_t
 memory_limit_bytes(void)

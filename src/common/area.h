@@ -9,8 +9,9 @@
 
 #include "utils/dsa.h"
 
-extern Size state_area_shmem_size(void);
-extern void state_area_shmem_init(void);
+#include "common/shmem_parts.h"
+
+extern const ShmemPart state_area_part;
 extern dsa_area *state_area(void);
 extern void state_area_apply_limit(void);
 

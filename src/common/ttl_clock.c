@@ -14,8 +14,8 @@
 
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
-#include "storage/shmem.h"
 
+#include "common/shmem_parts.h"
 #include "common/ttl_clock.h"
 
 /* Threads PostgreSQL did not start read the offset: a plain atomic load. */
@@ -35,25 +35,19 @@ typedef struct TtlClock
 /* Set in the postmaster at shared-memory start-up, inherited by children. */
 static TtlClock *clock_shared = NULL;
 
-Size
-ttl_clock_shmem_size(void)
+/* clock_init: no offset, and pinned to nothing, in shared memory just made. */
+static void
+clock_init(void *fresh)
 {
-	return sizeof(TtlClock);
+	TtlClock   *clock = fresh;
+
+	pg_atomic_init_u64(&clock->offset, 0);
+	pg_atomic_init_u64(&clock->pinned, 0);
 }
 
-/* Under AddinShmemInitLock. */
-void
-ttl_clock_shmem_init(void)
-{
-	bool		found;
-
-	clock_shared = ShmemInitStruct("state_backend ttl clock", sizeof(TtlClock), &found);
-	if (!found)
-	{
-		pg_atomic_init_u64(&clock_shared->offset, 0);
-		pg_atomic_init_u64(&clock_shared->pinned, 0);
-	}
-}
+const ShmemPart ttl_clock_part = {
+	"state_backend ttl clock", sizeof(TtlClock), NULL, clock_init, (void **) &clock_shared
+};
 
 /* ttl_clock_offset: microseconds the TTL clock is ahead of the wall clock. */
 int64

@@ -5,8 +5,9 @@
 #ifndef STATE_BACKEND_TTL_CLOCK_H
 #define STATE_BACKEND_TTL_CLOCK_H
 
-extern Size ttl_clock_shmem_size(void);
-extern void ttl_clock_shmem_init(void);
+#include "common/shmem_parts.h"
+
+extern const ShmemPart ttl_clock_part;
 extern int64 ttl_clock_offset(void);
 extern int64 ttl_clock_advance(int64 usecs);
 extern int64 ttl_clock_pinned(void);

@@ -29,12 +29,37 @@ static const char *const reducer_names[] = {
 	[STATE_REDUCER_MAX] = "max",
 };
 
+static const char *const ttl_update_names[] = {
+	[STATE_TTL_ON_CREATE_AND_WRITE] = "on_create_and_write",
+	[STATE_TTL_ON_READ_AND_WRITE] = "on_read_and_write",
+};
+
+static const char *const ttl_visibility_names[] = {
+	[STATE_TTL_NEVER_RETURN_EXPIRED] = "never_return_expired",
+	[STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP] = "return_expired_if_not_cleaned_up",
+};
+
+/* The name at index i of names[n]; unknown when there is no such index. */
+static const char *
+name_at(const char *const *names, int n, int i, const char *unknown)
+{
+	return i >= 0 && i < n ? names[i] : unknown;
+}
+
+/* The index of name in names[n], or -1. */
+static int
+name_index(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 const char *
 state_kind_name(StateKind kind)
 {
-	if ((int) kind < 0 || (int) kind > STATE_KIND_LAST)
-		return "unknown";
-	return kind_names[kind];
+	return name_at(kind_names, STATE_KIND_LAST + 1, (int) kind, "unknown");
 }
 
 /* What a state is called in the states view and messages: timers or its kind. */
@@ -48,22 +73,18 @@ state_desc_kind_name(const StateDesc *d)
 bool
 state_kind_parse(const char *name, StateKind *kind)
 {
-	for (int k = 0; k <= STATE_KIND_LAST; k++)
-		if (strcmp(name, kind_names[k]) == 0)
-		{
-			*kind = (StateKind) k;
-			return true;
-		}
-	return false;
+	int			k = name_index(kind_names, STATE_KIND_LAST + 1, name);
+
+	if (k >= 0)
+		*kind = (StateKind) k;
+	return k >= 0;
 }
 
 /* state_reducer_name returns NULL for STATE_REDUCER_NONE. */
 const char *
 state_reducer_name(StateReducer reducer)
 {
-	if ((int) reducer < 0 || (int) reducer >= (int) lengthof(reducer_names))
-		return NULL;
-	return reducer_names[reducer];
+	return name_at(reducer_names, lengthof(reducer_names), (int) reducer, NULL);
 }
 
 /* state_reducer_parse reads a reducer name; STATE_REDUCER_NONE if none. */
@@ -76,32 +97,10 @@ state_reducer_parse(const char *name)
 	return STATE_REDUCER_NONE;
 }
 
-static const char *const ttl_update_names[] = {
-	[STATE_TTL_ON_CREATE_AND_WRITE] = "on_create_and_write",
-	[STATE_TTL_ON_READ_AND_WRITE] = "on_read_and_write",
-};
-
-static const char *const ttl_visibility_names[] = {
-	[STATE_TTL_NEVER_RETURN_EXPIRED] = "never_return_expired",
-	[STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP] = "return_expired_if_not_cleaned_up",
-};
-
-/* The index of name in names[n], or -1. */
-static int
-name_index(const char *const *names, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(name, names[i]) == 0)
-			return i;
-	return -1;
-}
-
 const char *
 state_ttl_update_name(StateTtlUpdate u)
 {
-	if ((int) u < 0 || (int) u >= (int) lengthof(ttl_update_names))
-		return "unknown";
-	return ttl_update_names[u];
+	return name_at(ttl_update_names, lengthof(ttl_update_names), (int) u, "unknown");
 }
 
 bool
@@ -117,9 +116,7 @@ state_ttl_update_parse(const char *name, StateTtlUpdate *u)
 const char *
 state_ttl_visibility_name(StateTtlVisibility v)
 {
-	if ((int) v < 0 || (int) v >= (int) lengthof(ttl_visibility_names))
-		return "unknown";
-	return ttl_visibility_names[v];
+	return name_at(ttl_visibility_names, lengthof(ttl_visibility_names), (int) v, "unknown");
 }
 
 bool

@@ -55,21 +55,21 @@ static uint32 deferred_seq = 0;
 static char *deferred_message = NULL;
 static uint32 pending_generation = 0;	/* the worker they were posted to */
 
-Size
+static Size
 channel_shmem_size(void)
 {
 	return add_size(offsetof(ChannelShared, slots),
 					mul_size(sizeof(ChannelSlot), MaxBackends));
 }
 
-void
-channel_shmem_init(void)
+/*
+ * channel_init: no worker, and every ring empty, in shared memory just made
+ * (channel_shared already points at it).
+ */
+static void
+channel_init(void *fresh)
 {
-	bool		found;
-
-	channel_shared = ShmemInitStruct("state_backend channel", channel_shmem_size(), &found);
-	if (found)
-		return;
+	Assert(fresh == channel_shared);
 	channel_shared->worker_latch = NULL;
 	pg_atomic_init_u32(&channel_shared->worker_pid, 0);
 	pg_atomic_init_u32(&channel_shared->worker_generation, 0);
@@ -95,6 +95,10 @@ channel_shmem_init(void)
 		pg_atomic_init_u64(&s->rep.tail, 0);
 	}
 }
+
+const ShmemPart channel_part = {
+	"state_backend channel", 0, channel_shmem_size, channel_init, (void **) &channel_shared
+};
 
 /* Ring primitives: one producer, one consumer. */
 

@@ -18,6 +18,7 @@
 #include "lib/stringinfo.h"
 
 #include "api/state_backend_api.h"
+#include "common/shmem_parts.h"
 
 /*
  * Targets besides a backend's id: the worker's own requests (snapshots),
@@ -30,8 +31,7 @@
 /* The worker's own request kinds (CHANNEL_TARGET_WORKER). */
 #define CHANNEL_WORKER_SNAPSHOT	1
 
-extern Size channel_shmem_size(void);
-extern void channel_shmem_init(void);
+extern const ShmemPart channel_part;
 
 /* Session side. */
 extern void channel_post(uint16 target, uint16 kind, const char *payload, uint32 len);

@@ -10,6 +10,7 @@
 
 #include "access/xlogdefs.h"
 
+#include "common/shmem_parts.h"
 #include "common/types.h"
 #include "format/snapshot_format.h"
 
@@ -44,7 +45,6 @@ extern void logged_start_wait(int ms);
 extern bool logged_standby_figures(XLogRecPtr *applied, int64 *lag_bytes, int64 *lag_ms);
 extern bool logged_standby_awaits_checkpoint(void);
 extern void logged_clock_moved(void);
-extern Size logged_standby_shmem_size(void);
-extern void logged_standby_shmem_init(void);
+extern const ShmemPart logged_standby_part;
 
 #endif							/* STATE_BACKEND_LOGGED_H */

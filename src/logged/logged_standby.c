@@ -42,7 +42,6 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -79,27 +78,22 @@ static StandbyShared *standby = NULL;
 /* The worker's replay, while the server is a standby. */
 static LoggedReplay *replay = NULL;
 
-Size
-logged_standby_shmem_size(void)
+/* standby_init: nothing applied, and no start begun, in shared memory just made. */
+static void
+standby_init(void *fresh)
 {
-	return sizeof(StandbyShared);
+	StandbyShared *shared = fresh;
+
+	pg_atomic_init_u64(&shared->applied, 0);
+	pg_atomic_init_u64(&shared->restart, 0);
+	pg_atomic_init_u64(&shared->seen_at, 0);
+	pg_atomic_init_u32(&shared->start_began, 0);
+	pg_atomic_init_u32(&shared->awaits_checkpoint, 0);
 }
 
-void
-logged_standby_shmem_init(void)
-{
-	bool		found;
-
-	standby = ShmemInitStruct("state_backend standby", sizeof(StandbyShared), &found);
-	if (!found)
-	{
-		pg_atomic_init_u64(&standby->applied, 0);
-		pg_atomic_init_u64(&standby->restart, 0);
-		pg_atomic_init_u64(&standby->seen_at, 0);
-		pg_atomic_init_u32(&standby->start_began, 0);
-		pg_atomic_init_u32(&standby->awaits_checkpoint, 0);
-	}
-}
+const ShmemPart logged_standby_part = {
+	"state_backend standby", sizeof(StandbyShared), NULL, standby_init, (void **) &standby
+};
 
 /*
  * logged_start_interrupted, in the worker that is about to start: whether

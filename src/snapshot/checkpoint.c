@@ -115,15 +115,15 @@ checkpoint_id_of(const char *name)
 }
 
 /*
- * Call fn for every chk-<id> entry under root.  A root that does not exist
- * has no checkpoints.
+ * Call fn for every chk-<id> entry under root, with its path.  A root that
+ * does not exist has no checkpoints.
  */
 static void
-checkpoint_scan(const char *root, void (*fn) (const char *root, const char *name, int64 id, void *arg),
-				void *arg)
+checkpoint_scan(const char *root, void (*fn) (const char *path, int64 id, void *arg), void *arg)
 {
 	DIR		   *dir = AllocateDir(root);
 	struct dirent *de;
+	char		path[MAXPGPATH];
 
 	if (dir == NULL && errno == ENOENT)
 		return;
@@ -131,8 +131,10 @@ checkpoint_scan(const char *root, void (*fn) (const char *root, const char *name
 	{
 		int64		id = checkpoint_id_of(de->d_name);
 
-		if (id > 0)
-			fn(root, de->d_name, id, arg);
+		if (id <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
+		fn(path, id, arg);
 	}
 	FreeDir(dir);
 }
@@ -144,13 +146,11 @@ typedef struct NewestScan
 } NewestScan;
 
 static void
-newest_cb(const char *root, const char *name, int64 id, void *arg)
+newest_cb(const char *path, int64 id, void *arg)
 {
 	NewestScan *s = arg;
-	char		path[MAXPGPATH];
 
 	s->max_any = Max(s->max_any, id);
-	snprintf(path, sizeof(path), "%s/%s", root, name);
 	if (id > s->id && snapshot_dir_is_complete(path))
 		s->id = id;
 }
@@ -222,12 +222,10 @@ typedef struct RetainScan
 } RetainScan;
 
 static void
-retain_cb(const char *root, const char *name, int64 id, void *arg)
+retain_cb(const char *path, int64 id, void *arg)
 {
 	RetainScan *s = arg;
-	char		path[MAXPGPATH];
 
-	snprintf(path, sizeof(path), "%s/%s", root, name);
 	if (snapshot_dir_is_complete(path))
 	{
 		if (s->ncomplete == s->cap)

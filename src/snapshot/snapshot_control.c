@@ -72,25 +72,24 @@ cut_descs_size(void)
 	return mul_size(sizeof(StateDesc), state_backend_max_states);
 }
 
-Size
-snapshot_control_shmem_size(void)
+/* control_init: no snapshot yet, in shared memory just made. */
+static void
+control_init(void *fresh)
 {
-	return add_size(sizeof(SnapshotControl), cut_descs_size());
+	SnapshotControl *c = fresh;
+
+	memset(c, 0, sizeof(SnapshotControl));
+	c->next_id = 1;
 }
 
-void
-snapshot_control_shmem_init(void)
-{
-	bool		found;
+const ShmemPart snapshot_control_part = {
+	"state_backend snapshots", sizeof(SnapshotControl), NULL, control_init, (void **) &ctl
+};
 
-	ctl = ShmemInitStruct("state_backend snapshots", sizeof(SnapshotControl), &found);
-	if (!found)
-	{
-		memset(ctl, 0, sizeof(SnapshotControl));
-		ctl->next_id = 1;
-	}
-	cut_descs = ShmemInitStruct("state_backend snapshot descriptors", cut_descs_size(), &found);
-}
+/* The cut's descriptors are written before they are read: nothing to set. */
+const ShmemPart snapshot_cut_descs_part = {
+	"state_backend snapshot descriptors", 0, cut_descs_size, NULL, (void **) &cut_descs
+};
 
 static LWLock *
 control_lock(void)

@@ -12,6 +12,7 @@
 
 #include "utils/dsa.h"
 
+#include "common/shmem_parts.h"
 #include "format/snapshot_format.h"
 
 typedef enum SnapshotStatus
@@ -55,8 +56,8 @@ typedef struct SnapshotInfo
 	int			converters_done;	/* converters that finished their database */
 } SnapshotInfo;
 
-extern Size snapshot_control_shmem_size(void);
-extern void snapshot_control_shmem_init(void);
+extern const ShmemPart snapshot_control_part;
+extern const ShmemPart snapshot_cut_descs_part;
 
 /* The running snapshot as the worker picks it up. */
 typedef struct SnapshotJob

@@ -46,14 +46,24 @@ static const char *const arg_role_names[ARG_ROLE_COUNT] = {
 	"a key", "a map key", "a value"
 };
 
+/*
+ * state_call_require_arg rejects a null argument argno of a function that
+ * needs it; what names the argument in the message ("state name").
+ */
+void
+state_call_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+}
+
 /* state_call_name_arg returns the state name argument (the first one). */
 char *
 state_call_name_arg(FunctionCallInfo fcinfo)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("state name must not be null")));
+	state_call_require_arg(fcinfo, 0, "state name");
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 

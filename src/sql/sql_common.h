@@ -103,6 +103,7 @@ extern void state_call_reject_kind(StateCall *call, StateKind wanted);
 extern int	state_array_elems(ArrayType *arr, Datum **elems, bool **nulls);
 extern void state_call_list_image(StateCall *call, ArrayType *arr, Oid arrtype,
 								  StringInfo out);
+extern void state_call_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *state_call_name_arg(FunctionCallInfo fcinfo);
 
 /* sql_list.c, sql_map.c: the bodies operator states share */

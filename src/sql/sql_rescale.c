@@ -107,10 +107,7 @@ state_part_for(PG_FUNCTION_ARGS)
 Datum
 state_pause_timers(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("pause must not be null")));
+	state_call_require_arg(fcinfo, 0, "pause");
 	if (PG_GETARG_BOOL(0))
 		timer_queue_pause();
 	else

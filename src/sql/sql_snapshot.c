@@ -250,10 +250,7 @@ state_wait_snapshot(PG_FUNCTION_ARGS)
 	SnapshotInfo info;
 
 	state_backend_check_loaded();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot id must not be null")));
+	state_call_require_arg(fcinfo, 0, "snapshot id");
 	id = PG_GETARG_INT64(0);
 	if (!PG_ARGISNULL(1))
 		deadline = deadline_after(PG_GETARG_INTERVAL_P(1));
@@ -327,10 +324,7 @@ source_of(text *arg_text, SnapshotSource *src)
 static void
 source_arg(FunctionCallInfo fcinfo, int argno, SnapshotSource *src)
 {
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot path must not be null")));
+	state_call_require_arg(fcinfo, argno, "snapshot path");
 	source_of(PG_GETARG_TEXT_PP(argno), src);
 }
 
@@ -385,10 +379,7 @@ state_restore_merge(PG_FUNCTION_ARGS)
 	SnapshotSource *srcs;
 
 	state_backend_check_available();
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("snapshot paths must not be null")));
+	state_call_require_arg(fcinfo, 0, "snapshot paths");
 	arr = PG_GETARG_ARRAYTYPE_P(0);
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	if (n == 0)
@@ -471,10 +462,7 @@ state_snapshot_entries(PG_FUNCTION_ARGS)
 	char	   *from_db;
 
 	state_backend_check_available();
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("state name must not be null")));
+	state_call_require_arg(fcinfo, 1, "state name");
 	from_db = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	source_arg(fcinfo, 0, &src);
 	snapshot_query_open(&q, &src, from_db, text_to_cstring(PG_GETARG_TEXT_PP(1)));

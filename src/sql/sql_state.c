@@ -83,10 +83,7 @@ parse_reducer(const char *reducer)
 static Oid
 regtype_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
+	state_call_require_arg(fcinfo, argno, what);
 	return PG_GETARG_OID(argno);
 }
 
@@ -250,10 +247,7 @@ state_create_state(PG_FUNCTION_ARGS)
 				 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
 	namestrcpy(&desc.name, name);
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("state kind must not be null")));
+	state_call_require_arg(fcinfo, 1, "state kind");
 	/* A timers state is a map of instants, with no values. */
 	timers = strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "timers") == 0;
 	desc.kind = timers ? STATE_KIND_MAP : parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1)));

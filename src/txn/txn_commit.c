@@ -87,26 +87,20 @@ static int	nstaged = 0;
 
 /* ---------------------------------------------------------------- gate */
 
-Size
-txn_state_shmem_size(void)
+/* gate_init: no commit inside, and no cut wanted, in shared memory just made. */
+static void
+gate_init(void *fresh)
 {
-	return add_size(MAXALIGN(sizeof(TxnGate)), txn_locks_shmem_size());
+	TxnGate    *g = fresh;
+
+	pg_atomic_init_u32(&g->inside, 0);
+	pg_atomic_init_u64(&g->cut_wanted_until, 0);
+	ConditionVariableInit(&g->cv);
 }
 
-void
-txn_state_shmem_init(void)
-{
-	bool		found;
-
-	gate = ShmemInitStruct("state_backend transactional commits", sizeof(TxnGate), &found);
-	if (!found)
-	{
-		pg_atomic_init_u32(&gate->inside, 0);
-		pg_atomic_init_u64(&gate->cut_wanted_until, 0);
-		ConditionVariableInit(&gate->cv);
-	}
-	txn_locks_shmem_init();
-}
+const ShmemPart txn_gate_part = {
+	"state_backend transactional commits", sizeof(TxnGate), NULL, gate_init, (void **) &gate
+};
 
 static bool
 cut_wanted(void)

@@ -115,10 +115,8 @@ extern void txn_use_state_whole(const StateTarget *st);
 extern void txn_use_state_whole_end(const StateTarget *st);
 extern void txn_locks_release(void);
 extern bool txn_locks_state_held(void);
-extern Size txn_locks_shmem_size(void);
 extern void txn_standby_read_begin(void);
 extern void txn_standby_read_end(void);
 extern void txn_standby_read_release(void);
-extern void txn_locks_shmem_init(void);
 
 #endif							/* STATE_BACKEND_TXN_INTERNAL_H */

@@ -70,32 +70,33 @@ static List *whole_slots = NIL;
 /* The ids of the states whose lock this transaction took (PREPARE's check). */
 static List *locked_states = NIL;
 
-Size
-txn_locks_shmem_size(void)
+static Size
+uses_shmem_size(void)
 {
 	return MAXALIGN(add_size(offsetof(TxnUses, slots),
 							 mul_size(state_backend_max_states, sizeof(TxnStateUse))));
 }
 
-void
-txn_locks_shmem_init(void)
+/* uses_init: no state in use, and no standby read, in shared memory just made. */
+static void
+uses_init(void *fresh)
 {
-	bool		found;
+	TxnUses    *u = fresh;
 
-	uses = ShmemInitStruct("state_backend transactional uses", txn_locks_shmem_size(), &found);
-	if (!found)
+	ConditionVariableInit(&u->cv);
+	pg_atomic_init_u32(&u->standby_readers, 0);
+	pg_atomic_init_u32(&u->standby_applying, 0);
+	ConditionVariableInit(&u->standby_cv);
+	for (int i = 0; i < state_backend_max_states; i++)
 	{
-		ConditionVariableInit(&uses->cv);
-		pg_atomic_init_u32(&uses->standby_readers, 0);
-		pg_atomic_init_u32(&uses->standby_applying, 0);
-		ConditionVariableInit(&uses->standby_cv);
-		for (int i = 0; i < state_backend_max_states; i++)
-		{
-			pg_atomic_init_u32(&uses->slots[i].few, 0);
-			pg_atomic_init_u32(&uses->slots[i].whole, 0);
-		}
+		pg_atomic_init_u32(&u->slots[i].few, 0);
+		pg_atomic_init_u32(&u->slots[i].whole, 0);
 	}
 }
+
+const ShmemPart txn_uses_part = {
+	"state_backend transactional uses", 0, uses_shmem_size, uses_init, (void **) &uses
+};
 
 void
 txn_lock_key(uint32 state_id, uint32 hash)

@@ -8,6 +8,7 @@
 #define STATE_BACKEND_TXN_STATE_H
 
 #include "backend/keyed_backend.h"
+#include "common/shmem_parts.h"
 
 /*
  * How a transaction's fold of reduced values combines with the committed
@@ -67,7 +68,8 @@ extern void txn_standby_apply_end(void);
 extern void txn_state_drop_begin(const StateTarget *st);
 extern void txn_state_drop_end(const StateTarget *st);
 
-extern Size txn_state_shmem_size(void);
-extern void txn_state_shmem_init(void);
+/* The transactional layer's shared memory: the gate, and the uses of states. */
+extern const ShmemPart txn_gate_part;
+extern const ShmemPart txn_uses_part;
 
 #endif							/* STATE_BACKEND_TXN_STATE_H */

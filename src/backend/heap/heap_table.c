@@ -30,6 +30,7 @@
 #include "common/key_group.h"
 #include "common/membuf.h"
 #include "common/settings.h"
+#include "common/shmem_parts.h"
 
 #define HEAP_INITIAL_SLOTS		64
 
@@ -38,25 +39,33 @@ StaticAssertDecl(sizeof(dsa_pointer) == 8, "heap slots need 64-bit DSA pointers"
 HeapShared *heap_state_shared = NULL;
 dsa_area   *heap_state_area = NULL;
 
+/* heap_shared_init: no partition made yet, in shared memory just made. */
+static void
+heap_shared_init(void *fresh)
+{
+	HeapShared *shared = fresh;
+
+	memset(shared, 0, sizeof(HeapShared));
+	pg_atomic_init_u32(&shared->reserved_chunks, 0);
+	shared->parts_ready = false;
+	shared->epoch = 1;
+}
+
+static const ShmemPart heap_part = {
+	"state_backend heap", sizeof(HeapShared), NULL, heap_shared_init, (void **) &heap_state_shared
+};
+
+/* The heap provider's shared memory (providers.c asks for it). */
 Size
 heap_state_shmem_size(void)
 {
-	return sizeof(HeapShared);
+	return shmem_part_size(&heap_part);
 }
 
 void
 heap_state_shmem_init(void)
 {
-	bool		found;
-
-	heap_state_shared = ShmemInitStruct("state_backend heap", sizeof(HeapShared), &found);
-	if (!found)
-	{
-		memset(heap_state_shared, 0, sizeof(HeapShared));
-		pg_atomic_init_u32(&heap_state_shared->reserved_chunks, 0);
-		heap_state_shared->parts_ready = false;
-		heap_state_shared->epoch = 1;
-	}
+	shmem_part_attach(&heap_part);
 }
 
 /*
