@@ -410,6 +410,14 @@ keyed_backend_setting_ok(char **newval, void **extra, GucSource source)
 
 /* ------------------------------------------------------------ the worker's calls */
 
+/* Call a routine without arguments of every provider that has it, in order. */
+#define CALL_EACH_PROVIDER(routine) \
+	do { \
+		for (int i_ = 0; i_ < nproviders; i_++) \
+			if (providers[i_]->routine) \
+				providers[i_]->routine(); \
+	} while (0)
+
 Size
 keyed_backends_shmem_size(void)
 {
@@ -424,9 +432,7 @@ keyed_backends_shmem_size(void)
 void
 keyed_backends_shmem_init(void)
 {
-	for (int i = 0; i < nproviders; i++)
-		if (providers[i]->shmem_init)
-			providers[i]->shmem_init();
+	CALL_EACH_PROVIDER(shmem_init);
 }
 
 void
@@ -440,9 +446,7 @@ keyed_backends_worker_start(StateWorkerStart how)
 void
 keyed_backends_worker_ready(void)
 {
-	for (int i = 0; i < nproviders; i++)
-		if (providers[i]->worker_ready)
-			providers[i]->worker_ready();
+	CALL_EACH_PROVIDER(worker_ready);
 }
 
 /* On the way out: never raises. */
@@ -457,17 +461,13 @@ keyed_backends_worker_stop(void)
 void
 keyed_backends_worker_reload(void)
 {
-	for (int i = 0; i < nproviders; i++)
-		if (providers[i]->worker_reload)
-			providers[i]->worker_reload();
+	CALL_EACH_PROVIDER(worker_reload);
 }
 
 void
 keyed_backends_worker_round(void)
 {
-	for (int i = 0; i < nproviders; i++)
-		if (providers[i]->worker_round)
-			providers[i]->worker_round();
+	CALL_EACH_PROVIDER(worker_round);
 }
 
 /* The name of a backend whose storage failed (the worker must exit), or NULL. */
