@@ -148,10 +148,7 @@ lmdb_worker_stop(void)
 }
 
 static const StateBackendProvider lmdb_provider = {
-	.api_version = STATE_BACKEND_API_VERSION,
-	.size = sizeof(StateBackendProvider),
-	.name = "lmdb",
-	.sizes = STATE_BACKEND_SIZES,
+	STATE_BACKEND_PROVIDER_BUILT("lmdb"),
 	.id = LMDB_BACKEND_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &lmdb_keyed_backend,

@@ -599,6 +599,20 @@ typedef struct StateBackendProvider
 								   StringInfo reply);
 } StateBackendProvider;
 
+/*
+ * The first fields of every provider's table: what it was built with, and
+ * its name.  A provider writes
+ *		static const StateBackendProvider my_provider = {
+ *			STATE_BACKEND_PROVIDER_BUILT("my_backend"),
+ *			.id = ..., .ops = ..., ...
+ *		};
+ */
+#define STATE_BACKEND_PROVIDER_BUILT(provider_name) \
+	.api_version = STATE_BACKEND_API_VERSION, \
+	.size = sizeof(StateBackendProvider), \
+	.name = (provider_name), \
+	.sizes = STATE_BACKEND_SIZES
+
 /* Request kinds a provider's handle_request gets from the host itself. */
 #define STATE_REQUEST_ROUND_END	0x7FFF
 #define STATE_REQUEST_SYNC		0x7FFE	/* reply once every earlier request of

@@ -46,10 +46,7 @@ static Size heap_provider_shmem_size(void);
 static void heap_provider_shmem_init(void);
 
 static const StateBackendProvider memory_provider = {
-	.api_version = STATE_BACKEND_API_VERSION,
-	.size = sizeof(StateBackendProvider),
-	.name = "memory",
-	.sizes = STATE_BACKEND_SIZES,
+	STATE_BACKEND_PROVIDER_BUILT("memory"),
 	.id = STATE_BACKEND_MEMORY_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_OPERATOR_STATE |
 	STATE_PROVIDER_STANDBY_READS,
@@ -60,10 +57,7 @@ static const StateBackendProvider memory_provider = {
 
 /* The heap again; its snapshots are never kept in shared memory. */
 static const StateBackendProvider filesystem_provider = {
-	.api_version = STATE_BACKEND_API_VERSION,
-	.size = sizeof(StateBackendProvider),
-	.name = "filesystem",
-	.sizes = STATE_BACKEND_SIZES,
+	STATE_BACKEND_PROVIDER_BUILT("filesystem"),
 	.id = STATE_BACKEND_FILESYSTEM_ID,
 	.flags = STATE_PROVIDER_OPERATOR_STATE | STATE_PROVIDER_STANDBY_READS,
 	.ops = &heap_keyed_backend,

@@ -64,10 +64,7 @@ rp_handle_request(uint16 kind, const char *payload, uint32 len, StringInfo reply
 }
 
 static const StateBackendProvider rocks_provider_def = {
-	.api_version = STATE_BACKEND_API_VERSION,
-	.size = sizeof(StateBackendProvider),
-	.name = "rocksdb",
-	.sizes = STATE_BACKEND_SIZES,
+	STATE_BACKEND_PROVIDER_BUILT("rocksdb"),
 	.id = STATE_BACKEND_ROCKSDB_ID,
 	.flags = STATE_PROVIDER_MEMORY_SNAPSHOTS | STATE_PROVIDER_STANDBY_READS,
 	.ops = &rocks_keyed_backend,
