@@ -32,10 +32,10 @@
 /* The longest sleep. */
 #define MAX_SLEEP_MS		1000
 
-static MemoryContext index_cxt;
-static Fired **states = NULL;
+static MemoryContext index_cxt;	/* the worker's, for as long as it runs */
+static Fired **states = NULL;	/* the states of the database that fire */
 static int	nstates = 0;
-static uint64 seen_version = 0;
+static uint64 seen_version = 0;	/* the registry's version at the last look */
 
 /*
  * Timers the ring gave for a state the worker has not seen yet: created
