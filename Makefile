@@ -15,6 +15,7 @@ OBJS = \
 	src/module.o \
 	src/worker.o \
 	src/timers/timer_worker.o \
+	src/timers/timer_index.o \
 	src/timers/timer_keys.o \
 	src/timers/timer_fire.o \
 	src/state_ops.o \

@@ -287,7 +287,7 @@ state_timer_status(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(f.watermark);
 		nulls[2] = !d->timer_event_time || f.watermark == DT_NOBEGIN;
 		values[3] = Int64GetDatum(f.pending);
-		/* A window due at 'infinity' is indexed just before it (sql_window.h). */
+		/* A window due at 'infinity' is indexed just before it (window_due_at). */
 		values[4] = TimestampTzGetDatum(f.next_due >= END_TIMESTAMP ? DT_NOEND : f.next_due);
 		nulls[4] = f.next_due == DT_NOEND || f.pending == 0;
 		values[5] = Int64GetDatum(f.retrying);

@@ -270,7 +270,8 @@ put_raw(WindowSet *in, int64 start, int64 end, const char *value, uint32 len)
 
 /*
  * The windows a value at t joins, by the state's assigner, into in.  An end
- * past the range of timestamptz is 'infinity' (sql_window.h).
+ * past the range of timestamptz is 'infinity' (window_time_add,
+ * format/window_image.h).
  */
 static void
 assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, WindowSet *in)

@@ -454,9 +454,9 @@ emit_window(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 /*
  * window_fire calls emit with the result of each window of the key that
  * ended by the firing's clock and changed since it last fired (its start
- * as shown, sql_window.h), and writes to the firing's mark what to fold
- * into the key once that is done (its marks, and the clock that removes
- * what is past its lateness).  revisit: the next instant a window of it
+ * as shown: window_shown_start), and writes to the firing's mark what to
+ * fold into the key once that is done (its marks, and the clock that
+ * removes what is past its lateness).  revisit: the next instant a window of it
  * goes, as window_due_at tells it (DT_NOEND: none).  False when there is
  * nothing to do (an index entry gone stale).
  */

@@ -1,7 +1,8 @@
 /*
  * timers/timer_firing.h
- *		The timer worker's index entries and batches, which its two files
- *		share (timer_worker.c: the loop, the index, the batches;
+ *		The timer worker's states, index entries and batches, which its
+ *		files share (timer_worker.c: the loop and the batches;
+ *		timer_index.c: the states and their index of due timers;
  *		timer_keys.c: the keys a batch looks at, each once).  Nothing else
  *		includes it.
  */

@@ -1,17 +1,17 @@
 /*
  * timers/timer_worker.c
- *		The timer worker of a database: fires the due timers of its timers
- *		states by calling their handlers, as their owners.
+ *		The timer worker of a database: its loop, and the batches in which
+ *		it fires the due timers of its states by calling their handlers,
+ *		as their owners.
  *
  * One dynamic background worker per database with timers states, started
  * by create_state and by the state worker (timers/timer_queue.c); it stops
- * when its database has none left.  It keeps, per state, an index of the
- * state's timers by due time (a binary heap): read whole from the state
- * when the worker starts, when a state appears (created, restored) and when
- * the ring of new registrations overflowed, and fed by that ring otherwise,
- * so that finding the due timers costs what is due, not what is pending.
- * The index may name timers that are gone (deleted, rolled back, fired):
- * each timer is looked up in its state before it fires.
+ * when its database has none left.  Each round it drains the ring of new
+ * registrations into its index of due timers, looks at the registry when
+ * something changed (timer_index.c: the states, their heaps of timers by
+ * due time, their retries, their figures), and fires a batch of what is
+ * due.  The index may name timers that are gone (deleted, rolled back,
+ * fired): each timer is looked up in its state before it fires.
  *
  * A batch of due timers (state_backend.timer_batch_size) runs in one
  * transaction, its handler calls in one subtransaction of it (when one
@@ -21,9 +21,10 @@
  * keys to look at, each once a batch: timer_keys.c).  The timer leaves
  * its state inside that transaction when the state is transactional
  * (exactly once: the removal commits with the handler's writes), after it
- * otherwise (at least once: a crash in between fires it again).  A handler that fails
- * is retried after state_backend.timer_retry_delay, doubling, and after
- * state_backend.timer_max_retries it moves to state.timer_failures.
+ * otherwise (at least once: a crash in between fires it again).  A handler
+ * that fails is retried after state_backend.timer_retry_delay, doubling,
+ * and after state_backend.timer_max_retries it moves to
+ * state.timer_failures.
  */
 #include "postgres.h"
 
@@ -47,7 +48,6 @@
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
-#include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/codec.h"
 #include "common/fault.h"
@@ -56,21 +56,16 @@
 #include "format/records.h"
 #include "timers/timer_fire.h"
 #include "timers/timer_firing.h"
+#include "timers/timer_index.h"
 #include "timers/timer_queue.h"
-#include "txn/txn_state.h"
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 
 /* How often figures are published, and states looked for, at least. */
 #define PUBLISH_MS			250
 #define SYNC_MS				1000
-/* The longest sleep. */
-#define MAX_SLEEP_MS		1000
 
 static MemoryContext timer_worker_cxt;
-static Fired **states = NULL;
-static int	nstates = 0;
-static uint64 seen_version = 0;
 static int	first_state = 0;	/* where the next batch starts looking */
 static uint64 batch_number = 0;
 
@@ -85,6 +80,10 @@ static int	worker_sec;
  * (KilledTimer).  firing_now is the timer whose handler runs.
  */
 #define OVERRUN_GRACE_MS	1000
+static TimeoutId overrun_timeout;
+static Firing *volatile firing_now = NULL;
+static bool have_killed = false;
+static KilledTimer killed;
 
 /*
  * A batch stops taking timers once it has run this long: what is left goes
@@ -95,32 +94,12 @@ static int	worker_sec;
 #define BATCH_BUDGET_MS		1000
 static TimestampTz batch_began;
 
+/* batch_over_budget: whether the batch has had its time. */
 static bool
 batch_over_budget(void)
 {
 	return TimestampDifferenceExceeds(batch_began, GetCurrentTimestamp(), BATCH_BUDGET_MS);
 }
-static TimeoutId overrun_timeout;
-static Firing *volatile firing_now = NULL;
-static bool have_killed = false;
-static KilledTimer killed;
-
-/*
- * Timers the ring gave for a state the worker has not seen yet: created
- * after its last look at the registry.  They wait for the next look, which
- * reads that state whole but may miss a write its backend had not applied
- * when the timer was pushed.
- */
-typedef struct Unseen
-{
-	uint32		state_id;
-	uint64		version;		/* the registry's when it came */
-	Pending		t;
-} Unseen;
-
-static Unseen *unseen = NULL;
-static int	nunseen = 0;
-static int	maxunseen = 0;
 
 /*
  * start_transaction starts one of the worker's transactions with the
@@ -132,313 +111,6 @@ start_transaction(void)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-}
-
-/* ------------------------------------------------------------ the index */
-
-static int
-pending_cmp(const Pending *a, const Pending *b)
-{
-	int			c;
-
-	if (a->at != b->at)
-		return a->at < b->at ? -1 : 1;
-	if (a->keylen != b->keylen)
-		return a->keylen < b->keylen ? -1 : 1;
-	c = memcmp(a->key, b->key, a->keylen);
-	return c;
-}
-
-static void
-timer_heap_push(Fired *fs, int64 at, const char *key, uint32 keylen)
-{
-	Pending		p;
-	int			i;
-
-	if (fs->nheap == fs->maxheap)
-	{
-		fs->maxheap = Max(64, fs->maxheap * 2);
-		fs->heap = fs->heap ? repalloc_huge(fs->heap, sizeof(Pending) * fs->maxheap) :
-			MemoryContextAllocHuge(timer_worker_cxt, sizeof(Pending) * fs->maxheap);
-	}
-	p.at = at;
-	p.keylen = keylen;
-	p.key = MemoryContextAlloc(timer_worker_cxt, Max(keylen, 1));
-	memcpy(p.key, key, keylen);
-	for (i = fs->nheap++; i > 0; i = (i - 1) / 2)
-	{
-		if (pending_cmp(&fs->heap[(i - 1) / 2], &p) <= 0)
-			break;
-		fs->heap[i] = fs->heap[(i - 1) / 2];
-	}
-	fs->heap[i] = p;
-}
-
-static Pending
-heap_pop(Fired *fs)
-{
-	Pending		top = fs->heap[0];
-	Pending		last = fs->heap[--fs->nheap];
-	int			i = 0;
-
-	for (;;)
-	{
-		int			c = 2 * i + 1;
-
-		if (c >= fs->nheap)
-			break;
-		if (c + 1 < fs->nheap && pending_cmp(&fs->heap[c + 1], &fs->heap[c]) < 0)
-			c++;
-		if (pending_cmp(&last, &fs->heap[c]) <= 0)
-			break;
-		fs->heap[i] = fs->heap[c];
-		i = c;
-	}
-	if (fs->nheap > 0)
-		fs->heap[i] = last;
-	return top;
-}
-
-static void
-heap_clear(Fired *fs)
-{
-	for (int i = 0; i < fs->nheap; i++)
-		pfree(fs->heap[i].key);
-	fs->nheap = 0;
-}
-
-/* Whether a timer waits in its state's retries (a read of the state finds it too). */
-static bool
-retrying(const Fired *fs, int64 at, const char *key, uint32 keylen)
-{
-	for (int r = 0; r < fs->nretries; r++)
-		if (fs->retries[r].t.at == at && fs->retries[r].t.keylen == keylen &&
-			memcmp(fs->retries[r].t.key, key, keylen) == 0)
-			return true;
-	return false;
-}
-
-typedef struct LoadKey
-{
-	Fired	   *fs;
-	const StateTarget *st;
-	const char *key;
-	uint32		keylen;
-} LoadKey;
-
-/*
- * One instant a key is due at, into the index: a timer waiting in the
- * retries stays there, but a key to look at goes in the index too.
- */
-static void
-load_due(void *arg, int64 at)
-{
-	LoadKey    *lk = arg;
-	Fired	   *fs = lk->fs;
-
-	if (fs->fire->by_key || fs->nretries == 0 || !retrying(fs, at, lk->key, lk->keylen))
-		timer_heap_push(fs, at, lk->key, lk->keylen);
-}
-
-/* Load one key's timers into the index, as its state's routine reads them. */
-static void
-load_key(void *arg, const char *key, uint32 keylen, const char *img, uint32 len)
-{
-	LoadKey    *lk = arg;
-	TimerFire	tf = {lk->st, NULL, &lk->fs->key_codec, &lk->fs->at_codec};
-
-	lk->key = key;
-	lk->keylen = keylen;
-	lk->fs->fire->due_times(&tf, img, len, load_due, lk);
-}
-
-/* Read a state's timers whole (in a transaction). */
-static void
-load_state(Fired *fs)
-{
-	StateTarget st = state_target(&fs->desc, fs->slot);
-	LoadKey		lk = {fs, &st};
-
-	heap_clear(fs);
-	fs->deleted_seen = timer_queue_deleted(fs->slot, fs->id);
-	keyed_state_ops(&fs->desc)->iterate(&st, -1, load_key, &lk);
-}
-
-/*
- * A state's index is read again once many of its timers were deleted
- * (the index names a deleted timer until it is due): past half of what it
- * holds, so a state's reads cost at most two entries per deletion.
- */
-static bool
-index_stale(Fired *fs)
-{
-	uint64		deleted = timer_queue_deleted(fs->slot, fs->id) - fs->deleted_seen;
-
-	return deleted > Max((uint64) 1024, (uint64) fs->nheap / 2);
-}
-
-static bool
-any_index_stale(void)
-{
-	for (int i = 0; i < nstates; i++)
-		if (index_stale(states[i]))
-			return true;
-	return false;
-}
-
-static Fired *
-find_state(uint32 id)
-{
-	for (int i = 0; i < nstates; i++)
-		if (states[i]->id == id)
-			return states[i];
-	return NULL;
-}
-
-static void
-queued(void *arg, uint32 state_id, int64 at, const char *key, uint32 keylen)
-{
-	Fired	   *fs = find_state(state_id);
-	Unseen	   *u;
-
-	if (fs != NULL)
-	{
-		timer_heap_push(fs, at, key, keylen);
-		return;
-	}
-	/* A state not seen yet: the timer waits for the next look. */
-	if (nunseen == maxunseen)
-	{
-		maxunseen = Max(16, maxunseen * 2);
-		unseen = unseen ? repalloc_huge(unseen, sizeof(Unseen) * maxunseen) :
-			MemoryContextAllocHuge(timer_worker_cxt, sizeof(Unseen) * maxunseen);
-	}
-	u = &unseen[nunseen++];
-	u->state_id = state_id;
-	u->version = registry_version();
-	u->t.at = at;
-	u->t.keylen = keylen;
-	u->t.key = MemoryContextAlloc(timer_worker_cxt, Max(keylen, 1));
-	memcpy(u->t.key, key, keylen);
-}
-
-/*
- * After a look at the registry: timers of states now seen go to their
- * index; those of states the look did not find although it came after
- * them are of states dropped since, and go.
- */
-static void
-place_unseen(void)
-{
-	int			n = 0;
-
-	for (int i = 0; i < nunseen; i++)
-	{
-		Unseen	   *u = &unseen[i];
-		Fired	   *fs = find_state(u->state_id);
-
-		if (fs != NULL)
-			timer_heap_push(fs, u->t.at, u->t.key, u->t.keylen);
-		if (fs != NULL || u->version <= seen_version)
-			pfree(u->t.key);
-		else
-			unseen[n++] = *u;
-	}
-	nunseen = n;
-}
-
-/* ------------------------------------------------------------ the states */
-
-static void
-forget_state(int i)
-{
-	Fired	   *fs = states[i];
-
-	heap_clear(fs);
-	if (fs->heap)
-		pfree(fs->heap);
-	for (int r = 0; r < fs->nretries; r++)
-		pfree(fs->retries[r].t.key);
-	if (fs->retries)
-		pfree(fs->retries);
-	pfree(fs);
-	states[i] = states[--nstates];
-}
-
-static Fired *
-new_state(const StateDesc *d, int slot)
-{
-	Fired	   *fs = MemoryContextAllocZero(timer_worker_cxt, sizeof(Fired));
-
-	fs->id = d->id;
-	fs->slot = slot;
-	fs->desc = *d;
-	fs->fire = timer_fire_routine(d);
-	codec_init(&fs->key_codec, d->types[STATE_TYPE_KEY].oid, timer_worker_cxt);
-	codec_init(&fs->at_codec, TIMESTAMPTZOID, timer_worker_cxt);
-	fs->rate_start = GetCurrentTimestamp();
-	states = states ? repalloc(states, sizeof(Fired *) * (nstates + 1)) :
-		MemoryContextAlloc(timer_worker_cxt, sizeof(Fired *));
-	states[nstates++] = fs;
-	return fs;
-}
-
-/*
- * sync_states looks at the registry (in a transaction): new timers states
- * are read whole, gone ones forgotten, the others' descriptors refreshed
- * (owner, grants), and every handler checked.  Returns how many remain.
- */
-static int
-sync_states(bool reload_all)
-{
-	StateDesc  *descs;
-	int		   *slots;
-	int			n;
-
-	seen_version = registry_version();
-	n = registry_list(MyDatabaseId, &descs, &slots);
-	for (int i = 0; i < nstates; i++)
-		states[i]->seen = false;
-	for (int i = 0; i < n; i++)
-	{
-		Fired	   *fs;
-
-		if (!state_desc_fires(&descs[i]))
-			continue;
-		fs = find_state(descs[i].id);
-		if (fs == NULL)
-		{
-			fs = new_state(&descs[i], slots[i]);
-			load_state(fs);
-		}
-		else
-		{
-			fs->desc = descs[i];
-			fs->slot = slots[i];
-			if (reload_all || index_stale(fs))
-				load_state(fs);
-		}
-		fs->seen = true;
-		fs->owner_super = superuser_arg(fs->desc.owner);
-	}
-	for (int i = nstates - 1; i >= 0; i--)
-		if (!states[i]->seen)
-			forget_state(i);
-	for (int i = 0; i < nstates; i++)
-	{
-		Fired	   *fs = states[i];
-		const char *problem = timer_handler_problem(&fs->desc);
-
-		strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
-		if (problem == NULL && !fs->handler_ready)
-		{
-			fmgr_info_cxt(fs->desc.timer_handler, &fs->handler, timer_worker_cxt);
-			fs->handler_ready = true;
-		}
-	}
-	pfree(descs);
-	pfree(slots);
-	return nstates;
 }
 
 /* ------------------------------------------------------------ a batch */
@@ -489,6 +161,8 @@ batch_add(Firing *batch, int *n, BatchKeys *seen, Fired *fs, Pending t, int atte
 static int
 collect_batch(Firing *batch, int max, TimestampTz now)
 {
+	int			nstates;
+	Fired	  **states = timer_index_states(&nstates);
 	int			n = 0;
 	BatchKeys	seen;
 	Oid			owner = InvalidOid;
@@ -535,9 +209,9 @@ collect_batch(Firing *batch, int max, TimestampTz now)
 				closed = true;	/* it comes first in the next batch */
 				break;
 			}
-			p = heap_pop(fs);
+			p = timer_index_pop(fs);
 			/* The index may hold a timer twice: the ring and a read both saw it. */
-			if ((have_last && pending_cmp(&last, &p) == 0) ||
+			if ((have_last && timer_pending_cmp(&last, &p) == 0) ||
 				(fs->fire->by_key && timer_keys_seen(&seen, batch, fs, &p)))
 			{
 				pfree(p.key);
@@ -779,21 +453,10 @@ fire_in_subtransaction(Firing *f, StringInfo atimg)
 static void
 retry_later(Firing *f, TimestampTz now)
 {
-	Fired	   *fs = f->fs;
 	int			shift = Min(Max(f->attempts - 1, 0), 6);
 
-	if (fs->nretries == fs->maxretries)
-	{
-		fs->maxretries = Max(16, fs->maxretries * 2);
-		fs->retries = fs->retries ? repalloc(fs->retries, sizeof(Retry) * fs->maxretries) :
-			MemoryContextAlloc(timer_worker_cxt, sizeof(Retry) * fs->maxretries);
-	}
-	fs->retries[fs->nretries].t = f->t;
-	fs->retries[fs->nretries].attempts = f->attempts;
-	fs->retries[fs->nretries].alone = f->alone;
-	fs->retries[fs->nretries].not_before =
-		TimestampTzPlusMilliseconds(now, (int64) state_backend_timer_retry_delay_ms << shift);
-	fs->nretries++;
+	timer_index_add_retry(f->fs, f->t, f->attempts, f->alone,
+						  TimestampTzPlusMilliseconds(now, (int64) state_backend_timer_retry_delay_ms << shift));
 }
 
 /*
@@ -1061,7 +724,7 @@ fire_batch(Firing *batch, int n)
 					retry_later(f, now);
 					continue;
 				}
-				timer_heap_push(f->fs, f->t.at, f->t.key, f->t.keylen);
+				timer_index_push(f->fs, f->t.at, f->t.key, f->t.keylen);
 				break;
 			case TIMER_FIRED:
 				/* Each call of the handler counts (a look at a key may make several). */
@@ -1070,9 +733,9 @@ fire_batch(Firing *batch, int n)
 				f->fs->rate_fired += fired;
 				/* A key whose look left something: looked at again then. */
 				if (f->revisit != DT_NOEND)
-					timer_heap_push(f->fs, f->revisit, f->t.key, f->t.keylen);
+					timer_index_push(f->fs, f->revisit, f->t.key, f->t.keylen);
 				if (f->again)
-					timer_heap_push(f->fs, f->clock, f->t.key, f->t.keylen);
+					timer_index_push(f->fs, f->clock, f->t.key, f->t.keylen);
 				break;
 			case TIMER_FAILED:
 				state_stats_count(f->fs->slot, STATE_STAT_TIMERS_FAILED, 1);
@@ -1095,73 +758,6 @@ fire_batch(Firing *batch, int n)
 	}
 }
 
-/* ------------------------------------------------------------ figures */
-
-static int
-int64_cmp(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-static void
-publish_figures(TimestampTz now)
-{
-	for (int i = 0; i < nstates; i++)
-	{
-		Fired	   *fs = states[i];
-		TimerFigures f;
-		long		secs;
-		int			usecs;
-
-		memset(&f, 0, sizeof(f));
-		f.pending = fs->nheap + fs->nretries;
-		f.retrying = fs->nretries;
-		f.next_due = fs->nheap > 0 ? fs->heap[0].at : DT_NOEND;
-		TimestampDifference(fs->rate_start, now, &secs, &usecs);
-		if (secs >= 5)
-		{
-			fs->fired_per_s = fs->rate_fired / (secs + usecs / 1e6);
-			fs->rate_fired = 0;
-			fs->rate_start = now;
-		}
-		f.fired_per_s = fs->fired_per_s;
-		f.lag_p99_us = -1;
-		if (fs->nlags > 0)
-		{
-			int64		sorted[LAG_SAMPLES];
-
-			memcpy(sorted, fs->lags, sizeof(int64) * fs->nlags);
-			qsort(sorted, fs->nlags, sizeof(int64), int64_cmp);
-			f.lag_p99_us = sorted[(fs->nlags * 99) / 100 == fs->nlags ? fs->nlags - 1 : (fs->nlags * 99) / 100];
-		}
-		strlcpy(f.problem, fs->problem, sizeof(f.problem));
-		timer_figures_publish(fs->slot, fs->id, &f);
-	}
-}
-
-/* How long to sleep: until the next processing-time timer or retry is due. */
-static long
-sleep_ms(TimestampTz now)
-{
-	int64		wait = (int64) MAX_SLEEP_MS * 1000;
-
-	for (int i = 0; i < nstates; i++)
-	{
-		Fired	   *fs = states[i];
-
-		if (fs->problem[0] != '\0')
-			continue;
-		if (!fs->desc.timer_event_time && fs->nheap > 0)
-			wait = Min(wait, fs->heap[0].at - record_ttl_now());
-		for (int r = 0; r < fs->nretries; r++)
-			wait = Min(wait, fs->retries[r].not_before - now);
-	}
-	return wait <= 0 ? 0 : (long) ((wait + 999) / 1000);
-}
-
 /* ------------------------------------------------------------ the loop */
 
 /*
@@ -1175,20 +771,20 @@ static bool
 timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	bool		overflow = timer_queue_drain(queued, NULL) || *reload_next;
+	bool		overflow = timer_queue_drain(timer_index_queued, NULL) || *reload_next;
 	int			n;
 
 	*reload_next = false;
-	if (overflow || registry_version() != seen_version ||
-		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS) || any_index_stale())
+	if (overflow || timer_index_changed() ||
+		TimestampDifferenceExceeds(*last_sync, now, SYNC_MS) || timer_index_any_stale())
 	{
 		start_transaction();
-		*any = sync_states(overflow) > 0;
+		*any = timer_index_sync(overflow) > 0;
 		CommitTransactionCommand();
 		*last_sync = now;
-		place_unseen();
+		timer_index_place_unseen();
 		/* What was registered while the states were read. */
-		*reload_next = timer_queue_drain(queued, NULL);
+		*reload_next = timer_queue_drain(timer_index_queued, NULL);
 	}
 	n = collect_batch(batch, state_backend_timer_batch_size, now);
 	if (n > 0)
@@ -1245,6 +841,7 @@ state_timer_worker_main(Datum main_arg)
 	have_killed = timer_queue_take_killed(&killed);
 	timer_worker_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend timers",
 									   ALLOCSET_DEFAULT_SIZES);
+	timer_index_init(timer_worker_cxt);
 	ereport(DEBUG1, (errmsg("state_backend timer worker of database %u started", dbid)));
 
 	while (any)
@@ -1266,14 +863,14 @@ state_timer_worker_main(Datum main_arg)
 		full = timer_round(batch, &last_sync, &any, &reload_next);
 		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))
 		{
-			publish_figures(GetCurrentTimestamp());
+			timer_index_publish_figures(GetCurrentTimestamp());
 			last_publish = GetCurrentTimestamp();
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(round_cxt);
 		if (!full && !reload_next && any)
 		{
-			long		ms = sleep_ms(GetCurrentTimestamp());
+			long		ms = timer_index_sleep_ms(GetCurrentTimestamp());
 
 			/* Pushes due before the wake-up wake it; others wait for it. */
 			if (timer_queue_may_sleep(record_ttl_now() + (int64) ms * 1000))
