@@ -579,7 +579,7 @@ lm_length(const StateTarget *st, const StateKey *key)
 	lmdb_key_make(&k, st->info.id, key);
 	if (lmdb_get_in(lmdb_read_begin(), &k, key, &img, &len))
 	{
-		StateKind	layout = state_kind_layout(st->info.kind);
+		StateKind	layout = st->info.layout;
 
 		n = layout == STATE_KIND_MAP ? lmdb_host->map_image_count(img, len) :
 			layout == STATE_KIND_LIST ? lmdb_host->list_image_count(img, len) : 1;

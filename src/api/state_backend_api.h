@@ -739,7 +739,8 @@ typedef struct StateBackendHost
 	 * st->info.logged then, and the key's data and length).  Before sending
 	 * such a request, the session calls remote_change, so that its commit
 	 * waits for the worker's records; the worker, once the change is
-	 * written, tells it where they end with applied_lsn.  replaying: the
+	 * written, tells it where they end with applied_lsn (ignored while the
+	 * worker replays).  replaying: the
 	 * end of the record the worker is replaying now (changes are then not
 	 * logged again), InvalidXLogRecPtr when it is not replaying.
 	 */

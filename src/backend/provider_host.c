@@ -201,12 +201,6 @@ host_channel_post(int32 provider_id, uint16 kind, const char *payload, uint32 le
 
 /* ------------------------------------------------------------ the worker and WAL */
 
-static bool
-host_in_worker(void)
-{
-	return channel_is_worker();
-}
-
 static void
 host_applied_lsn(XLogRecPtr lsn)
 {
@@ -364,7 +358,7 @@ const StateBackendHost state_backend_host = {
 	.channel_post = host_channel_post,
 	.faults_armed = &state_backend_faults_armed,
 	.fault_point = fault_point_reached,
-	.in_worker = host_in_worker,
+	.in_worker = channel_is_worker,
 	.wake_worker = channel_wake_worker,
 	.posts_sync = channel_sync,
 	.posts_forget = channel_forget_pending,

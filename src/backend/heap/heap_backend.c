@@ -738,7 +738,7 @@ heap_length(const StateTarget *st, const StateKey *key)
 	heap_op_begin(&op, st, key, LW_SHARED);
 	e = heap_find(&op, NULL);
 	if (e != NULL)
-		n = state_kind_layout(st->info.kind) == STATE_KIND_MAP ?
+		n = st->info.layout == STATE_KIND_MAP ?
 			record_count_pairs(ENTRY_VAL(e), e->val_len) :
 			record_count_elems(ENTRY_VAL(e), e->val_len);
 	LWLockRelease(op.lock);

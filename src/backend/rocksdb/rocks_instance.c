@@ -809,10 +809,11 @@ rocks_commit(void)
 	rocks_cache_committed(err == NULL);
 	rocks_check(err, "write");
 	if (lsn != InvalidXLogRecPtr)
+	{
 		rocks.applied_lsn = (XLogRecPtr) stamp;
-	/* The session whose writes these were waits for their WAL at commit. */
-	if (lsn != InvalidXLogRecPtr && rocks_host->replaying() == InvalidXLogRecPtr)
+		/* The session whose writes these were waits for their WAL at commit. */
 		rocks_host->applied_lsn(lsn);
+	}
 }
 
 /*
