@@ -74,9 +74,23 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy standby logged lmdb"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy standby logged lmdb bigstate"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
+# The bigstate group (lib/bigstate.sh): entries per kind and client counts.
+# Its full sizes take most of an hour, so a run of every group (BENCH_CASES
+# unset) measures two sizes at 8 clients; naming it in BENCH_CASES gives the
+# three sizes at 1, 8 and 16 clients.
+if [ "$MODE" = smoke ]; then
+	BS_SIZES=${BENCH_BIGSTATE_SIZES:-2000 20000}
+	BS_CLIENTS=${BENCH_BIGSTATE_CLIENTS:-2}
+elif [ -n "${BENCH_CASES:-}" ]; then
+	BS_SIZES=${BENCH_BIGSTATE_SIZES:-200000 2000000 10000000}
+	BS_CLIENTS=${BENCH_BIGSTATE_CLIENTS:-1 8 16}
+else
+	BS_SIZES=${BENCH_BIGSTATE_SIZES:-200000 2000000}
+	BS_CLIENTS=${BENCH_BIGSTATE_CLIENTS:-8}
+fi
 
 for op in $OPS; do
 	case " $ALL_OPS " in *" $op "*) ;; *) echo "bench: unknown operation in BENCH_OPS: $op" >&2; exit 2 ;; esac
@@ -93,6 +107,13 @@ done
 case "$SNAP_REPS" in '' | *[!0-9]* | 0) echo "bench: BENCH_SNAPSHOT_REPS must be a positive count" >&2; exit 2 ;; esac
 case "$LAT_SECS" in '' | *[!0-9]* | 0) echo "bench: BENCH_LATENCY_SECONDS must be a positive count of seconds" >&2; exit 2 ;; esac
 case "${BENCH_SNAPSHOT_10M:-1}" in 0 | 1) ;; *) echo "bench: BENCH_SNAPSHOT_10M must be 0 or 1" >&2; exit 2 ;; esac
+for n in $BS_SIZES; do
+	case "$n" in '' | *[!0-9]* | 0*) echo "bench: BENCH_BIGSTATE_SIZES must list entry counts" >&2; exit 2 ;; esac
+	[ $((n % 4)) -eq 0 ] || { echo "bench: BENCH_BIGSTATE_SIZES: $n is not a multiple of 4 (maps of 4 entries, lists of 4 elements)" >&2; exit 2; }
+done
+for c in $BS_CLIENTS; do
+	case "$c" in '' | *[!0-9]* | 0) echo "bench: BENCH_BIGSTATE_CLIENTS must list client counts" >&2; exit 2 ;; esac
+done
 for c in $CLIENTS $ROCKSDB_CLIENTS; do
 	case "$c" in '' | *[!0-9]* | 0) echo "bench: BENCH_CLIENTS and BENCH_ROCKSDB_CLIENTS must list client counts" >&2; exit 2 ;; esac
 done
@@ -207,9 +228,10 @@ state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
 state_backend.rocksdb_write_buffer_size = '64MB'"
 fi
-# The lmdb group: the provider of contrib/lmdb, when it is installed.
+# The lmdb and bigstate groups: the provider of contrib/lmdb, when it is
+# installed.
 LMDB=0
-if has_case lmdb && [ -f "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" ]; then
+if { has_case lmdb || has_case bigstate; } && [ -f "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" ]; then
 	LMDB=1
 	SERVER_CONF="$SERVER_CONF
 shared_preload_libraries = 'state_backend,state_backend_lmdb'
@@ -476,9 +498,13 @@ fi
 # script OP KEYS TARGET: the pgbench script of one case on stdout.  TARGET
 # is a backend, "unlogged" or "logged"; OP "select1" and "noop" are floors.
 # STATE_PREFIX (empty; the rocksdb group sets it) prefixes the states' names.
+# SCRIPT_FN, when set (the bigstate group), names a function that writes
+# the script instead.
 STATE_PREFIX=""
+SCRIPT_FN=""
 script() {
 	local op=$1 keys=$2 target=$3 n t s=$STATE_PREFIX
+	if [ -n "$SCRIPT_FN" ]; then "$SCRIPT_FN" "$@"; return; fi
 	n=$([ "$keys" = hot ] && echo "$HOT" || echo "$NKEYS")
 	case "$op" in
 		select1) echo "SELECT 1;"; return ;;
@@ -852,6 +878,14 @@ if has_case lmdb; then
 	fi
 fi
 
+# bench/lib/bigstate.sh: memory, lmdb and rocksdb beside an unlogged table
+# at sizes up to 10M entries: reads and writes of value, map and list
+# states, bulk load, snapshot and restore against dd.
+if has_case bigstate; then
+	# shellcheck source-path=SCRIPTDIR source=bigstate.sh
+	. "$LIB/bigstate.sh"
+fi
+
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 raw failed "$FAILED"
 
@@ -879,6 +913,7 @@ perl "$LIB/report_proxy.pl" "$RAW" "$file" || die "report_proxy.pl failed"
 perl "$LIB/report_standby.pl" "$RAW" "$file" || die "report_standby.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
+perl "$LIB/report_bigstate.pl" "$RAW" "$file" || die "report_bigstate.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
 else
