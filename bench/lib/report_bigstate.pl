@@ -11,7 +11,7 @@ use warnings;
 die "usage: report_bigstate.pl RAW.tsv RESULTS.md\n" unless @ARGV == 2;
 my ($rawfile, $outfile) = @ARGV;
 
-my (%meta, %tps, %load, %bytes, %snap, %skip);
+my (%meta, %tps, %load, %bytes, %snap, %skip, %script);
 open(my $in, '<', $rawfile) or die "report_bigstate.pl: $rawfile: $!\n";
 while (my $line = <$in>)
 {
@@ -30,6 +30,7 @@ while (my $line = <$in>)
 	elsif ($kind eq 'bs_bytes') { $bytes{"$f[0]|$f[1]"} = $f[2] }             # n target bytes
 	elsif ($kind eq 'bs_snap') { $snap{"$f[0]|$f[1]"} = [ @f[ 2 .. 7 ] ] }    # n b: ms bytes dd-ms dd-bytes restore-ms entries
 	elsif ($kind eq 'bs_skip') { $skip{"$f[0]|$f[1]"} = $f[2] }
+	elsif ($kind eq 'bs_script') { $script{"$f[0]|$f[1]|$f[2]"} = $f[3] }    # op n target script
 }
 close $in;
 exit 0 unless %tps || %load || %snap;
@@ -205,6 +206,26 @@ if (%snap)
 			my $rmbs = (defined $rms && $rms > 0) ? $by / 1e6 / ($rms / 1000) : undef;
 			say_ '| ' . group($n) . " | $b | " . join(' | ', fnum($by), fnum($ms), fnum($smbs, '%.1f'), fnum($dmbs, '%.1f'),
 				fx(ratio($smbs, $dmbs)), fnum($rms), fnum($rmbs, '%.1f')) . ' |';
+		}
+	}
+	say_ '';
+}
+# The scripts of the smallest size (the others differ only in their key ranges).
+if (%script && @sizes)
+{
+	my $n = $sizes[0];
+	say_ '#### pgbench scripts (at ' . group($n) . ' entries per kind)';
+	say_ '';
+	say_ '| op | target | script |';
+	say_ '| --- | --- | --- |';
+	for my $op ('select1', 'noop', @reads, @writes)
+	{
+		for my $t ('floor', @backends, 'table')
+		{
+			my $sc = $script{"$op|$n|$t"} // next;
+			$sc =~ s/\s+$//;
+			$sc =~ s/\|/\\|/g;
+			say_ "| $op | $t | `$sc` |";
 		}
 	}
 	say_ '';
