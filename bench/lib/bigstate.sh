@@ -112,7 +112,7 @@ bs_load() {
 	bs_create "$t" || return 1
 	for kind in value map list; do
 		if ! r=$(bs_timed "$(bs_load_sql "$t" "$kind" "$n")"); then
-			grep -q '54000' "$BS_ERR" && return 2
+			grep -q 'ERROR: *54000:' "$BS_ERR" && return 2
 			tail -n 3 "$BS_ERR" >&2
 			return 1
 		fi
