@@ -204,7 +204,7 @@ bs_cases() {
 # as many MB beside it, a restore.  Records a "bs_snap" line: N backend
 # snapshot-ms bytes dd-ms dd-bytes restore-ms entries.
 bs_snapshot() {
-	local n=$1 b=$2 path dd_file=$WORK/bs-dd r s_ms r_ms bytes mb t0 t1 dd_ms before after
+	local n=$1 b=$2 path dd_file=$WORK/bs-dd r s_ms r_ms bytes mb dd_out dd_ms before after
 	path=$WORK/bs-snap-$b
 	rm -rf "$path" "$dd_file"
 	bs_load "$b" "$n" || { bs_fail "loading $b ($n) for its snapshot"; bs_drop "$b"; return 1; }
@@ -220,10 +220,11 @@ bs_snapshot() {
 	bytes=$(du -sb "$path" | cut -f1)
 	mb=$(((bytes + 1048575) / 1048576))
 	sync
-	t0=$(date +%s%N)
-	as_pg dd if=/dev/zero of="$dd_file" bs=1M count="$mb" conv=fsync status=none || { bs_fail "dd of $mb MB"; return 1; }
-	t1=$(date +%s%N)
-	dd_ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')
+	# dd's own time ("copied, S s,"), its fsync included, as psql's \timing
+	# of the snapshot leaves out the start of a process.
+	dd_out=$(as_pg dd if=/dev/zero of="$dd_file" bs=1M count="$mb" conv=fsync 2>&1) || { bs_fail "dd of $mb MB: $dd_out"; return 1; }
+	dd_ms=$(awk '/ copied, / { for (i = 1; i < NF; i++) if ($i == "copied,") { printf "%.3f", $(i + 1) * 1000; exit } }' <<<"$dd_out")
+	[ -n "$dd_ms" ] || { bs_fail "dd of $mb MB printed no time: $dd_out"; return 1; }
 	rm -f "$dd_file"
 	bs_drop "$b"
 	if ! r=$(bs_timed "SELECT state.restore('$path');"); then

@@ -190,7 +190,7 @@ if (%snap)
 	say_ 'Each backend\'s three states loaded again with every other state dropped;'
 	  . ' `state.wait_snapshot(state.snapshot(path))` timed from the call to its return; bytes: `du -sb` of'
 	  . ' the snapshot; dd: `dd if=/dev/zero bs=1M count=<the snapshot\'s MB, rounded up> conv=fsync`'
-	  . ' into the same directory right after it; restore: the states dropped, `state.restore(path)`.'
+	  . ' into the same directory right after it (dd\'s own time, its fsync included); restore: the states dropped, `state.restore(path)`.'
 	  . ' MB are 10^6 bytes.';
 	say_ '';
 	say_ '| entries per kind | backend | snapshot bytes | snapshot ms | snapshot MB/s | dd MB/s | snapshot / dd | restore ms | restore MB/s |';
