@@ -75,6 +75,7 @@ OBJS = \
 	src/backend/rocksdb/rocks_stage.o \
 	src/backend/rocksdb/rocks_client.o \
 	src/backend/rocksdb/rocks_cache.o \
+	src/backend/rocksdb/rocks_view.o \
 	src/backend/rocksdb/rocks_files.o \
 	src/backend/rocksdb/rocks_ttl.o \
 	src/backend/rocksdb/rocks_snapshot.o \

@@ -131,6 +131,52 @@ COPY (SELECT 'state_backend rocksdb files') TO :'files';
 SELECT rk_error($$SELECT state.restore(rk_path('native'))$$);
 SELECT state.value_get('rk_val', 1, NULL::text);
 
+---------------------------------------------------------------- sessions' views
+-- A session that reads a lot reads rocksdb states in a read-only view of
+-- its own; a key the worker changed since the view caught up is asked of
+-- the worker, so a read sees every write acknowledged before it.
+SET state_backend.rocksdb_session_reads_after = 0;
+SELECT state.create_state('rk_view', 'value', 'int', 'text', 'rocksdb');
+SELECT state.create_state('rk_view_l', 'list', 'int', 'int', 'rocksdb');
+SELECT state.create_state('rk_view_m', 'map', 'int', 'text', 'rocksdb', map_key_type => 'text');
+SELECT count(state.value_set('rk_view', i, 'v' || i)) FROM generate_series(1, 100) i;
+SELECT count(state.list_add('rk_view_l', i % 10, i)) FROM generate_series(1, 30) i;
+SELECT state.map_put('rk_view_m', 1, 'a', 'x'), state.map_put('rk_view_m', 1, 'b', NULL::text);
+SELECT value AS reads0 FROM state.worker WHERE name = 'rocksdb_session_reads' \gset
+-- (a view opens again to see a state made after it, at most once a second)
+SELECT pg_sleep(1.1);
+SELECT count(state.list_get('rk_view_l', i, NULL::int[])) FROM generate_series(1, 3) i;
+SELECT state.list_get('rk_view_l', 3, NULL::int[]), state.list_get('rk_view_l', 99, '{}'::int[]);
+SELECT state.map_get('rk_view_m', 1, 'a', NULL::text), state.map_get('rk_view_m', 1, 'b', 'dflt'::text),
+       state.map_get('rk_view_m', 1, 'c', 'absent'::text), state.map_get('rk_view_m', 2, 'a', 'absent'::text);
+SELECT value > :reads0 AS read_in_place FROM state.worker WHERE name = 'rocksdb_session_reads';
+-- written, then read at once: the new values
+SELECT state.value_set('rk_view', 7, 'changed'), state.list_add('rk_view_l', 3, 1000),
+       state.map_put('rk_view_m', 1, 'a', 'y');
+SELECT state.value_get('rk_view', 7, NULL::text), state.list_get('rk_view_l', 3, NULL::int[]),
+       state.map_get('rk_view_m', 1, 'a', NULL::text);
+SELECT state.clear('rk_view_l', 3);
+SELECT state.list_get('rk_view_l', 3, '{}'::int[]), state.list_get('rk_view_l', 4, NULL::int[]);
+SELECT pg_sleep(0.15);
+SELECT state.list_get('rk_view_l', 3, '{}'::int[]), state.map_get('rk_view_m', 1, 'a', NULL::text);
+-- truncated: no key is read as it was
+SELECT state.truncate('rk_view_l');
+SELECT state.list_get('rk_view_l', 4, '{}'::int[]);
+SELECT pg_sleep(0.15);
+SELECT state.list_get('rk_view_l', 4, '{}'::int[]);
+-- dropped and made again under the same name: empty, then its own
+SELECT state.drop_state('rk_view_m');
+SELECT state.create_state('rk_view_m', 'map', 'int', 'text', 'rocksdb', map_key_type => 'text');
+SELECT state.map_get('rk_view_m', 1, 'a', 'empty'::text);
+SELECT state.map_put('rk_view_m', 1, 'a', 'new');
+SELECT pg_sleep(0.15);
+SELECT state.map_get('rk_view_m', 1, 'a', 'empty'::text);
+-- off: the same answers, from the worker
+SET state_backend.rocksdb_session_reads = off;
+SELECT state.map_get('rk_view_m', 1, 'a', 'empty'::text), state.list_get('rk_view_l', 5, '{}'::int[]);
+RESET state_backend.rocksdb_session_reads;
+RESET state_backend.rocksdb_session_reads_after;
+
 ---------------------------------------------------------------- clean up
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'rk%' ORDER BY name;
 SELECT count(*) FROM state.states WHERE name LIKE 'rk%';

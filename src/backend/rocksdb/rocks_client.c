@@ -218,12 +218,23 @@ rc_call_found(RocksReqKind op, StringInfo req, StringInfo out, StringInfo flags,
 }
 
 /*
- * rc_get reads a value or reducing state's key from the shared cache when
- * it is there (rocks_cache.c), and asks the worker otherwise.  The cache
+ * Whether a state may be read without the worker: not one that may return
+ * expired values, since RocksDB's compactions drop expired values without
+ * the shared cache or a session's view knowing.
+ */
+static bool
+rc_read_here(const StateTarget *st)
+{
+	return !(st->info.ttl > 0 &&
+			 st->info.ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP);
+}
+
+/*
+ * rc_get reads a key of a value or reducing state from the shared cache
+ * when it is there (rocks_cache.c), then any state but a map's from this
+ * session's view (rocks_view.c), and asks the worker otherwise.  The cache
  * is read only once the worker has carried out this session's own posted
- * writes, so that a session always reads what it wrote.  A state that may
- * return expired values is not read from the cache: RocksDB's compactions
- * drop expired values without the cache knowing.
+ * writes, so that a session always reads what it wrote; so is the view.
  */
 static bool
 rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
@@ -231,8 +242,7 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 	StringInfoData req;
 
 	if (rocks_cache_kind(st->info.kind) && rocks_host->posts_applied() && !rocks_host->in_worker() &&
-		!(st->info.ttl > 0 &&
-		  st->info.ttl_visibility == STATE_TTL_RETURN_EXPIRED_IF_NOT_CLEANED_UP))
+		rc_read_here(st))
 	{
 		switch (rocks_cache_lookup(st->info.id, key, out))
 		{
@@ -244,6 +254,13 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 			case ROCKS_CACHE_MISS:
 				break;
 		}
+	}
+	if (st->info.kind != STATE_KIND_MAP && rc_read_here(st))
+	{
+		RocksViewResult r = rocks_view_get(&st->info, key, out);
+
+		if (r != ROCKS_VIEW_ASK)
+			return r == ROCKS_VIEW_FOUND;
 	}
 	request_begin(&req, st, key);
 	return rc_call_found(ROCKS_REQ_GET, &req, out, NULL, 0);
@@ -420,6 +437,13 @@ rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	StringInfoData flags;
 	bool		found;
 
+	if (rc_read_here(st))
+	{
+		RocksViewResult r = rocks_view_map_get(&st->info, key, mkey, mkeylen, out, isnull);
+
+		if (r != ROCKS_VIEW_ASK)
+			return r == ROCKS_VIEW_FOUND;
+	}
 	request_begin(&req, st, key);
 	appendBinaryStringInfo(&req, mkey, mkeylen);
 	initStringInfo(&flags);
@@ -693,6 +717,9 @@ rc_figures(StateFigureFn fn, void *arg)
 	StringInfoData reply;
 	int64		figures[ROCKS_FIGURE_COUNT];
 	bool		have;
+	int64		reads;
+	int64		opens;
+	int64		catch_ups;
 
 	initStringInfo(&reply);
 	rc_send_call(ROCKS_REQ_FIGURES, NULL, 0, &reply, false);
@@ -702,6 +729,11 @@ rc_figures(StateFigureFn fn, void *arg)
 	for (int i = 0; i < ROCKS_FIGURE_COUNT; i++)
 		fn(arg, names[i], have ? figures[i] : 0, !have);
 	pfree(reply.data);
+	/* Sessions' views (rocks_view.c): counted in shared memory. */
+	rocks_view_figures(&reads, &opens, &catch_ups);
+	fn(arg, "rocksdb_session_reads", reads, false);
+	fn(arg, "rocksdb_session_views", opens, false);
+	fn(arg, "rocksdb_session_catch_ups", catch_ups, false);
 }
 
 /*
@@ -762,6 +794,7 @@ rocks_client_executor_end(QueryDesc *queryDesc)
 	else
 		standard_ExecutorEnd(queryDesc);
 	rocks_host->posts_sync();
+	rocks_view_flush_counts();
 }
 
 static void
@@ -777,6 +810,12 @@ rocks_client_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			rocks_host->posts_forget();
+			rocks_view_xact_end();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			rocks_view_xact_end();
 			break;
 		default:
 			break;

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "rocks_internal.h"
 
@@ -224,12 +225,16 @@ rocks_check_space(void)
  * written besides (a transactional commit's, checked in its session before
  * its commit record).
  */
-void
-rocks_check_space_for(uint64 extra)
+/*
+ * space_short: whether the file system of rocksdb_dir has less room than
+ * RocksDB keeps free plus extra bytes (what it has in *avail); false when
+ * it cannot be measured (RocksDB will say).
+ */
+static bool
+space_short(uint64 extra, uint64 *avail)
 {
 	struct statvfs fs;
 	char		dir[MAXPGPATH];
-	uint64		avail;
 
 	strlcpy(dir, state_backend_rocksdb_dir, sizeof(dir));
 	/* Before the instance exists: the nearest directory that does. */
@@ -238,16 +243,24 @@ rocks_check_space_for(uint64 extra)
 		char	   *slash = strrchr(dir, '/');
 
 		if (errno != ENOENT || slash == NULL)
-			return;				/* nothing to measure: RocksDB will say */
+			return false;
 		if (slash == dir)
 			slash[1] = '\0';
 		else
 			*slash = '\0';
 		if (strcmp(dir, "/") == 0 && statvfs(dir, &fs) != 0)
-			return;
+			return false;
 	}
-	avail = (uint64) fs.f_bavail * fs.f_frsize;
-	if (avail < space_needed() + extra)
+	*avail = (uint64) fs.f_bavail * fs.f_frsize;
+	return *avail < space_needed() + extra;
+}
+
+void
+rocks_check_space_for(uint64 extra)
+{
+	uint64		avail;
+
+	if (space_short(extra, &avail))
 		ereport(ERROR,
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("rocksdb states cannot be written: the file system of \"%s\" has %llu kB free, and %llu kB must stay free",
@@ -370,8 +383,35 @@ rocks_open(void)
 	check_key_groups();
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
+	rocks_view_new_instance();
 	rocks.applied_lsn = rocks_applied_lsn();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
+}
+
+/* When the instance last wrote a batch, and whether it flushed since. */
+static TimestampTz last_write = 0;
+static bool unflushed = false;
+
+/*
+ * rocks_flush_idle, between rounds: once the instance has written nothing
+ * for ROCKS_IDLE_FLUSH_MS, its memtables go to table files.  Sessions'
+ * views then open without replaying the log and keep no copy of it (a
+ * view replays every live log into memtables of its own), their reads
+ * skip the memtables, and a start has nothing to replay.  Not when the
+ * file system is short of room: writes are refused then anyway.
+ */
+void
+rocks_flush_idle(void)
+{
+	uint64		avail;
+
+	if (rocks.db == NULL || rocks.failed || !unflushed ||
+		!TimestampDifferenceExceeds(last_write, GetCurrentTimestamp(), ROCKS_IDLE_FLUSH_MS) ||
+		space_short(0, &avail))
+		return;
+	rocks_commit();
+	rocks_flush_all();
+	unflushed = false;
 }
 
 /* rocks_flush_all writes every family's memtable to SST files. */
@@ -448,6 +488,7 @@ rocks_close(void)
 	rocks.db = NULL;
 	rocks.applied_lsn = InvalidXLogRecPtr;
 	rocks_cache_clear();
+	rocks_view_new_instance();
 }
 
 static void
@@ -519,6 +560,8 @@ family_drop(RocksFamily *f)
 	rocksdb_drop_column_family(rocks.db, f->handle, &err);
 	rocks_compact_forget(id);
 	rocks_cache_forget_state(id);
+	/* A view would go on reading a dropped family: every view opens again. */
+	rocks_view_new_instance();
 	rocks_check(err, "drop a column family");
 	rocksdb_column_family_handle_destroy(f->handle);
 	if (f->image)
@@ -784,6 +827,7 @@ rocks_commit(void)
 	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
 	{
 		rocks_cache_committed(false);	/* nothing waits in an empty batch */
+		rocks_view_publish();	/* changes made outside a batch, if any */
 		return;
 	}
 	if (lsn != InvalidXLogRecPtr)
@@ -807,6 +851,12 @@ rocks_commit(void)
 		rocks.failed = true;
 	/* The batch's keys left the cache; they come back with what it wrote. */
 	rocks_cache_committed(err == NULL);
+	if (err == NULL)
+	{
+		rocks_view_publish();
+		last_write = GetCurrentTimestamp();
+		unflushed = true;
+	}
 	rocks_check(err, "write");
 	if (lsn != InvalidXLogRecPtr)
 	{

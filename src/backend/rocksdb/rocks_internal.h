@@ -53,7 +53,12 @@ extern bool state_backend_rocksdb_sync;
 extern int	state_backend_rocksdb_cache_mb;
 extern int	state_backend_rocksdb_shared_cache_kb;
 extern int	state_backend_rocksdb_write_buffer_mb;
+extern bool state_backend_rocksdb_session_reads;
+extern int	state_backend_rocksdb_session_cache_mb;
+extern int	state_backend_rocksdb_session_reads_after;
 extern void rocks_define_settings(void);
+extern void rocks_table_options(rocksdb_block_based_table_options_t *table);
+extern rocksdb_mergeoperator_t *rocks_list_merge_operator(void);
 
 /* The host's services (rocks_provider.c). */
 extern const StateBackendHost *rocks_host;
@@ -202,6 +207,33 @@ extern void rocks_cache_committed(bool ok);
 extern void rocks_cache_forget_state(uint32 state_id);
 extern void rocks_cache_clear(void);
 
+/*
+ * rocks_view.c: sessions' read-only views of the instance, and the worker's
+ * marks of what it changed
+ */
+typedef enum RocksViewResult
+{
+	ROCKS_VIEW_ASK,				/* the worker must be asked */
+	ROCKS_VIEW_FOUND,
+	ROCKS_VIEW_ABSENT			/* the key has no state */
+} RocksViewResult;
+
+extern Size rocks_view_shmem_size(void);
+extern void rocks_view_shmem_init(void);
+extern void rocks_view_mark_key(uint32 state_id, const char *key, uint32 keylen);
+extern void rocks_view_mark_all(void);
+extern void rocks_view_publish(void);
+extern void rocks_view_new_instance(void);
+extern void rocks_view_flush_counts(void);
+extern void rocks_view_worker_round(rocksdb_t *db);
+extern void rocks_view_xact_end(void);
+extern void rocks_view_figures(int64 *reads, int64 *opens, int64 *catch_ups);
+extern RocksViewResult rocks_view_get(const StateInfo *info, const StateKey *key,
+									  StringInfo out);
+extern RocksViewResult rocks_view_map_get(const StateInfo *info, const StateKey *key,
+										  const char *mkey, uint32 mkeylen,
+										  StringInfo out, bool *isnull);
+
 /* rocks_ttl.c */
 extern void rocks_ttl_make_options(void);
 extern void rocks_family_name(char *buf, size_t size, const StateInfo *state);
@@ -227,6 +259,8 @@ extern void rocks_restore_signals(const sigset_t *saved);
 extern void rocks_open(void);
 extern bool rocks_is_open(void);
 extern void rocks_flush_all(void);
+#define ROCKS_IDLE_FLUSH_MS 5000
+extern void rocks_flush_idle(void);
 extern void rocks_commit(void);
 extern XLogRecPtr rocks_applied_lsn(void);
 extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);

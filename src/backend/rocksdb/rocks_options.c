@@ -24,6 +24,9 @@ bool		state_backend_rocksdb_sync = false;
 int			state_backend_rocksdb_cache_mb = 64;
 int			state_backend_rocksdb_shared_cache_kb = 32 * 1024;
 int			state_backend_rocksdb_write_buffer_mb = 64;
+bool		state_backend_rocksdb_session_reads = true;
+int			state_backend_rocksdb_session_cache_mb = 8;
+int			state_backend_rocksdb_session_reads_after = 1000;
 
 /* rocks_define_settings defines them, from _PG_init (rocks_provider). */
 void
@@ -77,6 +80,37 @@ rocks_define_settings(void)
 							1,
 							INT_MAX / 2,
 							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("state_backend.rocksdb_session_reads",
+							 "Sessions that read rocksdb states a lot read them in place, in a read-only view of the instance of their own, instead of asking the state worker.",
+							 "Keys the worker changed since the view last caught up are still asked of the worker.",
+							 &state_backend_rocksdb_session_reads,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_session_reads_after",
+							"Reads a session asks of the state worker before it opens its view of the RocksDB instance.",
+							"Opening a view takes a fraction of a second, which a session that reads little does not pay.",
+							&state_backend_rocksdb_session_reads_after,
+							1000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.rocksdb_session_cache_size",
+							"Block cache of each session's read-only view of the RocksDB instance (views opened after a change).",
+							NULL,
+							&state_backend_rocksdb_session_cache_mb,
+							8,
+							1,
+							INT_MAX / 2,
+							PGC_SIGHUP,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 }
@@ -145,16 +179,13 @@ list_merge_destroy(void *state)
 {
 }
 
-/* Options of every column family: the list merge operator, the cache. */
-static void
-rocks_make_options(void)
+/*
+ * rocks_table_options sets how table files are laid out and cached, for
+ * the worker's instance and for the sessions' views (rocks_view.c).
+ */
+void
+rocks_table_options(rocksdb_block_based_table_options_t *table)
 {
-	rocksdb_block_based_table_options_t *table;
-	size_t		total_wb = (size_t) state_backend_rocksdb_write_buffer_mb * 1024 * 1024;
-
-	rocks.cache = rocksdb_cache_create_lru((size_t) state_backend_rocksdb_cache_mb * 1024 * 1024);
-	table = rocksdb_block_based_options_create();
-	rocksdb_block_based_options_set_block_cache(table, rocks.cache);
 	rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10));
 
 	/*
@@ -173,17 +204,34 @@ rocks_make_options(void)
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(table, 1);
 	rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1);
 	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1);
+}
+
+/* The list merge operator, for the instance and the views. */
+rocksdb_mergeoperator_t *
+rocks_list_merge_operator(void)
+{
+	return rocksdb_mergeoperator_create(NULL, list_merge_destroy, list_full_merge,
+										list_partial_merge, list_merge_free,
+										list_merge_name);
+}
+
+/* Options of every column family: the list merge operator, the cache. */
+static void
+rocks_make_options(void)
+{
+	rocksdb_block_based_table_options_t *table;
+	size_t		total_wb = (size_t) state_backend_rocksdb_write_buffer_mb * 1024 * 1024;
+
+	rocks.cache = rocksdb_cache_create_lru((size_t) state_backend_rocksdb_cache_mb * 1024 * 1024);
+	table = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(table, rocks.cache);
+	rocks_table_options(table);
 
 	rocks.options = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(rocks.options, 1);
 	rocksdb_options_set_create_missing_column_families(rocks.options, 1);
 	rocksdb_options_set_block_based_table_factory(rocks.options, table);
-	rocksdb_options_set_merge_operator(rocks.options,
-									   rocksdb_mergeoperator_create(NULL, list_merge_destroy,
-																	list_full_merge,
-																	list_partial_merge,
-																	list_merge_free,
-																	list_merge_name));
+	rocksdb_options_set_merge_operator(rocks.options, rocks_list_merge_operator());
 	/* All column families share the write buffer budget. */
 	rocksdb_options_set_db_write_buffer_size(rocks.options, total_wb);
 	/*

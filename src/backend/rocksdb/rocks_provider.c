@@ -39,13 +39,19 @@ rp_worker_round(void)
 {
 	rocks_sync_registry();
 	rocks_stage_round();
+	rocks_flush_idle();
+	rocks_view_worker_round(rocks.db);
 }
 
-/* Shared memory: the entry cache, and the board of staged commits. */
+/*
+ * Shared memory: the entry cache, the board of staged commits, and the
+ * marks sessions' views follow.
+ */
 static Size
 rp_shmem_size(void)
 {
-	return add_size(rocks_cache_shmem_size(), rocks_stage_shmem_size());
+	return add_size(add_size(rocks_cache_shmem_size(), rocks_stage_shmem_size()),
+					rocks_view_shmem_size());
 }
 
 static void
@@ -53,6 +59,7 @@ rp_shmem_init(void)
 {
 	rocks_cache_shmem_init();
 	rocks_stage_shmem_init();
+	rocks_view_shmem_init();
 }
 
 static bool

@@ -678,6 +678,7 @@ handle_truncate(Request *r, StringInfo reply)
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
 	rocks_cache_forget_state(r->h.state_id);
+	rocks_view_mark_all();
 	rocks_check(err, "delete a range");
 	if (r->h.logged)
 	{
@@ -837,6 +838,17 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 		case ROCKS_REQ_OPEN:
 			return true;		/* request_parse created the family */
 		case ROCKS_REQ_PUT:
+		case ROCKS_REQ_APPEND:
+		case ROCKS_REQ_MAP_PUT:
+			/* Sessions' views ask the worker for this key until the batch is in. */
+			rocks_view_mark_key(r.h.state_id, r.key, r.h.keylen);
+			break;
+		default:
+			break;
+	}
+	switch (op)
+	{
+		case ROCKS_REQ_PUT:
 			if (r.h.kind == STATE_KIND_MAP)
 				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
 			else
@@ -863,6 +875,14 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	rocks_commit();
 	if ((size_t) op >= lengthof(read_handlers) || read_handlers[op] == NULL)
 		elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);
+
+	/*
+	 * A read that may write marks its key now, after that commit published
+	 * what came before: a mark must not be published before its write is
+	 * in.  (A truncate marks every key once it is done.)
+	 */
+	if (op_writes(op) && op != ROCKS_REQ_COMPACT && op != ROCKS_REQ_TRUNCATE)
+		rocks_view_mark_key(r.h.state_id, r.key, r.h.keylen);
 	read_handlers[op] (&r, reply);
 	return true;
 }

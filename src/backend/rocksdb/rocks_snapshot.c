@@ -645,6 +645,8 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 	}
 	PG_FINALLY();
 	{
+		/* Sessions' views no longer read the states written here. */
+		rocks_view_mark_all();
 		close_read_only(&s);
 		remove_scratch(scratch);
 	}
