@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -293,6 +294,24 @@ rocks_failed(void)
  * family it has.  Opening writes (a log, a MANIFEST): not below
  * space_needed.
  */
+/*
+ * RocksDB keeps a directory handle open per column family, besides its
+ * table files (max_open_files) and logs: with a thousand rocksdb states
+ * the worker reached the usual soft limit of 1024 open files, and a flush
+ * failed with "Too many open files".  The worker runs with the hard limit.
+ */
+static void
+raise_open_files_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		elog(LOG, "state_backend: could not raise the limit of open files: %m");
+}
+
 void
 rocks_open(void)
 {
@@ -312,6 +331,7 @@ rocks_open(void)
 	rocks_check_space();
 	rocks_options_ready();
 	rocks_apply_settings();
+	raise_open_files_limit();
 	if (pg_mkdir_p(state_backend_rocksdb_dir, pg_dir_create_mode) != 0 && errno != EEXIST)
 		ereport(ERROR,
 				(errcode_for_file_access(),
