@@ -30,7 +30,6 @@
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -121,7 +120,7 @@ rocks_cache_kind(uint8 kind)
 static CacheSet *
 cache_set(uint32 state_id, uint32 hash)
 {
-	return &cache->sets[murmurhash32(hash ^ (state_id * 0x9E3779B9U)) % cache->nsets];
+	return &cache->sets[rocks_key_slot(state_id, hash) % cache->nsets];
 }
 
 /*

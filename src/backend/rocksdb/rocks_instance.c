@@ -222,11 +222,6 @@ rocks_check_space(void)
 }
 
 /*
- * rocks_check_space_for: the same, with room for "extra" bytes to be
- * written besides (a transactional commit's, checked in its session before
- * its commit record).
- */
-/*
  * space_short: whether the file system of rocksdb_dir has less room than
  * RocksDB keeps free plus extra bytes (what it has in *avail); false when
  * it cannot be measured (RocksDB will say).
@@ -256,6 +251,11 @@ space_short(uint64 extra, uint64 *avail)
 	return *avail < space_needed() + extra;
 }
 
+/*
+ * rocks_check_space_for: rocks_check_space, with room for "extra" bytes to
+ * be written besides (a transactional commit's, checked in its session
+ * before its commit record).
+ */
 void
 rocks_check_space_for(uint64 extra)
 {
@@ -290,11 +290,6 @@ rocks_failed(void)
 }
 
 /*
- * rocks_open opens (creating if need be) the instance with every column
- * family it has.  Opening writes (a log, a MANIFEST): not below
- * space_needed.
- */
-/*
  * RocksDB keeps a directory handle open per column family, besides its
  * table files (max_open_files) and logs: with a thousand rocksdb states
  * the worker reached the usual soft limit of 1024 open files, and a flush
@@ -312,6 +307,11 @@ raise_open_files_limit(void)
 		elog(LOG, "state_backend: could not raise the limit of open files: %m");
 }
 
+/*
+ * rocks_open opens (creating if need be) the instance with every column
+ * family it has.  Opening writes (a log, a MANIFEST): not below
+ * space_needed.
+ */
 void
 rocks_open(void)
 {
@@ -408,9 +408,9 @@ rocks_open(void)
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
 }
 
-/* When the instance last wrote a batch, and whether it flushed since. */
-static TimestampTz last_write = 0;
-static bool unflushed = false;
+/* Batches written, and how many of them the last flush holds. */
+static uint64 batches_written = 0;
+static uint64 batches_flushed = 0;
 
 /*
  * rocks_flush_idle, between rounds: once the instance has written nothing
@@ -423,15 +423,25 @@ static bool unflushed = false;
 void
 rocks_flush_idle(void)
 {
+	static uint64 seen = 0;
+	static TimestampTz seen_at = 0;
+	TimestampTz now;
 	uint64		avail;
 
-	if (rocks.db == NULL || rocks.failed || !unflushed ||
-		!TimestampDifferenceExceeds(last_write, GetCurrentTimestamp(), ROCKS_IDLE_FLUSH_MS) ||
-		space_short(0, &avail))
+	if (rocks.db == NULL || rocks.failed || batches_written == batches_flushed)
+		return;
+	now = GetCurrentTimestamp();
+	if (batches_written != seen)
+	{
+		seen = batches_written;
+		seen_at = now;
+		return;
+	}
+	if (!TimestampDifferenceExceeds(seen_at, now, ROCKS_IDLE_FLUSH_MS) || space_short(0, &avail))
 		return;
 	rocks_commit();
 	rocks_flush_all();
-	unflushed = false;
+	batches_flushed = batches_written;
 }
 
 /* rocks_flush_all writes every family's memtable to SST files. */
@@ -874,8 +884,7 @@ rocks_commit(void)
 	if (err == NULL)
 	{
 		rocks_view_publish();
-		last_write = GetCurrentTimestamp();
-		unflushed = true;
+		batches_written++;
 	}
 	rocks_check(err, "write");
 	if (lsn != InvalidXLogRecPtr)

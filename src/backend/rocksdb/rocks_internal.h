@@ -286,6 +286,7 @@ typedef struct RocksRowKey
 } RocksRowKey;
 
 extern void rocks_key(StringInfo buf, uint16 key_group, const char *key, uint32 keylen);
+extern uint32 rocks_key_slot(uint32 state_id, uint32 key_hash);
 extern void rocks_map_key(StringInfo buf, const StringInfo prefix, const char *mkey,
 						  uint32 mklen);
 extern void rocks_split_key(const char *k, size_t klen, RocksRowKey *out);

@@ -17,6 +17,8 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
+
 #include "port/pg_bswap.h"
 
 #include "rocks_internal.h"
@@ -245,4 +247,15 @@ rocks_rows_free(RocksKeyRows *rows)
 {
 	pfree(rows->key.data);
 	pfree(rows->image.data);
+}
+
+/*
+ * rocks_key_slot spreads a key of a state over slots (the shared entry
+ * cache's sets, the views' buckets): the host's key hash mixed with the
+ * state's id.
+ */
+uint32
+rocks_key_slot(uint32 state_id, uint32 key_hash)
+{
+	return murmurhash32(key_hash ^ (state_id * 0x9E3779B9U));
 }

@@ -102,7 +102,7 @@ typedef struct SessionView
 {
 	rocksdb_t  *db;
 	int			nfamilies;
-	char	  **names;
+	uint32	   *ids;			/* the state of each family (0: none) */
 	rocksdb_column_family_handle_t **handles;
 	uint32		generation;
 	uint64		epoch;			/* every batch up to this one is in the view */
@@ -151,7 +151,7 @@ rocks_view_shmem_init(void)
 static pg_atomic_uint64 *
 bucket_of(uint32 state_id, uint32 key_hash)
 {
-	return &view_shared->buckets[murmurhash32(key_hash ^ (state_id * 0x9E3779B9U)) % VIEW_BUCKETS];
+	return &view_shared->buckets[rocks_key_slot(state_id, key_hash) % VIEW_BUCKETS];
 }
 
 /*
@@ -283,14 +283,12 @@ view_close(void)
 		rocksdb_column_family_handle_destroy(view.handles[i]);
 	rocksdb_close(view.db);
 	rocks_restore_signals(&saved);
-	for (int i = 0; i < view.nfamilies; i++)
-		free(view.names[i]);
-	free(view.names);
 	pfree(view.handles);
+	pfree(view.ids);
 	view.db = NULL;
 	view.nfamilies = 0;
-	view.names = NULL;
 	view.handles = NULL;
+	view.ids = NULL;
 }
 
 static void
@@ -378,6 +376,8 @@ view_open(void)
 	size_t		n = 0;
 	char	  **names;
 	const rocksdb_options_t **opts;
+	rocksdb_column_family_handle_t **handles;
+	rocksdb_t  *db;
 	sigset_t	saved;
 	uint64		epoch;
 
@@ -394,33 +394,34 @@ view_open(void)
 		return false;
 	}
 	path = view_path();
-	opts = palloc(sizeof(*opts) * n);
+	opts = palloc(sizeof(*opts) * Max(n, 1));
 	for (size_t i = 0; i < n; i++)
 		opts[i] = view_options;
-	view.handles = MemoryContextAllocZero(TopMemoryContext, sizeof(*view.handles) * Max(n, 1));
+	handles = MemoryContextAllocZero(TopMemoryContext, sizeof(*handles) * Max(n, 1));
 	rocks_block_signals(&saved);
-	view.db = rocksdb_open_as_secondary_column_families(view_options, state_backend_rocksdb_dir,
-														path, (int) n,
-														(const char *const *) names, opts,
-														view.handles, &err);
+	db = rocksdb_open_as_secondary_column_families(view_options, state_backend_rocksdb_dir,
+												   path, (int) n,
+												   (const char *const *) names, opts,
+												   handles, &err);
 	rocks_restore_signals(&saved);
 	pfree(opts);
 	pfree(path);
-	view.names = names;
-	view.nfamilies = (int) n;
 	if (err)
 	{
-		view.db = NULL;
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
-		pfree(view.handles);
-		view.names = NULL;
-		view.handles = NULL;
-		view.nfamilies = 0;
+		rocksdb_list_column_families_destroy(names, n);
+		pfree(handles);
 		view_fail("open", err);
 		return false;
 	}
+	/* A family is found by its state's id (rocks_family_name). */
+	view.ids = MemoryContextAllocZero(TopMemoryContext, sizeof(uint32) * Max(n, 1));
+	for (size_t i = 0; i < n; i++)
+		if (!rocks_family_id(names[i], &view.ids[i]))
+			view.ids[i] = 0;
+	rocksdb_list_column_families_destroy(names, n);
+	view.db = db;
+	view.handles = handles;
+	view.nfamilies = (int) n;
 	view.epoch = epoch;
 	view.files = files_digest(view.db);
 	view.opened_at = view.caught_up_at = GetCurrentTimestamp();
@@ -462,11 +463,8 @@ view_catch_up(TimestampTz now)
 static rocksdb_column_family_handle_t *
 view_family(const StateInfo *info)
 {
-	char		name[64];
-
-	rocks_family_name(name, sizeof(name), info);
 	for (int i = 0; i < view.nfamilies; i++)
-		if (strcmp(view.names[i], name) == 0)
+		if (view.ids[i] == info->id)
 			return view.handles[i];
 	return NULL;
 }
