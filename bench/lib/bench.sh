@@ -276,6 +276,17 @@ stmt_tps() {
 }
 sql1() { sql bench <<<"$1"; }
 
+# snap_pacing VALUE|RESET: the worker's snapshot pacing, applied at once.
+snap_pacing() {
+	local set="SET state_backend.snapshot_cpu_percent = $1"
+	[ "$1" = RESET ] && set="RESET state_backend.snapshot_cpu_percent"
+	sql bench >/dev/null <<EOF
+ALTER SYSTEM $set;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+EOF
+}
+
 # checkpoint_now: a checkpoint, once no other snapshot runs.  Taken after
 # the last logged state of a group is dropped, it drops the replication
 # slot at once; else the state worker takes one by itself within seconds,

@@ -18,7 +18,8 @@
 #     the data as loaded); SELECT 1 and the no-op before the reads and after
 #     the writes of each client count
 #   snapshot: every state dropped; each backend's states loaded again
-#     alone, a native snapshot to a path (snapshot() to wait_snapshot()),
+#     alone, a native snapshot to a path (snapshot() to wait_snapshot(),
+#     at full speed: state_backend.snapshot_cpu_percent = 100),
 #     its bytes, dd of as many MB with conv=fsync into the same directory,
 #     then the states dropped and restored from the snapshot, timed
 #
@@ -276,9 +277,11 @@ for n in $BS_SIZES; do
 	log "bigstate, $n: native snapshot, dd and restore of each backend alone"
 	for t in "${targets[@]}"; do [ "$t" = table ] || bs_drop "$t"; done
 	checkpoint_now || bs_fail "a checkpoint once every state was dropped"
+	snap_pacing 100
 	for t in "${targets[@]}"; do
 		[ "$t" = table ] || bs_snapshot "$n" "$t" || true
 	done
+	snap_pacing RESET
 	meta "bs_seconds_$n" "$(($(date +%s) - t_size))"
 done
 meta bs_seconds "$(($(date +%s) - t_bs))"

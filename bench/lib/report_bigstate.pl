@@ -188,7 +188,8 @@ if (%snap)
 	say_ '#### Native snapshot and restore';
 	say_ '';
 	say_ 'Each backend\'s three states loaded again with every other state dropped;'
-	  . ' `state.wait_snapshot(state.snapshot(path))` timed from the call to its return; bytes: `du -sb` of'
+	  . ' `state.wait_snapshot(state.snapshot(path))` timed from the call to its return, at full speed'
+	  . ' (`state_backend.snapshot_cpu_percent = 100`; the default 50 rests half the time); bytes: `du -sb` of'
 	  . ' the snapshot; dd: `dd if=/dev/zero bs=1M count=<the snapshot\'s MB, rounded up> conv=fsync`'
 	  . ' into the same directory right after it (dd\'s own time, its fsync included); restore: the states dropped, `state.restore(path)`.'
 	  . ' MB are 10^6 bytes.';

@@ -28,17 +28,6 @@
 # = 100, by ALTER SYSTEM); the writers' latency is measured with the
 # server's setting (the default, unless BENCH_SERVER_CONF sets it).
 
-# snap_pacing VALUE|RESET: the worker's snapshot pacing, applied at once.
-snap_pacing() {
-	local set="SET state_backend.snapshot_cpu_percent = $1"
-	[ "$1" = RESET ] && set="RESET state_backend.snapshot_cpu_percent"
-	sql bench >/dev/null <<EOF
-ALTER SYSTEM $set;
-SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
-EOF
-}
-
 SNAP_DIR=$WORK/snap
 LAT_DIR=$WORK/lat
 mkdir -p "$SNAP_DIR" "$LAT_DIR"

@@ -30,6 +30,7 @@
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "rocks_files.h"
@@ -286,6 +287,140 @@ rocks_snapshot_collect(int64 id, const StateInfo *states, const bool *collect,
  */
 
 /*
+ * The entries of families counted by earlier native snapshots, by the
+ * files that held them.  The staging copy is flushed, so a family's
+ * entries are those of its SST files; an SST file never changes, and its
+ * number is never given to another file of the instance (whose identity is
+ * part of the key), so a family whose files are the same holds the same
+ * entries: a checkpoint of a state that did not change since the last one
+ * does not count it again.  The worker's memory; a family that is gone
+ * from the staging copy is forgotten.
+ */
+typedef struct CountedFamily
+{
+	char	   *files;			/* the instance's identity, then each file */
+	int64		entries;
+} CountedFamily;
+
+static HTAB *counted = NULL;	/* family name -> CountedFamily */
+
+typedef struct CountedEntry
+{
+	char		family[32];
+	CountedFamily c;
+} CountedEntry;
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* What identifies a family's entries in the staging copy: its files. */
+static char *
+family_files(const rocksdb_livefiles_t *live, const char *family, const char *tag)
+{
+	int			n = rocksdb_livefiles_count(live);
+	char	  **names = palloc(sizeof(char *) * Max(n, 1));
+	int			k = 0;
+	StringInfoData buf;
+
+	for (int f = 0; f < n; f++)
+		if (strcmp(rocksdb_livefiles_column_family_name(live, f), family) == 0)
+			names[k++] = psprintf("%s:%zu:" UINT64_FORMAT ":" UINT64_FORMAT,
+								  rocksdb_livefiles_name(live, f),
+								  rocksdb_livefiles_size(live, f),
+								  (uint64) rocksdb_livefiles_entries(live, f),
+								  (uint64) rocksdb_livefiles_deletions(live, f));
+	qsort(names, k, sizeof(char *), cmp_names);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, tag);
+	for (int i = 0; i < k; i++)
+	{
+		appendStringInfo(&buf, " %s", names[i]);
+		pfree(names[i]);
+	}
+	pfree(names);
+	return buf.data;
+}
+
+/*
+ * count_entries counts the entries of every state of the snapshot (mine)
+ * in the staging copy into entries[], serving sessions as it goes, or
+ * takes a family's count from an earlier snapshot whose files were the
+ * same.
+ */
+static void
+count_entries(const StateInfo *states, const bool *mine, int nstates,
+			  const char *tag, int64 *entries)
+{
+	const rocksdb_livefiles_t *live = rocksdb_livefiles(staging.db);
+	char	  **files = palloc0(sizeof(char *) * nstates);
+	const char **names = palloc0(sizeof(char *) * nstates);
+	HASH_SEQ_STATUS seq;
+	CountedEntry *e;
+
+	if (counted == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(((CountedEntry *) 0)->family);
+		ctl.entrysize = sizeof(CountedEntry);
+		ctl.hcxt = TopMemoryContext;
+		counted = hash_create("rocksdb counted families", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	/* Families no longer in the staging copy are forgotten. */
+	hash_seq_init(&seq, counted);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		bool		found = false;
+
+		for (int i = 0; i < staging.nfamilies && !found; i++)
+			found = strcmp(staging.names[i], e->family) == 0;
+		if (!found)
+		{
+			pfree(e->c.files);
+			(void) hash_search(counted, e->family, HASH_REMOVE, NULL);
+		}
+	}
+	for (int i = 0; i < nstates; i++)
+		if (mine[i] && family_of(&staging, states[i].id, &names[i]) != NULL)
+			files[i] = family_files(live, names[i], tag);
+	rocksdb_livefiles_destroy(live);
+
+	for (int i = 0; i < nstates; i++)
+	{
+		bool		found;
+		char		key[32];
+
+		entries[i] = 0;
+		if (files[i] == NULL)
+			continue;
+		strlcpy(key, names[i], sizeof(key));
+		e = hash_search(counted, key, HASH_FIND, NULL);
+		if (e && strcmp(e->c.files, files[i]) == 0)
+		{
+			entries[i] = e->c.entries;
+			continue;
+		}
+		entries[i] = rocks_count_keys(staging.db, staging.ropts,
+									  family_of(&staging, states[i].id, NULL),
+									  states[i].kind == STATE_KIND_MAP, true);
+		e = hash_search(counted, key, HASH_ENTER, &found);
+		if (found)
+			pfree(e->c.files);
+		e->c.files = MemoryContextStrdup(TopMemoryContext, files[i]);
+		e->c.entries = entries[i];
+	}
+	for (int i = 0; i < nstates; i++)
+		if (files[i])
+			pfree(files[i]);
+	pfree(files);
+	pfree(names);
+}
+
+/*
  * rocks_snapshot_write_native writes the native form of the rocksdb states
  * of a snapshot into dir: the checkpoint's files (SST files under
  * shared_dir when it is given and they are not there yet), FILES, and a
@@ -303,6 +438,7 @@ rocks_snapshot_write_native(int64 id, const char *dir, const char *shared_dir,
 	struct dirent *de;
 	const rocksdb_livefiles_t *live;
 	CopiedFiles cp;
+	int64	   *entries;
 
 	snprintf(rdir, sizeof(rdir), "%s/rocksdb", dir);
 	if (MakePGDirectory(rdir) != 0)
@@ -328,21 +464,17 @@ rocks_snapshot_write_native(int64 id, const char *dir, const char *shared_dir,
 	FreeDir(d);
 	rocks_files_finish(&cp, dir);
 
+	/* Counted while sessions are served: the staging copy stands still. */
+	entries = palloc0(sizeof(int64) * nstates);
+	count_entries(states, mine, nstates, tag, entries);
 	live = rocksdb_livefiles(staging.db);
 	for (int i = 0; i < nstates; i++)
 	{
-		rocksdb_column_family_handle_t *h;
-		int64		entries = 0;
-
-		if (!mine[i])
-			continue;
-		h = family_of(&staging, states[i].id, NULL);
-		if (h)
-			entries = rocks_count_keys(staging.db, staging.ropts, h,
-									   states[i].kind == STATE_KIND_MAP);
-		rocks_files_write_list(&cp, &states[i], live, entries, w);
+		if (mine[i])
+			rocks_files_write_list(&cp, &states[i], live, entries[i], w);
 	}
 	rocksdb_livefiles_destroy(live);
+	pfree(entries);
 	snprintf(rdir, sizeof(rdir), "%s/rocksdb", dir);
 	(void) fsync_fname_ext(rdir, true, false, ERROR);
 	if (shared_dir)
