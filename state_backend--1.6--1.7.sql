@@ -660,3 +660,12 @@ BEGIN
 END
 $fn$;
 REVOKE ALL ON FUNCTION state.repair_proxy(text, boolean) FROM PUBLIC;
+
+-- A timer's key, as every other function's key, takes an untyped literal
+-- as text (anyelement could not resolve one: 42804).
+DROP FUNCTION state.timer_register(text, anyelement, timestamptz);
+CREATE FUNCTION state.timer_register(name text, key anycompatible, at timestamptz)
+RETURNS void AS 'MODULE_PATHNAME', 'state_timer_register' LANGUAGE C CALLED ON NULL INPUT;
+DROP FUNCTION state.timer_delete(text, anyelement, timestamptz);
+CREATE FUNCTION state.timer_delete(name text, key anycompatible, at timestamptz)
+RETURNS boolean AS 'MODULE_PATHNAME', 'state_timer_delete' LANGUAGE C CALLED ON NULL INPUT;

@@ -316,10 +316,10 @@ AS 'MODULE_PATHNAME', 'state_snapshot_entries' LANGUAGE C CALLED ON NULL INPUT;
 -- A timers state (kind 'timers') keeps timers per key; its handler,
 -- handler(key, timestamptz), is called as the state's owner when processing
 -- time (the clock) or event time (the watermark) passes a timer's instant.
-CREATE FUNCTION state.timer_register(name text, key anyelement, at timestamptz)
+CREATE FUNCTION state.timer_register(name text, key anycompatible, at timestamptz)
 RETURNS void AS 'MODULE_PATHNAME', 'state_timer_register' LANGUAGE C CALLED ON NULL INPUT;
 
-CREATE FUNCTION state.timer_delete(name text, key anyelement, at timestamptz)
+CREATE FUNCTION state.timer_delete(name text, key anycompatible, at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_timer_delete' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.timers(name text, key_default anyelement)

@@ -36,10 +36,16 @@ SELECT state.timer_register('tm_ev', 'a'::text, '2026-01-01 00:00:10+00');
 SELECT state.timer_register('tm_ev', 'a'::text, '2026-01-01 00:00:10+00');
 SELECT state.timer_register('tm_ev', 'a'::text, '2026-01-01 00:00:30+00');
 SELECT state.timer_register('tm_ev', 'b'::text, '2026-01-01 00:00:20+00');
-SELECT state.timer_register('tm_ev', 'gone'::text, '2026-01-01 00:00:05+00');
-SELECT state.timer_delete('tm_ev', 'gone'::text, '2026-01-01 00:00:05+00');
-SELECT state.timer_delete('tm_ev', 'gone'::text, '2026-01-01 00:00:05+00');
+-- an untyped key is text, as in every function that takes a key
+SELECT state.timer_register('tm_ev', 'gone', '2026-01-01 00:00:05+00');
+SELECT state.timer_delete('tm_ev', 'gone', '2026-01-01 00:00:05+00');
+SELECT state.timer_delete('tm_ev', 'gone', '2026-01-01 00:00:05+00');
 SELECT * FROM state.timers('tm_ev', NULL::text) ORDER BY at, key;
+-- no function of the extension takes a key as anyelement (an untyped key
+-- could not resolve it: 42804)
+SELECT p.oid::regprocedure FROM pg_proc p, unnest(p.proargnames) WITH ORDINALITY a(name, i)
+WHERE p.pronamespace = 'state'::regnamespace AND a.name = 'key' AND a.i <= p.pronargs
+  AND p.proargtypes[a.i - 1] = 'anyelement'::regtype ORDER BY 1;
 SELECT expect_error($$SELECT state.timer_register('tm_ev', 'a'::text, NULL)$$);
 SELECT expect_error($$SELECT state.timer_register('tm_ev', 'a'::text, 'infinity')$$);
 SELECT expect_error($$SELECT state.map_put('tm_ev', 'a'::text, now(), true)$$);
