@@ -669,3 +669,36 @@ RETURNS void AS 'MODULE_PATHNAME', 'state_timer_register' LANGUAGE C CALLED ON N
 DROP FUNCTION state.timer_delete(text, anyelement, timestamptz);
 CREATE FUNCTION state.timer_delete(name text, key anycompatible, at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_timer_delete' LANGUAGE C CALLED ON NULL INPUT;
+
+-- Watermarks from the data and late functions: create_state takes
+-- "out_of_orderness", "idle_timeout" and "late".
+DROP FUNCTION state.create_state(text, text, regtype, regtype, text, regtype, text, interval,
+	boolean, text, text, regprocedure, boolean, regprocedure, text, text, interval, interval,
+	interval, text, interval, regprocedure);
+CREATE FUNCTION state.create_state(
+	name text,
+	kind text,
+	key_type regtype DEFAULT 'text',
+	value_type regtype DEFAULT 'jsonb',
+	backend text DEFAULT NULL,
+	map_key_type regtype DEFAULT 'text',
+	reducer text DEFAULT NULL,
+	ttl interval DEFAULT NULL,
+	logged boolean DEFAULT false,
+	ttl_update text DEFAULT 'on_create_and_write',
+	ttl_visibility text DEFAULT 'never_return_expired',
+	aggregate regprocedure DEFAULT NULL,
+	transactional boolean DEFAULT false,
+	handler regprocedure DEFAULT NULL,
+	time_domain text DEFAULT NULL,
+	assigner text DEFAULT NULL,
+	size interval DEFAULT NULL,
+	slide interval DEFAULT NULL,
+	gap interval DEFAULT NULL,
+	collect text DEFAULT NULL,
+	allowed_lateness interval DEFAULT NULL,
+	emit regprocedure DEFAULT NULL,
+	out_of_orderness interval DEFAULT NULL,
+	idle_timeout interval DEFAULT NULL,
+	late regprocedure DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;

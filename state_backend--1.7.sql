@@ -42,7 +42,10 @@ CREATE FUNCTION state.create_state(
 	gap interval DEFAULT NULL,
 	collect text DEFAULT NULL,
 	allowed_lateness interval DEFAULT NULL,
-	emit regprocedure DEFAULT NULL)
+	emit regprocedure DEFAULT NULL,
+	out_of_orderness interval DEFAULT NULL,
+	idle_timeout interval DEFAULT NULL,
+	late regprocedure DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)

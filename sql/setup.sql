@@ -27,6 +27,20 @@ BEGIN
 END
 $$;
 
+-- wait_for(q): poll the boolean query q until it is true (every 0.1 s, for
+-- at most a minute); what a background worker does is waited for with it,
+-- so that no test depends on timing.
+CREATE FUNCTION public.wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE ok boolean;
+BEGIN
+    FOR i IN 1..600 LOOP
+        EXECUTE q INTO ok;
+        IF ok THEN RETURN true; END IF;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+    RETURN false;
+END $$;
+
 -- the helper itself
 SELECT expect_error('SELECT 1/0');
 SELECT expect_error('SELECT 1');

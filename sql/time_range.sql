@@ -11,17 +11,6 @@
 --
 SET timezone = 'UTC';
 SET datestyle = 'ISO, YMD';
-CREATE FUNCTION wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1..600 LOOP
-        EXECUTE q INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-    RETURN false;
-END $$;
-
 CREATE TABLE tr_emitted (id bigserial, name text, k text, ws timestamptz, we timestamptz, r bigint);
 CREATE FUNCTION tr_emit(k text, ws timestamptz, we timestamptz, r bigint) RETURNS void
     LANGUAGE sql AS $$ INSERT INTO tr_emitted (k, ws, we, r) VALUES (k, ws, we, r) $$;
@@ -229,4 +218,3 @@ SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'tr\_%' ORDER BY
 DROP TABLE tr_emitted, tr_values, tr_fired;
 DROP FUNCTION tr_emit(text, timestamptz, timestamptz, bigint);
 DROP FUNCTION tr_on_timer(text, timestamptz);
-DROP FUNCTION wait_for(text);

@@ -4,17 +4,6 @@
 -- Firing is asynchronous: wait_for() polls until what the worker does is
 -- seen (never longer than a minute), so nothing here depends on timing.
 --
-CREATE FUNCTION wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1..600 LOOP
-        EXECUTE q INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-    RETURN false;
-END $$;
-
 CREATE TABLE fired (name text, k text, at timestamptz, by_role text);
 CREATE FUNCTION on_timer(k text, at timestamptz) RETURNS void LANGUAGE sql
     AS $$ INSERT INTO fired VALUES ('ev', k, at, current_user) $$;

@@ -5,17 +5,6 @@
 -- seen (never longer than a minute), so nothing here depends on timing.
 --
 SET timezone = 'UTC';
-CREATE OR REPLACE FUNCTION wait_for(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1..600 LOOP
-        EXECUTE q INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-    RETURN false;
-END $$;
-
 CREATE TABLE emitted (id bigserial, name text, k text, ws timestamptz, we timestamptz, r text,
                       by_role text);
 CREATE FUNCTION em_sum(k text, ws timestamptz, we timestamptz, r bigint) RETURNS void
@@ -263,4 +252,3 @@ DROP AGGREGATE plain_sum(bigint);
 REVOKE USAGE ON SCHEMA state FROM regress_w_owner, regress_w_other;
 DROP ROLE regress_w_owner;
 DROP ROLE regress_w_other;
-DROP FUNCTION wait_for(text);

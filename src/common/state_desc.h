@@ -120,6 +120,25 @@ typedef struct StateDesc
 	int64		window_slide;		/* sliding */
 	int64		window_gap;			/* session */
 	int64		window_lateness;	/* allowed lateness */
+
+	/*
+	 * Watermarks from the data (window and event-time timers states): with
+	 * watermark_by_data, each value or timer at event time t moves the
+	 * watermark to t less watermark_lag (Flink's bounded out-of-orderness);
+	 * after idle_timeout (0: never) with none, the watermark follows the
+	 * clock from the last event time seen.  Microseconds.
+	 */
+	bool		watermark_by_data;
+	int64		watermark_lag;
+	int64		idle_timeout;
+
+	/*
+	 * A window state's late function (key, event time, value), called with
+	 * each value dropped as late, in the caller's transaction, as the
+	 * owner; named in snapshots by its signature.  InvalidOid: none.
+	 */
+	Oid			late_fn;
+	char		late_signature[STATE_AGG_SIGNATURE_LEN];
 } StateDesc;
 
 typedef enum StateWindowAssigner

@@ -4,7 +4,9 @@
  *		type, timestamptz) that its owner may execute, checked when the state
  *		is created, found again by its signature when a snapshot is restored
  *		elsewhere, and checked again before every batch of timers it fires
- *		(it may have been dropped or replaced meanwhile).
+ *		(it may have been dropped or replaced meanwhile).  A window state's
+ *		late function, of (key, timestamptz, value), is checked, named and
+ *		found the same way.
  */
 #include "postgres.h"
 
@@ -61,18 +63,25 @@ argtypes_text(const Oid *types, int n)
 	return s.data;
 }
 
+/* The arguments a window state's late function takes: (key, instant, value). */
+static int
+late_argtypes(const StateDesc *desc, Oid *types)
+{
+	types[0] = desc->types[STATE_TYPE_KEY].oid;
+	types[1] = TIMESTAMPTZOID;
+	types[2] = desc->types[STATE_TYPE_VALUE].oid;
+	return 3;
+}
+
 /*
- * handler_problem: NULL when fn is a plain function of the arguments the
- * state's handler (or emit function) takes, not returning a set, else
- * what it is instead.
+ * function_problem: NULL when fn is a plain function of the n arguments
+ * types, not returning a set, else what it is instead.
  */
 static char *
-handler_problem(Oid fn, const StateDesc *desc)
+function_problem(Oid fn, const Oid *types, int n)
 {
 	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	Form_pg_proc proc;
-	Oid			types[4];
-	int			n = handler_argtypes(desc, types);
 	char	   *problem = NULL;
 
 	if (!HeapTupleIsValid(tup))
@@ -87,6 +96,59 @@ handler_problem(Oid fn, const StateDesc *desc)
 		problem = psprintf("its arguments are not (%s)", argtypes_text(types, n));
 	ReleaseSysCache(tup);
 	return problem;
+}
+
+/* handler_problem: function_problem for the state's handler or emit function. */
+static char *
+handler_problem(Oid fn, const StateDesc *desc)
+{
+	Oid			types[4];
+	int			n = handler_argtypes(desc, types);
+
+	return function_problem(fn, types, n);
+}
+
+/*
+ * function_lookup finds the function a descriptor read from a snapshot
+ * names by its signature ("what" says which), or raises that it does not
+ * exist on this server.
+ */
+static Oid
+function_lookup(const StateDesc *desc, const char *signature, Size room, const char *what)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		oid;
+
+	if (memchr(signature, '\0', room) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("state \"%s\" names its %s with no end", NameStr(desc->name), what)));
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	oid = to_regprocedure(fcinfo);
+	if (fcinfo->isnull || !OidIsValid(DatumGetObjectId(oid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s %s of %s state \"%s\" does not exist on this server",
+						what, signature, state_desc_kind_name(desc), NameStr(desc->name)),
+				 errhint("Create the function in this database before restoring the snapshot.")));
+	return DatumGetObjectId(oid);
+}
+
+/* The signature a state names a function by, or raises that it is too long. */
+static char *
+function_signature(Oid fn, Size room)
+{
+	char	   *sig = format_procedure_qualified(fn);
+
+	if (strlen(sig) >= room)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the signature of function %s is too long", sig),
+				 errdetail("A state names the functions it calls in at most %d bytes.",
+						   (int) room - 1)));
+	return sig;
 }
 
 /*
@@ -119,13 +181,7 @@ timer_handler_describe(Oid fn, Oid owner, StateDesc *desc)
 				 errmsg("permission denied for function %s", format_procedure(fn)),
 				 errdetail("The state's owner must be able to execute its %s, which runs as the owner.",
 						   window ? "emit function" : "handler")));
-	sig = format_procedure_qualified(fn);
-	if (strlen(sig) >= sizeof(desc->timer_signature))
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("the signature of function %s is too long", sig),
-				 errdetail("A state names its handler in at most %d bytes.",
-						   (int) sizeof(desc->timer_signature) - 1)));
+	sig = function_signature(fn, sizeof(desc->timer_signature));
 	desc->timer_handler = fn;
 	strlcpy(desc->timer_signature, sig, sizeof(desc->timer_signature));
 }
@@ -138,25 +194,67 @@ timer_handler_describe(Oid fn, Oid owner, StateDesc *desc)
 void
 timer_handler_resolve(StateDesc *desc)
 {
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		oid;
+	timer_handler_describe(function_lookup(desc, desc->timer_signature,
+										   sizeof(desc->timer_signature),
+										   desc->kind == STATE_KIND_WINDOW ? "emit function" : "handler"),
+						   desc->owner, desc);
+}
 
-	if (memchr(desc->timer_signature, '\0', sizeof(desc->timer_signature)) == NULL)
+/*
+ * late_fn_describe checks fn as the late function of the window state desc
+ * describes (a plain function of (key, timestamptz, value) its owner may
+ * execute) and records it in desc.  Raises what is wrong.
+ */
+void
+late_fn_describe(Oid fn, StateDesc *desc)
+{
+	Oid			types[3];
+	int			n = late_argtypes(desc, types);
+	char	   *problem = function_problem(fn, types, n);
+
+	if (problem != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("state \"%s\" names its handler with no end", NameStr(desc->name))));
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(desc->timer_signature);
-	fcinfo->args[0].isnull = false;
-	oid = to_regprocedure(fcinfo);
-	if (fcinfo->isnull || !OidIsValid(DatumGetObjectId(oid)))
+				(errcode(ERRCODE_INVALID_FUNCTION_DEFINITION),
+				 errmsg("function %s cannot take late values: %s", format_procedure(fn), problem),
+				 errhint("A late function is a function of (%s), called with each value dropped as late: its key, event time and value.",
+						 argtypes_text(types, n))));
+	if (pg_proc_aclcheck(fn, desc->owner, ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("%s %s of %s state \"%s\" does not exist on this server",
-						desc->kind == STATE_KIND_WINDOW ? "emit function" : "handler",
-						desc->timer_signature, state_desc_kind_name(desc), NameStr(desc->name)),
-				 errhint("Create the function in this database before restoring the snapshot.")));
-	timer_handler_describe(DatumGetObjectId(oid), desc->owner, desc);
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", format_procedure(fn)),
+				 errdetail("The state's owner must be able to execute its late function, which runs as the owner.")));
+	strlcpy(desc->late_signature, function_signature(fn, sizeof(desc->late_signature)),
+			sizeof(desc->late_signature));
+	desc->late_fn = fn;
+}
+
+/* late_fn_resolve: timer_handler_resolve for a window state's late function. */
+void
+late_fn_resolve(StateDesc *desc)
+{
+	late_fn_describe(function_lookup(desc, desc->late_signature, sizeof(desc->late_signature),
+									 "late function"),
+					 desc);
+}
+
+/*
+ * late_fn_problem: NULL when a window state's late function may run now,
+ * else why not (it may have been dropped or replaced since).
+ */
+const char *
+late_fn_problem(const StateDesc *desc)
+{
+	Oid			types[3];
+	int			n = late_argtypes(desc, types);
+	char	   *problem = function_problem(desc->late_fn, types, n);
+
+	if (problem != NULL)
+		return psprintf("late function %s of window state \"%s\" cannot run: %s",
+						desc->late_signature, NameStr(desc->name), problem);
+	if (pg_proc_aclcheck(desc->late_fn, desc->owner, ACL_EXECUTE) != ACLCHECK_OK)
+		return psprintf("the owner of window state \"%s\" may not execute its late function %s",
+						NameStr(desc->name), desc->late_signature);
+	return NULL;
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * common/timer_handler.h
- *		The handler of a timers state: the function a due timer calls
- *		(timer_handler.c).
+ *		The handler of a timers state: the function a due timer calls, and a
+ *		window state's late function (timer_handler.c).
  */
 #ifndef STATE_BACKEND_TIMER_HANDLER_H
 #define STATE_BACKEND_TIMER_HANDLER_H
@@ -12,5 +12,8 @@ extern void timer_handler_describe(Oid fn, Oid owner, StateDesc *desc);
 extern Oid	window_result_type(const StateDesc *desc);
 extern void timer_handler_resolve(StateDesc *desc);
 extern const char *timer_handler_problem(const StateDesc *desc);
+extern void late_fn_describe(Oid fn, StateDesc *desc);
+extern void late_fn_resolve(StateDesc *desc);
+extern const char *late_fn_problem(const StateDesc *desc);
 
 #endif							/* STATE_BACKEND_TIMER_HANDLER_H */

@@ -182,6 +182,25 @@ window_desc_ok(const StateDesc *d)
 }
 
 /*
+ * watermark_desc_ok: watermarks from the data on event-time window and
+ * timers states only, times within a window's, and a late function, ended,
+ * on window states only.
+ */
+static bool
+watermark_desc_ok(const StateDesc *d)
+{
+	bool		event_time = d->timer_event_time && state_desc_fires(d);
+
+	if (memchr(d->late_signature, '\0', sizeof(d->late_signature)) == NULL ||
+		(d->late_signature[0] != '\0' && d->kind != STATE_KIND_WINDOW))
+		return false;
+	if (!d->watermark_by_data)
+		return d->watermark_lag == 0 && d->idle_timeout == 0;
+	return event_time && d->watermark_lag >= 0 && d->watermark_lag <= WINDOW_MAX_TIME &&
+		d->idle_timeout >= 0 && d->idle_timeout <= WINDOW_MAX_TIME;
+}
+
+/*
  * state_desc_problem is the one rule a descriptor must hold to, wherever
  * it comes from (built by create_state, read from a MANIFEST, a WAL record
  * or a backend's own storage): NULL when it holds, else what is wrong.
@@ -229,5 +248,7 @@ state_desc_problem(const StateDesc *d, int key_groups)
 		return "timers that are not a map of instants, or a handler with no end";
 	if (!window_desc_ok(d))
 		return "a window state's assigner, contents or times this version does not know";
+	if (!watermark_desc_ok(d))
+		return "watermarks or a late function where its kind has none, or times out of range";
 	return NULL;
 }

@@ -197,6 +197,13 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	put_i64(out, d->window_slide);
 	put_i64(out, d->window_gap);
 	put_i64(out, d->window_lateness);
+	put_u8(out, d->watermark_by_data ? 1 : 0);
+	put_i64(out, d->watermark_lag);
+	put_i64(out, d->idle_timeout);
+	put_u32(out, d->late_fn);
+	siglen = strnlen(d->late_signature, sizeof(d->late_signature) - 1);
+	put_u32(out, (uint32) siglen);
+	appendBinaryStringInfo(out, d->late_signature, (int) siglen);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -320,6 +327,17 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 		get_bytes(r, &d->window_slide, sizeof(d->window_slide));
 		get_bytes(r, &d->window_gap, sizeof(d->window_gap));
 		get_bytes(r, &d->window_lateness, sizeof(d->window_lateness));
+	}
+	if (version >= 5)
+	{
+		d->watermark_by_data = get_u8(r) != 0;
+		get_bytes(r, &d->watermark_lag, sizeof(d->watermark_lag));
+		get_bytes(r, &d->idle_timeout, sizeof(d->idle_timeout));
+		d->late_fn = get_u32(r);
+		siglen = get_u32(r);
+		if (siglen >= sizeof(d->late_signature))
+			return false;
+		get_bytes(r, d->late_signature, siglen);
 	}
 	return r->ok && r->left == 0;
 }

@@ -11,8 +11,9 @@
 #include "common/types.h"
 
 /* The version of the image written; a reader knows every earlier one. */
-#define STATE_DESC_IMAGE_VERSION	4		/* 2: "transactional" at the end; 3: timers;
-											 * 4: windows */
+#define STATE_DESC_IMAGE_VERSION	5		/* 2: "transactional" at the end; 3: timers;
+											 * 4: windows; 5: watermarks from the
+											 * data, late functions */
 
 extern void state_desc_image_put(StringInfo out, const StateDesc *d);
 extern bool state_desc_image_get(StateDesc *d, const char *img, Size len);

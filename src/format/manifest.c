@@ -199,6 +199,15 @@ manifest_build(SnapshotWriter *w)
 			appendStringInfo(m, " window=%u/%u/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT,
 							 d->window_assigner, d->window_contents, d->window_size,
 							 d->window_slide, d->window_gap, d->window_lateness);
+		if (d->watermark_by_data)
+			appendStringInfo(m, " watermark_lag=" INT64_FORMAT, d->watermark_lag);
+		if (d->idle_timeout > 0)
+			appendStringInfo(m, " idle_timeout=" INT64_FORMAT, d->idle_timeout);
+		if (d->late_signature[0] != '\0')
+		{
+			appendStringInfo(m, " late_oid=%u late=", d->late_fn);
+			append_encoded(m, d->late_signature);
+		}
 		if (d->ttl > 0)
 			appendStringInfo(m, " ttl=" INT64_FORMAT " ttl_update=%s ttl_visibility=%s",
 							 d->ttl, state_ttl_update_name(d->ttl_update),
@@ -237,6 +246,17 @@ parse_window(const char *v, StateDesc *d)
 	d->window_gap = t[2];
 	d->window_lateness = t[3];
 	return true;
+}
+
+/* A time in microseconds, zero or more. */
+static bool
+parse_time(const char *v, int64 *t)
+{
+	char	   *end;
+
+	errno = 0;
+	*t = strtoll(v, &end, 10);
+	return errno == 0 && end != v && *end == '\0' && *t >= 0;
 }
 
 static bool
@@ -325,6 +345,17 @@ parse_state_line(char *line, SnapshotState *st)
 			st->desc.timer_event_time = strcmp(v, "event") == 0;
 		else if (strcmp(tok, "window") == 0)
 			ok &= parse_window(v, &st->desc);
+		else if (strcmp(tok, "watermark_lag") == 0)
+		{
+			st->desc.watermark_by_data = true;
+			ok &= parse_time(v, &st->desc.watermark_lag);
+		}
+		else if (strcmp(tok, "idle_timeout") == 0)
+			ok &= parse_time(v, &st->desc.idle_timeout);
+		else if (strcmp(tok, "late") == 0)
+			ok &= decode_signature(v, st->desc.late_signature, sizeof(st->desc.late_signature));
+		else if (strcmp(tok, "late_oid") == 0)
+			st->desc.late_fn = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "ttl") == 0)
 		{
 			char	   *end;

@@ -47,12 +47,14 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 		strcmp(a->agg_signature, b->agg_signature) != 0 || a->agg_type.oid != b->agg_type.oid ||
 		a->window_assigner != b->window_assigner || a->window_contents != b->window_contents ||
 		a->window_size != b->window_size || a->window_slide != b->window_slide ||
-		a->window_gap != b->window_gap || a->window_lateness != b->window_lateness)
+		a->window_gap != b->window_gap || a->window_lateness != b->window_lateness ||
+		a->watermark_by_data != b->watermark_by_data || a->watermark_lag != b->watermark_lag ||
+		a->idle_timeout != b->idle_timeout || strcmp(a->late_signature, b->late_signature) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("state \"%s\" differs between snapshots \"%s\" and \"%s\"",
 						NameStr(a->name), asrc, bsrc),
-				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging, windows and backend.")));
+				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging, windows, watermarks, late function and backend.")));
 }
 
 /* The key groups one snapshot's section holds: those of its keyed states. */

@@ -189,6 +189,8 @@ resolve_desc(StateDesc *d, const SnapshotManifest *m)
 		aggregate_resolve(d);
 	if (state_desc_fires(d))
 		timer_handler_resolve(d);
+	if (d->late_signature[0] != '\0')
+		late_fn_resolve(d);
 }
 
 /*

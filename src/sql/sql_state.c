@@ -317,6 +317,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	desc.logged = PG_NARGS() > 8 && !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
 	sql_timers_parse_create(fcinfo, timers, &desc);
 	sql_window_parse_create(fcinfo, &desc);
+	sql_watermark_parse_create(fcinfo, &desc);
 	parse_transactional(fcinfo, &desc);
 	inherit_range(&desc);
 	if (desc.logged)

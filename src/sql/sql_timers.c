@@ -134,6 +134,9 @@ state_timer_register(PG_FUNCTION_ARGS)
 
 	state_call_key(call, fcinfo, 1);
 	at = instant_arg(call, fcinfo, 2, "a timer's instant", false);
+	if (call->desc.watermark_by_data &&
+		timer_watermark_observe(call->target.slot, call->desc.id, at, call->desc.watermark_lag))
+		timer_queue_wake(call->desc.dbid);
 	/* A timer registered again is there already: nothing to store or tell. */
 	resetStringInfo(&call->buf2);
 	if (call->backend->map_get(&call->target, &call->key, call->buf.data, call->buf.len,

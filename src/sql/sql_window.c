@@ -13,15 +13,18 @@
 #include "postgres.h"
 
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
 #include "common/int.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
 
 #include "catalog/stats.h"
+#include "common/codec.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "state_ops.h"
@@ -43,6 +46,9 @@ PG_FUNCTION_INFO_V1(state_windows);
 #define ARG_LATENESS	20
 #define ARG_EMIT		21
 #define ARG_LAST		ARG_EMIT
+#define ARG_OUT_OF_ORDERNESS 22
+#define ARG_IDLE_TIMEOUT 23
+#define ARG_LATE		24
 
 /* Microseconds since 2000-01-01 (timestamptz) of the Unix epoch, windows' origin. */
 #define UNIX_EPOCH_US	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
@@ -233,6 +239,48 @@ sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
 	timer_handler_describe(PG_GETARG_OID(ARG_EMIT), desc->owner, desc);
 }
 
+/*
+ * sql_watermark_parse_create completes a descriptor create_state is
+ * making, after its kind's own options: out_of_orderness and idle_timeout
+ * (event-time window and timers states) and late (event-time window
+ * states).
+ */
+void
+sql_watermark_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
+{
+	bool		event_time = state_desc_fires(desc) && desc->timer_event_time;
+
+	if ((has_arg(fcinfo, ARG_OUT_OF_ORDERNESS) || has_arg(fcinfo, ARG_IDLE_TIMEOUT)) && !event_time)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("out_of_orderness and idle_timeout apply only to window and timers states in event time"),
+				 errhint("A state in processing time fires by the clock; other kinds have no watermark.")));
+	if (has_arg(fcinfo, ARG_OUT_OF_ORDERNESS))
+	{
+		desc->watermark_by_data = true;
+		desc->watermark_lag = interval_arg(fcinfo, ARG_OUT_OF_ORDERNESS, "out_of_orderness", true);
+	}
+	if (has_arg(fcinfo, ARG_IDLE_TIMEOUT))
+	{
+		if (!desc->watermark_by_data)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("idle_timeout needs out_of_orderness"),
+					 errdetail("An idle stream's watermark follows the clock from the last event time seen, which only a watermark from the data has."),
+					 errhint("Pass out_of_orderness too ('0' if events come in order).")));
+		desc->idle_timeout = interval_arg(fcinfo, ARG_IDLE_TIMEOUT, "idle_timeout", false);
+	}
+	if (has_arg(fcinfo, ARG_LATE))
+	{
+		if (desc->kind != STATE_KIND_WINDOW || !event_time)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("late applies only to window states in event time"),
+					 errhint("Only a window state's watermark makes a value late.")));
+		late_fn_describe(PG_GETARG_OID(ARG_LATE), desc);
+	}
+}
+
 /* ------------------------------------------------------------ window_add */
 
 /*
@@ -314,10 +362,55 @@ assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, Wi
 }
 
 /*
+ * late_value hands a value dropped as late to the state's late function,
+ * if it has one, with its key and event time: as the owner, in a security
+ * restricted operation (a deferred trigger it queues is refused, so none
+ * runs later as the caller) at a GUC nest level of its own, in the
+ * caller's transaction.  A late function that cannot run fails the call:
+ * the value is not lost unseen.
+ */
+static void
+late_value(StateCall *call, TimestampTz t)
+{
+	const StateDesc *d = &call->desc;
+	const char *problem;
+	FmgrInfo	flinfo;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nest;
+
+	LOCAL_FCINFO(fc, 3);
+
+	if (!OidIsValid(d->late_fn))
+		return;
+	if ((problem = late_fn_problem(d)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s", problem),
+				 errdetail("A value of the key was late and could not be handed to it.")));
+	fmgr_info(d->late_fn, &flinfo);
+	InitFunctionCallInfoData(*fc, &flinfo, 3, DEFAULT_COLLATION_OID, NULL, NULL);
+	fc->args[0].value = codec_decode(&call->codecs[ARG_KEY], call->key.data, call->key.len);
+	fc->args[0].isnull = false;
+	fc->args[1].value = TimestampTzGetDatum(t);
+	fc->args[1].isnull = false;
+	fc->args[2].value = codec_decode(&call->codecs[ARG_VALUE], call->buf.data, call->buf.len);
+	fc->args[2].isnull = false;
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(d->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	save_nest = NewGUCNestLevel();
+	(void) FunctionCallInvoke(fc);
+	AtEOXact_GUC(false, save_nest);
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
  * window_add(name, key, event_time, value): the value joins every window
  * of the key that holds event_time (processing time: the clock's time,
- * event_time NULL); a value too late for all of them is dropped and
- * counted (state.stats.late).
+ * event_time NULL); a value too late for all of them is dropped, counted
+ * (state.stats.late) and handed to the late function.  A state whose
+ * watermark follows the data moves it first.
  */
 Datum
 state_window_add(PG_FUNCTION_ARGS)
@@ -358,6 +451,9 @@ state_window_add(PG_FUNCTION_ARGS)
 				 errmsg("value of state \"%s\" must not be null", NameStr(d->name))));
 	resetStringInfo(&call->buf);
 	state_call_encode(call, fcinfo, 3, ARG_VALUE, &call->buf);
+	if (d->watermark_by_data &&
+		timer_watermark_observe(call->target.slot, d->id, t, d->watermark_lag))
+		timer_queue_wake(d->dbid);
 
 	window_set_init(&in);
 	assign_windows(call, t, call->buf.data, call->buf.len, &in);
@@ -370,6 +466,7 @@ state_window_add(PG_FUNCTION_ARGS)
 		{
 			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 			pfree(in.w);
+			late_value(call, t);
 			PG_RETURN_VOID();
 		}
 		if (w != DT_NOBEGIN)
@@ -380,7 +477,10 @@ state_window_add(PG_FUNCTION_ARGS)
 	call->backend->merge(&call->target, &call->key, run->image.data, run->image.len, window_merge,
 						 window_fold_arg(run, d->transactional), NULL, &call->buf2);
 	if (run->folded.dropped)
+	{
 		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
+		late_value(call, t);
+	}
 	for (int i = 0; i < run->folded.nwake; i++)
 	{
 		if (d->transactional)

@@ -71,5 +71,6 @@ extern const StateFireRoutine window_fire_routine;
 
 /* sql_window.c */
 extern void sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc);
+extern void sql_watermark_parse_create(FunctionCallInfo fcinfo, StateDesc *desc);
 
 #endif							/* STATE_BACKEND_SQL_WINDOW_H */

@@ -52,6 +52,7 @@ typedef struct Fired
 	char		problem[256];
 	uint64		deleted_seen;	/* timer_queue_deleted when it was last read whole */
 	uint64		checked_batch;	/* the batch its handler was last checked for */
+	uint64		pushes_seen;	/* timer_slot_pushes before the last drain */
 	/* the index: a binary heap by (at, key) */
 	Pending    *heap;
 	int			nheap;

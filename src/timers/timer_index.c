@@ -480,6 +480,41 @@ timer_index_publish_figures(TimestampTz now)
  * processing-time timer or retry is due (event-time timers come with the
  * watermark, which wakes it).
  */
+/*
+ * timer_index_before_drain counts, for each state whose watermark follows
+ * the data, the pushes made to it before the worker drains its ring.
+ */
+void
+timer_index_before_drain(void)
+{
+	for (int i = 0; i < nstates; i++)
+		if (states[i]->desc.watermark_by_data)
+			states[i]->pushes_seen = timer_slot_pushes(states[i]->slot, states[i]->id);
+}
+
+/*
+ * timer_index_follow_idle moves the watermark of each state with an idle
+ * timeout that no value reached for that long (timer_watermark_idle).
+ */
+void
+timer_index_follow_idle(TimestampTz now)
+{
+	for (int i = 0; i < nstates; i++)
+	{
+		Fired	   *fs = states[i];
+
+		if (fs->desc.watermark_by_data && fs->desc.idle_timeout > 0)
+			(void) timer_watermark_idle(fs->slot, fs->id, fs->desc.idle_timeout, now, DT_NOEND);
+	}
+}
+
+/*
+ * timer_index_sleep_ms: how long the worker may sleep.  It tells each state
+ * whose watermark follows the data the first instant of its index, so that
+ * a value that moves the watermark to it wakes the worker (none if the
+ * watermark has passed it), and wakes itself when an idle state's
+ * watermark, following the clock, will reach it.
+ */
 long
 timer_index_sleep_ms(TimestampTz now)
 {
@@ -488,9 +523,18 @@ timer_index_sleep_ms(TimestampTz now)
 	for (int i = 0; i < nstates; i++)
 	{
 		Fired	   *fs = states[i];
+		TimestampTz next = fs->nheap > 0 ? fs->heap[0].at : DT_NOEND;
 
 		if (fs->problem[0] != '\0')
 			continue;
+		if (fs->desc.watermark_by_data)
+		{
+			if (timer_slot_due(fs->slot, fs->id, next, fs->pushes_seen))
+				wait = 0;
+			if (fs->desc.idle_timeout > 0)
+				wait = Min(wait, timer_watermark_idle(fs->slot, fs->id, fs->desc.idle_timeout,
+													  now, next) - now);
+		}
 		if (!fs->desc.timer_event_time && fs->nheap > 0)
 			wait = Min(wait, fs->heap[0].at - record_ttl_now());
 		for (int r = 0; r < fs->nretries; r++)

@@ -32,5 +32,7 @@ extern void timer_index_add_retry(Fired *fs, Pending t, int attempts, bool alone
 /* What the worker publishes of its states, and how long it may sleep */
 extern void timer_index_publish_figures(TimestampTz now);
 extern long timer_index_sleep_ms(TimestampTz now);
+extern void timer_index_before_drain(void);
+extern void timer_index_follow_idle(TimestampTz now);
 
 #endif							/* STATE_BACKEND_TIMER_INDEX_H */

@@ -38,6 +38,8 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
+
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
@@ -104,6 +106,19 @@ typedef struct TimerSlot
 	uint32		id;				/* the state these are of */
 	TimestampTz watermark;
 	TimestampTz watermark_set_at;
+
+	/*
+	 * A watermark from the data: the largest event time seen, and when the
+	 * last value came (the clock).  due_floor: the earliest instant the
+	 * worker may have to look at that it does not know of (its index's
+	 * first when it slept, and what was pushed since); a session whose
+	 * value moves the watermark to it wakes the worker.  pushes counts the
+	 * pushes, so that the worker knows whether any came since its drain.
+	 */
+	TimestampTz max_event;
+	TimestampTz last_arrival;
+	TimestampTz due_floor;
+	uint64		pushes;
 	uint64		deleted;		/* timers deleted, ever (the worker's index keeps them) */
 	TimerFigures figures;
 } TimerSlot;
@@ -124,6 +139,9 @@ typedef struct TimerShared
 } TimerShared;
 
 static TimerShared *timers = NULL;
+
+static TimerSlot *slot_lock(int slot, uint32 id);
+static TimerSlot *slot_lock_known(int slot, uint32 id);
 
 /* A transaction's registrations to transactional states, until commit. */
 typedef struct NotedTimer
@@ -280,11 +298,20 @@ push_record(Oid dbid, uint32 state_id, int slot, bool event_time,
 	SpinLockRelease(&d->mutex);
 
 	/*
-	 * Read after the record is in: a watermark that moves past it later
-	 * wakes the worker itself (timer_queue_wake), which then drains it.
+	 * Noted after the record is in: a watermark that moves past it later
+	 * wakes the worker (timer_queue_wake, or a value's, by due_floor),
+	 * which then drains it.
 	 */
-	if (latch != NULL && !wake && event_time)
-		wake = at <= timer_watermark(slot, state_id, NULL);
+	if (event_time)
+	{
+		TimerSlot  *t = slot_lock(slot, state_id);
+
+		t->pushes++;
+		t->due_floor = Min(t->due_floor, at);
+		if (at <= t->watermark)
+			wake = true;
+		SpinLockRelease(&t->mutex);
+	}
 	if (latch != NULL && wake)
 		SetLatch(latch);
 }
@@ -365,12 +392,9 @@ timer_queue_init(void)
 
 /* ------------------------------------------------------------ watermarks */
 
-/*
- * slot_lock takes a registry slot's row, reset when it holds another state
- * than before; the caller lets go of its spinlock.
- */
+/* slot_acquire takes a registry slot's row, whichever state it holds. */
 static TimerSlot *
-slot_lock(int slot, uint32 id)
+slot_acquire(int slot, uint32 id)
 {
 	TimerSlot  *t;
 
@@ -378,15 +402,50 @@ slot_lock(int slot, uint32 id)
 		elog(ERROR, "state_backend: timers state %u has no registry slot", id);
 	t = &timers->slots[slot];
 	SpinLockAcquire(&t->mutex);
+	return t;
+}
+
+/*
+ * slot_lock takes a registry slot's row, reset when it holds another state
+ * than before; the caller lets go of its spinlock.
+ */
+static TimerSlot *
+slot_lock(int slot, uint32 id)
+{
+	TimerSlot  *t = slot_acquire(slot, id);
+
 	if (t->id != id)
 	{
 		t->id = id;
 		t->watermark = DT_NOBEGIN;
 		t->watermark_set_at = 0;
+		t->max_event = DT_NOBEGIN;
+		t->last_arrival = 0;
+		t->due_floor = DT_NOBEGIN;
+		t->pushes = 0;
 		t->deleted = 0;
 		memset(&t->figures, 0, sizeof(t->figures));
 		t->figures.next_due = DT_NOEND;
 		t->figures.lag_p99_us = -1;
+	}
+	return t;
+}
+
+/*
+ * slot_lock_known is slot_lock for the timer worker, whose list of states
+ * may still hold one dropped a moment ago: a slot another state holds now
+ * is left as it is (NULL, its spinlock let go), or that state would lose
+ * its watermark.
+ */
+static TimerSlot *
+slot_lock_known(int slot, uint32 id)
+{
+	TimerSlot  *t = slot_acquire(slot, id);
+
+	if (t->id != id)
+	{
+		SpinLockRelease(&t->mutex);
+		return NULL;
 	}
 	return t;
 }
@@ -412,6 +471,139 @@ timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was)
 	return ok;
 }
 
+/*
+ * timer_watermark_observe: a value or timer at event time t came to a
+ * state whose watermark follows the data: the watermark moves to t less
+ * lag if that is later.  True when that reaches an instant the worker must
+ * look at (due_floor): the caller wakes it (timer_queue_wake).
+ */
+bool
+timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimerSlot  *ts = slot_lock(slot, id);
+	bool		wake = false;
+
+	ts->last_arrival = now;
+	if (t > ts->max_event)
+		ts->max_event = t;
+	if (t - lag > ts->watermark)
+	{
+		ts->watermark = t - lag;
+		ts->watermark_set_at = now;
+		if (ts->watermark >= ts->due_floor)
+		{
+			wake = true;
+			ts->due_floor = DT_NOEND;	/* until the worker says again */
+		}
+	}
+	SpinLockRelease(&ts->mutex);
+	return wake;
+}
+
+/*
+ * timer_watermark_idle: the timer worker's look at a state whose
+ * watermark follows the data and that has an idle timeout.  When no value
+ * came for idle (microseconds), the watermark follows the clock from the
+ * last event time seen.  Returns the clock's instant at which the
+ * watermark reaches "next" (the first instant of the worker's index; a
+ * time in the past when it has), or DT_NOEND when no value came yet.
+ */
+TimestampTz
+timer_watermark_idle(int slot, uint32 id, int64 idle, TimestampTz now, TimestampTz next)
+{
+	TimerSlot  *ts = slot_lock_known(slot, id);
+	TimestampTz reach = DT_NOEND;
+
+	if (ts == NULL)
+		return DT_NOEND;
+	if (ts->max_event != DT_NOBEGIN)
+	{
+		TimestampTz idle_from = ts->last_arrival + idle;
+
+		if (now > idle_from && ts->max_event + (now - idle_from) > ts->watermark)
+		{
+			ts->watermark = ts->max_event + (now - idle_from);
+			ts->watermark_set_at = now;
+		}
+		if (next != DT_NOEND && next <= ts->watermark)
+			reach = now;
+		else if (next != DT_NOEND &&
+				 !pg_add_s64_overflow(idle_from, Max(next - ts->max_event, 0), &reach))
+			reach = Min(reach, DT_NOEND - 1);
+		else
+			reach = DT_NOEND;
+	}
+	SpinLockRelease(&ts->mutex);
+	return reach;
+}
+
+/* A counter of a state's slot (at offset), for the timer worker: 0 if gone. */
+static uint64
+slot_counter(int slot, uint32 id, Size offset)
+{
+	TimerSlot  *ts = slot_lock_known(slot, id);
+	uint64		n;
+
+	if (ts == NULL)
+		return 0;
+	n = *(uint64 *) ((char *) ts + offset);
+	SpinLockRelease(&ts->mutex);
+	return n;
+}
+
+/* timer_slot_pushes: the event-time pushes to a state so far. */
+uint64
+timer_slot_pushes(int slot, uint32 id)
+{
+	return slot_counter(slot, id, offsetof(TimerSlot, pushes));
+}
+
+/*
+ * timer_slot_due: the timer worker, before it sleeps, tells a state whose
+ * watermark follows the data the first instant of its index ("next",
+ * DT_NOEND: none).  Pushes since its drain (pushes_seen counted then) are
+ * kept in the floor.  True when the watermark has passed it already: the
+ * worker must not sleep.
+ */
+bool
+timer_slot_due(int slot, uint32 id, TimestampTz next, uint64 pushes_seen)
+{
+	TimerSlot  *ts = slot_lock_known(slot, id);
+	bool		due;
+
+	if (ts == NULL)
+		return false;
+	if (ts->pushes == pushes_seen)
+		ts->due_floor = next;
+	else
+		ts->due_floor = Min(ts->due_floor, next);
+	due = ts->due_floor <= ts->watermark;
+	SpinLockRelease(&ts->mutex);
+	return due;
+}
+
+/*
+ * timer_watermark_known: timer_watermark for the timer worker, which does
+ * not take a slot another state holds now (DT_NOBEGIN then).
+ */
+TimestampTz
+timer_watermark_known(int slot, uint32 id, TimestampTz *set_at)
+{
+	TimerSlot  *t = slot_lock_known(slot, id);
+	TimestampTz w;
+
+	if (t == NULL)
+	{
+		*set_at = 0;
+		return DT_NOBEGIN;
+	}
+	w = t->watermark;
+	*set_at = t->watermark_set_at;
+	SpinLockRelease(&t->mutex);
+	return w;
+}
+
 /* A state's watermark (DT_NOBEGIN: none yet) and when it was set. */
 TimestampTz
 timer_watermark(int slot, uint32 id, TimestampTz *set_at)
@@ -428,7 +620,10 @@ timer_watermark(int slot, uint32 id, TimestampTz *set_at)
 void
 timer_figures_publish(int slot, uint32 id, const TimerFigures *f)
 {
-	TimerSlot  *t = slot_lock(slot, id);
+	TimerSlot  *t = slot_lock_known(slot, id);
+
+	if (t == NULL)
+		return;
 
 	/* The watermark is the slot's own: readers take it from there. */
 	t->figures = *f;
@@ -465,11 +660,7 @@ timer_queue_note_deleted(int slot, uint32 id)
 uint64
 timer_queue_deleted(int slot, uint32 id)
 {
-	TimerSlot  *t = slot_lock(slot, id);
-	uint64		n = t->deleted;
-
-	SpinLockRelease(&t->mutex);
-	return n;
+	return slot_counter(slot, id, offsetof(TimerSlot, deleted));
 }
 
 /*

@@ -53,6 +53,12 @@ extern void timer_queue_wake(Oid dbid);
 /* An event-time state's watermark, and what its worker publishes */
 extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was);
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
+extern TimestampTz timer_watermark_known(int slot, uint32 id, TimestampTz *set_at);
+extern bool timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag);
+extern TimestampTz timer_watermark_idle(int slot, uint32 id, int64 idle, TimestampTz now,
+										TimestampTz next);
+extern uint64 timer_slot_pushes(int slot, uint32 id);
+extern bool timer_slot_due(int slot, uint32 id, TimestampTz next, uint64 pushes_seen);
 extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
 
 /* A session's pause of its database's firing (a proxy's rescale) */

@@ -120,7 +120,7 @@ static int64
 state_clock(Fired *fs, TimestampTz *passed_at)
 {
 	if (fs->desc.timer_event_time)
-		return timer_watermark(fs->slot, fs->id, passed_at);
+		return timer_watermark_known(fs->slot, fs->id, passed_at);
 	*passed_at = 0;
 	return record_ttl_now();
 }
@@ -771,8 +771,11 @@ static bool
 timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	bool		overflow = timer_queue_drain(timer_index_queued, NULL) || *reload_next;
+	bool		overflow;
 	int			n;
+
+	timer_index_before_drain();
+	overflow = timer_queue_drain(timer_index_queued, NULL) || *reload_next;
 
 	*reload_next = false;
 	if (overflow || timer_index_changed() ||
@@ -786,6 +789,7 @@ timer_round(Firing *batch, TimestampTz *last_sync, bool *any, bool *reload_next)
 		/* What was registered while the states were read. */
 		*reload_next = timer_queue_drain(timer_index_queued, NULL);
 	}
+	timer_index_follow_idle(now);
 	n = collect_batch(batch, state_backend_timer_batch_size, now);
 	if (n > 0)
 		fire_batch(batch, n);

@@ -34,6 +34,8 @@
 #   timers handler, a window emit, and what a handler queues for its
 #   transaction's commit (a transactional aggregate's combine function) run
 #   as alice, the states' owner, never as bob or a superuser;
+# - a window state's late function runs as alice in the session of whoever
+#   adds a late value (bob), in a security-restricted operation;
 # - a deferred constraint trigger queued by a handler never runs as anyone:
 #   the worker's transaction is a security-restricted operation, so its
 #   commit refuses it (42501) and the timer fails, recorded in
@@ -102,6 +104,7 @@ $STATES{atx} = [ 'aggregating', q{'int', 'bigint', aggregate => 'agg_sum(bigint)
 $STATES{rop} = [ 'reducing', q{'int', 'money2', reducer => 'sum'} ];
 $STATES{tm} = [ 'timers', q{'int', handler => 'on_timer(int,timestamptz)', time_domain => 'event'} ];
 $STATES{win} = [ 'window', q{'int', 'bigint', assigner => 'tumbling', size => '1 min', reducer => 'sum', emit => 'on_emit(int,timestamptz,timestamptz,bigint)', time_domain => 'event'} ];
+$STATES{wlate} = [ 'window', q{'int', 'bigint', assigner => 'tumbling', size => '1 min', reducer => 'sum', emit => 'on_emit(int,timestamptz,timestamptz,bigint)', time_domain => 'event', out_of_orderness => '0', late => 'on_late(int,timestamptz,bigint)'} ];
 $STATES{ol} = [ 'operator_list', q{value_type => 'bigint'} ];
 $STATES{bc} = [ 'broadcast', q{value_type => 'bigint', map_key_type => 'int'} ];
 
@@ -133,6 +136,14 @@ BEGIN
 END $$;
 CREATE FUNCTION on_emit(k int, ws timestamptz, we timestamptz, r bigint) RETURNS void
   LANGUAGE sql AS $$ SELECT log_hook('window emit') $$;
+CREATE FUNCTION on_late(k int, t timestamptz, v bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM log_hook('late function');
+  -- Work queued for the commit of the caller's transaction.
+  IF k = 97 THEN
+    INSERT INTO deferred_target VALUES (k);
+  END IF;
+END $$;
 } . join('', map {
 	my ($kind, $args) = @{ $STATES{$_} };
 	"SELECT state.create_state('$_', '$kind', $args);\n"
@@ -403,6 +414,26 @@ SET ROLE bob;
 SELECT state.reduce('rop', 1, ROW(1)::money2);
 SELECT state.aggregate('a_m', 1, 1::bigint);
 });
+# A value of bob's that is late reaches alice's late function, in bob's
+# session and transaction, as alice; one whose late function queues a
+# deferred trigger fails (42501 at the end of the function's statement),
+# and the trigger never runs.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+SELECT state.grant_access('wlate', 'bob', 'read'), state.grant_access('wlate', 'bob', 'write');
+});
+$node->safe_psql('postgres', q{
+SET application_name = 'bob';
+SET ROLE bob;
+SELECT state.window_add('wlate', 5, '2029-01-01'::timestamptz, 1::bigint);
+});
+my ($late_ret, $late_out, $late_err) = $node->psql('postgres', q{
+SET application_name = 'bob';
+SET ROLE bob;
+SELECT state.window_add('wlate', 97, '2029-01-01'::timestamptz, 1::bigint);
+}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($late_err, qr/42501.*cannot fire deferred trigger within security-restricted operation/,
+	'a deferred trigger queued by a late function is refused in the caller\'s transaction');
 $node->safe_psql('postgres', q{
 SET application_name = 'alice';
 SET ROLE alice;
@@ -424,6 +455,7 @@ my @required = (
 	'aggregate transition|worker',
 	'aggregate combine|worker',
 	'window emit|worker',
+	'late function|session bob',
 );
 # The combine at the commit of the timer worker's transaction: after the
 # handler of key 99 ran, the atx state holds its fold, combined with the
@@ -439,14 +471,16 @@ my %ran = map { $_ => 1 } split /\n/, $node->safe_psql('postgres',
 is(join(', ', grep { !$ran{$_} } @required), '', 'every hook ran where expected (hook|where)')
   or diag('ran: ' . join(', ', sort keys %ran));
 # The rule: in a client session, as that session's role (bob's session:
-# bob; alice's: alice); in the worker, as alice, never as a superuser.
+# bob; alice's: alice), but for a late function, which runs as the owner
+# alice in any session; in the worker, as alice, never as a superuser.
 is( $node->safe_psql('postgres', q{
 SELECT string_agg(DISTINCT hook || ' in ' || ctx || ' ran as ' || current_role_name
                   || CASE WHEN is_superuser THEN ' (superuser)' ELSE '' END, E'\n')
   FROM hook_log
  WHERE is_superuser
-    OR current_role_name <> CASE WHEN ctx = 'worker' THEN 'alice' ELSE substr(ctx, 9) END}),
-	'', 'hooks in a caller\'s session run as the caller, in the timer worker as the owner alice');
+    OR current_role_name <> CASE WHEN ctx = 'worker' OR hook = 'late function' THEN 'alice'
+                                 ELSE substr(ctx, 9) END}),
+	'', 'hooks in a caller\'s session run as the caller, a late function and the timer worker\'s as the owner alice');
 # The deferred trigger the handler of key 98 queued: never run, its timer
 # failed with 42501 at the worker's commit.
 ok($node->poll_query_until('postgres', q{
@@ -458,7 +492,7 @@ SELECT count(*) = 1 FROM state.timer_failures
 is($node->safe_psql('postgres', q{SELECT count(*) FROM hook_log WHERE hook = 'deferred trigger'}),
 	'0', 'the deferred trigger never ran, as anyone');
 my @hooks = ('reducer operator', 'aggregate transition', 'aggregate combine', 'timer handler',
-	'window emit', 'deferred trigger');
+	'window emit', 'late function', 'deferred trigger');
 
 diag(sprintf('privilege matrix: %d functions (%d of a proxy schema), %d calls, %d states of alice\'s, '
 	  . '%d hooks in %d places, as 2 roles (bob against alice)',
