@@ -669,3 +669,12 @@ RETURNS void AS 'MODULE_PATHNAME', 'state_timer_register' LANGUAGE C CALLED ON N
 DROP FUNCTION state.timer_delete(text, anyelement, timestamptz);
 CREATE FUNCTION state.timer_delete(name text, key anycompatible, at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_timer_delete' LANGUAGE C CALLED ON NULL INPUT;
+
+-- A trigger function that folds the rows an INSERT adds to a table into a
+-- keyed state, in the inserting transaction: state.feed(state_name,
+-- key_column [, time_column] [, value_column | map_key_column,
+-- value_column]), as an AFTER INSERT statement trigger with REFERENCING NEW
+-- TABLE, or an AFTER or BEFORE INSERT row trigger.  It checks the state as
+-- the function that writes its kind does, as the user whose INSERT fired it.
+CREATE FUNCTION state.feed()
+RETURNS trigger AS 'MODULE_PATHNAME', 'state_feed' LANGUAGE C;
