@@ -278,6 +278,24 @@ INSERT INTO again VALUES ('a', '2');
 SELECT state.value_get('fd_cast', 'a', 0) AS refed;
 DROP TABLE again;
 
+-- A window state in processing time takes no time column: a row's time is
+-- the clock's
+SELECT state.create_state('fd_pwin', 'window', 'text', 'bigint', assigner => 'tumbling',
+                          size => '3650 days', reducer => 'sum',
+                          emit => 'fd_emit(text,timestamptz,timestamptz,bigint)',
+                          time_domain => 'processing');
+CREATE TABLE pclicks (u text, ts timestamptz, n bigint);
+CREATE TRIGGER f_pwin AFTER INSERT ON pclicks REFERENCING NEW TABLE AS n
+    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('fd_pwin', 'u', 'n');
+INSERT INTO pclicks VALUES ('pat', NULL, 2), ('pat', NULL, 3);
+SELECT key, state.window_get('fd_pwin', key, window_start, NULL::bigint) AS sum
+  FROM state.windows('fd_pwin', NULL::text);
+DROP TRIGGER f_pwin ON pclicks;
+CREATE TRIGGER f_pwin AFTER INSERT ON pclicks REFERENCING NEW TABLE AS n
+    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('fd_pwin', 'u', 'ts', 'n');
+SELECT expect_error($$INSERT INTO pclicks VALUES ('pat', now(), 1)$$);
+DROP TABLE pclicks;
+
 -- Clean up
 DROP TABLE clicks, row_feed, orders;
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'fd\_%' ORDER BY name;
