@@ -702,3 +702,12 @@ CREATE FUNCTION state.create_state(
 	idle_timeout interval DEFAULT NULL,
 	late regprocedure DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
+
+-- A trigger function that folds the rows an INSERT adds to a table into a
+-- keyed state, in the inserting transaction: state.feed(state_name,
+-- key_column [, time_column] [, value_column | map_key_column,
+-- value_column]), as an AFTER INSERT statement trigger with REFERENCING NEW
+-- TABLE, or an AFTER or BEFORE INSERT row trigger.  It checks the state as
+-- the function that writes its kind does, as the user whose INSERT fired it.
+CREATE FUNCTION state.feed()
+RETURNS trigger AS 'MODULE_PATHNAME', 'state_feed' LANGUAGE C;

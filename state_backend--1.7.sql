@@ -387,6 +387,17 @@ CREATE FUNCTION state.windows(name text, key_default anyelement)
 RETURNS TABLE(key anyelement, window_start timestamptz, window_end timestamptz, fired boolean)
 AS 'MODULE_PATHNAME', 'state_windows' LANGUAGE C CALLED ON NULL INPUT;
 
+---------------------------------------------------------------- feeds
+
+-- A trigger function that folds the rows an INSERT adds to a table into a
+-- keyed state, in the inserting transaction: state.feed(state_name,
+-- key_column [, time_column] [, value_column | map_key_column,
+-- value_column]), as an AFTER INSERT statement trigger with REFERENCING NEW
+-- TABLE, or an AFTER or BEFORE INSERT row trigger.  It checks the state as
+-- the function that writes its kind does, as the user whose INSERT fired it.
+CREATE FUNCTION state.feed()
+RETURNS trigger AS 'MODULE_PATHNAME', 'state_feed' LANGUAGE C;
+
 ---------------------------------------------------------------- privileges
 
 -- Every role may use the functions; each call checks the state's owner and

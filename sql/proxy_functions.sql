@@ -35,7 +35,9 @@ INSERT INTO not_proxied VALUES
 	('part_for', 'computed, the same everywhere'),
 	-- One server's figures and event-time clock.
 	('reset_stats', 'a server''s figures'),
-	('watermark', 'each part''s own event-time clock');
+	('watermark', 'each part''s own event-time clock'),
+	-- A trigger on a table of one server: it feeds that server's states.
+	('feed', 'a trigger function: feeds the states of its table''s server');
 
 -- Functions in neither list (internal ones, named _..., never have a proxy).
 SELECT DISTINCT p.proname AS "neither proxied nor said why"

@@ -182,6 +182,20 @@ gather_more(StateCall *call, AggCall *ac, FunctionCallInfo fcinfo, bool array)
 	return any_null;
 }
 
+/* Folds value (not NULL) into call->key's state with the further arguments gathered. */
+static void
+aggregate_fold_value(StateCall *call, AggCall *ac, const StateArg *value)
+{
+	AggFold		f;
+
+	f.call = call;
+	f.agg = ac;
+	resetStringInfo(&call->buf);
+	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
+	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
+						 aggregating_merge, &f, NULL, &call->buf2);
+}
+
 /*
  * aggregate(name, key, value [, further arguments]): fold value into the
  * key's state.  state_aggregate_text is the overload whose further
@@ -193,32 +207,54 @@ aggregate_call(FunctionCallInfo fcinfo, bool text_more)
 {
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_AGGREGATING,
 										STATE_PRIV_READ | STATE_PRIV_WRITE);
-	AggFold		f;
+	AggCall    *ac = call_agg(call);
+	StateArg	value;
 	bool		more_null = false;
 	bool		array = PG_NARGS() > 3 &&
 		(text_more || get_fn_expr_variadic(fcinfo->flinfo));
 
-	f.call = call;
-	f.agg = call_agg(call);
 	state_call_key(call, fcinfo, 1);
-	count_more(call, f.agg, fcinfo, array);
+	count_more(call, ac, fcinfo, array);
 	/* NULL values are skipped, as SQL's aggregates skip them. */
 	if (PG_ARGISNULL(2))
 		PG_RETURN_VOID();
-	if (f.agg->nmore > 0)
-		more_null = gather_more(call, f.agg, fcinfo, array);
+	if (ac->nmore > 0)
+		more_null = gather_more(call, ac, fcinfo, array);
 	/*
 	 * So is a row with a NULL among the further arguments when the
 	 * transition function is strict, as an Agg node skips it; a non-strict
 	 * one is given the NULL.
 	 */
-	if (more_null && f.agg->run->strict)
+	if (more_null && ac->run->strict)
 		PG_RETURN_VOID();
-	resetStringInfo(&call->buf);
-	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
-	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
-						 aggregating_merge, &f, NULL, &call->buf2);
+	value = state_call_arg(fcinfo, 2);
+	aggregate_fold_value(call, ac, &value);
 	PG_RETURN_VOID();
+}
+
+/*
+ * sql_aggregate_check_args raises invalid_parameter_value unless the
+ * state's aggregate takes "given" arguments besides the value.
+ */
+void
+sql_aggregate_check_args(StateCall *call, int given)
+{
+	check_more_count(call, call_agg(call), given);
+}
+
+/*
+ * sql_aggregate_arg folds value into call->key's state, for an aggregate of
+ * the value alone (sql_aggregate_check_args); a NULL value is skipped, as
+ * aggregate() skips it (a table's feed).
+ */
+void
+sql_aggregate_arg(StateCall *call, const StateArg *value)
+{
+	AggCall    *ac = call_agg(call);
+
+	check_more_count(call, ac, 0);
+	if (!value->isnull)
+		aggregate_fold_value(call, ac, value);
 }
 
 /* StateMergeFn of a transactional state's commit: out := combine(cur, in). */

@@ -163,15 +163,40 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 {
 	char	   *name = state_call_name_arg(fcinfo);
 	StateCall  *call;
-	uint64		version;
-	bool		standby = RecoveryInProgress();
 
-	if (standby)
+	state_call_check_server();
+	call = state_call_site(fcinfo);
+	state_call_resolve(call, name, kind, privs);
+	state_stats_count(call->target.slot,
+					  (privs & STATE_PRIV_WRITE) ? STATE_STAT_WRITES : STATE_STAT_READS, 1);
+	return call;
+}
+
+/*
+ * state_call_check_server raises an error when this server cannot serve
+ * states now: the library is not loaded, or a standby is not ready yet.
+ */
+void
+state_call_check_server(void)
+{
+	if (RecoveryInProgress())
 		state_standby_check_ready();
 	else
 		state_backend_check_available();
-	call = state_call_site(fcinfo);
-	version = registry_version();
+}
+
+/*
+ * state_call_resolve points call at the state named "name", set up anew
+ * when the registry changed since it last did, and checks its kind and
+ * that the current user has "privs" on it, as state_call_begin does for
+ * a function (whose call counts in state.stats; callers of this count
+ * their own).
+ */
+void
+state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs)
+{
+	uint64		version = registry_version();
+
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
 	{
 		StateDesc	desc;
@@ -206,12 +231,9 @@ state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs)
 	else if (kind >= 0 && (call->desc.kind != (StateKind) kind ||
 						   state_desc_is_timers(&call->desc)))
 		state_call_reject_kind(call, (StateKind) kind);
-	if (standby)
+	if (RecoveryInProgress())
 		standby_check_call(call, privs);
 	registry_check_access(&call->desc, privs);
-	state_stats_count(call->target.slot,
-					  (privs & STATE_PRIV_WRITE) ? STATE_STAT_WRITES : STATE_STAT_READS, 1);
-	return call;
 }
 
 /*
@@ -422,32 +444,79 @@ state_call_encode_datum(StateCall *call, Datum value, Oid type,
 }
 
 /*
- * state_call_encode appends the image of argument argno, read in a role, to
- * out.  Keys and map keys must not be NULL; callers handle NULL values.
+ * state_call_accepts_type says whether an argument of type "from" is taken
+ * for a role whose declared type is "to": the declared type itself, text
+ * (read with the declared type's input function), or a type with an
+ * implicit cast to it, as state_call_coerce converts them.
+ */
+bool
+state_call_accepts_type(Oid from, Oid to)
+{
+	Oid			funcid;
+
+	return from == to || from == TEXTOID || from == UNKNOWNOID ||
+		find_coercion_pathway(to, from, COERCION_IMPLICIT, &funcid) != COERCION_PATH_NONE;
+}
+
+/*
+ * state_call_arg returns argument argno of a call as a StateArg: its
+ * datum, and the type it was bound with unless it is NULL.
+ */
+StateArg
+state_call_arg(FunctionCallInfo fcinfo, int argno)
+{
+	StateArg	arg;
+
+	arg.isnull = PG_ARGISNULL(argno);
+	arg.value = arg.isnull ? (Datum) 0 : PG_GETARG_DATUM(argno);
+	arg.type = arg.isnull ? InvalidOid : state_call_argtype(fcinfo, argno);
+	return arg;
+}
+
+/*
+ * state_call_encode_arg appends the image of arg, read in a role, to out.
+ * Keys and map keys must not be NULL; callers handle NULL values.
  */
 void
-state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
-				  StateArgRole role, StringInfo out)
+state_call_encode_arg(StateCall *call, const StateArg *arg, StateArgRole role, StringInfo out)
 {
-	if (PG_ARGISNULL(argno))
+	if (arg->isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s of state \"%s\" must not be null",
 						role == ARG_KEY ? "key" : role == ARG_MAP_KEY ? "map key" : "value",
 						NameStr(call->desc.name))));
-	state_call_encode_datum(call, PG_GETARG_DATUM(argno),
-							state_call_argtype(fcinfo, argno), role, out);
+	state_call_encode_datum(call, arg->value, arg->type, role, out);
+}
+
+/* state_call_encode is state_call_encode_arg of argument argno. */
+void
+state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
+				  StateArgRole role, StringInfo out)
+{
+	StateArg	arg = state_call_arg(fcinfo, argno);
+
+	state_call_encode_arg(call, &arg, role, out);
+}
+
+/* The key arg, read into call->key, whatever its key group. */
+static void
+key_image_arg(StateCall *call, const StateArg *arg)
+{
+	resetStringInfo(&call->keybuf);
+	state_call_encode_arg(call, arg, ARG_KEY, &call->keybuf);
+	state_key_set(&call->key, call->keybuf.data, call->keybuf.len);
 }
 
 /*
- * state_call_key reads the key argument into call->key: its image, hash
- * and key group, which this server must hold (after a restore of one part
- * of several, invalid_parameter_value names the part that holds it).
+ * state_call_key_arg reads a key into call->key: its image, hash and key
+ * group, which this server must hold (after a restore of one part of
+ * several, invalid_parameter_value names the part that holds it).
  */
 void
-state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
+state_call_key_arg(StateCall *call, const StateArg *arg)
 {
-	state_call_key_image(call, fcinfo, argno);
+	key_image_arg(call, arg);
 	if (unlikely(!state_desc_holds(&call->desc, call->key.key_group)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -459,6 +528,15 @@ state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
 				 errdetail("This server holds key groups %d to %d of the state.",
 						   call->desc.range_first, call->desc.range_last),
 				 errhint("Send the call to the server that holds that part (state.part_for).")));
+}
+
+/* state_call_key is state_call_key_arg of argument argno. */
+void
+state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	StateArg	arg = state_call_arg(fcinfo, argno);
+
+	state_call_key_arg(call, &arg);
 }
 
 /*
@@ -482,9 +560,9 @@ state_call_keyed(FunctionCallInfo fcinfo, int kind, uint8 privs)
 void
 state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	resetStringInfo(&call->keybuf);
-	state_call_encode(call, fcinfo, argno, ARG_KEY, &call->keybuf);
-	state_key_set(&call->key, call->keybuf.data, call->keybuf.len);
+	StateArg	arg = state_call_arg(fcinfo, argno);
+
+	key_image_arg(call, &arg);
 }
 
 /*

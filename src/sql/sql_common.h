@@ -39,6 +39,17 @@ typedef enum StateArgRole
 	ARG_ROLE_COUNT
 } StateArgRole;
 
+/*
+ * A typed argument: a function's (state_call_arg), or a column of a row
+ * a table feeds to a state (sql_feed.c).  type is invalid when isnull.
+ */
+typedef struct StateArg
+{
+	Datum		value;
+	bool		isnull;
+	Oid			type;
+} StateArg;
+
 typedef struct StateCall
 {
 	NameData	name;
@@ -69,6 +80,8 @@ typedef struct StateCall
 } StateCall;
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
+extern void state_call_check_server(void);
+extern void state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs);
 extern void state_standby_check_ready(void);
 extern StateCall *state_call_detached(const StateDesc *desc);
 extern void state_call_setup_detached(StateCall *call, const StateDesc *desc);
@@ -79,11 +92,16 @@ extern StateCall *state_call_site(FunctionCallInfo fcinfo);
 extern StateCall *state_call_new(MemoryContext parent);
 extern bool state_call_fresh(const StateCall *call, uint32 context_key);
 extern uint32 state_call_context(void);
+extern StateArg state_call_arg(FunctionCallInfo fcinfo, int argno);
+extern bool state_call_accepts_type(Oid from, Oid to);
 extern void state_call_key(StateCall *call, FunctionCallInfo fcinfo, int argno);
+extern void state_call_key_arg(StateCall *call, const StateArg *arg);
 extern StateCall *state_call_keyed(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern void state_call_key_image(StateCall *call, FunctionCallInfo fcinfo, int argno);
 extern void state_call_encode(StateCall *call, FunctionCallInfo fcinfo, int argno,
 							  StateArgRole role, StringInfo out);
+extern void state_call_encode_arg(StateCall *call, const StateArg *arg, StateArgRole role,
+								  StringInfo out);
 extern void state_call_encode_datum(StateCall *call, Datum value, Oid type,
 									StateArgRole role, StringInfo out);
 extern Datum state_call_coerce(StateCall *call, Datum value, Oid from,
@@ -105,6 +123,20 @@ extern void state_call_list_image(StateCall *call, ArrayType *arr, Oid arrtype,
 								  StringInfo out);
 extern void state_call_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *state_call_name_arg(FunctionCallInfo fcinfo);
+
+/*
+ * The bodies of the functions that write one key (call->key, read
+ * already), shared by the functions and a table's feed (sql_feed.c).
+ */
+extern void sql_value_set(StateCall *call, const StateArg *value);
+extern void sql_list_add_arg(StateCall *call, const StateArg *value);
+extern void sql_map_put_arg(StateCall *call, const StateArg *map_key, const StateArg *value);
+extern void sql_reduce_arg(StateCall *call, const StateArg *value);
+extern void sql_aggregate_check_args(StateCall *call, int given);
+extern void sql_aggregate_arg(StateCall *call, const StateArg *value);
+extern void sql_timer_register_arg(StateCall *call, const StateArg *at);
+extern void sql_window_add_arg(StateCall *call, const StateArg *event_time,
+							   const StateArg *value);
 
 /* sql_list.c, sql_map.c: the bodies operator states share */
 extern Datum sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno);

@@ -15,24 +15,36 @@
 PG_FUNCTION_INFO_V1(state_list_length);
 
 /*
- * sql_list_add appends argument argno to the list of call->key (ListState
- * and operator list states share it, with their arguments where they are).
+ * sql_list_add_arg appends value to the list of call->key (list_add,
+ * operator list states, and a table's feed).
  */
-Datum
-sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno)
+void
+sql_list_add_arg(StateCall *call, const StateArg *value)
 {
 	int			begin;
 
-	if (PG_ARGISNULL(argno))
+	if (value->isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("list of state \"%s\" cannot hold null values",
 						NameStr(call->desc.name))));
 	resetStringInfo(&call->buf);
 	begin = record_elem_begin(&call->buf);
-	state_call_encode(call, fcinfo, argno, ARG_VALUE, &call->buf);
+	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
 	record_elem_end(&call->buf, begin);
 	call->backend->append(&call->target, &call->key, call->buf.data, call->buf.len);
+}
+
+/*
+ * sql_list_add appends argument argno to the list of call->key (ListState
+ * and operator list states share it, with their arguments where they are).
+ */
+Datum
+sql_list_add(StateCall *call, FunctionCallInfo fcinfo, int argno)
+{
+	StateArg	value = state_call_arg(fcinfo, argno);
+
+	sql_list_add_arg(call, &value);
 	PG_RETURN_VOID();
 }
 

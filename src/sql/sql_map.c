@@ -25,18 +25,30 @@ map_key_arg(StateCall *call, FunctionCallInfo fcinfo, int argno)
 	state_call_encode(call, fcinfo, argno, ARG_MAP_KEY, &call->buf);
 }
 
+/*
+ * sql_map_put_arg stores map_key -> value in the map of call->key; a NULL
+ * value is stored as NULL (map_put, and a table's feed).
+ */
+void
+sql_map_put_arg(StateCall *call, const StateArg *map_key, const StateArg *value)
+{
+	resetStringInfo(&call->buf);
+	state_call_encode_arg(call, map_key, ARG_MAP_KEY, &call->buf);
+	resetStringInfo(&call->buf2);
+	if (!value->isnull)
+		state_call_encode_arg(call, value, ARG_VALUE, &call->buf2);
+	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
+						   call->buf2.data, call->buf2.len, value->isnull);
+}
+
 /* sql_map_put stores map key argno -> value argno + 1 (NULL stays NULL). */
 Datum
 sql_map_put(StateCall *call, FunctionCallInfo fcinfo, int argno)
 {
-	bool		isnull = PG_ARGISNULL(argno + 1);
+	StateArg	map_key = state_call_arg(fcinfo, argno);
+	StateArg	value = state_call_arg(fcinfo, argno + 1);
 
-	map_key_arg(call, fcinfo, argno);
-	resetStringInfo(&call->buf2);
-	if (!isnull)
-		state_call_encode(call, fcinfo, argno + 1, ARG_VALUE, &call->buf2);
-	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
-						   call->buf2.data, call->buf2.len, isnull);
+	sql_map_put_arg(call, &map_key, &value);
 	PG_RETURN_VOID();
 }
 

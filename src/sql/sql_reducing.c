@@ -239,27 +239,43 @@ sql_reducer_setup(StateCall *call, StateMergeFn *fn, void **arg)
 	*arg = reducer_setup(call);
 }
 
+/*
+ * sql_reduce_arg folds value into call->key's state with the reducer (set
+ * up on first use); the new result's image is left in call->buf2 (reduce,
+ * and a table's feed).
+ */
+void
+sql_reduce_arg(StateCall *call, const StateArg *value)
+{
+	Reducer    *r;
+
+	if (call->extra == NULL)
+		call->extra = reducer_setup(call);
+	r = call->extra;
+	if (value->isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value of state \"%s\" must not be null",
+						NameStr(call->desc.name))));
+	resetStringInfo(&call->buf);
+	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
+	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
+						 reducer_merge, r, r->foldable ? &r->fold : NULL, &call->buf2);
+}
+
 /* reduce(name, key, value): fold value in; returns the new result. */
 Datum
 state_reduce(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_REDUCING,
 										STATE_PRIV_READ | STATE_PRIV_WRITE);
+	StateArg	value;
 
 	if (call->extra == NULL)
 		call->extra = reducer_setup(call);
 	state_call_key(call, fcinfo, 1);
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("value of state \"%s\" must not be null",
-						NameStr(call->desc.name))));
-	resetStringInfo(&call->buf);
-	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
-	call->backend->merge(&call->target, &call->key, call->buf.data, call->buf.len,
-						 reducer_merge, call->extra,
-						 ((Reducer *) call->extra)->foldable ? &((Reducer *) call->extra)->fold : NULL,
-						 &call->buf2);
+	value = state_call_arg(fcinfo, 2);
+	sql_reduce_arg(call, &value);
 	return state_call_result(call, call->buf2.data, call->buf2.len,
 							 get_fn_expr_rettype(fcinfo->flinfo));
 }

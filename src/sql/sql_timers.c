@@ -95,20 +95,19 @@ sql_time_domain_is_event(FunctionCallInfo fcinfo, bool by_default)
 }
 
 /*
- * The instant argument argno: finite, or 'infinity' when infinity_ok (a
- * watermark: the end of event time), as an image in call->buf.
+ * An instant: finite, or 'infinity' when infinity_ok (a watermark: the end
+ * of event time), as an image in call->buf.
  */
 static TimestampTz
-instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *what,
-			bool infinity_ok)
+instant_value(StateCall *call, const StateArg *arg, const char *what, bool infinity_ok)
 {
 	TimestampTz at;
 
-	if (PG_ARGISNULL(argno))
+	if (arg->isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be null", what)));
-	at = PG_GETARG_TIMESTAMPTZ(argno);
+	at = DatumGetTimestampTz(arg->value);
 	if (TIMESTAMP_IS_NOBEGIN(at) || (TIMESTAMP_IS_NOEND(at) && !infinity_ok))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -121,19 +120,27 @@ instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *wha
 	return at;
 }
 
-/*
- * timer_register(name, key, at): a timer of the key at that instant; one
- * per key and instant, as Flink's timer service keeps them.
- */
-Datum
-state_timer_register(PG_FUNCTION_ARGS)
+/* instant_value of argument argno, a timestamptz. */
+static TimestampTz
+instant_arg(StateCall *call, FunctionCallInfo fcinfo, int argno, const char *what,
+			bool infinity_ok)
 {
-	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
-	TimestampTz at;
+	StateArg	arg = state_call_arg(fcinfo, argno);
+
+	return instant_value(call, &arg, what, infinity_ok);
+}
+
+/*
+ * sql_timer_register_arg registers a timer of call->key at "at", a
+ * timestamptz; one per key and instant, as Flink's timer service keeps
+ * them (timer_register, and a table's feed).
+ */
+void
+sql_timer_register_arg(StateCall *call, const StateArg *at_arg)
+{
+	TimestampTz at = instant_value(call, at_arg, "a timer's instant", false);
 	bool		isnull;
 
-	state_call_key(call, fcinfo, 1);
-	at = instant_arg(call, fcinfo, 2, "a timer's instant", false);
 	if (call->desc.watermark_by_data &&
 		timer_watermark_observe(call->target.slot, call->desc.id, at, call->desc.watermark_lag))
 		timer_queue_wake(call->desc.dbid);
@@ -141,7 +148,7 @@ state_timer_register(PG_FUNCTION_ARGS)
 	resetStringInfo(&call->buf2);
 	if (call->backend->map_get(&call->target, &call->key, call->buf.data, call->buf.len,
 							   &call->buf2, &isnull))
-		PG_RETURN_VOID();
+		return;
 	call->backend->map_put(&call->target, &call->key, call->buf.data, call->buf.len,
 						   NULL, 0, true);
 	state_stats_count(call->target.slot, STATE_STAT_TIMERS_REGISTERED, 1);
@@ -149,6 +156,18 @@ state_timer_register(PG_FUNCTION_ARGS)
 		timer_queue_note(&call->desc, call->target.slot, call->key.data, call->key.len, at);
 	else
 		timer_queue_push(&call->desc, call->target.slot, call->key.data, call->key.len, at);
+}
+
+/* timer_register(name, key, at): a timer of the key at that instant. */
+Datum
+state_timer_register(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, TIMERS_KIND, STATE_PRIV_WRITE);
+	StateArg	at;
+
+	state_call_key(call, fcinfo, 1);
+	at = state_call_arg(fcinfo, 2);
+	sql_timer_register_arg(call, &at);
 	PG_RETURN_VOID();
 }
 

@@ -10,20 +10,31 @@
 PG_FUNCTION_INFO_V1(state_value_set);
 PG_FUNCTION_INFO_V1(state_value_get);
 
+/*
+ * sql_value_set stores value as call->key's value; a NULL value clears
+ * the key (value_set, and a table's feed).
+ */
+void
+sql_value_set(StateCall *call, const StateArg *value)
+{
+	if (value->isnull)
+	{
+		call->backend->remove(&call->target, &call->key);
+		return;
+	}
+	resetStringInfo(&call->buf);
+	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
+	call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
+}
+
 /* value_set(name, key, value): a NULL value clears the key. */
 Datum
 state_value_set(PG_FUNCTION_ARGS)
 {
 	StateCall  *call = state_call_keyed(fcinfo, STATE_KIND_VALUE, STATE_PRIV_WRITE);
+	StateArg	value = state_call_arg(fcinfo, 2);
 
-	if (PG_ARGISNULL(2))
-	{
-		call->backend->remove(&call->target, &call->key);
-		PG_RETURN_VOID();
-	}
-	resetStringInfo(&call->buf);
-	state_call_encode(call, fcinfo, 2, ARG_VALUE, &call->buf);
-	call->backend->put(&call->target, &call->key, call->buf.data, call->buf.len);
+	sql_value_set(call, &value);
 	PG_RETURN_VOID();
 }
 

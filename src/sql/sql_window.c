@@ -406,26 +406,24 @@ late_value(StateCall *call, TimestampTz t)
 }
 
 /*
- * window_add(name, key, event_time, value): the value joins every window
- * of the key that holds event_time (processing time: the clock's time,
- * event_time NULL); a value too late for all of them is dropped, counted
+ * sql_window_add_arg: value joins every window of call->key that holds
+ * event_time, a timestamptz (processing time: the clock's time, event_time
+ * NULL); a value too late for all of them is dropped, counted
  * (state.stats.late) and handed to the late function.  A state whose
- * watermark follows the data moves it first.
+ * watermark follows the data moves it first.  window_add and a table's
+ * feed.
  */
-Datum
-state_window_add(PG_FUNCTION_ARGS)
+void
+sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *value)
 {
-	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW,
-										STATE_PRIV_READ | STATE_PRIV_WRITE);
 	WindowRun  *run = window_run(call);
 	const StateDesc *d = &call->desc;
 	TimestampTz t;
 	WindowSet	in;
 
-	state_call_key(call, fcinfo, 1);
 	if (!d->timer_event_time)
 	{
-		if (!PG_ARGISNULL(2))
+		if (!event_time->isnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("window state \"%s\" is in processing time: a value's time is the clock's",
@@ -433,24 +431,24 @@ state_window_add(PG_FUNCTION_ARGS)
 					 errhint("Pass NULL as the event time, or create the state with time_domain => 'event'.")));
 		t = record_ttl_now();
 	}
-	else if (PG_ARGISNULL(2))
+	else if (event_time->isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("a value's event time must not be null")));
 	else
 	{
-		t = PG_GETARG_TIMESTAMPTZ(2);
+		t = DatumGetTimestampTz(event_time->value);
 		if (TIMESTAMP_NOT_FINITE(t))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("a value's event time must be finite")));
 	}
-	if (PG_ARGISNULL(3))
+	if (value->isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("value of state \"%s\" must not be null", NameStr(d->name))));
 	resetStringInfo(&call->buf);
-	state_call_encode(call, fcinfo, 3, ARG_VALUE, &call->buf);
+	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
 	if (d->watermark_by_data &&
 		timer_watermark_observe(call->target.slot, d->id, t, d->watermark_lag))
 		timer_queue_wake(d->dbid);
@@ -467,7 +465,7 @@ state_window_add(PG_FUNCTION_ARGS)
 			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 			pfree(in.w);
 			late_value(call, t);
-			PG_RETURN_VOID();
+			return;
 		}
 		if (w != DT_NOBEGIN)
 			in.cleaned_to = w;
@@ -491,6 +489,25 @@ state_window_add(PG_FUNCTION_ARGS)
 							 run->folded.wake[i]);
 	}
 	pfree(in.w);
+}
+
+/*
+ * window_add(name, key, event_time, value): the value joins every window
+ * of the key that holds event_time (sql_window_add_arg).
+ */
+Datum
+state_window_add(PG_FUNCTION_ARGS)
+{
+	StateCall  *call = state_call_begin(fcinfo, STATE_KIND_WINDOW,
+										STATE_PRIV_READ | STATE_PRIV_WRITE);
+	StateArg	event_time;
+	StateArg	value;
+
+	(void) window_run(call);
+	state_call_key(call, fcinfo, 1);
+	event_time = state_call_arg(fcinfo, 2);
+	value = state_call_arg(fcinfo, 3);
+	sql_window_add_arg(call, &event_time, &value);
 	PG_RETURN_VOID();
 }
 

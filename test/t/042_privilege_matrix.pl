@@ -13,7 +13,11 @@
 # %HARMLESS, or succeed with no effect; every function that takes a state
 # name must give 42501 on some state of alice's; no result or error of bob's
 # holds alice's data; alice's states are unchanged (their contents before
-# and after).  Internal functions (names starting with _) must not be
+# and after).  A trigger function (state.feed) is called the only way it
+# can be: bob inserts into tables of his own whose triggers feed each of
+# alice's states, as a statement trigger with a transition table and as a
+# BEFORE row trigger; each INSERT must end in 42501 (or a harmless refusal)
+# and leave his table empty.  Internal functions (names starting with _) must not be
 # executable by PUBLIC unless %INTERNAL_PUBLIC says why.
 #
 # The functions of a proxy's schema are in the matrix too: a proxy of one
@@ -81,7 +85,7 @@ CREATE FUNCTION log_hook(what text) RETURNS void LANGUAGE sql AS $$
                                    THEN 'session ' || current_setting('application_name')
                                    ELSE 'worker' END $$;
 GRANT EXECUTE ON FUNCTION log_hook(text) TO PUBLIC;
-GRANT CREATE ON SCHEMA public TO alice;
+GRANT CREATE ON SCHEMA public TO alice, bob;
 });
 
 ############################################################ alice's states
@@ -213,6 +217,7 @@ else
 my @funcs = split /\n/, $node->safe_psql('postgres', q{
 SELECT p.oid || '|' || n.nspname || '|' || p.proname || '|' || coalesce(array_to_string(p.proargtypes::regtype[], ','), '')
        || '|' || p.proretset || '|' || coalesce(array_to_string(p.proargnames, ','), '')
+       || '|' || p.prorettype::regtype
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'state'
     OR n.nspname IN (SELECT schema FROM state.proxies)
@@ -321,9 +326,50 @@ sub argument
 # The calls: bob's, each with the function it tests.
 my @calls;
 my %takes_state;
+
+# Bob's tables, fed to each of alice's states by a trigger of each feed
+# function: columns key, time, map key and value, named as the trigger's
+# arguments for the state's kind.
+my %FEED_COLUMNS = (
+	map => q{'k', 'mk', 'v'},
+	timers => q{'k', 't'},
+	window => q{'k', 't', 'v'},
+);
+my @feed_tables;
+sub feed_calls
+{
+	my ($oid, $fn, $nsp, $name) = @_;
+	my @sql;
+	for my $state (sort keys %STATES)
+	{
+		my $columns = $FEED_COLUMNS{ $STATES{$state}[0] } // q{'k', 'v'};
+		for my $form ('stmt', 'row')
+		{
+			my $table = "bob_${name}_${form}_$state";
+			my $when = $form eq 'stmt'
+			  ? 'AFTER INSERT ON %s REFERENCING NEW TABLE AS n FOR EACH STATEMENT'
+			  : 'BEFORE INSERT ON %s FOR EACH ROW';
+			push @sql, "CREATE TABLE $table (k int, t timestamptz, mk int, v bigint);\n"
+			  . "CREATE TRIGGER feed " . sprintf($when, $table)
+			  . " EXECUTE FUNCTION $nsp.$name('$state', $columns);\n";
+			push @feed_tables, $table;
+			push @calls, [ $oid, $fn, $state,
+				"WITH i AS (INSERT INTO $table VALUES (1, '2030-01-01', 1, 7) RETURNING 1) "
+				  . "SELECT count(*)::text FROM i" ];
+		}
+	}
+	$node->safe_psql('postgres', "SET ROLE bob;\n" . join('', @sql));
+}
+
 for my $f (@funcs)
 {
-	my ($oid, $nsp, $name, $args, $retset, $argnames) = split /\|/, $f;
+	my ($oid, $nsp, $name, $args, $retset, $argnames, $rettype) = split /\|/, $f;
+	if ($rettype eq 'trigger')
+	{
+		$takes_state{$oid} = 1;
+		feed_calls($oid, "$nsp.$name($args)", $nsp, $name);
+		next;
+	}
 	my @types = $args eq '' ? () : split /,/, $args;
 	my @names = split /,/, ($argnames // '');
 	my $state_arg = @types && $types[0] eq 'text' && $name ne 'snapshot' && $name !~ /^(restore|snapshot_states|_proxy_options)$/;
@@ -394,6 +440,9 @@ is(join("\n", @never), '', 'every function that takes a state name refuses bob w
 note('calls that succeeded (with no effect, checked below): '
 	  . join(', ', map { "$_ x$succeeded{$_}" } sort keys %succeeded));
 is(contents(), $before, 'alice\'s states are unchanged after bob\'s calls');
+ok(@feed_tables > 0, scalar(@feed_tables) . ' tables of bob\'s feed alice\'s states through triggers');
+is($node->safe_psql('postgres', 'SELECT ' . join(' + ', map { "(SELECT count(*) FROM $_)" } @feed_tables)),
+	'0', 'bob\'s inserts into tables that feed alice\'s states inserted nothing');
 
 ############################################################ hooks
 
