@@ -670,8 +670,8 @@ DROP FUNCTION state.timer_delete(text, anyelement, timestamptz);
 CREATE FUNCTION state.timer_delete(name text, key anycompatible, at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'state_timer_delete' LANGUAGE C CALLED ON NULL INPUT;
 
--- Watermarks from the data and late functions: create_state takes
--- "out_of_orderness", "idle_timeout" and "late".
+-- Watermarks from the data, late functions and emit tables: create_state
+-- takes "out_of_orderness", "idle_timeout", "late" and "emit_table".
 DROP FUNCTION state.create_state(text, text, regtype, regtype, text, regtype, text, interval,
 	boolean, text, text, regprocedure, boolean, regprocedure, text, text, interval, interval,
 	interval, text, interval, regprocedure);
@@ -700,7 +700,8 @@ CREATE FUNCTION state.create_state(
 	emit regprocedure DEFAULT NULL,
 	out_of_orderness interval DEFAULT NULL,
 	idle_timeout interval DEFAULT NULL,
-	late regprocedure DEFAULT NULL)
+	late regprocedure DEFAULT NULL,
+	emit_table regclass DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 -- A trigger function that folds the rows an INSERT adds to a table into a

@@ -45,7 +45,8 @@ CREATE FUNCTION state.create_state(
 	emit regprocedure DEFAULT NULL,
 	out_of_orderness interval DEFAULT NULL,
 	idle_timeout interval DEFAULT NULL,
-	late regprocedure DEFAULT NULL)
+	late regprocedure DEFAULT NULL,
+	emit_table regclass DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NULL INPUT;
 
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)

@@ -39,6 +39,15 @@
 #   noop_pipe: the floor of the pipelined cases, the same statement in the
 #              same pipeline of transactions
 #
+# Then the cost of emitting a window, apart from feeding: WN_EMIT_KEYS keys
+# with one window each in a memory window state (tumbling 1 minute, sum),
+# the watermark advanced past them all, timed until every window is a row
+# of bench.wn_out (polled every 20 ms), and the timer worker's time on a CPU
+# meanwhile (/proc/PID/schedstat): through an SQL emit function that
+# inserts the row (emit_fn), and through the state's emit table (emit_table:
+# the timer worker inserts the row itself), alternating, WN_EMIT_RUNS runs
+# each.  Records "wn emit" lines.
+#
 # Each run counts with its events per second end to end (all events over
 # the time from pgbench's start until every window is in bench.wn_out) and
 # while fed (pgbench's per-second figures after the warm-up, the timer
@@ -69,7 +78,9 @@ WN_BATCH=${BENCH_WINDOWS_BATCH:-100}
 WN_PIPE=${BENCH_WINDOWS_PIPELINE:-100}
 WN_ORDER="noop tumbling table sliding session table tumbling tumbling_batch table_batch noop_pipe tumbling_pipe table_pipe table_pipe tumbling_pipe"
 WN_STALL_S=60					# a drain with no progress for this long fails
-for v in WN_CLIENTS WN_SECS WN_SPEED WN_BATCH WN_PIPE; do
+WN_EMIT_KEYS=${BENCH_WINDOWS_EMIT_KEYS:-$([ "$MODE" = smoke ] && echo 2000 || echo 50000)}
+WN_EMIT_RUNS=${BENCH_WINDOWS_EMIT_RUNS:-$([ "$MODE" = smoke ] && echo 1 || echo 3)}
+for v in WN_CLIENTS WN_SECS WN_SPEED WN_BATCH WN_PIPE WN_EMIT_KEYS WN_EMIT_RUNS; do
 	case "${!v}" in '' | *[!0-9]* | 0) die "BENCH_WINDOWS_${v#WN_} must be a positive whole number" ;; esac
 done
 wn_fail() { FAILED=$((FAILED + 1)); printf 'bench: windows case %s FAILED\n' "$*" >&2; }
@@ -306,6 +317,48 @@ wn_run() {
 		"$windows" "$during" "$([ $status = ok ] && echo 'counts add up' || echo 'COUNTS DO NOT ADD UP')" >&2
 }
 
+# wn_emit KIND N: one run of the emission cost (KIND emit_fn or
+# emit_table); records "wn emit KIND N WINDOWS SECONDS STATUS".
+wn_emit() {
+	local kind=$1 n=$2 name=wn_emit_$1 target t0 t1 got=0 status=ok pid cpu0 cpu1
+	case "$kind" in
+		emit_fn) target="emit => 'bench.wn_emit(text,timestamptz,timestamptz,bigint)'" ;;
+		emit_table) target="emit_table => 'bench.wn_out'" ;;
+	esac
+	sql1 "TRUNCATE bench.wn_out" >/dev/null
+	if ! sql1 "SELECT state.create_state('$name', 'window', 'text', 'bigint', backend => 'memory',
+			assigner => 'tumbling', size => '1 minute', reducer => 'sum', $target);
+		SELECT count(state.window_add('$name', 'k' || i, '$WN_BASE', 1::bigint)) FROM generate_series(1, $WN_EMIT_KEYS) i" \
+		>>"$WORK/out/windows.log" 2>&1; then
+		wn_fail "$kind run $n (loading)"
+		raw wn emit "$kind" "$n" ERR
+		return
+	fi
+	# The timer worker's own time on a CPU (/proc/PID/schedstat, ns), which
+	# the other processes of a busy machine do not stretch as they do the
+	# wall clock.
+	pid=$(sql1 "SELECT pid FROM pg_stat_activity WHERE backend_type = 'state_backend timers' AND datname = current_database()")
+	cpu0=$(cut -d' ' -f1 "/proc/$pid/schedstat" 2>/dev/null || echo 0)
+	t0=$(date +%s%N)
+	sql1 "SELECT state.advance_watermark('$name', '$WN_END')" >/dev/null
+	while [ "$got" -lt "$WN_EMIT_KEYS" ] && [ $(($(date +%s%N) - t0)) -lt $((WN_STALL_S * 1000000000)) ]; do
+		got=$(sql1 "SELECT count(*) FROM bench.wn_out")
+		[ "$got" -lt "$WN_EMIT_KEYS" ] && sleep 0.02
+	done
+	t1=$(date +%s%N)
+	cpu1=$(cut -d' ' -f1 "/proc/$pid/schedstat" 2>/dev/null || echo 0)
+	if [ "$got" != "$WN_EMIT_KEYS" ] || [ "$(sql1 "SELECT coalesce(sum(n), 0) FROM bench.wn_out")" != "$WN_EMIT_KEYS" ]; then
+		status=bad
+		wn_fail "$kind run $n ($got of $WN_EMIT_KEYS windows emitted)"
+	fi
+	sql1 "SELECT state.drop_state('$name')" >/dev/null || wn_fail "$kind run $n (drop_state)"
+	raw wn emit "$kind" "$n" "$WN_EMIT_KEYS" "$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f", ns / 1e9 }')" "$status" \
+		"$(awk -v ns=$((cpu1 - cpu0)) 'BEGIN { printf "%.3f", ns / 1e9 }')"
+	printf '   %-10s %8s windows emitted in %.3f s, the timer worker on a CPU %.3f s, %s\n' "$kind" "$WN_EMIT_KEYS" \
+		"$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
+		"$(awk -v ns=$((cpu1 - cpu0)) 'BEGIN { printf "%.3f", ns / 1e9 }')" "$status" >&2
+}
+
 t_wn=$(date +%s)
 if [ "$(sql1 "SELECT count(*) FROM pg_proc WHERE pronamespace = 'state'::regnamespace AND proname = 'window_add'")" = 0 ]; then
 	note "windows cases skipped: function state.window_add does not exist in this build"
@@ -328,6 +381,12 @@ SQL
 			else
 				wn_run "$c" "${wn_seen[$c]}"
 			fi
+		done
+		log "windows: the cost of emitting $WN_EMIT_KEYS windows, emit function against emit table, $WN_EMIT_RUNS run(s) each"
+		meta wn_emit_keys "$WN_EMIT_KEYS"
+		for ((i = 1; i <= WN_EMIT_RUNS; i++)); do
+			wn_emit emit_fn "$i"
+			wn_emit emit_table "$i"
 		done
 		sql1 "DROP TABLE bench.wn_out, bench.wn_counts; DROP FUNCTION bench.wn_emit(text, timestamptz, timestamptz, bigint)" >/dev/null
 	fi

@@ -139,6 +139,15 @@ typedef struct StateDesc
 	 */
 	Oid			late_fn;
 	char		late_signature[STATE_AGG_SIGNATURE_LEN];
+
+	/*
+	 * A window state's emit table, instead of an emit function: each fired
+	 * window is a row (key, window start, window end, result) the timer
+	 * worker inserts as the owner; named in snapshots by its qualified
+	 * name.  InvalidOid: none.
+	 */
+	Oid			emit_table;
+	char		emit_table_name[STATE_AGG_SIGNATURE_LEN];
 } StateDesc;
 
 typedef enum StateWindowAssigner
@@ -167,7 +176,7 @@ state_desc_is_timers(const StateDesc *d)
 static inline bool
 state_desc_fires(const StateDesc *d)
 {
-	return d->timer_signature[0] != '\0';
+	return d->timer_signature[0] != '\0' || d->emit_table_name[0] != '\0';
 }
 /* state_info_of fills what a backend sees of a state from its descriptor. */
 static inline void

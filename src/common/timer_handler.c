@@ -11,13 +11,18 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 
 #include "common/aggregate.h"
 #include "common/timer_handler.h"
@@ -38,6 +43,9 @@ window_result_type(const StateDesc *desc)
 		return get_array_type(value);
 	return value;
 }
+
+static const char *window_aggregate_problem(const StateDesc *desc);
+static char *emit_table_problem(Oid relid, const StateDesc *desc);
 
 /* The arguments a state's handler takes: (key, instant), or emit's four. */
 static int
@@ -257,6 +265,135 @@ late_fn_problem(const StateDesc *desc)
 	return NULL;
 }
 
+/* A window state's aggregate runs in the worker too (its final function). */
+static const char *
+window_aggregate_problem(const StateDesc *desc)
+{
+	char	   *problem;
+
+	if (desc->kind != STATE_KIND_WINDOW || desc->window_contents != STATE_WINDOW_AGGREGATE)
+		return NULL;
+	problem = aggregate_problem(desc->aggregate, desc->owner);
+	if (problem != NULL)
+		return psprintf("the aggregate of window state \"%s\" cannot run: %s",
+						NameStr(desc->name), problem);
+	return NULL;
+}
+
+/*
+ * emit_table_problem: NULL when relid is a table a window state's owner
+ * may insert its fired windows into: a plain table (not partitioned, not
+ * a view or a foreign table) whose first four columns are of the key's
+ * type, timestamptz, timestamptz and the result's type, into which the
+ * owner may INSERT, without row-level security that applies to the owner.
+ * Else what is wrong.
+ */
+static char *
+emit_table_problem(Oid relid, const StateDesc *desc)
+{
+	Oid			types[4];
+	const char *names[4] = {"key", "window start", "window end", "result"};
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class rel;
+	int			col = 0;
+	char	   *problem = NULL;
+
+	(void) handler_argtypes(desc, types);
+	if (!HeapTupleIsValid(tup))
+		return pstrdup("it does not exist");
+	rel = (Form_pg_class) GETSTRUCT(tup);
+	if (rel->relkind != RELKIND_RELATION)
+		problem = pstrdup("it is not a plain table (a partitioned table, view or foreign table cannot take them)");
+	ReleaseSysCache(tup);
+	if (problem)
+		return problem;
+	for (AttrNumber a = 1; col < 4; a++)
+	{
+		HeapTuple	at = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(a));
+		Form_pg_attribute att;
+
+		if (!HeapTupleIsValid(at))
+			return psprintf("it has %d columns; it needs (%s) first", col,
+							argtypes_text(types, 4));
+		att = (Form_pg_attribute) GETSTRUCT(at);
+		if (!att->attisdropped)
+		{
+			if (att->atttypid != types[col] || att->attgenerated != '\0')
+				problem = psprintf("its column \"%s\" is %s%s, not %s (the %s)",
+								   NameStr(att->attname), format_type_be(att->atttypid),
+								   att->attgenerated != '\0' ? " (generated)" : "",
+								   format_type_be(types[col]), names[col]);
+			col++;
+		}
+		ReleaseSysCache(at);
+		if (problem)
+			return problem;
+	}
+	if (pg_class_aclcheck(relid, desc->owner, ACL_INSERT) != ACLCHECK_OK)
+		return psprintf("the state's owner may not insert into it");
+	if (check_enable_rls(relid, desc->owner, true) == RLS_ENABLED)
+		return pstrdup("row-level security applies to the state's owner on it");
+	return NULL;
+}
+
+/*
+ * emit_table_describe checks relid as the emit table of the window state
+ * desc describes and records it in desc.  Raises what is wrong: 42501
+ * when the owner may not insert into it, 42804 for a column's type, else
+ * 42809.
+ */
+void
+emit_table_describe(Oid relid, StateDesc *desc)
+{
+	char	   *problem = emit_table_problem(relid, desc);
+	char	   *name;
+	Oid			types[4];
+
+	(void) handler_argtypes(desc, types);
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(strstr(problem, "may not insert") ? ERRCODE_INSUFFICIENT_PRIVILEGE :
+						 strstr(problem, "column") ? ERRCODE_DATATYPE_MISMATCH :
+						 ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation %s cannot take the windows of window state \"%s\": %s",
+						get_rel_name(relid) ? get_rel_name(relid) : "(none)",
+						NameStr(desc->name), problem),
+				 errhint("An emit table's first four columns are (%s): a fired window's key, start, end and result; further columns take their defaults.",
+						 argtypes_text(types, 4))));
+	name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+	if (strlen(name) >= sizeof(desc->emit_table_name))
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the name of table %s is too long", name)));
+	strlcpy(desc->emit_table_name, name, sizeof(desc->emit_table_name));
+	desc->emit_table = relid;
+}
+
+/*
+ * emit_table_resolve finds, on this server, the emit table a descriptor
+ * read from a snapshot names, and checks it as create does.
+ */
+void
+emit_table_resolve(StateDesc *desc)
+{
+	Oid			relid;
+
+	if (memchr(desc->emit_table_name, '\0', sizeof(desc->emit_table_name)) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("state \"%s\" names its emit table with no end", NameStr(desc->name))));
+	relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(desc->emit_table_name)),
+							 NoLock, true);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("emit table %s of window state \"%s\" does not exist on this server",
+						desc->emit_table_name, NameStr(desc->name)),
+				 errhint("Create the table in this database before restoring the snapshot.")));
+	emit_table_describe(relid, desc);
+}
+
 /*
  * timer_handler_problem: NULL when a timers state's handler may run now,
  * else why not (the timer worker keeps the timers and says so).
@@ -264,23 +401,23 @@ late_fn_problem(const StateDesc *desc)
 const char *
 timer_handler_problem(const StateDesc *desc)
 {
-	char	   *problem = handler_problem(desc->timer_handler, desc);
+	char	   *problem;
 	const char *kind = state_desc_kind_name(desc);
 	const char *what = desc->kind == STATE_KIND_WINDOW ? "emit function" : "handler";
 
+	if (desc->emit_table_name[0] != '\0')
+	{
+		if ((problem = emit_table_problem(desc->emit_table, desc)) != NULL)
+			return psprintf("emit table %s of window state \"%s\" cannot take rows: %s",
+							desc->emit_table_name, NameStr(desc->name), problem);
+		return window_aggregate_problem(desc);
+	}
+	problem = handler_problem(desc->timer_handler, desc);
 	if (problem != NULL)
 		return psprintf("%s %s of %s state \"%s\" cannot run: %s", what,
 						desc->timer_signature, kind, NameStr(desc->name), problem);
 	if (pg_proc_aclcheck(desc->timer_handler, desc->owner, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("the owner of %s state \"%s\" may not execute its %s %s",
 						kind, NameStr(desc->name), what, desc->timer_signature);
-	/* A window state's aggregate runs in the worker too (its final function). */
-	if (desc->kind == STATE_KIND_WINDOW && desc->window_contents == STATE_WINDOW_AGGREGATE)
-	{
-		problem = aggregate_problem(desc->aggregate, desc->owner);
-		if (problem != NULL)
-			return psprintf("the aggregate of %s state \"%s\" cannot run: %s",
-							kind, NameStr(desc->name), problem);
-	}
-	return NULL;
+	return window_aggregate_problem(desc);
 }

@@ -15,5 +15,7 @@ extern const char *timer_handler_problem(const StateDesc *desc);
 extern void late_fn_describe(Oid fn, StateDesc *desc);
 extern void late_fn_resolve(StateDesc *desc);
 extern const char *late_fn_problem(const StateDesc *desc);
+extern void emit_table_describe(Oid relid, StateDesc *desc);
+extern void emit_table_resolve(StateDesc *desc);
 
 #endif							/* STATE_BACKEND_TIMER_HANDLER_H */

@@ -194,6 +194,11 @@ watermark_desc_ok(const StateDesc *d)
 	if (memchr(d->late_signature, '\0', sizeof(d->late_signature)) == NULL ||
 		(d->late_signature[0] != '\0' && d->kind != STATE_KIND_WINDOW))
 		return false;
+	/* A window state emits through a function or into a table, not both. */
+	if (memchr(d->emit_table_name, '\0', sizeof(d->emit_table_name)) == NULL ||
+		(d->emit_table_name[0] != '\0' &&
+		 (d->kind != STATE_KIND_WINDOW || d->timer_signature[0] != '\0')))
+		return false;
 	if (!d->watermark_by_data)
 		return d->watermark_lag == 0 && d->idle_timeout == 0;
 	return event_time && d->watermark_lag >= 0 && d->watermark_lag <= WINDOW_MAX_TIME &&
@@ -249,6 +254,6 @@ state_desc_problem(const StateDesc *d, int key_groups)
 	if (!window_desc_ok(d))
 		return "a window state's assigner, contents or times this version does not know";
 	if (!watermark_desc_ok(d))
-		return "watermarks or a late function where its kind has none, or times out of range";
+		return "watermarks, a late function or an emit table where its kind has none, or times out of range";
 	return NULL;
 }

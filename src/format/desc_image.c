@@ -204,6 +204,10 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	siglen = strnlen(d->late_signature, sizeof(d->late_signature) - 1);
 	put_u32(out, (uint32) siglen);
 	appendBinaryStringInfo(out, d->late_signature, (int) siglen);
+	put_u32(out, d->emit_table);
+	siglen = strnlen(d->emit_table_name, sizeof(d->emit_table_name) - 1);
+	put_u32(out, (uint32) siglen);
+	appendBinaryStringInfo(out, d->emit_table_name, (int) siglen);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -338,6 +342,11 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 		if (siglen >= sizeof(d->late_signature))
 			return false;
 		get_bytes(r, d->late_signature, siglen);
+		d->emit_table = get_u32(r);
+		siglen = get_u32(r);
+		if (siglen >= sizeof(d->emit_table_name))
+			return false;
+		get_bytes(r, d->emit_table_name, siglen);
 	}
 	return r->ok && r->left == 0;
 }

@@ -188,13 +188,18 @@ manifest_build(SnapshotWriter *w)
 			append_encoded(m, d->agg_signature);
 			append_type(m, "agg_type", &d->agg_type);
 		}
-		if (state_desc_fires(d))
+		if (d->timer_signature[0] != '\0')
 		{
 			appendStringInfo(m, " timer_handler_oid=%u timer_handler=", d->timer_handler);
 			append_encoded(m, d->timer_signature);
-			if (d->timer_event_time)
-				appendStringInfoString(m, " time_domain=event");
 		}
+		if (d->emit_table_name[0] != '\0')
+		{
+			appendStringInfo(m, " emit_table_oid=%u emit_table=", d->emit_table);
+			append_encoded(m, d->emit_table_name);
+		}
+		if (state_desc_fires(d) && d->timer_event_time)
+			appendStringInfoString(m, " time_domain=event");
 		if (d->kind == STATE_KIND_WINDOW)
 			appendStringInfo(m, " window=%u/%u/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT "/" INT64_FORMAT,
 							 d->window_assigner, d->window_contents, d->window_size,
@@ -356,6 +361,10 @@ parse_state_line(char *line, SnapshotState *st)
 			ok &= decode_signature(v, st->desc.late_signature, sizeof(st->desc.late_signature));
 		else if (strcmp(tok, "late_oid") == 0)
 			st->desc.late_fn = (Oid) strtoul(v, NULL, 10);
+		else if (strcmp(tok, "emit_table") == 0)
+			ok &= decode_signature(v, st->desc.emit_table_name, sizeof(st->desc.emit_table_name));
+		else if (strcmp(tok, "emit_table_oid") == 0)
+			st->desc.emit_table = (Oid) strtoul(v, NULL, 10);
 		else if (strcmp(tok, "ttl") == 0)
 		{
 			char	   *end;

@@ -49,7 +49,8 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 		a->window_size != b->window_size || a->window_slide != b->window_slide ||
 		a->window_gap != b->window_gap || a->window_lateness != b->window_lateness ||
 		a->watermark_by_data != b->watermark_by_data || a->watermark_lag != b->watermark_lag ||
-		a->idle_timeout != b->idle_timeout || strcmp(a->late_signature, b->late_signature) != 0)
+		a->idle_timeout != b->idle_timeout || strcmp(a->late_signature, b->late_signature) != 0 ||
+		strcmp(a->emit_table_name, b->emit_table_name) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("state \"%s\" differs between snapshots \"%s\" and \"%s\"",

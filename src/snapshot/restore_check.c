@@ -187,8 +187,10 @@ resolve_desc(StateDesc *d, const SnapshotManifest *m)
 	resolve_roles(d, m->system_identifier == GetSystemIdentifier());
 	if (OidIsValid(d->aggregate) || d->agg_signature[0] != '\0')
 		aggregate_resolve(d);
-	if (state_desc_fires(d))
+	if (d->timer_signature[0] != '\0')
 		timer_handler_resolve(d);
+	if (d->emit_table_name[0] != '\0')
+		emit_table_resolve(d);
 	if (d->late_signature[0] != '\0')
 		late_fn_resolve(d);
 }

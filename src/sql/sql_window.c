@@ -49,6 +49,7 @@ PG_FUNCTION_INFO_V1(state_windows);
 #define ARG_OUT_OF_ORDERNESS 22
 #define ARG_IDLE_TIMEOUT 23
 #define ARG_LATE		24
+#define ARG_EMIT_TABLE	25
 
 /* Microseconds since 2000-01-01 (timestamptz) of the Unix epoch, windows' origin. */
 #define UNIX_EPOCH_US	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
@@ -212,10 +213,10 @@ sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
 	if (desc->kind != STATE_KIND_WINDOW)
 	{
 		for (int i = ARG_ASSIGNER; i <= ARG_LAST; i++)
-			if (has_arg(fcinfo, i))
+			if (has_arg(fcinfo, i) || has_arg(fcinfo, ARG_EMIT_TABLE))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("assigner, size, slide, gap, collect, allowed_lateness and emit apply only to window states"),
+						 errmsg("assigner, size, slide, gap, collect, allowed_lateness, emit and emit_table apply only to window states"),
 						 errhint("Use kind => 'window', or leave them NULL.")));
 		return;
 	}
@@ -229,14 +230,21 @@ sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
 	if (has_arg(fcinfo, ARG_LATENESS))
 		desc->window_lateness = interval_arg(fcinfo, ARG_LATENESS, "allowed lateness", true);
 	desc->timer_event_time = sql_time_domain_is_event(fcinfo, true);
-	if (!has_arg(fcinfo, ARG_EMIT))
+	if (has_arg(fcinfo, ARG_EMIT) == has_arg(fcinfo, ARG_EMIT_TABLE))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a window state needs an emit function"),
-				 errhint("Pass emit => 'on_window(%s, timestamptz, timestamptz, %s)', called with each window's key, start, end and result.",
+				 errmsg(has_arg(fcinfo, ARG_EMIT) ?
+						"a window state takes an emit function or an emit table, not both" :
+						"a window state needs an emit table or an emit function"),
+				 errhint("Pass emit_table => 'a table whose first columns are (%s, timestamptz, timestamptz, %s)', into which each fired window is inserted, or emit => 'on_window(%s, timestamptz, timestamptz, %s)', called with each window's key, start, end and result.",
+						 format_type_be(desc->types[STATE_TYPE_KEY].oid),
+						 format_type_be(window_result_type(desc)),
 						 format_type_be(desc->types[STATE_TYPE_KEY].oid),
 						 format_type_be(window_result_type(desc)))));
-	timer_handler_describe(PG_GETARG_OID(ARG_EMIT), desc->owner, desc);
+	if (has_arg(fcinfo, ARG_EMIT_TABLE))
+		emit_table_describe(PG_GETARG_OID(ARG_EMIT_TABLE), desc);
+	else
+		timer_handler_describe(PG_GETARG_OID(ARG_EMIT), desc->owner, desc);
 }
 
 /*

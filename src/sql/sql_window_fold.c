@@ -21,6 +21,13 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -424,11 +431,103 @@ window_due_times(const TimerFire *tf, const char *img, uint32 len, TimerDueFn fn
 							  window_time_add(s.w[i].end, tf->st->desc->window_lateness)));
 }
 
-/* emit(key, window start, window end, result) of one window. */
+/*
+ * emit_row inserts one fired window into the state's emit table, as the
+ * user of the firing's transaction (the owner), through the executor's
+ * simple insert, as logical replication's apply does: BEFORE and AFTER
+ * row triggers, constraints, indexes and stored generated columns as for
+ * an INSERT, with no plan to make; columns after the first four take their
+ * defaults.  The table's first four columns are checked again under its
+ * lock, as they may have changed since the batch checked them.
+ */
+static void
+emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
+{
+	const StateDesc *d = tf->st->desc;
+	Relation	rel = table_open(d->emit_table, RowExclusiveLock);
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Oid			want[4] = {d->types[STATE_TYPE_KEY].oid, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	window_result_type(d)};
+	Datum		first[4];
+	bool		first_null[4] = {false, false, false, isnull};
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+	int			col = 0;
+
+	first[0] = codec_decode(tf->key_codec, tf->key->data, tf->key->len);
+	first[1] = TimestampTzGetDatum(start);
+	first[2] = TimestampTzGetDatum(end);
+	first[3] = result;
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(estate, list_make1(rte));
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	estate->es_output_cid = GetCurrentCommandId(true);
+	slot = ExecInitExtraTupleSlot(estate, tupdesc, &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		Node	   *def;
+
+		slot->tts_values[i] = (Datum) 0;
+		slot->tts_isnull[i] = true;
+		if (att->attisdropped || att->attgenerated != '\0')
+			continue;
+		if (col < 4)
+		{
+			if (att->atttypid != want[col])
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column \"%s\" of emit table %s of window state \"%s\" is %s, not %s",
+								NameStr(att->attname), d->emit_table_name, NameStr(d->name),
+								format_type_be(att->atttypid), format_type_be(want[col]))));
+			slot->tts_values[i] = first[col];
+			slot->tts_isnull[i] = first_null[col];
+			col++;
+		}
+		else if ((def = build_column_default(rel, i + 1)) != NULL)
+			slot->tts_values[i] = ExecEvalExpr(ExecPrepareExpr((Expr *) def, estate),
+											   GetPerTupleExprContext(estate),
+											   &slot->tts_isnull[i]);
+	}
+	if (col < 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("emit table %s of window state \"%s\" has fewer than four columns",
+						d->emit_table_name, NameStr(d->name))));
+	ExecStoreVirtualTuple(slot);
+	ExecOpenIndices(rri, false);
+	AfterTriggerBeginQuery();
+	FAULT_POINT("window.before_emit");
+	ExecSimpleRelationInsert(rri, estate, slot);
+	AfterTriggerEndQuery(estate);
+	FAULT_POINT("window.after_emit");
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	tf->emitted++;
+}
+
+/*
+ * emit(key, window start, window end, result) of one window, or its row
+ * in the emit table.
+ */
 static void
 emit_window(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 {
 	LOCAL_FCINFO(fcinfo, 4);
+
+	if (OidIsValid(tf->st->desc->emit_table))
+	{
+		emit_row(tf, start, end, result, isnull);
+		return;
+	}
 
 	/* A strict function is not called with a NULL, as SQL does not call it. */
 	if (isnull && tf->handler->fn_strict)

@@ -365,7 +365,7 @@ timer_index_sync(bool reload_all)
 		const char *problem = timer_handler_problem(&fs->desc);
 
 		strlcpy(fs->problem, problem ? problem : "", sizeof(fs->problem));
-		if (problem == NULL && !fs->handler_ready)
+		if (problem == NULL && !fs->handler_ready && OidIsValid(fs->desc.timer_handler))
 		{
 			fmgr_info_cxt(fs->desc.timer_handler, &fs->handler, index_cxt);
 			fs->handler_ready = true;

@@ -35,7 +35,8 @@
 #   or a transactional state's commit, run as the caller (bob, who needs
 #   write access to the state and EXECUTE on the functions; alice in hers);
 # - in a process that is not the caller's session, the timer worker: a
-#   timers handler, a window emit, and what a handler queues for its
+#   timers handler, a window emit, the triggers of a window state's emit
+#   table (its rows are inserted as the owner), and what a handler queues for its
 #   transaction's commit (a transactional aggregate's combine function) run
 #   as alice, the states' owner, never as bob or a superuser;
 # - a window state's late function runs as alice in the session of whoever
@@ -108,6 +109,7 @@ $STATES{atx} = [ 'aggregating', q{'int', 'bigint', aggregate => 'agg_sum(bigint)
 $STATES{rop} = [ 'reducing', q{'int', 'money2', reducer => 'sum'} ];
 $STATES{tm} = [ 'timers', q{'int', handler => 'on_timer(int,timestamptz)', time_domain => 'event'} ];
 $STATES{win} = [ 'window', q{'int', 'bigint', assigner => 'tumbling', size => '1 min', reducer => 'sum', emit => 'on_emit(int,timestamptz,timestamptz,bigint)', time_domain => 'event'} ];
+$STATES{wtab} = [ 'window', q{'int', 'bigint', assigner => 'tumbling', size => '1 min', reducer => 'sum', emit_table => 'alice_windows', time_domain => 'event'} ];
 $STATES{wlate} = [ 'window', q{'int', 'bigint', assigner => 'tumbling', size => '1 min', reducer => 'sum', emit => 'on_emit(int,timestamptz,timestamptz,bigint)', time_domain => 'event', out_of_orderness => '0', late => 'on_late(int,timestamptz,bigint)'} ];
 $STATES{ol} = [ 'operator_list', q{value_type => 'bigint'} ];
 $STATES{bc} = [ 'broadcast', q{value_type => 'bigint', map_key_type => 'int'} ];
@@ -140,6 +142,11 @@ BEGIN
 END $$;
 CREATE FUNCTION on_emit(k int, ws timestamptz, we timestamptz, r bigint) RETURNS void
   LANGUAGE sql AS $$ SELECT log_hook('window emit') $$;
+CREATE TABLE alice_windows (k int, ws timestamptz, we timestamptz, r bigint);
+CREATE FUNCTION alice_windows_after() RETURNS trigger LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM log_hook('emit table trigger'); RETURN NULL; END $$;
+CREATE TRIGGER alice_windows_after AFTER INSERT ON alice_windows
+  FOR EACH ROW EXECUTE FUNCTION alice_windows_after();
 CREATE FUNCTION on_late(k int, t timestamptz, v bigint) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM log_hook('late function');
@@ -493,6 +500,7 @@ COMMIT;
 SELECT state.timer_register('tm', k, '2029-01-01'::timestamptz) FROM unnest(ARRAY[98, 99]) k;
 SELECT state.advance_watermark('tm', '2031-01-01'::timestamptz);
 SELECT state.advance_watermark('win', '2031-01-01'::timestamptz);
+SELECT state.advance_watermark('wtab', '2031-01-01'::timestamptz);
 });
 # Where each hook must have run (at least once).
 my @required = (
@@ -504,6 +512,7 @@ my @required = (
 	'aggregate transition|worker',
 	'aggregate combine|worker',
 	'window emit|worker',
+	'emit table trigger|worker',
 	'late function|session bob',
 );
 # The combine at the commit of the timer worker's transaction: after the
@@ -541,7 +550,7 @@ SELECT count(*) = 1 FROM state.timer_failures
 is($node->safe_psql('postgres', q{SELECT count(*) FROM hook_log WHERE hook = 'deferred trigger'}),
 	'0', 'the deferred trigger never ran, as anyone');
 my @hooks = ('reducer operator', 'aggregate transition', 'aggregate combine', 'timer handler',
-	'window emit', 'late function', 'deferred trigger');
+	'window emit', 'emit table trigger', 'late function', 'deferred trigger');
 
 diag(sprintf('privilege matrix: %d functions (%d of a proxy schema), %d calls, %d states of alice\'s, '
 	  . '%d hooks in %d places, as 2 roles (bob against alice)',
