@@ -66,3 +66,23 @@ DROP FUNCTION sp_late_fn(text, timestamptz, bigint);
 REVOKE USAGE ON SCHEMA state FROM regress_sp_owner, regress_sp_writer;
 DROP ROLE regress_sp_owner;
 DROP ROLE regress_sp_writer;
+
+-- A watermark from the data stays within timestamptz's range: an event
+-- time at the start of the range less a century, and an idle stream's last
+-- event time at its end plus the clock's time since, are shown, not
+-- 'timestamp out of range' for every reader of state.timer_status
+CREATE FUNCTION edge_emit(k text, ws timestamptz, we timestamptz, r bigint) RETURNS void
+    LANGUAGE sql AS $$ SELECT $$;
+SELECT state.create_state('edge_low', 'window', 'text', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          reducer => 'sum', emit => 'edge_emit(text,timestamptz,timestamptz,bigint)',
+                          out_of_orderness => '36500 days');
+SELECT state.window_add('edge_low', 'a', '4713-11-24 00:00:00+00 BC', 1::bigint);
+SELECT state.watermark('edge_low');
+SELECT name, watermark FROM state.timer_status WHERE name = 'edge_low';
+SELECT state.create_state('edge_high', 'window', 'text', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          reducer => 'sum', emit => 'edge_emit(text,timestamptz,timestamptz,bigint)',
+                          out_of_orderness => '0', idle_timeout => '1 second');
+SELECT state.window_add('edge_high', 'a', '294276-12-31 23:59:59.5+00', 1::bigint);
+SELECT wait_for($$SELECT state.watermark('edge_high') = '294276-12-31 23:59:59.999999+00'$$);
+SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'edge\_%';
+DROP FUNCTION edge_emit(text, timestamptz, timestamptz, bigint);
