@@ -184,7 +184,9 @@ window_desc_ok(const StateDesc *d)
 /*
  * watermark_desc_ok: watermarks from the data on event-time window and
  * timers states only, times within a window's, and a late function, ended,
- * on window states only.
+ * on window states only, named by its signature whenever it has an OID (a
+ * restore finds it again by the signature alone: an OID without one would
+ * name any function of this server).
  */
 static bool
 watermark_desc_ok(const StateDesc *d)
@@ -192,7 +194,8 @@ watermark_desc_ok(const StateDesc *d)
 	bool		event_time = d->timer_event_time && state_desc_fires(d);
 
 	if (memchr(d->late_signature, '\0', sizeof(d->late_signature)) == NULL ||
-		(d->late_signature[0] != '\0' && d->kind != STATE_KIND_WINDOW))
+		(d->late_signature[0] != '\0' && d->kind != STATE_KIND_WINDOW) ||
+		OidIsValid(d->late_fn) != (d->late_signature[0] != '\0'))
 		return false;
 	/* A window state emits through a function or into a table, not both. */
 	if (memchr(d->emit_table_name, '\0', sizeof(d->emit_table_name)) == NULL ||

@@ -370,12 +370,22 @@ assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, Wi
 }
 
 /*
+ * The search_path a late function runs with: the default one, with pg_temp
+ * last.  The caller's own would let the caller choose which function,
+ * operator or table an unqualified name in the owner's code means, and so
+ * run code of the caller's as the owner (CVE-2018-1058); pg_temp, searched
+ * first for tables unless it is named, holds the caller's tables.
+ */
+#define LATE_SEARCH_PATH	"\"$user\", public, pg_temp"
+
+/*
  * late_value hands a value dropped as late to the state's late function,
  * if it has one, with its key and event time: as the owner, in a security
  * restricted operation (a deferred trigger it queues is refused, so none
- * runs later as the caller) at a GUC nest level of its own, in the
- * caller's transaction.  A late function that cannot run fails the call:
- * the value is not lost unseen.
+ * runs later as the caller) at a GUC nest level of its own with a
+ * search_path the caller does not choose, in the caller's transaction.  A
+ * late function that cannot run fails the call: the value is not lost
+ * unseen.
  */
 static void
 late_value(StateCall *call, TimestampTz t)
@@ -408,6 +418,8 @@ late_value(StateCall *call, TimestampTz t)
 	SetUserIdAndSecContext(d->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	save_nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", LATE_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	(void) FunctionCallInvoke(fc);
 	AtEOXact_GUC(false, save_nest);
 	SetUserIdAndSecContext(save_user, save_sec);

@@ -472,6 +472,20 @@ timer_watermark_advance(int slot, uint32 id, TimestampTz to, TimestampTz *was)
 }
 
 /*
+ * watermark_in_range: a watermark the data gives, within the range of
+ * timestamptz, so that state.watermark and state.timer_status can show it.
+ * An event time near the start of the range less a long out_of_orderness
+ * lies before it, and an idle stream's last event time near its end plus
+ * the time since lies past it; nothing fires differently at the range's
+ * ends (a timer's instant and a window's end are within it, or infinite).
+ */
+static TimestampTz
+watermark_in_range(TimestampTz w)
+{
+	return Max(Min(w, END_TIMESTAMP - 1), MIN_TIMESTAMP);
+}
+
+/*
  * timer_watermark_observe: a value or timer at event time t came to a
  * state whose watermark follows the data: the watermark moves to t less
  * lag if that is later.  True when that reaches an instant the worker must
@@ -481,15 +495,16 @@ bool
 timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz w = watermark_in_range(t - lag);
 	TimerSlot  *ts = slot_lock(slot, id);
 	bool		wake = false;
 
 	ts->last_arrival = now;
 	if (t > ts->max_event)
 		ts->max_event = t;
-	if (t - lag > ts->watermark)
+	if (w > ts->watermark)
 	{
-		ts->watermark = t - lag;
+		ts->watermark = w;
 		ts->watermark_set_at = now;
 		if (ts->watermark >= ts->due_floor)
 		{
@@ -521,9 +536,10 @@ timer_watermark_idle(int slot, uint32 id, int64 idle, TimestampTz now, Timestamp
 	{
 		TimestampTz idle_from = ts->last_arrival + idle;
 
-		if (now > idle_from && ts->max_event + (now - idle_from) > ts->watermark)
+		if (now > idle_from &&
+			watermark_in_range(ts->max_event + (now - idle_from)) > ts->watermark)
 		{
-			ts->watermark = ts->max_event + (now - idle_from);
+			ts->watermark = watermark_in_range(ts->max_event + (now - idle_from));
 			ts->watermark_set_at = now;
 		}
 		if (next != DT_NOEND && next <= ts->watermark)
