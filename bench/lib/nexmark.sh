@@ -240,9 +240,9 @@ nx_answer_sql() {
 	esac
 }
 
-# nx_compare Q SIDE: "rows|differing rows|answer rows|answer differing rows"
-# of a side's results against batch SQL over the same bids (differing: rows
-# in one and not the other, duplicates counted).
+# nx_compare Q SIDE: "rows|batch rows|differing rows|answer rows|answer
+# differing rows" of a side's results against batch SQL over the same bids
+# (differing: rows in one and not the other, duplicates counted).
 nx_compare() {
 	local got want
 	got=$(nx_result_sql "$1" "$2")
@@ -250,7 +250,7 @@ nx_compare() {
 	sql1 "WITH got AS MATERIALIZED ($got), want AS MATERIALIZED ($want),
 	ga AS MATERIALIZED ($(nx_answer_sql "$1" 'SELECT * FROM got')),
 	wa AS MATERIALIZED ($(nx_answer_sql "$1" 'SELECT * FROM want'))
-SELECT (SELECT count(*) FROM got),
+SELECT (SELECT count(*) FROM got), (SELECT count(*) FROM want),
 	(SELECT count(*) FROM ((TABLE got EXCEPT ALL TABLE want) UNION ALL (TABLE want EXCEPT ALL TABLE got)) d),
 	(SELECT count(*) FROM ga),
 	(SELECT count(*) FROM ((TABLE ga EXCEPT ALL TABLE wa) UNION ALL (TABLE wa EXCEPT ALL TABLE ga)) d)"
@@ -304,10 +304,10 @@ nx_drain() {
 }
 
 # nx_run Q SIDE CLIENTS ROUND: one run; records its "nx run" line: query
-# side clients round events feed_s drain_s rows differing answer_rows
-# answer_differing late windows_open failures status.
+# side clients round events feed_s drain_s rows batch_rows differing
+# answer_rows answer_differing late windows_open failures status.
 nx_run() {
-	local q=$1 side=$2 c=$3 round=$4 id per t_start t_end t_done rc events rows diff arows adiff late=0 open=0 failures=0 status
+	local q=$1 side=$2 c=$3 round=$4 id per t_start t_end t_done rc events rows want diff arows adiff late=0 open=0 failures=0 status verdict
 	id="nx-$q-$side-c$c-r$round"
 	per=$((NX_EVENTS / (c * NX_BATCH)))
 	[ "$per" -gt 0 ] || per=1
@@ -342,31 +342,32 @@ nx_run() {
 		raw nx run "$q" "$side" "$c" "$round" ERR
 		return 0
 	fi
-	rows=- diff=- arows=- adiff=-
+	rows=- want=- diff=- arows=- adiff=-
 	[ "$side" = states ] || late=-
 	if [ "$side" != none ]; then
-		IFS='|' read -r rows diff arows adiff < <(nx_compare "$q" "$side" 2>>"$NX_LOG" || echo '?|?|?|?')
+		IFS='|' read -r rows want diff arows adiff < <(nx_compare "$q" "$side" 2>>"$NX_LOG" || echo '?|?|?|?|?')
 	fi
 	if [ "$side" = states ]; then
 		IFS='|' read -r late open failures < <(sql1 "SELECT (SELECT late FROM state.stats WHERE name = 'nx_$q'),
 			(SELECT count(*) FROM state.windows('nx_$q', NULL::bigint)),
 			(SELECT count(*) FROM state.timer_failures WHERE name = 'nx_$q')" 2>>"$NX_LOG" || echo '?|?|?')
 	fi
-	status=ok
+	status=ok verdict='equal to batch SQL'
+	[ "$side" = none ] && verdict='no results'
 	if [ "$side" != none ] && { [ "$diff" != 0 ] || [ "$adiff" != 0 ]; } ||
 		{ [ "$side" = states ] && { [ "$late" != 0 ] || [ "$open" != 0 ] || [ "$failures" != 0 ]; }; }; then
-		status=DIFFER
-		nx_fail "$q $side, $c client(s): the results DIFFER from batch SQL over the same bids ($diff of $rows rows differ, $adiff of the $arows rows of the answer; $late bids dropped as late, $open windows left open, $failures emit failures)"
+		status=DIFFER verdict='DIFFERENT FROM BATCH SQL'
+		nx_fail "$q $side, $c client(s): the results DIFFER from batch SQL over the same bids ($rows rows, batch SQL $want, $diff in one and not the other; of the answer's $arows rows, $adiff; $late bids dropped as late, $open windows left open, $failures emit failures)"
 	fi
 	raw nx run "$q" "$side" "$c" "$round" "$events" \
 		"$(awk -v ns=$((t_end - t_start)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
 		"$(awk -v ns=$((t_done - t_end)) 'BEGIN { printf "%.3f", ns / 1e9 }')" \
-		"$rows" "$diff" "$arows" "$adiff" "$late" "$open" "$failures" "$status"
+		"$rows" "$want" "$diff" "$arows" "$adiff" "$late" "$open" "$failures" "$status"
 	printf '   %-4s %-6s c=%-2s round %s %8s events %9.0f/s end to end (drain %.2f s), %s result rows, %s\n' \
 		"$q" "$side" "$c" "$round" "$events" \
 		"$(awk -v e="$events" -v ns=$((t_done - t_start)) 'BEGIN { printf "%.1f", e / (ns / 1e9) }')" \
 		"$(awk -v ns=$((t_done - t_end)) 'BEGIN { printf "%.3f", ns / 1e9 }')" "$rows" \
-		"$([ "$side" = none ] && echo 'no results' || { [ "$status" = ok ] && echo 'equal to batch SQL' || echo 'DIFFERENT FROM BATCH SQL'; })" >&2
+		"$verdict" >&2
 }
 
 t_nx=$(date +%s)

@@ -35,7 +35,8 @@ sub ratio { my ($a, $b) = @_; return (defined $a && defined $b && $b > 0) ? $a /
 # Per query, side and client count: events/s end to end and while fed of
 # its best round, and whether the results of every round equal batch SQL.
 # A run is [query, side, clients, round, events, feed_s, drain_s, rows,
-# differing, answer_rows, answer_differing, late, open, failures, status],
+# batch_rows, differing, answer_rows, answer_differing, late, open,
+# failures, status],
 # or [query, side, clients, round, 'ERR'].
 my (%fig, @clients, %seen_c);
 for my $r (@runs)
@@ -48,7 +49,7 @@ for my $r (@runs)
 		$f->{err} = 1;
 		next;
 	}
-	$f->{ok} = 0 unless ($r->[14] // '') eq 'ok';
+	$f->{ok} = 0 unless ($r->[15] // '') eq 'ok';
 	my $e2e = $events / ($feed + $drain);
 	next if defined $f->{e2e} && $f->{e2e} >= $e2e;
 	$f->{e2e} = $e2e;
@@ -112,21 +113,21 @@ say_ 'The floor, the same inserts into the bid table without a trigger: '
   . ' of it.';
 say_ '';
 say_ 'Runs (feed: pgbench\'s time; drain: from its end until every window fired, states only; rows: the'
-  . ' side\'s result rows; differing: rows in one of the side\'s results and batch SQL\'s and not in the other;'
+  . ' side\'s result rows; batch SQL rows: the same query\'s over every bid; differing: rows in one of the side\'s results and batch SQL\'s and not in the other;'
   . ' answer: the same for the query\'s answer; late: `state.stats.late`):';
 say_ '';
-say_ '| query | side | clients | round | events | feed (s) | drain (s) | events/s end to end | events/s while fed | rows | differing | answer rows | answer differing | late | check |';
-say_ '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |';
+say_ '| query | side | clients | round | events | feed (s) | drain (s) | events/s end to end | events/s while fed | rows | batch SQL rows | differing | answer rows | answer differing | late | check |';
+say_ '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |';
 for my $r (@runs)
 {
-	my ($q, $side, $c, $round, $events, $feed, $drain, $rows, $diff, $arows, $adiff, $late, $open, $fail, $status) = @$r;
+	my ($q, $side, $c, $round, $events, $feed, $drain, $rows, $want, $diff, $arows, $adiff, $late, $open, $fail, $status) = @$r;
 	if ($events eq 'ERR' || !$feed)
 	{
-		say_ "| $q | $side | $c | $round | ERR | | | | | | | | | | failed to run |";
+		say_ "| $q | $side | $c | $round | ERR | | | | | | | | | | | failed to run |";
 		next;
 	}
 	say_ "| $q | $side | $c | $round | $events | $feed | $drain | " . num($events / ($feed + $drain), '%.0f') . ' | '
-	  . num($events / $feed, '%.0f') . " | $rows | $diff | $arows | $adiff | $late | "
+	  . num($events / $feed, '%.0f') . " | $rows | $want | $diff | $arows | $adiff | $late | "
 	  . ($side eq 'none' ? '-' : $status eq 'ok' ? 'equal' : 'DIFFER') . ' |';
 }
 if (defined $script)
