@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows proxy standby logged lmdb bigstate"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows nexmark proxy standby logged lmdb bigstate"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 # The bigstate group (lib/bigstate.sh): entries per kind and client counts.
@@ -854,6 +854,15 @@ if has_case windows; then
 	. "$LIB/windows.sh"
 fi
 
+# ------------------------------------------------------------ NEXMark
+# bench/lib/nexmark.sh: NEXMark's q5, q7 and q11 through window states fed
+# by state.feed beside the same results kept by PL/pgSQL triggers in
+# tables; every result compared with batch SQL over the same bids.
+if has_case nexmark; then
+	# shellcheck source-path=SCRIPTDIR source=nexmark.sh
+	. "$LIB/nexmark.sh"
+fi
+
 # ------------------------------------------------------------ proxies
 # bench/lib/proxy.sh: calls through a proxy database to 2 parts beside the
 # same calls made directly; the proxy's own CPU per call.
@@ -920,6 +929,7 @@ perl "$LIB/report_stats.pl" "$RAW" "$file" || die "report_stats.pl failed"
 perl "$LIB/report_transactional.pl" "$RAW" "$file" || die "report_transactional.pl failed"
 perl "$LIB/report_timers.pl" "$RAW" "$file" || die "report_timers.pl failed"
 perl "$LIB/report_windows.pl" "$RAW" "$file" || die "report_windows.pl failed"
+perl "$LIB/report_nexmark.pl" "$RAW" "$file" || die "report_nexmark.pl failed"
 perl "$LIB/report_proxy.pl" "$RAW" "$file" || die "report_proxy.pl failed"
 perl "$LIB/report_standby.pl" "$RAW" "$file" || die "report_standby.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
