@@ -20,8 +20,8 @@
 #
 #   states: a memory window state per query (key auction or bidder,
 #           out_of_orderness NX_OOO so that the watermark follows the bids,
-#           an emit function that inserts each fired window into an unlogged
-#           output table), fed by a statement trigger EXECUTE FUNCTION
+#           an unlogged output table as its emit table, into which the timer
+#           worker inserts each fired window), fed by a statement trigger EXECUTE FUNCTION
 #           state.feed(...) on the bid table; after the feed the watermark
 #           goes to 'infinity' and the run ends when every window is out
 #   tables: a PL/pgSQL statement trigger on the bid table that keeps the same
@@ -89,11 +89,10 @@ nx_win() {
 	esac
 }
 
-# nx_sink Q: where a state sends its fired windows.  An emit function that
-# inserts the window into the output table bench.nx_Q_out, as the
-# emit_table option of window states does without a call per window (once
-# it exists: emit_table => 'bench.nx_Q_out'::regclass here).
-nx_sink() { printf "emit => 'bench.nx_emit_%s(bigint,timestamptz,timestamptz,bigint)'" "$1"; }
+# nx_sink Q: where a state sends its fired windows: the output table
+# bench.nx_Q_out, as its emit table (rows inserted by the timer worker, no
+# call per window).
+nx_sink() { printf "emit_table => 'bench.nx_%s_out'" "$1"; }
 
 # nx_setup: the bid table, the outputs, the table side's result tables and
 # triggers' functions.
@@ -104,18 +103,13 @@ CREATE SEQUENCE bench.nx_seq MINVALUE 0 START 0 INCREMENT BY $NX_BATCH;
 -- count(*) as an aggregate of a bigint (count("any") has a pseudo-type
 -- argument, which states do not take), built of PostgreSQL's own count.
 CREATE AGGREGATE bench.nx_count(bigint) (sfunc = int8inc_any, stype = bigint, initcond = '0', combinefunc = int8pl);
--- What the states emit (key, window start, window end, result), and the
--- values a state dropped as late (there should be none).
+-- What the states emit into, as their emit tables (key, window start,
+-- window end, result), and the values a state dropped as late (there
+-- should be none).
 CREATE UNLOGGED TABLE bench.nx_q5_out (auction bigint, window_start timestamptz, window_end timestamptz, n bigint);
 CREATE UNLOGGED TABLE bench.nx_q7_out (auction bigint, window_start timestamptz, window_end timestamptz, price bigint);
 CREATE UNLOGGED TABLE bench.nx_q11_out (bidder bigint, window_start timestamptz, window_end timestamptz, n bigint);
 CREATE UNLOGGED TABLE bench.nx_late (k bigint, t timestamptz, v bigint);
-CREATE FUNCTION bench.nx_emit_q5(k bigint, ws timestamptz, we timestamptz, r bigint) RETURNS void LANGUAGE sql
-	AS \$\$ INSERT INTO bench.nx_q5_out VALUES (k, ws, we, r) \$\$;
-CREATE FUNCTION bench.nx_emit_q7(k bigint, ws timestamptz, we timestamptz, r bigint) RETURNS void LANGUAGE sql
-	AS \$\$ INSERT INTO bench.nx_q7_out VALUES (k, ws, we, r) \$\$;
-CREATE FUNCTION bench.nx_emit_q11(k bigint, ws timestamptz, we timestamptz, r bigint) RETURNS void LANGUAGE sql
-	AS \$\$ INSERT INTO bench.nx_q11_out VALUES (k, ws, we, r) \$\$;
 CREATE FUNCTION bench.nx_late_fn(k bigint, t timestamptz, v bigint) RETURNS void LANGUAGE sql
 	AS \$\$ INSERT INTO bench.nx_late VALUES (k, t, v) \$\$;
 -- The table side: the same results kept by PL/pgSQL statement triggers.
