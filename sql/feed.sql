@@ -68,14 +68,13 @@ SELECT name, writes FROM state.stats WHERE name IN ('fd_sum', 'fd_win') ORDER BY
 INSERT INTO clicks SELECT * FROM clicks WHERE false;
 SELECT state.value_get('fd_sum', 'alice', 0::bigint) AS alice_sum_unchanged;
 
--- Row triggers: AFTER ... FOR EACH ROW, and BEFORE ... FOR EACH ROW, which
--- returns the row unchanged (it is inserted as it was)
+-- Row triggers: AFTER ... FOR EACH ROW
 CREATE TABLE row_feed (k int, v numeric);
 SELECT state.create_state('fd_row_after', 'reducing', 'int', 'numeric', reducer => 'max');
 SELECT state.create_state('fd_row_before', 'list', 'int', 'numeric');
 CREATE TRIGGER f_after AFTER INSERT ON row_feed
     FOR EACH ROW EXECUTE FUNCTION state.feed('fd_row_after', 'k', 'v');
-CREATE TRIGGER f_before BEFORE INSERT ON row_feed
+CREATE TRIGGER f_before AFTER INSERT ON row_feed
     FOR EACH ROW EXECUTE FUNCTION state.feed('fd_row_before', 'k', 'v');
 INSERT INTO row_feed VALUES (1, 1.5), (1, 0.5), (2, 7);
 INSERT INTO row_feed SELECT 1, 9.25;
@@ -154,15 +153,24 @@ INSERT INTO orders VALUES ('ann', 2);
 COMMIT;
 SELECT (SELECT sum(amount) FROM orders) AS table_sum,
        state.value_get('fd_tx', 'ann', 0::bigint) AS tx_sum_equals_table;
--- a row the table refuses after the trigger ran (a BEFORE row trigger
--- feeds before the constraint check) rolls the statement back, and the
--- transactional state with it
+-- a row the table refuses rolls the statement back, and the transactional
+-- state with it
 CREATE TABLE checked (k text, v bigint CHECK (v > 0));
-CREATE TRIGGER f_checked BEFORE INSERT ON checked
+CREATE TRIGGER f_checked AFTER INSERT ON checked
     FOR EACH ROW EXECUTE FUNCTION state.feed('fd_tx', 'k', 'v');
 SELECT expect_error($$INSERT INTO checked VALUES ('ann', 7), ('ann', -1)$$);
 SELECT state.value_get('fd_tx', 'ann', 0::bigint) AS tx_sum_unchanged;
 DROP TABLE checked;
+-- rows ON CONFLICT does not insert, or that update the row they meet, are
+-- not fed: the state folds exactly the rows the table took
+CREATE TABLE uniq (k text PRIMARY KEY, v bigint);
+CREATE TRIGGER f_uniq AFTER INSERT ON uniq REFERENCING NEW TABLE AS n
+    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('fd_tx', 'k', 'v');
+INSERT INTO uniq VALUES ('bo', 1);
+INSERT INTO uniq VALUES ('bo', 10) ON CONFLICT DO NOTHING;
+INSERT INTO uniq VALUES ('bo', 100) ON CONFLICT (k) DO UPDATE SET v = uniq.v;
+SELECT (SELECT sum(v) FROM uniq) AS table_sum, state.value_get('fd_tx', 'bo', 0::bigint) AS fed_sum;
+DROP TABLE uniq;
 
 -- Errors, found at the first firing (CREATE TRIGGER cannot check its
 -- arguments): each with its SQLSTATE.  feed_error creates trigger b on
@@ -204,6 +212,9 @@ SELECT feed_error($$'fd_op', 'k', 'v'$$);
 -- INSERT alone, INSTEAD OF: 39P01
 SELECT feed_error($$'fd_sum', 'k', 'v'$$, 'AFTER INSERT ON bad FOR EACH STATEMENT');
 SELECT feed_error($$'fd_sum', 'k', 'v'$$, 'BEFORE INSERT ON bad FOR EACH STATEMENT');
+-- before the row is stored, what becomes of it is not known (a later
+-- BEFORE trigger, ON CONFLICT, a constraint): a BEFORE row trigger is refused
+SELECT feed_error($$'fd_sum', 'k', 'v'$$, 'BEFORE INSERT ON bad FOR EACH ROW');
 SELECT feed_error($$'fd_sum', 'k', 'v'$$, 'AFTER INSERT OR UPDATE ON bad FOR EACH ROW');
 SELECT feed_error($$'fd_sum', 'k', 'v'$$, 'AFTER DELETE ON bad FOR EACH ROW', 'DELETE FROM bad');
 CREATE VIEW bad_view AS SELECT * FROM bad;

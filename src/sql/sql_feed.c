@@ -145,8 +145,9 @@ feed_refuse_trigger(const TriggerData *td, const char *problem, const char *deta
 
 /*
  * feed_check_trigger refuses a firing feed cannot take: not by the
- * trigger manager, for another event than INSERT alone, INSTEAD OF, or a
- * statement trigger without a transition table of the new rows.
+ * trigger manager, for another event than INSERT alone, INSTEAD OF or
+ * BEFORE, or a statement trigger without a transition table of the new
+ * rows.
  */
 static TriggerData *
 feed_check_trigger(FunctionCallInfo fcinfo)
@@ -165,6 +166,15 @@ feed_check_trigger(FunctionCallInfo fcinfo)
 		TRIGGER_FOR_TRUNCATE(type) || TRIGGER_FOR_INSTEAD(type))
 		feed_refuse_trigger(td, "it does not fire after or before INSERT alone",
 							"A feed folds the rows a statement inserts into a state; it has nothing to do with updates, deletes or truncations, or instead of an insert.");
+	/*
+	 * Before the row is stored, what becomes of it is not known yet: a later
+	 * BEFORE trigger may change or skip it, ON CONFLICT may not insert it,
+	 * a constraint may refuse it.  Only AFTER triggers see what the table
+	 * took.
+	 */
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+		feed_refuse_trigger(td, "it fires before the row is stored",
+							"A feed folds only the rows the table took: use AFTER INSERT ... FOR EACH ROW, or AFTER INSERT ... REFERENCING NEW TABLE AS n FOR EACH STATEMENT.");
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event) && td->tg_newtable == NULL)
 		feed_refuse_trigger(td, "it is a statement trigger without a transition table of the new rows",
 							"A statement trigger sees the inserted rows only through REFERENCING NEW TABLE.");
@@ -405,8 +415,7 @@ feed_new_rows(Feed *feed, TriggerData *td)
  * map_key_column, value_column]): a trigger function that folds the rows
  * an INSERT adds into the state, as a statement trigger with a transition
  * table (AFTER INSERT ... REFERENCING NEW TABLE ... FOR EACH STATEMENT) or
- * as a row trigger (AFTER or BEFORE INSERT ... FOR EACH ROW, whose row it
- * returns unchanged).
+ * as a row trigger (AFTER INSERT ... FOR EACH ROW).
  */
 Datum
 state_feed(PG_FUNCTION_ARGS)
@@ -425,7 +434,5 @@ state_feed(PG_FUNCTION_ARGS)
 		n = feed_new_rows(feed, td);
 	MemoryContextReset(feed->rowcxt);
 	state_stats_count(call->target.slot, STATE_STAT_WRITES, n);
-	if (TRIGGER_FIRED_BEFORE(td->tg_event))
-		return PointerGetDatum(td->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }

@@ -478,9 +478,15 @@ sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *
 	/* Windows whose lateness the watermark passed take nothing. */
 	if (d->timer_event_time)
 	{
-		TimestampTz w = timer_watermark(call->target.slot, d->id, NULL);
+		TimestampTz w;
 
-		if (w != DT_NOBEGIN && window_time_add(in.w[in.n - 1].end, d->window_lateness) <= w)
+		/*
+		 * Judged by the watermark; a transactional state's value on time
+		 * holds its windows from firing until its transaction ends.
+		 */
+		if (timer_window_judge(call->target.slot, d->id, in.w[0].end,
+							   window_time_add(in.w[in.n - 1].end, d->window_lateness),
+							   d->transactional, &w))
 		{
 			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 			pfree(in.w);

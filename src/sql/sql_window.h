@@ -53,7 +53,8 @@ typedef struct WindowRun
 	{
 		struct WindowRun *run;
 		bool		delta;
-	}			apply, pending;
+		bool		judged;		/* in's windows were judged late or not when added */
+	}			apply, pending, commit;
 } WindowRun;
 
 /* sql_window_fold.c */

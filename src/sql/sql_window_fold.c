@@ -53,8 +53,9 @@ run_init(StateCall *call)
 	run->result_type = window_result_type(&call->desc);
 	initStringInfo(&run->scratch);
 	initStringInfo(&run->image);
-	run->apply.run = run->pending.run = run;
+	run->apply.run = run->pending.run = run->commit.run = run;
 	run->pending.delta = true;
+	run->commit.judged = true;
 	MemoryContextSwitchTo(old);
 	return run;
 }
@@ -247,10 +248,10 @@ wake(WindowRun *run, int64 at)
  * A window x of an incoming image joins s: into the window of the same
  * start (tumbling, sliding), or merging with every window it meets
  * (sessions).  False when it is too late: it ended, and its lateness
- * passed, by the clock s was cleaned to (or the watermark its value saw).
+ * passed, by "clock" (window_merge's judge).
  */
 static bool
-add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
+add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x, int64 clock)
 {
 	const StateDesc *d = &run->call->desc;
 	WindowEntry merged;
@@ -258,8 +259,7 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
 	int			pos = 0;
 	int			first;
 
-	if (s->cleaned_to != WINDOW_NO_CLOCK &&
-		window_time_add(x->end, d->window_lateness) <= s->cleaned_to)
+	if (clock != WINDOW_NO_CLOCK && window_time_add(x->end, d->window_lateness) <= clock)
 		return false;
 	if (d->window_assigner != STATE_WINDOW_SESSION)
 	{
@@ -273,7 +273,7 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
 			o->version++;
 			/* Fired, or due and not fired (its emit failed): look again. */
 			if ((o->flags & WINDOW_FIRED) ||
-				(s->cleaned_to != WINDOW_NO_CLOCK && o->end <= s->cleaned_to))
+				(clock != WINDOW_NO_CLOCK && o->end <= clock))
 				wake(run, o->end);
 			o->flags |= WINDOW_DIRTY;
 			return true;
@@ -366,6 +366,7 @@ window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	WindowSet	x;
 	int			max;
 	int			kept = 0;
+	int64		judge;
 
 	run->folded.dropped = false;
 	run->folded.nwake = 0;
@@ -375,9 +376,18 @@ window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 		window_set_init(&s);
 	window_read_or_fail(run, in, inlen, &x);
 	max = s.n;
-	s.cleaned_to = Max(s.cleaned_to, x.cleaned_to);
+
+	/*
+	 * A value's windows are judged by the clock the key was cleaned to (by
+	 * firings' marks) and the watermark the value saw when it was added;
+	 * a transaction's pending windows, judged so when they were added, only
+	 * by the key's clock at its commit, which the transaction's pins held
+	 * back meanwhile.  A value's watermark does not clean the key: only a
+	 * firing's clock does (apply_marks).
+	 */
+	judge = fa->judged ? s.cleaned_to : Max(s.cleaned_to, x.cleaned_to);
 	for (int i = 0; i < x.n; i++)
-		kept += add_window(run, &s, &max, &x.w[i]) ? 1 : 0;
+		kept += add_window(run, &s, &max, &x.w[i], judge) ? 1 : 0;
 	run->folded.dropped = x.n > 0 && kept == 0;
 	if (fa->delta)
 	{
@@ -408,8 +418,11 @@ window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 void
 sql_window_combine(const StateDesc *desc, StateMergeFn *fn, void **arg)
 {
+	WindowRun  *run = window_run_kept(desc);
+
 	*fn = window_merge;
-	*arg = window_fold_arg(window_run_kept(desc), false);
+	(void) window_fold_arg(run, false);
+	*arg = &run->commit;
 }
 
 /* ------------------------------------------------------------ firing */

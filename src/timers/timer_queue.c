@@ -100,6 +100,8 @@ typedef struct TimerPause
 	uint64		gen;			/* pause_gen when it was taken */
 } TimerPause;
 
+#define TIMER_PINS	8
+
 typedef struct TimerSlot
 {
 	slock_t		mutex;
@@ -119,6 +121,19 @@ typedef struct TimerSlot
 	TimestampTz last_arrival;
 	TimestampTz due_floor;
 	uint64		pushes;
+
+	/*
+	 * Pins of a transactional window state: each open transaction that added
+	 * a value on time holds the end of its earliest window (pin_ends, by
+	 * pgprocno + 1 in pin_procs, 0 free; past TIMER_PINS, counted in
+	 * pin_overflow with their earliest end), and no window ending then or
+	 * later fires, nor goes, until it ends: the clock the worker fires by is
+	 * held before it (timer_watermark_known).
+	 */
+	int			pin_procs[TIMER_PINS];
+	TimestampTz pin_ends[TIMER_PINS];
+	int			pin_overflow;
+	TimestampTz overflow_end;
 	uint64		deleted;		/* timers deleted, ever (the worker's index keeps them) */
 	TimerFigures figures;
 } TimerSlot;
@@ -142,6 +157,18 @@ static TimerShared *timers = NULL;
 
 static TimerSlot *slot_lock(int slot, uint32 id);
 static TimerSlot *slot_lock_known(int slot, uint32 id);
+
+/* The window states a transaction pinned (TopMemoryContext), until it ends. */
+typedef struct PinnedSlot
+{
+	int			slot;
+	uint32		id;
+	bool		held;			/* a pin is in the slot */
+	bool		overflowed;		/* counted in pin_overflow, not in pin_procs */
+} PinnedSlot;
+
+static List *pinned = NIL;
+static bool pin_exit_registered = false;
 
 /* A transaction's registrations to transactional states, until commit. */
 typedef struct NotedTimer
@@ -373,6 +400,9 @@ timer_queue_at_end(bool committed)
 {
 	ListCell   *lc;
 
+	/* Its windows' values are in their states now (or gone): they may fire. */
+	timer_window_unpin_all();
+
 	if (committed)
 		foreach(lc, noted)
 		{
@@ -388,6 +418,157 @@ void
 timer_queue_init(void)
 {
 	txn_state_set_end_hook(timer_queue_at_end);
+}
+
+/* ------------------------------------------------------------ pins */
+
+/* The earliest end a slot's pins hold (DT_NOEND: none); its lock held. */
+static TimestampTz
+pins_min(const TimerSlot *t)
+{
+	TimestampTz m = t->pin_overflow > 0 ? t->overflow_end : DT_NOEND;
+
+	for (int i = 0; i < TIMER_PINS; i++)
+		if (t->pin_procs[i] != 0)
+			m = Min(m, t->pin_ends[i]);
+	return m;
+}
+
+/*
+ * The clock a state's windows fire and go by: its watermark, held before
+ * the earliest end a pin holds.
+ */
+static TimestampTz
+held_clock(const TimerSlot *t)
+{
+	TimestampTz p = pins_min(t);
+
+	if (t->watermark == DT_NOBEGIN || p == DT_NOEND || p > t->watermark)
+		return t->watermark;
+	return p - 1;
+}
+
+/* The pins of a session that exits inside a transaction go with it. */
+static void
+unpin_at_exit(int code, Datum arg)
+{
+	timer_window_unpin_all();
+}
+
+/*
+ * timer_window_judge: a value with windows ending at first_end and later,
+ * the last one (plus the allowed lateness) at last_due, comes to an
+ * event-time window state: under the slot's lock, whether the watermark
+ * has passed last_due (the value is late: true), and, for a value on time
+ * of a transactional state ("pin"), a pin of first_end until the
+ * transaction ends, taken under the same lock so that the timer worker
+ * either sees it or fired by a clock that made the value late.
+ * *watermark gets the watermark the value was judged by.
+ */
+bool
+timer_window_judge(int slot, uint32 id, TimestampTz first_end, TimestampTz last_due,
+				   bool pin, TimestampTz *watermark)
+{
+	TimerSlot  *t;
+	bool		late;
+	PinnedSlot *mine = NULL;
+	ListCell   *lc;
+
+	/* What may allocate is done before the spinlock is taken. */
+	if (pin)
+	{
+		foreach(lc, pinned)
+		{
+			PinnedSlot *p = lfirst(lc);
+
+			if (p->slot == slot && p->id == id)
+				mine = p;
+		}
+		if (mine == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			mine = palloc0(sizeof(PinnedSlot));
+			mine->slot = slot;
+			mine->id = id;
+			pinned = lappend(pinned, mine);
+			MemoryContextSwitchTo(old);
+		}
+		if (!pin_exit_registered)
+		{
+			before_shmem_exit(unpin_at_exit, (Datum) 0);
+			pin_exit_registered = true;
+		}
+	}
+	t = slot_lock(slot, id);
+	late = t->watermark != DT_NOBEGIN && last_due <= t->watermark;
+	*watermark = t->watermark;
+	if (pin && !late)
+	{
+		if (mine->held && mine->overflowed)
+			t->overflow_end = Min(t->overflow_end, first_end);
+		else
+		{
+			int			me = MyProc->pgprocno + 1;
+			int			free = -1;
+			int			i;
+
+			for (i = 0; i < TIMER_PINS && t->pin_procs[i] != me; i++)
+				if (t->pin_procs[i] == 0 && free < 0)
+					free = i;
+			if (i < TIMER_PINS)
+				t->pin_ends[i] = Min(t->pin_ends[i], first_end);
+			else if (free >= 0)
+			{
+				t->pin_procs[free] = me;
+				t->pin_ends[free] = first_end;
+			}
+			else
+			{
+				t->pin_overflow++;
+				t->overflow_end = Min(t->overflow_end, first_end);
+				mine->overflowed = true;
+			}
+		}
+		mine->held = true;
+	}
+	SpinLockRelease(&t->mutex);
+	return late;
+}
+
+/* timer_window_unpin_all lets go of the session's pins, at its transaction's end. */
+void
+timer_window_unpin_all(void)
+{
+	ListCell   *lc;
+	int			me;
+
+	if (pinned == NIL)
+		return;
+	me = MyProc->pgprocno + 1;
+	foreach(lc, pinned)
+	{
+		PinnedSlot *p = lfirst(lc);
+		TimerSlot  *t;
+
+		if (!p->held || (t = slot_lock_known(p->slot, p->id)) == NULL)
+			continue;			/* none, or the state was dropped: its slot is another's */
+		if (p->overflowed)
+		{
+			if (--t->pin_overflow <= 0)
+			{
+				t->pin_overflow = 0;
+				t->overflow_end = DT_NOEND;
+			}
+		}
+		else
+			for (int i = 0; i < TIMER_PINS; i++)
+				if (t->pin_procs[i] == me)
+					t->pin_procs[i] = 0;
+		SpinLockRelease(&t->mutex);
+	}
+	list_free_deep(pinned);
+	pinned = NIL;
 }
 
 /* ------------------------------------------------------------ watermarks */
@@ -423,6 +604,9 @@ slot_lock(int slot, uint32 id)
 		t->last_arrival = 0;
 		t->due_floor = DT_NOBEGIN;
 		t->pushes = 0;
+		memset(t->pin_procs, 0, sizeof(t->pin_procs));
+		t->pin_overflow = 0;
+		t->overflow_end = DT_NOEND;
 		t->deleted = 0;
 		memset(&t->figures, 0, sizeof(t->figures));
 		t->figures.next_due = DT_NOEND;
@@ -600,8 +784,10 @@ timer_slot_due(int slot, uint32 id, TimestampTz next, uint64 pushes_seen)
 }
 
 /*
- * timer_watermark_known: timer_watermark for the timer worker, which does
- * not take a slot another state holds now (DT_NOBEGIN then).
+ * timer_watermark_known: the clock the timer worker fires a state by: its
+ * watermark, held before the windows that open transactions hold
+ * (held_clock).  It does not take a slot another state holds now
+ * (DT_NOBEGIN then).
  */
 TimestampTz
 timer_watermark_known(int slot, uint32 id, TimestampTz *set_at)
@@ -614,7 +800,7 @@ timer_watermark_known(int slot, uint32 id, TimestampTz *set_at)
 		*set_at = 0;
 		return DT_NOBEGIN;
 	}
-	w = t->watermark;
+	w = held_clock(t);
 	*set_at = t->watermark_set_at;
 	SpinLockRelease(&t->mutex);
 	return w;

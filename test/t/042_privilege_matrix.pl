@@ -15,8 +15,8 @@
 # holds alice's data; alice's states are unchanged (their contents before
 # and after).  A trigger function (state.feed) is called the only way it
 # can be: bob inserts into tables of his own whose triggers feed each of
-# alice's states, as a statement trigger with a transition table and as a
-# BEFORE row trigger; each INSERT must end in 42501 (or a harmless refusal)
+# alice's states, as a statement trigger with a transition table and as an
+# AFTER row trigger; each INSERT must end in 42501 (or a harmless refusal)
 # and leave his table empty.  Internal functions (names starting with _) must not be
 # executable by PUBLIC unless %INTERNAL_PUBLIC says why.
 #
@@ -355,7 +355,7 @@ sub feed_calls
 			my $table = "bob_${name}_${form}_$state";
 			my $when = $form eq 'stmt'
 			  ? 'AFTER INSERT ON %s REFERENCING NEW TABLE AS n FOR EACH STATEMENT'
-			  : 'BEFORE INSERT ON %s FOR EACH ROW';
+			  : 'AFTER INSERT ON %s FOR EACH ROW';
 			push @sql, "CREATE TABLE $table (k int, t timestamptz, mk int, v bigint);\n"
 			  . "CREATE TRIGGER feed " . sprintf($when, $table)
 			  . " EXECUTE FUNCTION $nsp.$name('$state', $columns);\n";

@@ -41,15 +41,12 @@
 # can make on-time rows late for it: only its last window is asserted, one
 # that the test fills in a single statement past everything else.
 #
-# Known defect, kept visible as TODO tests (two deterministic, two under
-# the load): the timer worker fires a transactional window state's window
-# while a transaction that added a value to it on time is still open.  When
-# that transaction commits after the firing, its value is lost (the commit
-# finds the window gone and drops the value: neither emitted, nor counted
-# late, nor handed to the late function); when it commits between the emit
-# and the firing's commit, the window fires twice.  Under the load that
-# happens whenever a batch's transaction is still open as other clients'
-# ticks move the watermark past its windows.
+# A transactional window state's value added on time holds its windows
+# from firing until its transaction ends (a pin under the state's
+# watermark lock): the window fires after the commit, with the value, or
+# without it after a rollback, and once.  Two cases are reproduced alone
+# at the end: a window whose watermark passed while such a transaction was
+# open, and a value added while the window's firing is under way (late).
 
 use strict;
 use warnings;
@@ -368,13 +365,9 @@ my $twice = q{SELECT count(*) FROM (SELECT FROM fired GROUP BY k, ws HAVING coun
 diag('windows short of their rows: ' . $node->safe_psql('postgres', $fired_diff)
 	  . ', fired twice: ' . $node->safe_psql('postgres', $twice));
 ok($node->safe_psql('postgres', 'SELECT count(*) FROM fired') > 10 * $KEYS, 'windows fired');
-TODO:
-{
-	local $TODO = 'a value is lost when its window fires before its transaction commits';
-	is($node->safe_psql('postgres', $fired_diff), '0',
-		'every fired window is the GROUP BY over the committed rows that were not late');
-	is($node->safe_psql('postgres', $twice), '0', 'no window fired twice');
-}
+is($node->safe_psql('postgres', $fired_diff), '0',
+	'every fired window is the GROUP BY over the committed rows that were not late');
+is($node->safe_psql('postgres', $twice), '0', 'no window fired twice');
 
 # The defect alone, twice: a transaction adds a value on time to key 1's
 # first window and stays open; another session adds one to it and moves
@@ -426,47 +419,51 @@ sub repro_end
 		"every window of $state fired");
 }
 
-# The transaction commits after the firing: its value must be emitted
-# with the window, or handed to the late function; it is neither.
+# A transaction holds its window: with the watermark past the window's end
+# for two of the timer worker's looks (it looks at least every second), the
+# window has not fired; after the commit it fires once, with the value.
 my $open = repro_begin('repro');
-ok($node->poll_query_until('postgres', 'SELECT count(*) = 1 FROM fired_repro'),
-	'the window fires while a transaction that added to it is open');
+$node->safe_psql('postgres', 'SELECT pg_sleep(2.5)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM fired_repro'), '0',
+	'a window does not fire while a transaction that added to it on time is open');
 repro_end('repro', $open);
-TODO:
-{
-	local $TODO = 'a value is lost when its window fires before its transaction commits';
-	is( $node->safe_psql(
-			'postgres', q{
-SELECT (SELECT coalesce(sum(r), 0) FROM fired_repro WHERE k = 1)
-     + (SELECT coalesce(sum(v), 0) FROM late_repro)}),
-		'101',
-		'a committed value is emitted or handed to the late function');
-}
+is( $node->safe_psql(
+		'postgres', q{SELECT string_agg(r::text, ',') FROM fired_repro WHERE k = 1}),
+	'101', 'after the commit the window fires once, with the committed value');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM late_repro'), '0', 'nothing was late');
 
-# The transaction commits while the firing sleeps between its emit and its
-# commit (a fault point): the window fires a second time, with the value.
+# A value added while the window's firing is under way (the worker asleep
+# between its emit and its commit, a fault point) is late: it goes to the
+# late function, and the window fires once.
 $node->safe_psql(
 	'postgres', q{
-ALTER SYSTEM SET state_backend.fault_points = 'window.after_emit:sleep:5000';
+ALTER SYSTEM SET state_backend.fault_points = 'window.after_emit:sleep:3000';
 SELECT pg_reload_conf();
 });
 my $log_at = -s $node->logfile;
 $open = repro_begin('repro2');
+$open->query_safe('COMMIT');
+$open->quit;
 ok( $node->wait_for_log(qr/fault point "window\.after_emit" reached/, $log_at),
-	'the window is emitted while a transaction that added to it is open');
-# (The sleep under way goes on: the setting is read when a point is reached.)
+	'the window is being emitted');
+$node->safe_psql('postgres', qq{
+BEGIN;
+SELECT state.window_add('repro2', 1, '$BASE'::timestamptz + interval '40 s', 7::bigint);
+COMMIT;
+});
 $node->safe_psql(
 	'postgres', q{
 ALTER SYSTEM RESET state_backend.fault_points;
 SELECT pg_reload_conf();
 });
-repro_end('repro2', $open);
-TODO:
-{
-	local $TODO = 'a window fires twice when a value commits between its emit and the firing\'s commit';
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM fired_repro WHERE k = 1'),
-		'1', 'the window fires once');
-}
+$node->safe_psql('postgres', "SELECT state.advance_watermark('repro2', 'infinity')");
+ok( $node->poll_query_until(
+		'postgres', q{SELECT count(*) = 0 FROM state.windows('repro2', NULL::int)}),
+	'every window of repro2 fired');
+is($node->safe_psql('postgres', 'SELECT string_agg(r::text, \',\') FROM fired_repro WHERE k = 1'),
+	'101', 'the window fired once, without the value added during its firing');
+is($node->safe_psql('postgres', 'SELECT string_agg(v::text, \',\') FROM late_repro'),
+	'7', 'that value went to the late function');
 
 $node->stop;
 done_testing();
