@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# scripts/sanitize.sh [regress|all]: the test suites with every server
-# process under Valgrind's memcheck, on throwaway servers, against the
-# library built with debug symbols.
+# scripts/sanitize.sh [regress|rocksdb|all]: the test suites with every
+# server process under Valgrind's memcheck, on throwaway servers, against
+# the library built with debug symbols.
 #
 #   regress   (default) the pg_regress suite with the default backend
-#   all       that, then the isolation specs and the TAP tests (slow: hours
-#             on two cores)
+#   rocksdb   the pg_regress suite with rocksdb states (sessions read in
+#             views of their own from the first read: RocksDB's threads in
+#             every session)
+#   all       the default pass, then the isolation specs and the TAP tests
+#             (slow: hours on two cores)
+#
+# PG_CONFIG chooses the PostgreSQL installation (its bindir's postgres runs
+# under memcheck); REGRESS, when set, the pg_regress files to run.
 #
 # Suppressions for reports about PostgreSQL's own writes: test/valgrind.supp.
 # (AddressSanitizer is not an option with Debian's PostgreSQL: preloading its
@@ -19,13 +25,12 @@ set -uo pipefail
 
 MODE=${1:-regress}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGBIN=/usr/lib/postgresql/15/bin
-PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
 case "$MODE" in
-	regress | all) ;;
+	regress | rocksdb | all) ;;
 	*)
-		echo "usage: scripts/sanitize.sh [regress|all]" >&2
+		echo "usage: scripts/sanitize.sh [regress|rocksdb|all]" >&2
 		exit 2
 		;;
 esac
@@ -35,6 +40,7 @@ esac
 
 "$ROOT/scripts/setup.sh" || exit 1
 install_packages valgrind || exit 1
+PGBIN=$("$PG_CONFIG" --bindir) || exit 1
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/state_backend_sanitize.XXXXXX")
 chmod 0755 "$WORK"
@@ -74,11 +80,12 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown -R postgres: "$WORK"
 	RUN=(runuser -u postgres -- "${RUN[@]}" HOME="$(getent passwd postgres | cut -d: -f6)")
 fi
-if [ "$MODE" = regress ]; then
-	TARGETS=(installcheck "bindir=$WORK/bin" TAP_TESTS= ISOLATION=)
-else
-	TARGETS=(installcheck "bindir=$WORK/bin")
-fi
+case "$MODE" in
+	regress) TARGETS=(installcheck "bindir=$WORK/bin" TAP_TESTS= ISOLATION=) ;;
+	rocksdb) TARGETS=(installcheck-rocksdb "bindir=$WORK/bin") ;;
+	all) TARGETS=(installcheck "bindir=$WORK/bin") ;;
+esac
+[ -n "${REGRESS:-}" ] && TARGETS+=("REGRESS=$REGRESS")
 "${RUN[@]}" make -s with_llvm=no PG_CONFIG="$PG_CONFIG" "${TARGETS[@]}" 2>&1 | tee "$WORK/tests.out"
 rc=${PIPESTATUS[0]}
 

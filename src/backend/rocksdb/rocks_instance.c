@@ -324,6 +324,7 @@ rocks_open(void)
 	rocksdb_column_family_handle_t **handles;
 	sigset_t	saved;
 	HASHCTL		ctl;
+	uint64		avail;
 
 	if (rocks.db)
 		return;
@@ -404,6 +405,9 @@ rocks_open(void)
 	/* What an earlier worker cached may not be what the instance holds. */
 	rocks_cache_clear();
 	rocks_view_new_instance();
+	/* What RocksDB replayed of its log, in table files for sessions' views. */
+	if (!space_short(0, &avail))
+		rocks_flush_all();
 	rocks.applied_lsn = rocks_applied_lsn();
 	ereport(LOG, (errmsg("state_backend opened rocksdb instance \"%s\"", state_backend_rocksdb_dir)));
 }
@@ -451,6 +455,7 @@ rocks_flush_all(void)
 	HASH_SEQ_STATUS seq;
 	RocksFamily *f;
 	char	   *err = NULL;
+	uint64		epoch = rocks_view_epoch();	/* what the flush holds */
 
 	rocks_check_space();
 
@@ -467,6 +472,7 @@ rocks_flush_all(void)
 			rocks_check(err, "flush");
 		}
 	}
+	rocks_view_flushed(epoch);
 }
 
 bool

@@ -223,6 +223,8 @@ extern void rocks_view_shmem_init(void);
 extern void rocks_view_mark_key(uint32 state_id, const char *key, uint32 keylen);
 extern void rocks_view_mark_all(void);
 extern void rocks_view_publish(void);
+extern uint64 rocks_view_epoch(void);
+extern void rocks_view_flushed(uint64 epoch);
 extern void rocks_view_new_instance(void);
 extern void rocks_view_flush_counts(void);
 extern void rocks_view_worker_round(rocksdb_t *db);

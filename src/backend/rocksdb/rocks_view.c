@@ -17,11 +17,19 @@
  * bucket, an entry of a shared array chosen by a hash of the state and the
  * key, with the number of the batch that will carry it (epoch + 1), or
  * marks every key at once ("barrier"); only after the batch is in RocksDB
- * does it publish epoch + 1.  A view that read the epoch as E before it
- * caught up holds every batch up to E.  A session reads a key in place only
- * if neither the key's bucket nor the barrier is above E: any write
- * acknowledged before the read began was marked before it was
- * acknowledged, with a number above E if the view does not hold it.  Keys
+ * does it publish epoch + 1.  When a flush of every family ends, the
+ * batches up to the epoch it began at are in table files ("flushed").  A
+ * view that read flushed as E before it opened or caught up holds every
+ * batch up to E.  A session reads a key in place only if neither the key's
+ * bucket nor the barrier is above E: any write acknowledged before the
+ * read began was marked before it was acknowledged, with a number above E
+ * if the view does not hold it.  A view answers from table files alone,
+ * never from what it replayed of the worker's log: RocksDB 7.8's secondary
+ * instance has been seen to miss there what the worker wrote to a family
+ * made after the log began, and a range deletion, under a slow enough
+ * machine (a run under Valgrind); a key written since the worker's last
+ * flush (it flushes idle memtables after five seconds, and for every
+ * snapshot) is asked of the worker.  Keys
  * sharing a bucket only send reads to the worker that could have been made
  * here.  A view catches up at most every VIEW_CATCH_UP_MS (a catch-up reads
  * RocksDB's manifest and log, about a millisecond); meanwhile reads of keys
@@ -83,6 +91,7 @@
 typedef struct ViewShared
 {
 	pg_atomic_uint64 epoch;		/* the last write batch in RocksDB */
+	pg_atomic_uint64 flushed;	/* the last batch in table files */
 	pg_atomic_uint64 barrier;	/* every key was changed by this batch */
 	pg_atomic_uint32 generation;	/* the worker's instance opened or closed */
 	pg_atomic_uint64 files;		/* the worker's table files changed */
@@ -138,6 +147,7 @@ rocks_view_shmem_init(void)
 	if (found)
 		return;
 	pg_atomic_init_u64(&view_shared->epoch, 1);
+	pg_atomic_init_u64(&view_shared->flushed, 0);
 	pg_atomic_init_u64(&view_shared->barrier, 1);
 	pg_atomic_init_u32(&view_shared->generation, 0);
 	pg_atomic_init_u64(&view_shared->files, 0);
@@ -193,6 +203,26 @@ rocks_view_publish(void)
 	pg_memory_barrier();
 	pg_atomic_write_u64(&view_shared->epoch, pg_atomic_read_u64(&view_shared->epoch) + 1);
 	marked = false;
+}
+
+/* rocks_view_epoch (worker only): the last batch published. */
+uint64
+rocks_view_epoch(void)
+{
+	return view_shared ? pg_atomic_read_u64(&view_shared->epoch) : 0;
+}
+
+/*
+ * rocks_view_flushed (worker only): every batch up to "epoch" is in table
+ * files (a flush of every family ended).
+ */
+void
+rocks_view_flushed(uint64 epoch)
+{
+	if (view_shared == NULL || epoch <= pg_atomic_read_u64(&view_shared->flushed))
+		return;
+	pg_memory_barrier();
+	pg_atomic_write_u64(&view_shared->flushed, epoch);
 }
 
 /*
@@ -385,7 +415,7 @@ view_open(void)
 		view_make_options();
 	view.generation = pg_atomic_read_u32(&view_shared->generation);
 	view.files_seen = pg_atomic_read_u64(&view_shared->files);
-	epoch = pg_atomic_read_u64(&view_shared->epoch);
+	epoch = pg_atomic_read_u64(&view_shared->flushed);
 	pg_read_barrier();
 	names = rocksdb_list_column_families(view_options, state_backend_rocksdb_dir, &n, &err);
 	if (err)
@@ -435,7 +465,7 @@ view_catch_up(TimestampTz now)
 	char	   *err = NULL;
 	sigset_t	saved;
 	uint64		files_seen = pg_atomic_read_u64(&view_shared->files);
-	uint64		epoch = pg_atomic_read_u64(&view_shared->epoch);
+	uint64		epoch = pg_atomic_read_u64(&view_shared->flushed);
 
 	pg_read_barrier();
 	rocks_block_signals(&saved);
@@ -498,6 +528,9 @@ view_ready(uint32 state_id, uint32 key_hash)
 				  pg_atomic_read_u64(bucket_of(state_id, key_hash)));
 	if (changed <= view.epoch)
 		return true;
+	/* Only a flush since the view caught up can bring the key into it. */
+	if (changed > pg_atomic_read_u64(&view_shared->flushed))
+		return false;
 	now = GetCurrentTimestamp();
 	if (!TimestampDifferenceExceeds(view.caught_up_at, now, VIEW_CATCH_UP_MS) ||
 		!view_catch_up(now))
