@@ -102,6 +102,20 @@ SELECT expect_error($$SELECT state.create_state('et_o2', 'window', 'text', 'bigi
 SELECT state.drop_state('et_o');
 RESET ROLE;
 
+-- A snapshot names the emit table by its name and keeps the watermark's
+-- options: restored, the state follows its data and emits into the table
+SELECT state.create_state('et_snap', 'window', 'text', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          reducer => 'sum', emit_table => 'et_clicks', out_of_orderness => '10 seconds',
+                          idle_timeout => '1 hour');
+SELECT state.window_add('et_snap', 'dora', '2026-01-01 00:00:10+00', 3::bigint);
+SELECT state.wait_snapshot(state.snapshot(current_setting('data_directory') || '/et_snap'));
+SELECT state.drop_state('et_snap');
+SELECT state.restore(current_setting('data_directory') || '/et_snap') > 0 AS restored;
+SELECT state.window_add('et_snap', 'dora', '2026-01-01 00:01:30+00', 1::bigint);
+SELECT wait_for($$SELECT count(*) = 1 FROM et_clicks WHERE user_id = 'dora'$$);
+SELECT user_id, window_start, clicks FROM et_clicks WHERE user_id = 'dora';
+SELECT state.watermark('et_snap') = '2026-01-01 00:01:20+00' AS followed_the_data;
+
 -- Cleanup
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'et\_%';
 DROP VIEW et_view;
