@@ -303,6 +303,32 @@ sub wait_snapshot_status
 	return $ret == 0 ? $out : "error: $err";
 }
 
+# checkpoint_now($node, dbname => 'postgres'): a checkpoint
+# (state.snapshot() with no path), taken once no other snapshot runs (the
+# state worker takes checkpoints of its own, and a snapshot asked for
+# meanwhile is refused with 55006), and waited for: "completed", or the
+# test dies with the error.
+sub checkpoint_now
+{
+	my ($node, %opts) = @_;
+	my $dbname = $opts{dbname} // 'postgres';
+	my $t = $PostgreSQL::Test::Utils::timeout_default;
+	return $node->safe_psql($dbname, qq{
+DO \$\$
+BEGIN
+	FOR i IN 1 .. $t * 10 LOOP
+		BEGIN
+			PERFORM state.wait_snapshot(state.snapshot(), '$t s');
+			RETURN;
+		EXCEPTION WHEN object_in_use THEN
+			PERFORM pg_sleep(0.1);
+		END;
+	END LOOP;
+	RAISE EXCEPTION 'no checkpoint could start in % s', $t;
+END \$\$;
+SELECT 'completed';});
+}
+
 # wait_for_crash_restart($node, $log_offset): waits until the postmaster
 # has reinitialised after a crash (log line after $log_offset), the server
 # accepts connections and a state worker runs.  Returns the worker's PID
@@ -318,7 +344,7 @@ sub wait_for_crash_restart
 		timeout => $PostgreSQL::Test::Utils::timeout_default);
 }
 
-push @EXPORT, qw(checkpoint_dirs complete_checkpoints wait_snapshot_status
+push @EXPORT, qw(checkpoint_dirs complete_checkpoints wait_snapshot_status checkpoint_now
   wait_for_crash_restart);
 
 # install_release($source, $name): a copy of the PostgreSQL installation

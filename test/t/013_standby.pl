@@ -41,8 +41,8 @@ $primary->wait_for_catchup($standby);
 $primary->safe_psql(
 	'postgres', q{
 SELECT state.value_set('h', 1, 'h loaded'), state.value_set('r', 1, 'r loaded');
-SELECT state.wait_snapshot(state.snapshot());
 });
+is(checkpoint_now($primary), 'completed', 'the primary takes a checkpoint');
 $primary->wait_for_catchup($standby);
 
 # The standby serves once it has loaded a checkpoint taken since its base
