@@ -76,7 +76,7 @@ say_ "$meta{nx_events} bids per run (rounded down to whole statements per client
   . " $meta{nx_rate} bids per second, each bid up to $meta{nx_jitter} earlier (out of order). Each query runs"
   . ' alone. *states*: a memory window state fed by a statement trigger `EXECUTE FUNCTION state.feed(...)`'
   . " on the bid table, `out_of_orderness => '$meta{nx_ooo}'` (nobody advances the watermark while fed), an"
-  . ' emit function inserting each fired window into an unlogged table; after the feed the watermark goes to'
+  . ' unlogged table as its `emit_table` (the timer worker inserts each fired window); after the feed the watermark goes to'
   . ' `infinity` and the run ends when every window is out. *tables*: a PL/pgSQL statement trigger on the'
   . ' same table keeping the same results in an unlogged table (`INSERT ... SELECT ... GROUP BY ... ON'
   . ' CONFLICT DO UPDATE` for q5 and q7; for q11 one statement that takes out the stored sessions the'
