@@ -12,7 +12,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_attribute.h"
+#include "access/relation.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/varlena.h"
@@ -45,7 +46,7 @@ window_result_type(const StateDesc *desc)
 }
 
 static const char *window_aggregate_problem(const StateDesc *desc);
-static char *emit_table_problem(Oid relid, const StateDesc *desc);
+static char *emit_table_problem(Oid relid, const StateDesc *desc, int *sqlstate);
 
 /* The arguments a state's handler takes: (key, instant), or emit's four. */
 static int
@@ -281,59 +282,67 @@ window_aggregate_problem(const StateDesc *desc)
 }
 
 /*
- * emit_table_problem: NULL when relid is a table a window state's owner
- * may insert its fired windows into: a plain table (not partitioned, not
- * a view or a foreign table) whose first four columns are of the key's
- * type, timestamptz, timestamptz and the result's type, into which the
- * owner may INSERT, without row-level security that applies to the owner.
- * Else what is wrong.
+ * emit_table_columns_problem: NULL when the first four columns of tupdesc
+ * (dropped ones left out) are of the key's type, timestamptz, timestamptz
+ * and the result's type of the window state desc describes, none of them
+ * generated; else which is not.
  */
-static char *
-emit_table_problem(Oid relid, const StateDesc *desc)
+char *
+emit_table_columns_problem(TupleDesc tupdesc, const StateDesc *desc)
 {
 	Oid			types[4];
 	const char *names[4] = {"key", "window start", "window end", "result"};
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Form_pg_class rel;
 	int			col = 0;
-	char	   *problem = NULL;
 
 	(void) handler_argtypes(desc, types);
-	if (!HeapTupleIsValid(tup))
-		return pstrdup("it does not exist");
-	rel = (Form_pg_class) GETSTRUCT(tup);
-	if (rel->relkind != RELKIND_RELATION)
-		problem = pstrdup("it is not a plain table (a partitioned table, view or foreign table cannot take them)");
-	ReleaseSysCache(tup);
-	if (problem)
-		return problem;
-	for (AttrNumber a = 1; col < 4; a++)
+	for (int i = 0; i < tupdesc->natts && col < 4; i++)
 	{
-		HeapTuple	at = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(a));
-		Form_pg_attribute att;
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (!HeapTupleIsValid(at))
-			return psprintf("it has %d columns; it needs (%s) first", col,
-							argtypes_text(types, 4));
-		att = (Form_pg_attribute) GETSTRUCT(at);
-		if (!att->attisdropped)
-		{
-			if (att->atttypid != types[col] || att->attgenerated != '\0')
-				problem = psprintf("its column \"%s\" is %s%s, not %s (the %s)",
-								   NameStr(att->attname), format_type_be(att->atttypid),
-								   att->attgenerated != '\0' ? " (generated)" : "",
-								   format_type_be(types[col]), names[col]);
-			col++;
-		}
-		ReleaseSysCache(at);
-		if (problem)
-			return problem;
+		if (att->attisdropped)
+			continue;
+		if (att->atttypid != types[col] || att->attgenerated != '\0')
+			return psprintf("its column \"%s\" is %s%s, not %s (the %s)",
+							NameStr(att->attname), format_type_be(att->atttypid),
+							att->attgenerated != '\0' ? " (generated)" : "",
+							format_type_be(types[col]), names[col]);
+		col++;
 	}
-	if (pg_class_aclcheck(relid, desc->owner, ACL_INSERT) != ACLCHECK_OK)
-		return psprintf("the state's owner may not insert into it");
-	if (check_enable_rls(relid, desc->owner, true) == RLS_ENABLED)
-		return pstrdup("row-level security applies to the state's owner on it");
+	if (col < 4)
+		return psprintf("it has %d columns; it needs (%s) first", col, argtypes_text(types, 4));
 	return NULL;
+}
+
+/*
+ * emit_table_problem: NULL when relid is a table a window state's owner
+ * may insert its fired windows into: a plain table (not partitioned, not
+ * a view or a foreign table) whose first four columns are a window's
+ * (emit_table_columns_problem), into which the owner may INSERT, without
+ * row-level security that applies to the owner.  Else what is wrong, and
+ * its SQLSTATE in *sqlstate.
+ */
+static char *
+emit_table_problem(Oid relid, const StateDesc *desc, int *sqlstate)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	char	   *problem = NULL;
+
+	*sqlstate = ERRCODE_WRONG_OBJECT_TYPE;
+	if (rel == NULL)
+		return pstrdup("it does not exist");
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		problem = pstrdup("it is not a plain table (a partitioned table, view or foreign table cannot take them)");
+	else if ((problem = emit_table_columns_problem(RelationGetDescr(rel), desc)) != NULL)
+		*sqlstate = ERRCODE_DATATYPE_MISMATCH;
+	else if (pg_class_aclcheck(relid, desc->owner, ACL_INSERT) != ACLCHECK_OK)
+	{
+		problem = pstrdup("the state's owner may not insert into it");
+		*sqlstate = ERRCODE_INSUFFICIENT_PRIVILEGE;
+	}
+	else if (check_enable_rls(relid, desc->owner, true) == RLS_ENABLED)
+		problem = pstrdup("row-level security applies to the state's owner on it");
+	relation_close(rel, AccessShareLock);
+	return problem;
 }
 
 /*
@@ -345,16 +354,15 @@ emit_table_problem(Oid relid, const StateDesc *desc)
 void
 emit_table_describe(Oid relid, StateDesc *desc)
 {
-	char	   *problem = emit_table_problem(relid, desc);
+	int			sqlstate;
+	char	   *problem = emit_table_problem(relid, desc, &sqlstate);
 	char	   *name;
 	Oid			types[4];
 
 	(void) handler_argtypes(desc, types);
 	if (problem != NULL)
 		ereport(ERROR,
-				(errcode(strstr(problem, "may not insert") ? ERRCODE_INSUFFICIENT_PRIVILEGE :
-						 strstr(problem, "column") ? ERRCODE_DATATYPE_MISMATCH :
-						 ERRCODE_WRONG_OBJECT_TYPE),
+				(errcode(sqlstate),
 				 errmsg("relation %s cannot take the windows of window state \"%s\": %s",
 						get_rel_name(relid) ? get_rel_name(relid) : "(none)",
 						NameStr(desc->name), problem),
@@ -407,7 +415,9 @@ timer_handler_problem(const StateDesc *desc)
 
 	if (desc->emit_table_name[0] != '\0')
 	{
-		if ((problem = emit_table_problem(desc->emit_table, desc)) != NULL)
+		int			sqlstate;
+
+		if ((problem = emit_table_problem(desc->emit_table, desc, &sqlstate)) != NULL)
 			return psprintf("emit table %s of window state \"%s\" cannot take rows: %s",
 							desc->emit_table_name, NameStr(desc->name), problem);
 		return window_aggregate_problem(desc);

@@ -212,12 +212,15 @@ sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc)
 {
 	if (desc->kind != STATE_KIND_WINDOW)
 	{
+		bool		any = has_arg(fcinfo, ARG_EMIT_TABLE);
+
 		for (int i = ARG_ASSIGNER; i <= ARG_LAST; i++)
-			if (has_arg(fcinfo, i) || has_arg(fcinfo, ARG_EMIT_TABLE))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("assigner, size, slide, gap, collect, allowed_lateness, emit and emit_table apply only to window states"),
-						 errhint("Use kind => 'window', or leave them NULL.")));
+			any |= has_arg(fcinfo, i);
+		if (any)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("assigner, size, slide, gap, collect, allowed_lateness, emit and emit_table apply only to window states"),
+					 errhint("Use kind => 'window', or leave them NULL.")));
 		return;
 	}
 	if (desc->ttl > 0)

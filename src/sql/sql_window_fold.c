@@ -451,7 +451,8 @@ window_due_times(const TimerFire *tf, const char *img, uint32 len, TimerDueFn fn
  * row triggers, constraints, indexes and stored generated columns as for
  * an INSERT, with no plan to make; columns after the first four take their
  * defaults.  The table's first four columns are checked again under its
- * lock, as they may have changed since the batch checked them.
+ * lock (emit_table_columns_problem), as they may have changed since the
+ * batch checked them.
  */
 static void
 emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
@@ -459,8 +460,7 @@ emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 	const StateDesc *d = tf->st->desc;
 	Relation	rel = table_open(d->emit_table, RowExclusiveLock);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	Oid			want[4] = {d->types[STATE_TYPE_KEY].oid, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	window_result_type(d)};
+	char	   *problem = emit_table_columns_problem(tupdesc, d);
 	Datum		first[4];
 	bool		first_null[4] = {false, false, false, isnull};
 	EState	   *estate = CreateExecutorState();
@@ -469,6 +469,11 @@ emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 	TupleTableSlot *slot;
 	int			col = 0;
 
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("emit table %s of window state \"%s\" cannot take rows: %s",
+						d->emit_table_name, NameStr(d->name), problem)));
 	first[0] = codec_decode(tf->key_codec, tf->key->data, tf->key->len);
 	first[1] = TimestampTzGetDatum(start);
 	first[2] = TimestampTzGetDatum(end);
@@ -493,12 +498,6 @@ emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 			continue;
 		if (col < 4)
 		{
-			if (att->atttypid != want[col])
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("column \"%s\" of emit table %s of window state \"%s\" is %s, not %s",
-								NameStr(att->attname), d->emit_table_name, NameStr(d->name),
-								format_type_be(att->atttypid), format_type_be(want[col]))));
 			slot->tts_values[i] = first[col];
 			slot->tts_isnull[i] = first_null[col];
 			col++;
@@ -508,11 +507,6 @@ emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 											   GetPerTupleExprContext(estate),
 											   &slot->tts_isnull[i]);
 	}
-	if (col < 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("emit table %s of window state \"%s\" has fewer than four columns",
-						d->emit_table_name, NameStr(d->name))));
 	ExecStoreVirtualTuple(slot);
 	ExecOpenIndices(rri, false);
 	AfterTriggerBeginQuery();
