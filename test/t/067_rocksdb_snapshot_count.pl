@@ -43,6 +43,13 @@ SELECT pg_reload_conf();
 # reloads at its next wake-up, which this call gives it).
 $node->safe_psql('postgres', "SELECT state.value_get('w', 1, 0)");
 
+# The writing session is connected before the snapshot starts, so that
+# its write waits for nothing but the worker.
+my ($win, $wout, $werr) = ("SELECT 'connected';\n", '', '');
+my $writer = IPC::Run::start([ 'psql', '-XAtq', '-h', $node->host, '-p', $node->port, 'postgres' ],
+	'<', \$win, '>', \$wout, '2>', \$werr, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+$writer->pump until $wout =~ /connected/;
+
 my $path = $node->basedir . '/snap';
 my $offset = -s $node->logfile;
 my ($in, $out, $err) = ("SELECT state.wait_snapshot(state.snapshot('$path'));\n\\q\n", '', '');
@@ -64,8 +71,11 @@ foreach my $try (1 .. 600)
 }
 cmp_ok(reached(), '>=', 1, 'the snapshot began counting');
 
-$node->safe_psql('postgres', "SELECT state.value_set('w', 1, 1)");
+$win .= "SELECT 'written', state.value_set('w', 1, 1);\n";
+$writer->pump until $wout =~ /written/;
 my $after_write = reached();
+$win .= "\\q\n";
+$writer->finish;
 cmp_ok($after_write, '<', $arrivals + 1,
 	"the write was acknowledged while the count went on ($after_write of "
 	  . ($arrivals + 1) . ' arrivals, the last one for the second state)');
