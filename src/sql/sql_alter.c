@@ -824,7 +824,8 @@ state_alter_state(PG_FUNCTION_ARGS)
 						   "map_key_using", old.types[STATE_TYPE_MAP_KEY].oid,
 						   newd.types[STATE_TYPE_MAP_KEY].oid);
 	}
-	ctx->convert_images = !fires && old.kind != STATE_KIND_AGGREGATING &&
+	/* An aggregating state's transition states change only their deadlines. */
+	ctx->convert_images = !fires &&
 		(ctx->value.active || ctx->map_key.active || newd.ttl != old.ttl);
 	ctx->econtext = CreateStandaloneExprContext();
 	ctx->params = makeParamList(NPARAMS);
