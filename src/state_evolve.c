@@ -36,10 +36,6 @@
 #include "state_evolve.h"
 #include "state_ops.h"
 
-/* Entries handed to the new state's backend at once. */
-#define EVOLVE_BATCH_ENTRIES	1024
-#define EVOLVE_BATCH_BYTES		(1024 * 1024)
-
 typedef struct EvolveCopy
 {
 	StateTarget from;			/* the old state */
@@ -53,43 +49,20 @@ typedef struct EvolveCopy
 	bool		key_changes;	/* keys are converted: two may become one */
 	/* one key group's entries of the old state, as pairs */
 	StringInfoData group;
-	/* the batch: converted keys and images, as offsets into bytes */
-	StringInfoData bytes;
-	StringInfoData key;
+	KeyedBatch	batch;			/* converted keys and images, put at once */
+	StringInfoData key;			/* one entry converted */
 	StringInfoData image;
 	StringInfoData logged;		/* keys taken out of the move's log */
 	StringInfoData current;		/* a logged key's image in the old state */
-	int			nbatch;
-	uint32		keyoff[EVOLVE_BATCH_ENTRIES];
-	uint32		keylen[EVOLVE_BATCH_ENTRIES];
-	uint32		valoff[EVOLVE_BATCH_ENTRIES];
-	uint32		vallen[EVOLVE_BATCH_ENTRIES];
 } EvolveCopy;
 
+/* Hand the batch to the new state's backend. */
 static void
 batch_flush(EvolveCopy *c)
 {
-	StateKey   *keys;
-	const char **values;
-
-	if (c->nbatch == 0)
+	if (c->batch.n == 0)
 		return;
-	keys = palloc(sizeof(StateKey) * c->nbatch);
-	values = palloc(sizeof(char *) * c->nbatch);
-	for (int i = 0; i < c->nbatch; i++)
-	{
-		state_key_set(&keys[i], c->bytes.data + c->keyoff[i], c->keylen[i]);
-		values[i] = c->bytes.data + c->valoff[i];
-	}
-	if (c->backend->put_many != NULL)
-		c->backend->put_many(&c->target, keys, values, c->vallen, c->nbatch);
-	else
-		for (int i = 0; i < c->nbatch; i++)
-			c->backend->put(&c->target, &keys[i], values[i], c->vallen[i]);
-	pfree(keys);
-	pfree(values);
-	c->nbatch = 0;
-	resetStringInfo(&c->bytes);
+	keyed_batch_flush(&c->batch);
 	FAULT_POINT("alter.copy");
 }
 
@@ -97,14 +70,9 @@ batch_flush(EvolveCopy *c)
 static void
 batch_add(EvolveCopy *c)
 {
-	c->keyoff[c->nbatch] = (uint32) c->bytes.len;
-	c->keylen[c->nbatch] = (uint32) c->key.len;
-	appendBinaryStringInfo(&c->bytes, c->key.data, c->key.len);
-	c->valoff[c->nbatch] = (uint32) c->bytes.len;
-	c->vallen[c->nbatch] = (uint32) c->image.len;
-	appendBinaryStringInfo(&c->bytes, c->image.data, c->image.len);
-	if (++c->nbatch == EVOLVE_BATCH_ENTRIES || c->bytes.len >= EVOLVE_BATCH_BYTES)
-		batch_flush(c);
+	if (keyed_batch_add(&c->batch, c->key.data, (uint32) c->key.len, c->image.data,
+						(uint32) c->image.len))
+		FAULT_POINT("alter.copy");
 }
 
 /* An entry of the old state, kept until its key group is read whole. */
@@ -322,7 +290,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		c->arg = arg;
 		c->key_changes = key_changes && old->ttl == 0;
 		initStringInfo(&c->group);
-		initStringInfo(&c->bytes);
+		keyed_batch_init(&c->batch, c->backend, &c->target);
 		initStringInfo(&c->key);
 		initStringInfo(&c->image);
 		initStringInfo(&c->logged);
@@ -421,7 +389,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		snapshot_control_hold_cuts(false);
 	FAULT_POINT("alter.after_publish");
 	pfree(c->group.data);
-	pfree(c->bytes.data);
+	pfree(c->batch.bytes.data);
 	pfree(c->key.data);
 	pfree(c->image.data);
 	pfree(c);

@@ -675,20 +675,11 @@ state_alter_state(PG_FUNCTION_ARGS)
 	/* The name. */
 	if (rename_to)
 	{
-		if (rename_to[0] == '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("state name must not be empty")));
-		if (strlen(rename_to) >= NAMEDATALEN)
-			ereport(ERROR,
-					(errcode(ERRCODE_NAME_TOO_LONG),
-					 errmsg("state name \"%s\" is too long", rename_to),
-					 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
+		state_call_name_new(rename_to, &newd.name);
 		if (strcmp(rename_to, NameStr(old.name)) != 0 && registry_exists(MyDatabaseId, rename_to))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("state \"%s\" already exists", rename_to)));
-		namestrcpy(&newd.name, rename_to);
 	}
 
 	/* What each kind may change. */
