@@ -145,7 +145,7 @@ ev_change() {
 # as many seconds as the change took alone (at least EV_MIN_SECS); the
 # transactions that ran during those seconds count.  WITH = 1: the change
 # starts after EV_WARMUP, from a psql session that reads the clock before
-# and after it, and the writers go on for twice those seconds and 2 more;
+# and after it, and the writers go on for twice those seconds and 1 more;
 # the transactions that ran during any part of the change count (those
 # that waited through it included).  Records an "ev_writers" line:
 # n change label transactions p50 p99 p99.9 max mean(us) seconds failed
@@ -158,7 +158,7 @@ ev_writers() {
 	out=$WORK/out/ev-writers-$n-${c//:/-}-$label.txt
 	win=$(awk -v ms="${EV_MS[$c]:-0}" -v m="$EV_MIN_SECS" 'BEGIN { s = int(ms / 1000 + 0.999); print (s > m ? s : m) }')
 	dur=$((EV_WARMUP + win))
-	[ "$with" = 1 ] && dur=$((EV_WARMUP + 2 * win + 2))
+	[ "$with" = 1 ] && dur=$((EV_WARMUP + 2 * win + 1))
 	printf '\\set k random(1, %d)\n\\set v random(1, 1000000000)\nSELECT state.value_set('"'ev_v'"', CAST(:k AS bigint), CAST(:v AS bigint));\n' "$n" >"$script"
 	raw ev_script "$(tr '\n' ' ' <"$script")"
 	rm -f "$prefix".*
@@ -186,7 +186,7 @@ ev_writers() {
 		ev_check "$n" "alter_state $c with writers" "$to" "$type" || true
 		from_t=$t0
 		to_t=$(awk -v a="$t1" -v b="$start" -v d="$dur" 'BEGIN { e = b + d; printf "%.6f", (a < e ? a : e) }')
-		covered=$(awk -v a="$t0" -v b="$t1" -v e="$to_t" 'BEGIN { printf "%.3f", b > a ? (e - a) / (b - a) : 1 }')
+		covered=$(awk -v a="$t0" -v b="$t1" -v e="$to_t" 'BEGIN { printf "%.3f", (b > a ? (e - a) / (b - a) : 1) }')
 		csecs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	else
 		from_t=$(awk -v s="$start" -v w="$EV_WARMUP" 'BEGIN { printf "%.6f", s + w }')
@@ -205,7 +205,7 @@ ev_writers() {
 	raw ev_writers "$n" "$c" "$label" $figs "$secs" "${nfail:-0}" "$csecs" "$covered"
 	read -r ntx _ p99 _ max _ <<<"$figs"
 	printf '   writers %-16s %-6s %8.0f tps  p99 %8d us  max %9d us%s\n' "$c" "$label" \
-		"$(awk -v n="$ntx" -v s="$secs" 'BEGIN { print s > 0 ? n / s : 0 }')" "$p99" "$max" \
+		"$(awk -v n="$ntx" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$p99" "$max" \
 		"$([ "$with" = 1 ] && echo ", change ${csecs} s, covered ${covered}")" >&2
 	rm -f "$prefix".*
 }
