@@ -125,7 +125,7 @@ ev_change() {
 		fi
 		raw ev_table "$n" "$c" "$from" "$to" "$label" "${r%%$'\t'*}"
 	done < <(ev_table_sql "$c")
-	sql1 "DROP TABLE IF EXISTS ev_copy" >/dev/null
+	sql1 "DROP TABLE IF EXISTS ev_copy" >/dev/null 2>>"$EV_LOG"
 	if ! r=$(ev_timed "$(ev_alter_sql "$c")"); then
 		tail -n 3 "$EV_ERR" >&2
 		ev_fail "alter_state $c ($n)"
@@ -279,7 +279,7 @@ else
 			[ "$(sql1 "SELECT $v = 0.02")" = t ] || ev_fail "value_using ($n): key 2 holds $v, not 0.02"
 		fi
 		# The writers need the state only.
-		sql1 "DROP TABLE IF EXISTS ev_t, ev_copy" >/dev/null
+		sql1 "DROP TABLE IF EXISTS ev_t, ev_copy" >/dev/null 2>>"$EV_LOG"
 		if [ "$ok" = 1 ] && [ "$EV_WRITERS" = 1 ]; then
 			log "evolve, $n: $EV_CLIENTS writers (value_set, random keys) without a change, then during it, for each change"
 			ev_back || ev_fail "back to bigint ($n)"

@@ -147,7 +147,7 @@ for my $n (@sizes)
 			(defined $p99_b ? sprintf('%.2f', $p99_b) : 'ERR'),
 			fx(ratio($p99_b, $p99_a)),
 			($ok_b ? sprintf('%.1f', $b->[4] / 1000) : '-'),
-			($ok_b ? sprintf('%.2f', $b->[8]) : '-'),
+			($ok_b ? fs($b->[8] * 1000) : '-'),
 			fs(num($ms)),
 			($ok_b ? sprintf('%.2f', $b->[9]) : '-'))
 		  . ' |';
