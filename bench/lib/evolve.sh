@@ -145,25 +145,30 @@ ev_change() {
 # as many seconds as the change took alone (at least EV_MIN_SECS); the
 # transactions that ran during those seconds count.  WITH = 1: the change
 # starts after EV_WARMUP, from a psql session that reads the clock before
-# and after it, and the writers go on for twice those seconds and 1 more;
-# the transactions that ran during any part of the change count (those
-# that waited through it included).  Records an "ev_writers" line:
-# n change label transactions p50 p99 p99.9 max mean(us) seconds failed
-# change-seconds covered.
+# and after it; a second after it returns, the writers' connections are
+# terminated (pg_terminate_backend of their application_name): pgbench's
+# threads then end and close their logs, and its -T is only a bound.  The
+# transactions that ran during any part of the change count (those that
+# waited through it included).  A writer that stopped before the change
+# ended (its last transaction ended before) failed.  Records an
+# "ev_writers" line: n change label transactions p50 p99 p99.9 max
+# mean(us) seconds failed change-seconds covered.
 ev_writers() {
 	local n=$1 c=$2 from=$3 to=$4 type=$5 with=$6 label win dur start pid rc=0 t0="" t1="" r figs entries
 	local ntx p99 max out script=$WORK/scripts/ev-writers.pgbench prefix from_t to_t secs covered=1 nfail csecs=""
+	local app stopped early
 	label=$([ "$with" = 1 ] && echo change || echo none)
 	prefix=$EV_LAT/$label
+	app=bench_evolve_$label
 	out=$WORK/out/ev-writers-$n-${c//:/-}-$label.txt
 	win=$(awk -v ms="${EV_MS[$c]:-0}" -v m="$EV_MIN_SECS" 'BEGIN { s = int(ms / 1000 + 0.999); print (s > m ? s : m) }')
 	dur=$((EV_WARMUP + win))
-	[ "$with" = 1 ] && dur=$((EV_WARMUP + 2 * win + 1))
+	[ "$with" = 1 ] && dur=$((EV_WARMUP + 20 * win + 60))
 	printf '\\set k random(1, %d)\n\\set v random(1, 1000000000)\nSELECT state.value_set('"'ev_v'"', CAST(:k AS bigint), CAST(:v AS bigint));\n' "$n" >"$script"
 	raw ev_script "$(tr '\n' ' ' <"$script")"
 	rm -f "$prefix".*
 	start=$(date +%s.%N)
-	as_pg timeout -k 10 $((dur + 600)) "$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
+	as_pg env PGAPPNAME="$app" timeout -k 10 $((dur + 600)) "$PGBIN/pgbench" -n -M "$PROTOCOL" -h "$WORK" -p "$PORT" -U postgres \
 		-c "$EV_CLIENTS" -j "$((EV_CLIENTS < THREADS_MAX ? EV_CLIENTS : THREADS_MAX))" -T "$dur" \
 		-l --log-prefix="$prefix" -f "$script" bench >"$out" 2>&1 &
 	pid=$!
@@ -178,11 +183,27 @@ ev_writers() {
 			tail -n 3 "$EV_ERR" >&2
 			ev_fail "alter_state $c ($n) with writers"
 		fi
+		sleep 1
+		stopped=$(sql1 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '$app'")
 	fi
 	wait "$pid" || rc=$?
 	nfail=$(awk -F': ' '/^number of failed transactions/ { print $2 + 0; exit }' "$out")
 	if [ "$with" = 1 ]; then
 		if [ -z "$t1" ]; then raw ev_writers "$n" "$c" "$label" ERR; rm -f "$prefix".*; return 1; fi
+		# pgbench ends with status 2 when its clients' connections were
+		# terminated ("Run was aborted"); what tells a failure then is a
+		# writer that stopped before the change ended, or one missing.
+		early=$(awk -v t1="$t1" -v want="$EV_CLIENTS" '
+			NF >= 6 { e = $5 + $6 / 1e6; if (!($1 in last) || e > last[$1]) last[$1] = e }
+			END { for (k in last) { seen++; if (last[k] < t1) bad++ } print bad + (want - seen) }' "$prefix".*)
+		if [ "$early" != 0 ]; then
+			ev_fail "writers during $c ($n): $early of $EV_CLIENTS stopped before the change ended"
+			grep -E 'aborted|error' "$out" | head -n 10 >&2
+			raw ev_writers "$n" "$c" "$label" ERR
+			rm -f "$prefix".*
+			return 1
+		fi
+		[ "$rc" = 2 ] && [ "${stopped:-0}" -gt 0 ] && rc=0
 		ev_check "$n" "alter_state $c with writers" "$to" "$type" || true
 		from_t=$t0
 		to_t=$(awk -v a="$t1" -v b="$start" -v d="$dur" 'BEGIN { e = b + d; printf "%.6f", (a < e ? a : e) }')

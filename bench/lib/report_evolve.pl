@@ -119,10 +119,10 @@ for my $n (@sizes)
 	say_ "Writers: $meta{ev_clients} pgbench clients (-M prepared) of `value_set` on random keys, every transaction"
 	  . ' logged; *without*: on the state as it is before the change, for as long as the change took alone'
 	  . ' (at least ' . ($meta{ev_min_secs} // '?') . ' s) after a warm-up of ' . ($meta{ev_warmup} // '?')
-	  . ' s; *during*: the same change again, started after the warm-up, the clients running on. Counted: the'
-	  . ' transactions that ran during any part of the interval (a writer that waited through the whole change'
-	  . ' counts, with its wait); tps: those over the interval\'s seconds. *Covered*: the part of the change'
-	  . ' the writers ran through (1.00: all of it).';
+	  . ' s; *during*: the same change again, started after the warm-up, the writers stopped a second after it'
+	  . ' returned. Counted: the transactions that ran during any part of the interval (a writer that waited'
+	  . ' through the whole change counts, with its wait); tps: those over the interval\'s seconds.'
+	  . ' *Covered*: the part of the change the writers ran through (1.00: all of it).';
 	say_ '';
 	say_ '| change | tps without | tps during | during / without | p99 ms without | p99 ms during'
 	  . ' | during / without | max ms during | seconds with writers | seconds alone | covered |';
