@@ -35,7 +35,6 @@
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
 #include "state_ops.h"
-#include "txn/txn_state.h"
 
 /* Entries handed to the new state's backend at once. */
 #define EVOLVE_BATCH_ENTRIES	1024
