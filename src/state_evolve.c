@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
 #include "backend/keyed_move.h"
@@ -35,6 +36,7 @@
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
 #include "state_ops.h"
+#include "timers/timer_queue.h"
 
 typedef struct EvolveCopy
 {
@@ -265,6 +267,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			 bool online, bool key_changes, StateEvolveFn convert, void *arg)
 {
 	EvolveCopy *c = palloc0(sizeof(EvolveCopy));
+	MemoryContext cxt = CurrentMemoryContext;
 	volatile int slot = -1;
 	volatile int move = 0;
 	volatile bool pending = logged_pending;
@@ -272,7 +275,13 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	int64		entries;
 	int64		old_entries = -1;
 	bool		published;
+	int			replaced_slot = -1;
+	uint64		switched;
+	TimestampTz set_at;
+	TimestampTz watermark = state_desc_fires(old) && old->timer_event_time ?
+		timer_watermark(oldslot, old->id, &set_at) : DT_NOBEGIN;
 
+	state_ops_altering(old);
 	PG_TRY();
 	{
 		FAULT_POINT("alter.create_hidden");
@@ -361,7 +370,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			c->backend->iterate(&c->target, -1, log_entry, newd);
 		}
 		FAULT_POINT("alter.before_publish");
-		published = state_ops_publish_replacing(newd, old);
+		published = state_ops_publish_replacing(newd, old, &replaced_slot);
 		if (!published)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -369,6 +378,12 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		state_ops_altering(NULL);
 		if (move > 0)
 		{
 			(void) registry_set_moving(oldslot, old->id, 0);
@@ -378,16 +393,50 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			registry_logged_pending(-1);
 		if (holding)
 			snapshot_control_hold_cuts(false);
+		/* Writes still posted to the new state end before it goes. */
+		PG_TRY();
+		{
+			keyed_backend_flush_all();
+		}
+		PG_CATCH();
+		{
+			FlushErrorState();
+		}
+		PG_END_TRY();
 		if (slot >= 0)
 			state_ops_discard(newd, slot);
-		PG_RE_THROW();
+		ReThrowError(edata);
 	}
 	PG_END_TRY();
+	state_ops_altering(NULL);
 	if (move > 0)
 		keyed_move_end(move);
 	if (holding)
 		snapshot_control_hold_cuts(false);
 	FAULT_POINT("alter.after_publish");
+
+	/*
+	 * Writers go to the new state from now on: the locks go.  The old
+	 * state's data goes once the calls that may have resolved it before the
+	 * switch have ended (a cancel meanwhile cancels only that wait).
+	 */
+	if (watermark != DT_NOBEGIN)
+	{
+		TimestampTz was;
+
+		(void) timer_watermark_advance(slot, newd->id, watermark, &was);
+	}
+	switched = registry_version();
+	state_ops_unlock_alter(old);
+	PG_TRY();
+	{
+		registry_wait_readers(switched);
+	}
+	PG_FINALLY();
+	{
+		state_ops_finish_replacing(newd, old, replaced_slot);
+	}
+	PG_END_TRY();
 	pfree(c->group.data);
 	pfree(c->batch.bytes.data);
 	pfree(c->key.data);

@@ -211,12 +211,14 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 /*
  * state_ops_publish_replacing publishes one hidden state in place of one
  * visible state (alter_state), as state_ops_publish does for a restore:
- * durable once it returns when either is logged, then the old state's data
- * goes.  Returns false, changing nothing, when the old state was dropped
- * meanwhile; raises 42710 when another state took the new one's name.
+ * durable once it returns when either is logged.  The old state's data
+ * stays until state_ops_finish_replacing, once the calls that may still
+ * read it have ended.  Returns false, changing nothing, when the old state
+ * was dropped meanwhile; raises 42710 when another state took the new one's
+ * name.
  */
 bool
-state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd)
+state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd, int *oldslot)
 {
 	StateDesc  *old;
 	int		   *oldslots;
@@ -230,11 +232,22 @@ state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd)
 		XLogFlush(logged_end);
 		FAULT_POINT("restore.publish_durable");
 	}
-	finish_drop(&old[0], oldslots[0], true);
+	*oldslot = oldslots[0];
 	pfree(old);
 	pfree(oldslots);
-	sync_backend_catalogs(newd, 1);
 	return true;
+}
+
+/*
+ * state_ops_finish_replacing removes the data of a state replaced by
+ * state_ops_publish_replacing, and has the new one's backend store its
+ * descriptor if it keeps them.
+ */
+void
+state_ops_finish_replacing(const StateDesc *newd, const StateDesc *oldd, int oldslot)
+{
+	finish_drop(oldd, oldslot, true);
+	sync_backend_catalogs(newd, 1);
 }
 
 /*
@@ -284,6 +297,20 @@ state_lock_tag(LOCKTAG *tag, const StateDesc *desc)
  * looks at the registry again after it: a change may have replaced the
  * state while it waited.
  */
+/* The state this session is changing (alter_state), if any. */
+static uint32 altering_id = 0;
+
+/*
+ * state_ops_altering notes the state this session changes from now on
+ * (NULL: none): the change's own code (a USING expression, a cast) may not
+ * write to it, since those writes would go to the state it replaces.
+ */
+void
+state_ops_altering(const StateDesc *desc)
+{
+	altering_id = desc ? desc->id : 0;
+}
+
 void
 state_ops_lock_writes(const StateDesc *desc)
 {
@@ -291,6 +318,12 @@ state_ops_lock_writes(const StateDesc *desc)
 	static SubTransactionId held_subxid = InvalidSubTransactionId;
 	static uint32 held_id = 0;
 	LOCKTAG		tag;
+
+	if (unlikely(altering_id != 0) && altering_id == desc->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot write to state \"%s\" while changing it", NameStr(desc->name)),
+				 errdetail("The change's expressions and casts run while its entries are copied.")));
 
 	if (held_id == desc->id && held_lxid == MyProc->lxid &&
 		held_subxid == GetCurrentSubTransactionId())
@@ -300,6 +333,23 @@ state_ops_lock_writes(const StateDesc *desc)
 	held_id = desc->id;
 	held_lxid = MyProc->lxid;
 	held_subxid = GetCurrentSubTransactionId();
+}
+
+/*
+ * state_ops_unlock_alter gives back a change's locks of a state before its
+ * transaction ends: once the state is replaced, its writers go to the new
+ * one.
+ */
+void
+state_ops_unlock_alter(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		LockRelease(&tag, ExclusiveLock, false);
+	if (LockHeldByMe(&tag, ShareUpdateExclusiveLock))
+		LockRelease(&tag, ShareUpdateExclusiveLock, false);
 }
 
 /* state_ops_wrote: whether this transaction holds a state's writers' lock. */

@@ -18,6 +18,7 @@
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/wait_event.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -118,6 +119,100 @@ registry_init(void *fresh)
 const ShmemPart registry_part = {
 	"state_backend registry", 0, registry_shmem_size, registry_init, (void **) &registry
 };
+
+/*
+ * Readers' marks: per server process, the registry version a state call
+ * began under (0: none under way), so that alter_state can wait for the
+ * calls that may still use the state it replaced (registry_wait_readers).
+ * Each process writes its own mark alone.
+ */
+typedef struct ReaderMarks
+{
+	int			n;
+	pg_atomic_uint64 marks[FLEXIBLE_ARRAY_MEMBER];
+} ReaderMarks;
+
+static ReaderMarks *readers = NULL;
+
+static Size
+readers_shmem_size(void)
+{
+	return add_size(offsetof(ReaderMarks, marks),
+					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+}
+
+static void
+readers_init(void *fresh)
+{
+	ReaderMarks *r = fresh;
+
+	r->n = MaxBackends;
+	for (int i = 0; i < r->n; i++)
+		pg_atomic_init_u64(&r->marks[i], 0);
+}
+
+const ShmemPart registry_readers_part = {
+	"state_backend readers", 0, readers_shmem_size, readers_init, (void **) &readers
+};
+
+static pg_atomic_uint64 *
+my_mark(void)
+{
+	if (readers == NULL || MyProc == NULL || MyProc->pgprocno >= readers->n)
+		return NULL;
+	return &readers->marks[MyProc->pgprocno];
+}
+
+/*
+ * registry_reader_enter marks this process as in a state call from now on,
+ * under the registry's version now (before the caller looks at the
+ * registry); registry_reader_exit marks it out of any.
+ */
+void
+registry_reader_enter(void)
+{
+	pg_atomic_uint64 *m = my_mark();
+
+	if (m == NULL)
+		return;
+	pg_atomic_write_u64(m, Max(pg_atomic_read_u64(&registry->version), 1));
+	pg_memory_barrier();
+}
+
+void
+registry_reader_exit(void)
+{
+	pg_atomic_uint64 *m = my_mark();
+
+	if (m != NULL && pg_atomic_read_u64(m) != 0)
+		pg_atomic_write_u64(m, 0);
+}
+
+/*
+ * registry_wait_readers returns once no other process is in a state call
+ * that began before the registry reached version "since": every call that
+ * may have resolved a state replaced before it has ended.
+ */
+void
+registry_wait_readers(uint64 since)
+{
+	for (int i = 0; i < readers->n; i++)
+	{
+		pg_atomic_uint64 *m = &readers->marks[i];
+
+		if (m == my_mark())
+			continue;
+		for (;;)
+		{
+			uint64		v = pg_atomic_read_u64(m);
+
+			if (v == 0 || v >= since)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(1000L);
+		}
+	}
+}
 
 /*
  * set_flag and read_flag write and read, under the registry lock, one of

@@ -13,6 +13,7 @@
 #include "common/types.h"
 
 extern const ShmemPart registry_part;
+extern const ShmemPart registry_readers_part;
 
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
@@ -21,6 +22,9 @@ extern bool registry_is_standby(void);
 extern void registry_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);
 extern bool registry_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len);
 extern uint64 registry_version(void);
+extern void registry_reader_enter(void);
+extern void registry_reader_exit(void);
+extern void registry_wait_readers(uint64 since);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern int	registry_create(StateDesc *desc, bool hidden);

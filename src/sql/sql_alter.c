@@ -514,6 +514,16 @@ convert_all(const StateDesc *old, int slot, StateDesc *newd, bool pending, Alter
 
 /* ------------------------------------------------------------ arguments */
 
+/* Whether a backend's states keep their data across a restart. */
+static bool
+backend_keeps_data(int backend)
+{
+	const StateBackendProvider *p = keyed_backend_provider(backend);
+
+	return p != NULL && p->ops->applied_lsn != NULL;
+}
+
+
 static void
 refuse_for_kind(const StateDesc *d, const char *what, const char *hint)
 {
@@ -693,6 +703,8 @@ state_alter_state(PG_FUNCTION_ARGS)
 		refuse_for_kind(&old, "key type", "Operator states have no keys.");
 	if ((backend || !PG_ARGISNULL(8)) && state_kind_is_operator(old.kind))
 		refuse_for_kind(&old, backend ? "backend" : "logging", "An operator state may be renamed and change its value type.");
+	if (OidIsValid(map_key_type) && state_kind_is_operator(old.kind))
+		refuse_for_kind(&old, "map key type", "An operator state may be renamed and change its value type.");
 	if (OidIsValid(map_key_type) && ctx->layout != STATE_KIND_MAP)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -765,6 +777,23 @@ state_alter_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate %s has no combine function, which a transactional state needs",
 						old.agg_signature)));
+
+	/*
+	 * A state that a crash brings back (from WAL, or from its backend's own
+	 * storage) would come back after a crash only from a checkpoint taken
+	 * after the change: until then, a crash would lose it whole.
+	 */
+	if (!newd.logged && !backend_keeps_data(newd.backend) &&
+		(old.logged || backend_keeps_data(old.backend)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("state \"%s\" would no longer come back after a crash", name),
+				 errdetail("As %s and %s, it comes back from %s; on backend \"%s\" and not logged, only from a checkpoint taken after the change, so a crash before one would lose it.",
+						   old.logged ? "logged" : "not logged", keyed_backend_name(old.backend),
+						   old.logged ? "WAL" : "its backend's own storage",
+						   keyed_backend_name(newd.backend)),
+				 errhint("Change it with logged => true, or take a canonical snapshot and restore it with restore(..., backend => '%s').",
+						 keyed_backend_name(newd.backend))));
 
 	changed = strcmp(NameStr(newd.name), NameStr(old.name)) != 0 ||
 		newd.types[STATE_TYPE_KEY].oid != old.types[STATE_TYPE_KEY].oid ||
@@ -840,30 +869,12 @@ state_alter_state(PG_FUNCTION_ARGS)
 	}
 	PG_TRY();
 	{
-		TimestampTz set_at;
-		TimestampTz watermark = fires && old.timer_event_time ?
-			timer_watermark(slot, old.id, &set_at) : DT_NOBEGIN;
-
 		if (newd.logged)
 		{
 			logged_before_change();
 			pending = true;
 		}
 		entries = convert_all(&old, slot, &newd, pending, ctx);
-
-		/*
-		 * An event-time state keeps its watermark: nothing fires or writes
-		 * to it before this transaction ends.
-		 */
-		if (watermark != DT_NOBEGIN)
-		{
-			StateDesc	now;
-			int			newslot;
-			TimestampTz was;
-
-			if (registry_lookup(NameStr(newd.name), &now, &newslot) && now.id == newd.id)
-				(void) timer_watermark_advance(newslot, newd.id, watermark, &was);
-		}
 	}
 	PG_FINALLY();
 	{

@@ -217,6 +217,8 @@ state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs)
 {
 	uint64		version;
 
+	/* A change that replaces the state waits for this call to end. */
+	registry_reader_enter();
 again:
 	version = registry_version();
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
