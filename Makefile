@@ -19,6 +19,7 @@ OBJS = \
 	src/timers/timer_keys.o \
 	src/timers/timer_fire.o \
 	src/state_ops.o \
+	src/state_evolve.o \
 	src/logged/logged.o \
 	src/logged/logged_txn.o \
 	src/logged/logged_replay.o \
@@ -91,6 +92,7 @@ OBJS = \
 	src/sql/sql_common.o \
 	src/sql/sql_call_cache.o \
 	src/sql/sql_state.o \
+	src/sql/sql_alter.o \
 	src/sql/sql_value.o \
 	src/sql/sql_list.o \
 	src/sql/sql_map.o \

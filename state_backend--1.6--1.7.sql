@@ -712,3 +712,35 @@ RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NUL
 -- the function that writes its kind does, as the user whose INSERT fired it.
 CREATE FUNCTION state.feed()
 RETURNS trigger AS 'MODULE_PATHNAME', 'state_feed' LANGUAGE C;
+
+-- Change a state online, all or nothing: its name, key, value and map key
+-- types (by an expression over key, value and map_key, or the types'
+-- assignment casts), TTL, backend, logging and transactions.  Returns the
+-- entries it holds.  Owner or superuser.
+CREATE FUNCTION state.alter_state(name text,
+	rename_to text DEFAULT NULL,
+	key_type regtype DEFAULT NULL,
+	key_using text DEFAULT NULL,
+	value_type regtype DEFAULT NULL,
+	value_using text DEFAULT NULL,
+	ttl interval DEFAULT NULL,
+	backend text DEFAULT NULL,
+	logged boolean DEFAULT NULL,
+	transactional boolean DEFAULT NULL,
+	map_key_type regtype DEFAULT NULL,
+	map_key_using text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_alter_state' LANGUAGE C CALLED ON NULL INPUT;
+
+-- state.states shows each state's version (alter_state counts it).
+DROP VIEW state.states;
+DROP FUNCTION state._states();
+CREATE FUNCTION state._states(
+	OUT name text, OUT kind text, OUT backend text,
+	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
+	OUT reducer text, OUT ttl interval, OUT owner regrole,
+	OUT entries bigint, OUT bytes bigint, OUT logged boolean,
+	OUT ttl_update text, OUT ttl_visibility text, OUT key_groups int4range,
+	OUT aggregate regprocedure, OUT transactional boolean, OUT version integer)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
+CREATE VIEW state.states WITH (security_barrier) AS SELECT * FROM state._states();
+GRANT SELECT ON state.states TO PUBLIC;

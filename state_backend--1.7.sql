@@ -52,13 +52,31 @@ RETURNS void AS 'MODULE_PATHNAME', 'state_create_state' LANGUAGE C CALLED ON NUL
 CREATE FUNCTION state.drop_state(name text, if_exists boolean DEFAULT false)
 RETURNS void AS 'MODULE_PATHNAME', 'state_drop_state' LANGUAGE C STRICT;
 
+-- Change a state online, all or nothing: its name, key, value and map key
+-- types (by an expression over key, value and map_key, or the types'
+-- assignment casts), TTL, backend, logging and transactions.  Returns the
+-- entries it holds.  Owner or superuser.
+CREATE FUNCTION state.alter_state(name text,
+	rename_to text DEFAULT NULL,
+	key_type regtype DEFAULT NULL,
+	key_using text DEFAULT NULL,
+	value_type regtype DEFAULT NULL,
+	value_using text DEFAULT NULL,
+	ttl interval DEFAULT NULL,
+	backend text DEFAULT NULL,
+	logged boolean DEFAULT NULL,
+	transactional boolean DEFAULT NULL,
+	map_key_type regtype DEFAULT NULL,
+	map_key_using text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'state_alter_state' LANGUAGE C CALLED ON NULL INPUT;
+
 CREATE FUNCTION state._states(
 	OUT name text, OUT kind text, OUT backend text,
 	OUT key_type regtype, OUT value_type regtype, OUT map_key_type regtype,
 	OUT reducer text, OUT ttl interval, OUT owner regrole,
 	OUT entries bigint, OUT bytes bigint, OUT logged boolean,
 	OUT ttl_update text, OUT ttl_visibility text, OUT key_groups int4range,
-	OUT aggregate regprocedure, OUT transactional boolean)
+	OUT aggregate regprocedure, OUT transactional boolean, OUT version integer)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 
 CREATE VIEW state.states WITH (security_barrier) AS SELECT * FROM state._states();

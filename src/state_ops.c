@@ -12,6 +12,10 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+
 #include "access/htup_details.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
@@ -146,6 +150,8 @@ state_ops_discard(const StateDesc *desc, int slot)
 		finish_drop(desc, slot, false);
 }
 
+static void sync_backend_catalogs(const StateDesc *descs, int n);
+
 /* A state whose backend kept its data across the restart. */
 static bool
 state_kept_by_backend(const StateDesc *desc)
@@ -180,8 +186,6 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 	StateDesc  *old;
 	int		   *oldslots;
 	int			nold;
-	const KeyedStateBackend *synced[STATE_BACKEND_MAX_PROVIDERS];
-	int			nsynced = 0;
 	XLogRecPtr	logged_end;
 
 	for (int i = 0; i < n; i++)
@@ -201,8 +205,49 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 	pfree(old);
 	pfree(oldslots);
 	pfree(ids);
+	sync_backend_catalogs(descs, sync_catalogs ? n : 0);
+}
 
-	for (int i = 0; i < n && sync_catalogs; i++)
+/*
+ * state_ops_publish_replacing publishes one hidden state in place of one
+ * visible state (alter_state), as state_ops_publish does for a restore:
+ * durable once it returns when either is logged, then the old state's data
+ * goes.  Returns false, changing nothing, when the old state was dropped
+ * meanwhile; raises 42710 when another state took the new one's name.
+ */
+bool
+state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd)
+{
+	StateDesc  *old;
+	int		   *oldslots;
+	XLogRecPtr	logged_end;
+
+	if (!registry_publish_replacing(newd, oldd, &old, &oldslots, &logged_end))
+		return false;
+	if (logged_end != InvalidXLogRecPtr)
+	{
+		FAULT_POINT("restore.publish_logged");
+		XLogFlush(logged_end);
+		FAULT_POINT("restore.publish_durable");
+	}
+	finish_drop(&old[0], oldslots[0], true);
+	pfree(old);
+	pfree(oldslots);
+	sync_backend_catalogs(newd, 1);
+	return true;
+}
+
+/*
+ * sync_backend_catalogs has the backends of the n states given that keep
+ * descriptors of their own store them, once each.
+ */
+static void
+sync_backend_catalogs(const StateDesc *descs, int n)
+{
+	const KeyedStateBackend *synced[STATE_BACKEND_MAX_PROVIDERS];
+	int			nsynced = 0;
+
+	for (int i = 0; i < n; i++)
 	{
 		const KeyedStateBackend *b = keyed_backend_by_id(descs[i].backend);
 		bool		done = b->sync_catalog == NULL;
@@ -214,6 +259,70 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 		b->sync_catalog();
 		synced[nsynced++] = b;
 	}
+}
+
+/*
+ * A state's writers and alter_state keep apart by a heavyweight lock of
+ * the state (an advisory lock's tag, in a space of its own: its fourth
+ * field), held to the end of the transaction as a table's lock is: a write
+ * takes it in ROW EXCLUSIVE mode, a change in EXCLUSIVE mode, so a change
+ * waits for the transactions that wrote to the state, and writers wait for
+ * the change (readers never do).  Deadlocks and lock_timeout are
+ * PostgreSQL's.
+ */
+#define STATE_LOCK_SPACE	0x5342
+
+static void
+state_lock_tag(LOCKTAG *tag, const StateDesc *desc)
+{
+	SET_LOCKTAG_ADVISORY(*tag, desc->dbid, desc->id, 0, STATE_LOCK_SPACE);
+}
+
+/*
+ * state_ops_lock_writes takes a state's writers' lock for the current
+ * (sub)transaction; taken already in it, it costs a compare.  The caller
+ * looks at the registry again after it: a change may have replaced the
+ * state while it waited.
+ */
+void
+state_ops_lock_writes(const StateDesc *desc)
+{
+	static LocalTransactionId held_lxid = InvalidLocalTransactionId;
+	static SubTransactionId held_subxid = InvalidSubTransactionId;
+	static uint32 held_id = 0;
+	LOCKTAG		tag;
+
+	if (held_id == desc->id && held_lxid == MyProc->lxid &&
+		held_subxid == GetCurrentSubTransactionId())
+		return;
+	state_lock_tag(&tag, desc);
+	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	held_id = desc->id;
+	held_lxid = MyProc->lxid;
+	held_subxid = GetCurrentSubTransactionId();
+}
+
+/* state_ops_wrote: whether this transaction holds a state's writers' lock. */
+bool
+state_ops_wrote(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	return LockHeldByMe(&tag, RowExclusiveLock);
+}
+
+/*
+ * state_ops_lock_change takes the lock that keeps a state's writers out
+ * until the end of the transaction, waiting for those that wrote to it.
+ */
+void
+state_ops_lock_change(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 /*

@@ -23,6 +23,10 @@ typedef enum StatePublishKeep
 
 extern void state_ops_publish(Oid dbid, const StateDesc *descs, int n,
 							  StatePublishKeep keep, bool sync_catalogs);
+extern bool state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd);
 extern void state_ops_drop_database(Oid dbid);
+extern void state_ops_lock_writes(const StateDesc *desc);
+extern void state_ops_lock_change(const StateDesc *desc);
+extern bool state_ops_wrote(const StateDesc *desc);
 
 #endif							/* STATE_BACKEND_STATE_OPS_H */

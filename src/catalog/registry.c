@@ -438,6 +438,8 @@ registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 				 errhint("Drop unused states, or raise state_backend.max_states and restart the server.")));
 	}
 
+	if (desc->version == 0)
+		desc->version = 1;
 	if (!keep_id)
 		desc->id = registry->next_id++;
 	else if (registry->next_id <= desc->id)
@@ -524,9 +526,67 @@ registry_free_slot(const StateDesc *desc, int slot)
  * shows the states as they were before (registry_version changes when it
  * is flushed).
  */
+static int	publish_locked(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
+						   StateDesc **old, int **oldslots, XLogRecPtr *logged_end);
+
 int
 registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 				 StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
+{
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	return publish_locked(dbid, ids, nids, keep, old, oldslots, logged_end);
+}
+
+/* The state registry_publish_replacing replaces (under the registry lock). */
+static uint32 replacing_id = 0;
+
+static bool
+keep_unless_replaced(const StateDesc *d)
+{
+	return d->id != replacing_id;
+}
+
+/*
+ * registry_publish_replacing is registry_publish of one hidden state, newd,
+ * in place of one visible state, old (alter_state): every other state
+ * stays.  The name newd has must be free but for old's: 42710 else, and
+ * nothing changes.  Returns whether old was still there to replace (false:
+ * dropped meanwhile; nothing changes).
+ */
+bool
+registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+						   StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
+{
+	int			at;
+	int			n;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	at = registry_find_slot(newd->dbid, NameStr(newd->name));
+	if (at >= 0 && registry->slots[at].desc.id != oldd->id)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("state \"%s\" already exists", NameStr(newd->name))));
+	}
+	at = registry_find_slot(oldd->dbid, NameStr(oldd->name));
+	if (at < 0 || registry->slots[at].desc.id != oldd->id)
+	{
+		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+		return false;
+	}
+	replacing_id = oldd->id;
+	n = publish_locked(newd->dbid, &newd->id, 1, keep_unless_replaced, old, oldslots,
+					   logged_end);
+	replacing_id = 0;
+	Assert(n == 1);
+	return n == 1;
+}
+
+/* registry_publish with the registry lock held, which it releases. */
+static int
+publish_locked(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
+			   StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
 {
 	int			nold = 0;
 	uint32	   *logged_old = palloc(sizeof(uint32) * registry->nslots);
@@ -539,7 +599,6 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 
 	*old = palloc(sizeof(StateDesc) * registry->nslots);
 	*oldslots = palloc(sizeof(int) * registry->nslots);
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	for (int i = 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];

@@ -148,6 +148,12 @@ typedef struct StateDesc
 	 */
 	Oid			emit_table;
 	char		emit_table_name[STATE_AGG_SIGNATURE_LEN];
+
+	/*
+	 * The descriptor's version: 1 at create_state, one more at each
+	 * alter_state that changed the state (state.states shows it).
+	 */
+	uint32		version;
 } StateDesc;
 
 typedef enum StateWindowAssigner

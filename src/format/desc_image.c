@@ -105,6 +105,7 @@ stored_desc_read(StateDesc *d, const char *stored, Size size)
 	d->aggregate = o.aggregate;
 	memcpy(d->agg_signature, o.agg_signature, sizeof(d->agg_signature));
 	d->agg_type = o.agg_type;
+	d->version = 1;
 	return true;
 }
 
@@ -208,6 +209,7 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	siglen = strnlen(d->emit_table_name, sizeof(d->emit_table_name) - 1);
 	put_u32(out, (uint32) siglen);
 	appendBinaryStringInfo(out, d->emit_table_name, (int) siglen);
+	put_u32(out, d->version);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -348,6 +350,7 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 			return false;
 		get_bytes(r, d->emit_table_name, siglen);
 	}
+	d->version = version >= 6 ? get_u32(r) : 1;
 	return r->ok && r->left == 0;
 }
 

@@ -208,6 +208,8 @@ manifest_build(SnapshotWriter *w)
 			appendStringInfo(m, " watermark_lag=" INT64_FORMAT, d->watermark_lag);
 		if (d->idle_timeout > 0)
 			appendStringInfo(m, " idle_timeout=" INT64_FORMAT, d->idle_timeout);
+		if (d->version > 1)
+			appendStringInfo(m, " version=%u", d->version);
 		if (d->late_signature[0] != '\0')
 		{
 			appendStringInfo(m, " late_oid=%u late=", d->late_fn);
@@ -357,6 +359,16 @@ parse_state_line(char *line, SnapshotState *st)
 		}
 		else if (strcmp(tok, "idle_timeout") == 0)
 			ok &= parse_time(v, &st->desc.idle_timeout);
+		else if (strcmp(tok, "version") == 0)
+		{
+			char	   *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			ok &= errno == 0 && *end == '\0' && n > 1 && n <= PG_UINT32_MAX;
+			st->desc.version = (uint32) n;
+		}
 		else if (strcmp(tok, "late") == 0)
 			ok &= decode_signature(v, st->desc.late_signature, sizeof(st->desc.late_signature));
 		else if (strcmp(tok, "late_oid") == 0)

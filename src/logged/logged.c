@@ -201,6 +201,19 @@ logged_before_restore(void)
 }
 
 /*
+ * logged_before_change, before alter_state makes a logged state: refused
+ * where its WAL could not be kept, as a create is; the slot that keeps it
+ * is made if there is none, and the state counts pending until the change
+ * registers it (state_evolve uncounts it).
+ */
+void
+logged_before_change(void)
+{
+	logged_check_create();
+	slot_keep(InvalidXLogRecPtr, true, true);
+}
+
+/*
  * logged_create creates a logged state: refused where its WAL could not be
  * kept (object_not_in_prerequisite_state), after making the slot that keeps
  * it if there is none yet, before the state's first record.  Returns its

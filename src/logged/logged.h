@@ -17,6 +17,7 @@
 /* Sessions. */
 extern int	logged_create(StateDesc *desc);
 extern void logged_before_restore(void);
+extern void logged_before_change(void);
 extern void logged_at_commit(void);
 
 /* The state worker. */

@@ -50,12 +50,12 @@ check_same_state(const StateDesc *a, const char *asrc, const StateDesc *b, const
 		a->window_gap != b->window_gap || a->window_lateness != b->window_lateness ||
 		a->watermark_by_data != b->watermark_by_data || a->watermark_lag != b->watermark_lag ||
 		a->idle_timeout != b->idle_timeout || strcmp(a->late_signature, b->late_signature) != 0 ||
-		strcmp(a->emit_table_name, b->emit_table_name) != 0)
+		strcmp(a->emit_table_name, b->emit_table_name) != 0 || a->version != b->version)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("state \"%s\" differs between snapshots \"%s\" and \"%s\"",
 						NameStr(a->name), asrc, bsrc),
-				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging, windows, watermarks, late function and backend.")));
+				 errdetail("Snapshots merged must hold each state with the same kind, types, reducer or aggregate, TTL, logging, windows, watermarks, late function, backend and version (alter_state).")));
 }
 
 /* The key groups one snapshot's section holds: those of its keyed states. */

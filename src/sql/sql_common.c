@@ -32,6 +32,7 @@
 #include "format/records.h"
 #include "common/settings.h"
 #include "sql/sql_common.h"
+#include "state_ops.h"
 #include "txn/txn_state.h"
 
 enum
@@ -195,8 +196,10 @@ state_call_check_server(void)
 void
 state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs)
 {
-	uint64		version = registry_version();
+	uint64		version;
 
+again:
+	version = registry_version();
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)
 	{
 		StateDesc	desc;
@@ -213,6 +216,18 @@ state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs)
 		}
 		namestrcpy(&call->name, name);
 		call->version = version;
+	}
+
+	/*
+	 * A writer holds the state's writers' lock to the end of its transaction
+	 * (state_ops_lock_writes): an alter_state it waited for has replaced the
+	 * state meanwhile, so it looks again.
+	 */
+	if ((privs & STATE_PRIV_WRITE) && !RecoveryInProgress())
+	{
+		state_ops_lock_writes(&call->desc);
+		if (registry_version() != version)
+			goto again;
 	}
 
 	if (kind == KEYED_KIND && state_kind_is_operator(call->desc.kind))

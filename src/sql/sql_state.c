@@ -496,13 +496,14 @@ states_row(const StateDesc *d, int slot, int64 entries, int64 bytes,
 	values[15] = ObjectIdGetDatum(d->aggregate);
 	nulls[15] = !OidIsValid(d->aggregate);
 	values[16] = BoolGetDatum(d->transactional);
+	values[17] = Int32GetDatum((int32) Max(d->version, 1));
 }
 
 /* The rows of the state.states view, for the current database. */
 Datum
 state_states(PG_FUNCTION_ARGS)
 {
-	return view_rows(fcinfo, 17, states_row);
+	return view_rows(fcinfo, 18, states_row);
 }
 
 /* clear(name, key): remove the key's state of any kind. */
