@@ -386,6 +386,48 @@ SELECT alt_code($$SELECT state.alter_state('alt_o2', key_type => 'int')$$) AS ke
        alt_code($$SELECT state.alter_state('alt_b', map_key_type => 'varchar')$$) AS map_key_type;
 SELECT state.drop_state('alt_o2'), state.drop_state('alt_b');
 
+---------------------------------------------------------------- every option on every keyed kind
+-- a state of each kind with keys 1..3, changed three times: renamed, its
+-- key type (int -> bigint), a TTL, to filesystem and logged; then the TTL
+-- taken away, transactional, to rocksdb; then back to the pass's default,
+-- neither logged nor transactional.  Its contents stay (keys as text).
+SELECT state.create_state('alt_k_value', 'value', 'int', 'int');
+SELECT state.create_state('alt_k_list', 'list', 'int', 'int');
+SELECT state.create_state('alt_k_map', 'map', 'int', 'int', map_key_type => 'int');
+SELECT state.create_state('alt_k_reducing', 'reducing', 'int', 'int', reducer => 'max');
+SELECT state.create_state('alt_k_aggregating', 'aggregating', 'int', 'int8', aggregate => 'sum(int8)');
+SELECT count(state.value_set('alt_k_value', k, k)), count(state.list_add('alt_k_list', k, k)),
+       count(state.map_put('alt_k_map', k, k, k)), count(state.reduce('alt_k_reducing', k, k)),
+       count(state.aggregate('alt_k_aggregating', k, k::int8))
+  FROM generate_series(1, 3) k;
+CREATE TABLE alt_kinds AS SELECT name, alt_sum(name) AS digest FROM state.states WHERE name LIKE 'alt\_k\_%';
+CREATE FUNCTION alt_kinds_now(suffix text) RETURNS TABLE(kind text, name text, key_type text, ttl interval,
+    backend text, logged boolean, transactional boolean, version integer, same_contents boolean)
+LANGUAGE sql AS $$
+    SELECT s.kind, s.name, s.key_type::text, s.ttl,
+           CASE s.backend WHEN alt_default() THEN 'default' ELSE s.backend END,
+           s.logged, s.transactional, s.version, alt_sum(s.name) = k.digest
+      FROM alt_kinds k JOIN state.states s ON s.name = k.name || suffix
+     ORDER BY s.kind
+$$;
+SELECT state.alter_state(name, rename_to => name || '_2', key_type => 'bigint', ttl => '1 hour',
+                         backend => 'filesystem', logged => true) AS entries, name
+  FROM alt_kinds ORDER BY name;
+SELECT * FROM alt_kinds_now('_2');
+SELECT state.alter_state(name || '_2', ttl => '0', transactional => true, backend => 'rocksdb') AS entries, name
+  FROM alt_kinds ORDER BY name;
+SELECT * FROM alt_kinds_now('_2');
+SELECT state.alter_state(name || '_2', logged => false, transactional => false, backend => alt_default()) AS entries, name
+  FROM alt_kinds ORDER BY name;
+SELECT * FROM alt_kinds_now('_2');
+-- and they take writes of the new key type
+SELECT state.value_set('alt_k_value_2', 5000000000::bigint, 1), state.value_get('alt_k_value_2', 5000000000::bigint, 0);
+SELECT state.reduce('alt_k_reducing_2', 1::bigint, 7), state.aggregate('alt_k_aggregating_2', 1::bigint, 7::int8),
+       state.value_get('alt_k_aggregating_2', 1::bigint, 0::numeric);
+SELECT state.drop_state(name || '_2') FROM alt_kinds ORDER BY name;
+DROP FUNCTION alt_kinds_now(text);
+DROP TABLE alt_kinds;
+
 ---------------------------------------------------------------- timers and window states: rename, backend, logged
 CREATE TABLE alt_fired (k int, at timestamptz);
 CREATE FUNCTION alt_on_timer(k int, at timestamptz) RETURNS void LANGUAGE sql

@@ -142,8 +142,8 @@ is( $node->safe_psql('postgres', q{
 SELECT string_agg(format('%s %s %s logged=%s transactional=%s version=%s', name, backend, value_type, logged,
                          transactional, version), E'\n' ORDER BY name)
   FROM state.states}),
-	"on_l memory numeric logged=true transactional=true version=7\n"
-	  . "on_r memory numeric logged=true transactional=true version=7",
+	"on_l memory numeric logged=t transactional=t version=7\n"
+	  . "on_r memory numeric logged=t transactional=t version=7",
 	'the states as the changes left them, each change counted once');
 
 ############################################################ waits for writers
