@@ -37,6 +37,17 @@ EXCEPTION WHEN OTHERS THEN
         || CASE WHEN det <> '' THEN E'\nDETAIL: ' || det ELSE '' END
         || CASE WHEN hnt <> '' THEN E'\nHINT: ' || hnt ELSE '' END;
 END $$;
+-- alt_try(sql): the text of what sql (a query of one value) returns, or
+-- its error
+CREATE FUNCTION alt_try(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+BEGIN
+    EXECUTE sql INTO r;
+    RETURN coalesce(r, 'NULL');
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
 -- alt_code(sql): the SQLSTATE alone
 CREATE FUNCTION alt_code(sql text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -400,13 +411,20 @@ SELECT count(state.value_set('alt_k_value', k, k)), count(state.list_add('alt_k_
        count(state.map_put('alt_k_map', k, k, k)), count(state.reduce('alt_k_reducing', k, k)),
        count(state.aggregate('alt_k_aggregating', k, k::int8))
   FROM generate_series(1, 3) k;
+-- alt_safe_sum(name): alt_sum, or the SQLSTATE of the error a read raised
+CREATE FUNCTION alt_safe_sum(n text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN alt_sum(n);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE;
+END $$;
 CREATE TABLE alt_kinds AS SELECT name, alt_sum(name) AS digest FROM state.states WHERE name LIKE 'alt\_k\_%';
 CREATE FUNCTION alt_kinds_now(suffix text) RETURNS TABLE(kind text, name text, key_type text, ttl interval,
     backend text, logged boolean, transactional boolean, version integer, same_contents boolean)
 LANGUAGE sql AS $$
     SELECT s.kind, s.name, s.key_type::text, s.ttl,
            CASE s.backend WHEN alt_default() THEN 'default' ELSE s.backend END,
-           s.logged, s.transactional, s.version, alt_sum(s.name) = k.digest
+           s.logged, s.transactional, s.version, alt_safe_sum(s.name) = k.digest
       FROM alt_kinds k JOIN state.states s ON s.name = k.name || suffix
      ORDER BY s.kind
 $$;
@@ -585,8 +603,29 @@ SELECT state.create_state('alt_ttl_l', 'list', 'int', 'int');
 SELECT state.create_state('alt_ttl_m', 'map', 'int', 'int', map_key_type => 'int');
 SELECT state.list_add('alt_ttl_l', 1, 1), state.map_put('alt_ttl_m', 1, 1, 1);
 SELECT state.alter_state('alt_ttl_l', ttl => '1 hour'), state.alter_state('alt_ttl_m', ttl => '1 hour');
+SELECT state.list_get('alt_ttl_l', 1, NULL::int[]) AS list, state.map_get('alt_ttl_m', 1, 1, 0) AS map_entry;
 SELECT state._advance_ttl_clock('61 minutes') IS NOT NULL AS clock_moved;
 SELECT state.list_length('alt_ttl_l', 1) AS list_length, state.map_size('alt_ttl_m', 1) AS map_size;
+-- aggregating states, whose transition states are kept as they are: of a
+-- type (avg(float8): float8[]) or serialized (sum(int8): internal)
+SELECT state.create_state('alt_ttl_' || a, 'aggregating', 'int', t::regtype, aggregate => (a || '(' || t || ')')::regprocedure)
+  FROM (VALUES ('avg', 'float8'), ('sum', 'int8')) x(a, t);
+SELECT state.aggregate('alt_ttl_avg', 1, 4::float8), state.aggregate('alt_ttl_sum', 1, 4::int8);
+SELECT state.alter_state('alt_ttl_avg', ttl => '1 hour'), state.alter_state('alt_ttl_sum', ttl => '1 hour');
+SELECT alt_try($$SELECT state.value_get('alt_ttl_avg', 1, NULL::text)$$) AS avg_with_ttl,
+       alt_try($$SELECT state.value_get('alt_ttl_sum', 1, NULL::text)$$) AS sum_with_ttl;
+SELECT alt_try($$SELECT state.aggregate('alt_ttl_avg', 1, 8::float8)::text$$) AS avg_fold,
+       alt_try($$SELECT state.aggregate('alt_ttl_sum', 1, 8::int8)::text$$) AS sum_fold;
+SELECT alt_try($$SELECT state.value_get('alt_ttl_avg', 1, NULL::text)$$) AS avg_with_ttl,
+       alt_try($$SELECT state.value_get('alt_ttl_sum', 1, NULL::text)$$) AS sum_with_ttl;
+SELECT state.alter_state('alt_ttl_avg', ttl => '0'), state.alter_state('alt_ttl_sum', ttl => '0');
+SELECT alt_try($$SELECT state.value_get('alt_ttl_avg', 1, NULL::text)$$) AS avg_without_ttl,
+       alt_try($$SELECT state.value_get('alt_ttl_sum', 1, NULL::text)$$) AS sum_without_ttl;
+-- created with a TTL, then without
+SELECT state.create_state('alt_ttl_sum2', 'aggregating', 'int', 'int8', aggregate => 'sum(int8)', ttl => '1 hour');
+SELECT state.aggregate('alt_ttl_sum2', 1, 4::int8);
+SELECT state.alter_state('alt_ttl_sum2', ttl => '0');
+SELECT alt_try($$SELECT state.value_get('alt_ttl_sum2', 1, NULL::text)$$) AS sum_ttl_removed;
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'alt_ttl%' ORDER BY name;
 
 ---------------------------------------------------------------- owner or superuser only

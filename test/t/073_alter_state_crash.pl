@@ -15,8 +15,8 @@
 #   restore.publish_durable  the publication is flushed: the change holds
 #   alter.after_publish      all done, before alter_state returns
 #
-# The states: "lg" logged, memory -> rocksdb; "ul" unlogged, memory, type
-# only; "ur" unlogged, rocksdb -> memory.  Each holds keys 1..N with value
+# The states: "lg" logged, memory -> rocksdb; "ll" logged, lmdb -> memory;
+# "ul" unlogged, memory, type only; "ur" unlogged, rocksdb -> memory.  Each holds keys 1..N with value
 # k, and a checkpoint is taken before the change (unlogged memory states
 # come back from it after a crash).  After the restart the state is wholly
 # before the change (its old name only, integer values k, its old backend,
@@ -25,7 +25,12 @@
 # the publication; after it for a logged state once the publication was
 # flushed.  The state takes writes after the restart.  For the logged
 # state, a hot standby that follows the primary (and reconnects after each
-# crash) shows the same side once it has applied the primary's WAL.  On the
+# crash) shows the same side once it has applied the primary's WAL.  Then
+# each kind of state is changed (the change returns) and the server is
+# stopped in immediate mode before any checkpoint: each comes back wholly
+# before or after the change, logged ones after.  A
+# point that a change of an unlogged state does not pass (its WAL) lets the
+# change through; it is then after it.  On the
 # standby alter_state is refused (25006).
 
 use strict;
@@ -76,6 +81,7 @@ my %DURABLE = map { $_ => 1 } qw(restore.publish_durable alter.after_publish);
 # flavour => [ logged, backend before, backend after ]
 my %FLAVOURS = (
 	lg => [ 'true', 'memory', 'rocksdb' ],
+	ll => [ 'true', 'lmdb', 'memory' ],
 	ul => [ 'false', 'memory', 'memory' ],
 	ur => [ 'false', 'rocksdb', 'memory' ],
 );
@@ -85,6 +91,7 @@ sub side
 {
 	my ($n, $old, $new, $flavour) = @_;
 	my ($logged, $b0, $b1) = @{ $FLAVOURS{$flavour} };
+	$logged = $logged eq 'true' ? 't' : 'f';
 	my $found = $n->safe_psql('postgres', qq{
 SELECT coalesce(string_agg(format('%s %s %s %s v%s', name, backend, value_type, logged, version), '; ' ORDER BY name), 'none')
   FROM state.states WHERE name IN ('$old', '$new')});
@@ -143,7 +150,7 @@ SELECT state.alter_state('$old', rename_to => '$new', value_type => 'bigint', va
 		{
 			# A point a change of this state does not pass (the WAL of an
 			# unlogged state): the change went through.
-			ok($flavour ne 'lg', "$what: the point was reached")
+			ok($logged ne 'true', "$what: the point was reached")
 			  or diag("ret $ret: $err");
 			is($ret, 0, "$what: the point not reached, the change went through") or diag($err);
 		}
@@ -168,10 +175,10 @@ SELECT state.alter_state('$old', rename_to => '$new', value_type => 'bigint', va
 		# It takes writes, under the name it has.
 		my $name = $side eq 'after' ? $new : $old;
 		my $type = $side eq 'after' ? 'bigint' : 'int';
-		is($node->safe_psql('postgres', qq{
-SELECT state.value_set('$name', 0, 7::$type); SELECT state.value_get('$name', 0, 0::$type)}),
-			'7', "$what: the state takes writes after the restart");
-		$node->safe_psql('postgres', "SELECT state.clear('$name', 0)");
+		my ($wret, $wout, $werr) = $node->psql('postgres', qq{
+SELECT count(*) FROM (SELECT state.value_set('$name', 0, 7::$type)) w; SELECT state.value_get('$name', 0, 0::$type)});
+		is("$wret $wout", "0 1\n7", "$what: the state takes writes after the restart") or diag($werr);
+		$node->psql('postgres', "SELECT state.clear('$name', 0)");
 
 		if ($logged eq 'true')
 		{
@@ -188,6 +195,46 @@ SELECT state.value_set('$name', 0, 7::$type); SELECT state.value_get('$name', 0,
 				'0', "$what: the standby does not list the unlogged state");
 		}
 	}
+}
+
+# A change that returned, then a crash (no fault point) before any
+# checkpoint: each state comes back wholly before or after it (unlogged
+# memory and lmdb states from the last checkpoint, as documented).
+my @plain;
+for my $flavour (sort keys %FLAVOURS)
+{
+	$round++;
+	my ($logged, $b0, $b1) = @{ $FLAVOURS{$flavour} };
+	my $old = "s${round}_$flavour";
+	$node->safe_psql('postgres', qq{
+SELECT state.create_state('$old', 'value', 'int', 'int', backend => '$b0', logged => $logged);
+SELECT count(state.value_set('$old', k, k)) FROM generate_series(1, $N) k;});
+	push @plain, [ $flavour, $old ];
+}
+checkpoint_now($node);
+for my $p (@plain)
+{
+	my ($flavour, $old) = @$p;
+	my ($logged, $b0, $b1) = @{ $FLAVOURS{$flavour} };
+	$node->safe_psql('postgres', qq{
+SELECT state.alter_state('$old', rename_to => '${old}_new', value_type => 'bigint', value_using => 'value * 10',
+                         backend => '$b1')});
+	is(side($node, $old, "${old}_new", $flavour), 'after', "plain crash, $flavour ($b0 -> $b1): changed");
+}
+$node->stop('immediate');
+$node->start;
+ok(defined wait_for_worker($node), 'plain crash: the server came back');
+for my $p (@plain)
+{
+	my ($flavour, $old) = @$p;
+	my ($logged, $b0, $b1) = @{ $FLAVOURS{$flavour} };
+	my $side = side($node, $old, "${old}_new", $flavour);
+	like($side, qr/^(before|after)$/,
+		"plain crash after the change, $flavour ($b0 -> $b1, logged $logged): the state is wholly before or after it")
+	  or diag($side);
+	is($side, 'after', "plain crash after the change, $flavour: a logged state is after it")
+	  if $logged eq 'true';
+	note("plain crash, $flavour: $side");
 }
 
 # Each state once, under one name.
