@@ -744,3 +744,14 @@ CREATE FUNCTION state._states(
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'state_states' LANGUAGE C STRICT;
 CREATE VIEW state.states WITH (security_barrier) AS SELECT * FROM state._states();
 GRANT SELECT ON state.states TO PUBLIC;
+
+-- A proxy has alter_state too.
+CREATE OR REPLACE FUNCTION state._proxy_functions()
+RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT ARRAY['value_get', 'value_set', 'reduce', 'aggregate', 'clear', 'key_group',
+		'list_add', 'list_add_all', 'list_get', 'list_length', 'list_update',
+		'map_put', 'map_put_all', 'map_get', 'map_remove', 'map_contains', 'map_entries',
+		'map_size', 'map_is_empty', 'window_add', 'window_get', 'timer_register', 'timer_delete',
+		'keys', 'entries', 'truncate', 'windows', 'timers', 'create_state', 'drop_state',
+		'alter_state', 'grant_access', 'revoke_access', 'advance_watermark']
+$$;

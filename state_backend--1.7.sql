@@ -515,7 +515,7 @@ RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog
 		'map_put', 'map_put_all', 'map_get', 'map_remove', 'map_contains', 'map_entries',
 		'map_size', 'map_is_empty', 'window_add', 'window_get', 'timer_register', 'timer_delete',
 		'keys', 'entries', 'truncate', 'windows', 'timers', 'create_state', 'drop_state',
-		'grant_access', 'revoke_access', 'advance_watermark']
+		'alter_state', 'grant_access', 'revoke_access', 'advance_watermark']
 $$;
 
 -- Checks a cluster's name and parts; returns the SQL/MED option of each

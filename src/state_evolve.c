@@ -77,6 +77,7 @@ batch_flush(EvolveCopy *c)
 	pfree(values);
 	c->nbatch = 0;
 	resetStringInfo(&c->bytes);
+	FAULT_POINT("alter.copy");
 }
 
 /* An entry of the old state, kept until its key group is read whole. */
@@ -116,10 +117,7 @@ copy_group(EvolveCopy *c)
 		appendBinaryStringInfo(&c->bytes, c->image.data, c->image.len);
 		c->copied++;
 		if (++c->nbatch == EVOLVE_BATCH_ENTRIES || c->bytes.len >= EVOLVE_BATCH_BYTES)
-		{
 			batch_flush(c);
-			FAULT_POINT("alter.copy");
-		}
 	}
 	if (r == RECORD_TRUNCATED)
 		elog(ERROR, "state_backend: a key group of the state read back damaged");

@@ -20,6 +20,7 @@
  *	window.		a window's emit
  *	standby.	a hot standby's apply of logged states
  *	rescale.	a rescale (of snapshots, or of a proxy's parts)
+ *	alter.		a state's change (alter_state)
  */
 #ifndef STATE_BACKEND_FAULT_H
 #define STATE_BACKEND_FAULT_H

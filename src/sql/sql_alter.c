@@ -870,12 +870,30 @@ state_alter_state(PG_FUNCTION_ARGS)
 	}
 	PG_TRY();
 	{
+		TimestampTz set_at;
+		TimestampTz watermark = fires && old.timer_event_time ?
+			timer_watermark(slot, old.id, &set_at) : DT_NOBEGIN;
+
 		if (newd.logged)
 		{
 			logged_before_change();
 			pending = true;
 		}
 		entries = convert_all(&old, slot, &newd, pending, ctx);
+
+		/*
+		 * An event-time state keeps its watermark: nothing fires or writes
+		 * to it before this transaction ends.
+		 */
+		if (watermark != DT_NOBEGIN)
+		{
+			StateDesc	now;
+			int			newslot;
+			TimestampTz was;
+
+			if (registry_lookup(NameStr(newd.name), &now, &newslot) && now.id == newd.id)
+				(void) timer_watermark_advance(newslot, newd.id, watermark, &was);
+		}
 	}
 	PG_FINALLY();
 	{

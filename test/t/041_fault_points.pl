@@ -29,6 +29,9 @@
 # - a restore or rescale of another database's states leaves them as they
 #   were before, as restored or as the part restored, never a mix, and an
 #   acknowledged restore leaves them restored;
+# - a state that alter_state changes is wholly as before or after the
+#   change (entries, type, backend and version together), and after an
+#   acknowledged change, after it;
 # - every state is readable; for standby points, the standby's states
 #   equal the primary's once it caught up.
 #
@@ -231,6 +234,25 @@ isnt($side_ok{part0}, $side_ok{restored}, 'side: a part holds fewer keys than th
 # A checkpoint the start loads.
 $node->safe_psql('postgres', 'SELECT state.wait_snapshot(state.snapshot())');
 
+# Database "evo": a logged value state on each backend, keys 1..8 holding
+# 'v' || key, which alter_state turns from text into varchar and back, each
+# change on to the next backend: its version tells its type (odd: text) and
+# its backend, and its entries never change.
+$node->safe_psql('postgres', 'CREATE DATABASE evo');
+$node->safe_psql('evo', 'CREATE EXTENSION state_backend;' . join('', map { qq{
+SELECT state.create_state('e_$B{$_}', 'value', 'int', 'text', backend => '$_', logged => true);
+SELECT count(state.value_set('e_$B{$_}', k, 'v' || k)) FROM generate_series(1, 8) k;} } @BACKENDS));
+my %evo_version = map { ("e_$B{$_}" => 1) } @BACKENDS;    # the last acknowledged change's
+my %evo_unsure;    # a change was not acknowledged: version or version + 1
+
+# The backend a state of evo has at a version.
+sub evo_backend
+{
+	my ($s, $version) = @_;
+	my ($first) = grep { "e_$B{$BACKENDS[$_]}" eq $s } 0 .. $#BACKENDS;
+	return $BACKENDS[ ($first + $version - 1) % @BACKENDS ];
+}
+
 ############################################################ client bookkeeping
 
 my (%acked, %tried);    # numbers appended to the nt_ lists
@@ -418,6 +440,25 @@ sub step_rescale
 {
 	side_restore("'$dir/side_full', parallelism => 2, part => 0", 'part0');
 	side_restore("ARRAY['$dir/side_part0', '$dir/side_part1']", 'restored');
+}
+
+sub step_alter
+{
+	for my $s (sort keys %evo_version)
+	{
+		next if $evo_unsure{$s};
+		my $v = $evo_version{$s};
+		my $type = $v % 2 ? 'varchar' : 'text';
+		my $backend = evo_backend($s, $v + 1);
+		if (try_sql($node, 'evo', "SELECT state.alter_state('$s', value_type => '$type', backend => '$backend')") == 0)
+		{
+			$evo_version{$s} = $v + 1;
+		}
+		else
+		{
+			$evo_unsure{$s} = 1;
+		}
+	}
 }
 
 # A restore of logged states killed before it published them (once its
@@ -646,6 +687,7 @@ my @LANES = (
 	{ name => 'timer', match => qr/^(timer|window)\./, steps => [ \&step_timers, \&step_windows ] },
 	{ name => 'restore', match => qr/^(restore\.(?!at_start_database$)|rescale\.(?!proxy_))/,
 	  steps => [ \&step_restore, \&step_rescale, sub { step_checkpoint(); step_crash_start(); } ] },
+	{ name => 'alter', match => qr/^alter\./, steps => [ \&step_alter ] },
 	{ name => 'proxy', match => qr/^rescale\.proxy_/, steps => [ \&step_proxy, \&step_proxy ], session => 1 },
 	{ name => 'start', match => qr/^(replay\.|restore\.at_start_database$)/,
 	  steps => [ \&step_writes_crash, \&step_bulk_crash, \&step_crash_in_restore ],
@@ -861,6 +903,31 @@ SELECT (SELECT count(*) FROM (SELECT k, ws, sum(v) AS s FROM win_in GROUP BY k, 
        (SELECT count(*) FROM (SELECT FROM win_out GROUP BY k, ws HAVING count(*) > 1) d)});
 	push @bad, "windows: $wrong windows not emitted with the committed sum" if $wrong;
 	push @bad, "windows: $wtwice windows emitted more than once" if $wtwice;
+	# The evo database: each state wholly as before or after a change.
+	for my $s (sort keys %evo_version)
+	{
+		my ($version, $type, $backend, $entries) = split /\|/, $node->safe_psql('evo', qq{
+SELECT s.version, s.value_type, s.backend,
+       (SELECT string_agg(k || '=' || v, ' ' ORDER BY k) FROM state.entries('$s', NULL::int, NULL::text) e(k, v))
+  FROM state.states s WHERE s.name = '$s'});
+		if (!defined $version || $version eq '')
+		{
+			push @bad, "evo: state $s is gone";
+			next;
+		}
+		my $want = join(' ', map { "$_=v$_" } 1 .. 8);
+		push @bad, "evo: $s holds $entries, not $want" if ($entries // '') ne $want;
+		push @bad, "evo: $s at version $version is $type"
+		  if $type ne ($version % 2 ? 'text' : 'character varying');
+		push @bad, "evo: $s at version $version is on $backend"
+		  if $backend ne evo_backend($s, $version);
+		my $ok = $evo_unsure{$s} ? ($version == $evo_version{$s} || $version == $evo_version{$s} + 1)
+		  : $version == $evo_version{$s};
+		push @bad, "evo: $s is at version $version; the last acknowledged change left $evo_version{$s}"
+		  . ($evo_unsure{$s} ? ' (or one more)' : '') if !$ok;
+		$evo_version{$s} = $version;
+		$evo_unsure{$s} = 0;
+	}
 	# The side database: as before, restored or a part, never a mix.
 	my $fp = side_fingerprint();
 	my ($which) = grep { $side_ok{$_} eq $fp } sort keys %side_ok;
