@@ -460,15 +460,20 @@ SELECT state.create_state('alt_w', 'window', 'int', 'bigint', assigner => 'tumbl
                           reducer => 'sum', emit => 'alt_emit(int,timestamptz,timestamptz,bigint)',
                           backend => 'memory');
 SELECT state.window_add('alt_w', 1, '2026-01-01 00:00:05+00', 5::bigint), state.window_add('alt_w', 1, '2026-01-01 00:00:06+00', 6::bigint);
+-- an event-time state keeps its watermark through a change
+SELECT state.advance_watermark('alt_tm', '2026-01-01 00:00:05+00');
+SELECT state.advance_watermark('alt_w', '2026-01-01 00:00:07+00');
 SELECT state.alter_state('alt_tm', rename_to => 'alt_tm2', backend => 'rocksdb') AS entries;
 SELECT state.alter_state('alt_tm2', backend => alt_default(), logged => true) AS entries;
 SELECT * FROM alt_desc('alt_tm2');
 SELECT backend = alt_default() AS on_default FROM state.states WHERE name = 'alt_tm2';
 SELECT key, at FROM state.timers('alt_tm2', NULL::int) ORDER BY key;
+SELECT state.watermark('alt_tm2') AS timers_watermark_kept;
 SELECT state.alter_state('alt_w', rename_to => 'alt_w2', backend => 'rocksdb', logged => true) AS entries;
 SELECT * FROM alt_desc('alt_w2');
 SELECT backend FROM state.states WHERE name = 'alt_w2';
 SELECT key, window_start, fired FROM state.windows('alt_w2', NULL::int);
+SELECT state.watermark('alt_w2') AS window_watermark_kept;
 -- type, TTL and transactional changes: 0A000, and nothing changes
 SELECT alt_code($$SELECT state.alter_state('alt_tm2', key_type => 'bigint')$$) AS key_type,
        alt_code($$SELECT state.alter_state('alt_tm2', ttl => '1 hour')$$) AS ttl,
