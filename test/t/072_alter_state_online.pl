@@ -17,7 +17,8 @@
 # Last, a change waits for a transaction that wrote to the (now
 # transactional) state: with lock_timeout it fails (55P03) and changes
 # nothing; once that transaction commits, the change goes through and keeps
-# its write.
+# its write.  So for a state that is not transactional.  Snapshots cut
+# while the changes ran completed, hold each state once and read back.
 
 use strict;
 use warnings;
@@ -81,11 +82,16 @@ my @STEPS = (
 	[ 'numeric values', q{value_type => 'numeric'} ],
 );
 my $started = time();
+my @snaps;
 for my $step (@STEPS)
 {
 	my ($what, $args) = @$step;
 	for my $s (qw(on_r on_l))
 	{
+		# A snapshot cut while the change runs (its id comes at once).
+		my $snap = "$dir/snap_" . scalar(@snaps);
+		my ($sret, $sid) = $node->psql('postgres', "SELECT state.snapshot('$snap')");
+		push @snaps, [ $snap, "$s $what", $sid ] if $sret == 0 && $sid =~ /^\d+$/;
 		my $before = acked_rows();
 		my $t0 = time();
 		my ($ret, $out, $err) = $node->psql('postgres', "SELECT state.alter_state('$s', $args)",
@@ -153,7 +159,8 @@ SELECT string_agg(format('%s %s %s logged=%s transactional=%s version=%s', name,
 my $open = $node->background_psql('postgres', on_error_stop => 0);
 $open->query_safe(q{BEGIN; SELECT state.reduce('on_r', 99, 5::bigint);});
 my $t0 = time();
-my $e = sql_error($node, q{SET lock_timeout = '500ms'; SELECT state.alter_state('on_r', value_type => 'bigint')},
+my $e;
+$e = sql_error($node, q{SET lock_timeout = '500ms'; SELECT state.alter_state('on_r', value_type => 'bigint')},
 	timeout => 60);
 is($e->{sqlstate}, '55P03', 'a change waits for a transaction that wrote to the state; lock_timeout ends the wait')
   or diag($e->{stderr});
@@ -178,6 +185,37 @@ is($h->result(0), 0, 'the change went through once the transaction committed') o
 is($node->safe_psql('postgres', q{SELECT value_type || ' ' || version || ' ' || state.value_get('on_r', 99, 0::bigint) FROM state.states WHERE name = 'on_r'}),
 	'bigint 8 5', 'with the committed write in it');
 $open->quit;
+
+# A writer's open transaction holds a change of a state that is not
+# transactional back too.
+$node->safe_psql('postgres', q{SELECT state.create_state('on_nt', 'value', 'int', 'int', backend => 'memory')});
+$open = $node->background_psql('postgres', on_error_stop => 0);
+$open->query_safe(q{BEGIN; SELECT state.value_set('on_nt', 1, 1);});
+$e = sql_error($node, q{SET lock_timeout = '500ms'; SELECT state.alter_state('on_nt', value_type => 'bigint')},
+	timeout => 60);
+is($e->{sqlstate}, '55P03', 'an open transaction that wrote to a state that is not transactional holds a change back too')
+  or diag($e->{stderr});
+$open->query_safe('COMMIT');
+is($node->safe_psql('postgres', q{SELECT state.alter_state('on_nt', value_type => 'bigint')}), '1',
+	'and the change goes through once it ended');
+$open->quit;
+
+# The snapshots cut during the changes: each completed, holds each state
+# once, with the types of one side of the change, and reads back.
+cmp_ok(scalar(@snaps), '>=', 4, scalar(@snaps) . ' snapshots were cut while changes ran');
+for my $sn (@snaps)
+{
+	my ($path, $during, $id) = @$sn;
+	my $status = $node->safe_psql('postgres', "SELECT state.wait_snapshot($id, '60 s')");
+	is($status, 'completed', "snapshot during the change ($during): completed");
+	is( $node->safe_psql('postgres', "SELECT string_agg(name, ' ' ORDER BY name) FROM state.snapshot_states('$path') WHERE name LIKE 'on\\_%'"),
+		'on_l on_r', "snapshot during the change ($during): each state once");
+	my ($ret, $out, $err) = $node->psql('postgres', qq{
+SELECT count(*) > 0 FROM state.snapshot_entries('$path', 'on_r', NULL::int, NULL::text)
+UNION ALL
+SELECT count(*) > 0 FROM state.snapshot_entries('$path', 'on_l', NULL::int, NULL::text)});
+	is("$ret $out", "0 t\nt", "snapshot during the change ($during): its entries read back") or diag($err);
+}
 
 is(join("\n", log_crashes($node)), '', 'no process crashed');
 $node->stop;

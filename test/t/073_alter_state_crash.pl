@@ -28,7 +28,10 @@
 # crash) shows the same side once it has applied the primary's WAL.  Then
 # each kind of state is changed (the change returns) and the server is
 # stopped in immediate mode before any checkpoint: each comes back wholly
-# before or after the change, logged ones after.  A
+# before or after the change, logged ones after, on the standby too.
+# Without a crash: a logged state made unlogged leaves the standby, an
+# unlogged one made logged comes to it with its entries, a logged list
+# renamed with another value type reaches it converted.  A
 # point that a change of an unlogged state does not pass (its WAL) lets the
 # change through; it is then after it.  On the
 # standby alter_state is refused (25006).
@@ -235,7 +238,47 @@ for my $p (@plain)
 	is($side, 'after', "plain crash after the change, $flavour: a logged state is after it")
 	  if $logged eq 'true';
 	note("plain crash, $flavour: $side");
+	if ($logged eq 'true')
+	{
+		ok(standby_applied(), "plain crash, $flavour: the standby applied the primary's WAL");
+		is(side($standby, $old, "${old}_new", $flavour), $side, "plain crash, $flavour: the standby shows the same side");
+	}
 }
+
+# Logging changed without a crash: a logged state made unlogged leaves the
+# standby; an unlogged one made logged comes to it, with its entries; a
+# rename and a type change of a logged state reach it.
+$node->safe_psql('postgres', q{
+SELECT state.create_state('to_unlogged', 'value', 'int', 'int', logged => true);
+SELECT state.create_state('to_logged', 'value', 'int', 'int', backend => 'rocksdb');
+SELECT state.create_state('renamed', 'list', 'int', 'int', backend => 'lmdb', logged => true);
+SELECT count(state.value_set(s, k, k)) FROM unnest(ARRAY['to_unlogged', 'to_logged']) s, generate_series(1, 100) k;
+SELECT count(state.list_add('renamed', k % 10, k)) FROM generate_series(1, 100) k;});
+ok(standby_applied(), 'the standby applied the states\' creation');
+is($standby->safe_psql('postgres', q{SELECT string_agg(name, ' ' ORDER BY name) FROM state.states WHERE name IN ('to_unlogged', 'to_logged', 'renamed', 'renamed2')}),
+	'renamed to_unlogged', 'the standby has the logged states');
+$node->safe_psql('postgres', q{
+SELECT state.alter_state('to_unlogged', logged => false);
+SELECT state.alter_state('to_logged', logged => true);
+SELECT state.alter_state('renamed', rename_to => 'renamed2', value_type => 'bigint', value_using => 'value * 10');});
+ok(standby_applied(), 'the standby applied the changes');
+is($standby->safe_psql('postgres', q{SELECT string_agg(name || ' ' || value_type || ' v' || version, ', ' ORDER BY name) FROM state.states WHERE name IN ('to_unlogged', 'to_logged', 'renamed', 'renamed2')}),
+	'renamed2 bigint v2, to_logged integer v2', 'the standby lists the states logged now, as they are now');
+is($standby->safe_psql('postgres', q{SELECT count(*) || ' ' || sum(v) FROM state.entries('to_logged', NULL::int, NULL::int) e(k, v)}),
+	'100 5050', 'a state made logged comes to the standby with its entries');
+is($standby->safe_psql('postgres', q{SELECT sum(e) FROM state.keys('renamed2', NULL::int) k, unnest(state.list_get('renamed2', k, NULL::bigint[])) e}),
+	'50500', 'a logged list renamed with another type: its elements converted on the standby');
+my $gone = sql_error($standby, q{SELECT state.value_get('to_unlogged', 1, 0)});
+ok($gone->{sqlstate} eq '25006' || $gone->{sqlstate} eq '42704',
+	'a state made unlogged is no longer served by the standby (25006 or 42704)') or diag($gone->{stderr});
+# A write to each on the primary after the change reaches the standby
+# for the logged ones.
+$node->safe_psql('postgres', q{
+SELECT state.value_set('to_logged', 1000, 1);
+SELECT state.list_add('renamed2', 1000, 1::bigint);});
+ok(standby_applied(), 'the standby applied the writes after the changes');
+is($standby->safe_psql('postgres', q{SELECT state.value_get('to_logged', 1000, 0) || ' ' || state.list_length('renamed2', 1000)}),
+	'1 1', 'writes after the change reach the standby');
 
 # Each state once, under one name.
 is($node->safe_psql('postgres', q{
