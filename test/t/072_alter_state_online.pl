@@ -17,7 +17,8 @@
 # Last, a change waits for a transaction that wrote to the (now
 # transactional) state: with lock_timeout it fails (55P03) and changes
 # nothing; once that transaction commits, the change goes through and keeps
-# its write.  So for a state that is not transactional.  Snapshots cut
+# its write.  So for a state that is not transactional.  Two changes of one
+# state at once go one after the other.  Snapshots cut
 # while the changes ran completed, hold each state once and read back.
 
 use strict;
@@ -199,6 +200,36 @@ $open->query_safe('COMMIT');
 is($node->safe_psql('postgres', q{SELECT state.alter_state('on_nt', value_type => 'bigint')}), '1',
 	'and the change goes through once it ended');
 $open->quit;
+
+# Two changes of one state at once: they go one after the other (the
+# second to start may find the state renamed: 42704), and the state ends
+# as the ones that succeeded left it, each counted once.
+my $sum_before = $node->safe_psql('postgres', q{SELECT sum(state.value_get('on_r', k, 0::numeric)) FROM state.keys('on_r', NULL::int) k});
+my $version_before = $node->safe_psql('postgres', q{SELECT version FROM state.states WHERE name = 'on_r'});
+my %out;
+my @runs = map {
+	my ($tag, $sql) = @$_;
+	$out{$tag} = { out => '', err => '' };
+	[ $tag, IPC::Run::start([ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$out{$tag}{out}, '2>', \$out{$tag}{err}, IPC::Run::timeout(120)) ]
+} ([ 'double', q{SELECT state.alter_state('on_r', value_type => 'numeric', value_using => 'value * 2')} ],
+	[ 'rename', q{SELECT state.alter_state('on_r', rename_to => 'on_r2')} ]);
+$_->[1]->finish for @runs;
+my %ok = map { ($_->[0] => $_->[1]->result(0) == 0) } @runs;
+for my $tag (sort keys %ok)
+{
+	ok($ok{$tag} || $out{$tag}{err} =~ /ERROR:\s+42704/, "concurrent changes: $tag succeeded or found the state renamed (42704)")
+	  or diag($out{$tag}{err});
+}
+ok($ok{rename}, 'concurrent changes: the rename succeeded (nothing renames it away first)');
+my $now_name = $ok{rename} ? 'on_r2' : 'on_r';
+is($node->safe_psql('postgres', q{SELECT string_agg(name, ' ') FROM state.states WHERE name IN ('on_r', 'on_r2')}),
+	$now_name, 'concurrent changes: the state is there once, under its last name');
+is($node->safe_psql('postgres', "SELECT version FROM state.states WHERE name = '$now_name'"),
+	$version_before + grep({ $_ } values %ok), 'concurrent changes: each change that succeeded counted once');
+is( $node->safe_psql('postgres', "SELECT sum(state.value_get('$now_name', k, 0::numeric)) FROM state.keys('$now_name', NULL::int) k"),
+	$ok{double} ? $sum_before * 2 : $sum_before,
+	'concurrent changes: the entries as the changes that succeeded left them');
 
 # The snapshots cut during the changes: each completed, holds each state
 # once, with the types of one side of the change, and reads back.
