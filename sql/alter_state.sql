@@ -734,3 +734,10 @@ SELECT pg_reload_conf();
 SELECT count(pg_drop_replication_slot(slot_name)) >= 0 AS ok
   FROM pg_replication_slots WHERE slot_name = 'state_backend';
 SHOW state_backend.checkpoint_dir;
+-- without a checkpoint directory a state cannot become logged, as
+-- create_state says
+SELECT state.create_state('alt_nolog', 'value', 'int', 'int');
+SELECT alt_error($$SELECT state.create_state('alt_nolog2', 'value', 'int', 'int', logged => true)$$) AS create_logged;
+SELECT alt_error($$SELECT state.alter_state('alt_nolog', logged => true)$$) AS alter_logged;
+SELECT name, logged, version FROM state.states WHERE name LIKE 'alt_nolog%';
+SELECT state.drop_state('alt_nolog');
