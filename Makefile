@@ -58,6 +58,7 @@ OBJS = \
 	src/format/snapshot_writer.o \
 	src/format/snapshot_reader.o \
 	src/backend/keyed_backend.o \
+	src/backend/keyed_move.o \
 	src/backend/providers.o \
 	src/backend/provider_host.o \
 	src/backend/heap/heap_table.o \

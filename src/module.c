@@ -30,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "backend/keyed_move.h"
 #include "backend/providers.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
@@ -86,6 +87,7 @@ static const ShmemPart *const shmem_parts[] = {
 	&logged_standby_part,
 	&txn_gate_part,
 	&txn_uses_part,
+	&keyed_move_part,
 };
 
 static void

@@ -4,8 +4,15 @@
  *		converted, into a new hidden state, which then takes its place at
  *		one instant, as a restore's states do.
  *
- * The caller holds the state's change lock (state_ops_lock_change), so no
- * write reaches it meanwhile; readers go on reading it until the publish.
+ * Writers go on while the entries are copied, when the change may be done
+ * online (not a transactional or firing state): the state moves
+ * (backend/keyed_move.c), so each write logs its key once done, and the
+ * copier copies each logged key again as it is by then, between key groups.
+ * At the end it takes the state's change lock (state_ops_lock_change), which
+ * waits for the transactions that wrote to it and keeps new writers
+ * waiting, copies the last keys logged, and publishes.  Otherwise the change
+ * lock is held from the start, and writers wait for the whole copy.  Readers
+ * go on reading the state until the publish.
  * Nothing of the new state is visible before it: a failure (a value that
  * does not convert, a full memory limit, a cancel) discards it, and the
  * state is as it was.  A logged new state is written to WAL as a restored
@@ -19,6 +26,7 @@
 #include "miscadmin.h"
 
 #include "backend/keyed_backend.h"
+#include "backend/keyed_move.h"
 #include "catalog/registry.h"
 #include "common/fault.h"
 #include "common/settings.h"
@@ -27,7 +35,6 @@
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
 #include "state_ops.h"
-#include "txn/txn_state.h"
 
 /* Entries handed to the new state's backend at once. */
 #define EVOLVE_BATCH_ENTRIES	1024
@@ -35,17 +42,23 @@
 
 typedef struct EvolveCopy
 {
+	StateTarget from;			/* the old state */
+	const KeyedStateBackend *from_backend;
 	StateTarget target;			/* the new state */
 	const KeyedStateBackend *backend;
 	StateEvolveFn convert;
 	void	   *arg;
 	int64		copied;
+	bool		overflowed;		/* the move's log did */
+	bool		key_changes;	/* keys are converted: two may become one */
 	/* one key group's entries of the old state, as pairs */
 	StringInfoData group;
 	/* the batch: converted keys and images, as offsets into bytes */
 	StringInfoData bytes;
 	StringInfoData key;
 	StringInfoData image;
+	StringInfoData logged;		/* keys taken out of the move's log */
+	StringInfoData current;		/* a logged key's image in the old state */
 	int			nbatch;
 	uint32		keyoff[EVOLVE_BATCH_ENTRIES];
 	uint32		keylen[EVOLVE_BATCH_ENTRIES];
@@ -80,6 +93,20 @@ batch_flush(EvolveCopy *c)
 	FAULT_POINT("alter.copy");
 }
 
+/* Add the converted entry in c->key and c->image to the batch. */
+static void
+batch_add(EvolveCopy *c)
+{
+	c->keyoff[c->nbatch] = (uint32) c->bytes.len;
+	c->keylen[c->nbatch] = (uint32) c->key.len;
+	appendBinaryStringInfo(&c->bytes, c->key.data, c->key.len);
+	c->valoff[c->nbatch] = (uint32) c->bytes.len;
+	c->vallen[c->nbatch] = (uint32) c->image.len;
+	appendBinaryStringInfo(&c->bytes, c->image.data, c->image.len);
+	if (++c->nbatch == EVOLVE_BATCH_ENTRIES || c->bytes.len >= EVOLVE_BATCH_BYTES)
+		batch_flush(c);
+}
+
 /* An entry of the old state, kept until its key group is read whole. */
 static void
 group_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
@@ -109,19 +136,126 @@ copy_group(EvolveCopy *c)
 		if (!c->convert(c->arg, pair.key, pair.keylen, pair.value, pair.vallen,
 						&c->key, &c->image))
 			continue;			/* expired */
-		c->keyoff[c->nbatch] = (uint32) c->bytes.len;
-		c->keylen[c->nbatch] = (uint32) c->key.len;
-		appendBinaryStringInfo(&c->bytes, c->key.data, c->key.len);
-		c->valoff[c->nbatch] = (uint32) c->bytes.len;
-		c->vallen[c->nbatch] = (uint32) c->image.len;
-		appendBinaryStringInfo(&c->bytes, c->image.data, c->image.len);
 		c->copied++;
-		if (++c->nbatch == EVOLVE_BATCH_ENTRIES || c->bytes.len >= EVOLVE_BATCH_BYTES)
-			batch_flush(c);
+		batch_add(c);
 	}
 	if (r == RECORD_TRUNCATED)
 		elog(ERROR, "state_backend: a key group of the state read back damaged");
 	resetStringInfo(&c->group);
+}
+
+/*
+ * sync_key copies one key of the old state into the new one as it is now:
+ * its image converted (into the batch), or its absence.
+ */
+static void
+sync_key(EvolveCopy *c, const char *keydata, uint32 keylen)
+{
+	StateKey	key;
+	bool		found;
+	bool		keep;
+
+	state_key_set(&key, keydata, keylen);
+	resetStringInfo(&c->current);
+	resetStringInfo(&c->key);
+	resetStringInfo(&c->image);
+	found = c->from_backend->get(&c->from, &key, &c->current);
+	keep = c->convert(c->arg, keydata, keylen, found ? c->current.data : NULL,
+					  found ? (uint32) c->current.len : 0, &c->key, &c->image);
+	if (found && keep)
+		batch_add(c);
+	else
+	{
+		StateKey	newkey;
+
+		state_key_set(&newkey, c->key.data, (uint32) c->key.len);
+		(void) c->backend->remove(&c->target, &newkey);
+	}
+}
+
+typedef struct LoggedKey
+{
+	const char *data;
+	uint32		len;
+} LoggedKey;
+
+static int
+logged_key_cmp(const void *a, const void *b)
+{
+	const LoggedKey *x = a;
+	const LoggedKey *y = b;
+	int			r = memcmp(x->data, y->data, Min(x->len, y->len));
+
+	return r != 0 ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+/*
+ * sync_logged copies again the keys written since it last looked, each
+ * once; false when the log overflowed, and only a copy of everything will
+ * do.
+ */
+static bool
+sync_logged(EvolveCopy *c, int move)
+{
+	uint32		off = 0;
+	int			n = 0;
+	int			room = 64;
+	LoggedKey  *keys;
+
+	if (!keyed_move_take(move, &c->logged))
+		return false;
+	if (c->logged.len == 0)
+		return true;
+	keys = palloc(sizeof(LoggedKey) * room);
+	while (off + sizeof(uint32) <= (uint32) c->logged.len)
+	{
+		uint32		len;
+
+		memcpy(&len, c->logged.data + off, sizeof(uint32));
+		off += sizeof(uint32);
+		if (len > (uint32) c->logged.len - off)
+			elog(ERROR, "state_backend: a move's log is damaged");
+		if (n == room)
+		{
+			room *= 2;
+			keys = repalloc(keys, sizeof(LoggedKey) * room);
+		}
+		keys[n].data = c->logged.data + off;
+		keys[n++].len = len;
+		off += len;
+	}
+	qsort(keys, n, sizeof(LoggedKey), logged_key_cmp);
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0 && logged_key_cmp(&keys[i - 1], &keys[i]) == 0)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		sync_key(c, keys[i].data, keys[i].len);
+	}
+	batch_flush(c);
+	pfree(keys);
+	return true;
+}
+
+/*
+ * copy_all copies every key group of the old state; while it moves, the
+ * keys written meanwhile after each.  Returns false when a move's log
+ * overflowed.
+ */
+static bool
+copy_all(EvolveCopy *c, int move)
+{
+	bool		ok = true;
+
+	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
+	{
+		c->from_backend->iterate(&c->from, kg, group_entry, c);
+		copy_group(c);
+		batch_flush(c);
+		if (move > 0)
+			ok &= sync_logged(c, move);
+	}
+	return ok;
 }
 
 /* log_entry: one entry of the new, logged state goes to WAL. */
@@ -148,7 +282,11 @@ count_entries(const StateTarget *target, const KeyedStateBackend *backend)
 /*
  * state_evolve copies state old (in registry slot oldslot) into a new
  * state described by newd (its id is set here), converting each entry
- * with convert, and publishes the new state in its place.  logged_pending:
+ * with convert, and publishes the new state in its place.  The caller
+ * holds the state's alter lock (state_ops_lock_alter).  online: writers go
+ * on during the copy (not for a transactional or firing state).
+ * key_changes: keys are converted (two becoming one is an error).
+ * logged_pending:
  * the caller counted a logged state pending (registry_logged_pending), which
  * this uncounts once the new state is registered.  Returns the entries the
  * new state holds.  Raises 42710 if another state took newd's name
@@ -156,15 +294,15 @@ count_entries(const StateTarget *target, const KeyedStateBackend *backend)
  */
 int64
 state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pending,
-			 StateEvolveFn convert, void *arg)
+			 bool online, bool key_changes, StateEvolveFn convert, void *arg)
 {
-	StateTarget from = state_target(old, oldslot);
-	const KeyedStateBackend *old_backend = keyed_backend_by_id(old->backend);
 	EvolveCopy *c = palloc0(sizeof(EvolveCopy));
 	volatile int slot = -1;
+	volatile int move = 0;
 	volatile bool pending = logged_pending;
 	volatile bool holding = false;
 	int64		entries;
+	int64		old_entries = -1;
 	bool		published;
 
 	PG_TRY();
@@ -176,30 +314,74 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			pending = false;
 			registry_logged_pending(-1);
 		}
+		c->from = state_target(old, oldslot);
+		c->from_backend = keyed_backend_by_id(old->backend);
 		c->target = state_target(newd, slot);
 		c->backend = keyed_backend_by_id(newd->backend);
 		c->convert = convert;
 		c->arg = arg;
+		c->key_changes = key_changes && old->ttl == 0;
 		initStringInfo(&c->group);
 		initStringInfo(&c->bytes);
 		initStringInfo(&c->key);
 		initStringInfo(&c->image);
+		initStringInfo(&c->logged);
+		initStringInfo(&c->current);
 
-		/* Posted writes to the old state are all in before it is read. */
-		keyed_backend_flush_all();
-		for (int kg = 0; kg < state_backend_max_parallelism; kg++)
+		/*
+		 * Online, the state moves: once every transaction that may have
+		 * written to it unlogged has ended (a moment's SHARE lock), each
+		 * write logs its key.
+		 */
+		if (online && (move = keyed_move_begin(old)) > 0)
 		{
-			old_backend->iterate(&from, kg, group_entry, c);
-			copy_group(c);
+			if (!registry_set_moving(oldslot, old->id, (uint8) move))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("state \"%s\" was dropped while it changed", NameStr(old->name))));
+			state_ops_wait_writers(old);
+			FAULT_POINT("alter.moving");
 		}
-		batch_flush(c);
+		else
+			state_ops_lock_change(old);
+
+		/*
+		 * Posted writes to the old state are all in before it is read.  A
+		 * move whose log overflowed copies everything again, while the
+		 * writers go on, up to twice.
+		 */
+		keyed_backend_flush_all();
+		c->overflowed = !copy_all(c, move) && move > 0;
+		for (int pass = 0; pass < 2 && c->overflowed; pass++)
+			c->overflowed = !copy_all(c, move);
+
+		/* The last keys written, with the writers kept out. */
+		if (move > 0)
+		{
+			state_ops_lock_change(old);
+			FAULT_POINT("alter.locked");
+			if (c->overflowed || !sync_logged(c, move))
+			{
+				/* The log overflowed: everything again, as it is now. */
+				(void) c->backend->truncate(&c->target);
+				c->copied = 0;
+				(void) copy_all(c, 0);
+			}
+			if (c->key_changes)
+			{
+				int64		bytes;
+
+				c->from_backend->size(&c->from, &old_entries, &bytes);
+			}
+		}
 		keyed_backend_flush_all();
 		entries = count_entries(&c->target, c->backend);
-		if (entries != c->copied)
+		if (old_entries >= 0 ? entries != old_entries : (move == 0 && entries != c->copied))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("state \"%s\" would hold " INT64_FORMAT " keys for its " INT64_FORMAT,
-							NameStr(old->name), entries, c->copied),
+							NameStr(old->name), entries,
+							old_entries >= 0 ? old_entries : c->copied),
 					 errdetail("The key conversion makes two keys one."),
 					 errhint("Give a key_using expression that keeps keys apart.")));
 		if (newd->logged)
@@ -219,6 +401,11 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	}
 	PG_CATCH();
 	{
+		if (move > 0)
+		{
+			(void) registry_set_moving(oldslot, old->id, 0);
+			keyed_move_end(move);
+		}
 		if (pending)
 			registry_logged_pending(-1);
 		if (holding)
@@ -228,6 +415,8 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (move > 0)
+		keyed_move_end(move);
 	if (holding)
 		snapshot_control_hold_cuts(false);
 	FAULT_POINT("alter.after_publish");

@@ -313,6 +313,33 @@ state_ops_wrote(const StateDesc *desc)
 }
 
 /*
+ * state_ops_lock_alter takes the lock one change of a state holds from its
+ * start: changes wait for each other, writers do not wait for it.
+ */
+void
+state_ops_lock_alter(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	(void) LockAcquire(&tag, ShareUpdateExclusiveLock, false, false);
+}
+
+/*
+ * state_ops_wait_writers returns once every transaction that holds the
+ * state's writers' lock now has ended (new writers wait meanwhile).
+ */
+void
+state_ops_wait_writers(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockRelease(&tag, ShareLock, false);
+}
+
+/*
  * state_ops_lock_change takes the lock that keeps a state's writers out
  * until the end of the transaction, waiting for those that wrote to it.
  */

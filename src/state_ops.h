@@ -27,6 +27,8 @@ extern bool state_ops_publish_replacing(const StateDesc *newd, const StateDesc *
 extern void state_ops_drop_database(Oid dbid);
 extern void state_ops_lock_writes(const StateDesc *desc);
 extern void state_ops_lock_change(const StateDesc *desc);
+extern void state_ops_lock_alter(const StateDesc *desc);
+extern void state_ops_wait_writers(const StateDesc *desc);
 extern bool state_ops_wrote(const StateDesc *desc);
 
 #endif							/* STATE_BACKEND_STATE_OPS_H */

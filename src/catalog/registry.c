@@ -826,6 +826,29 @@ registry_set_grant(const StateDesc *desc, int slot, Oid role, uint8 privs,
 }
 
 /*
+ * registry_set_moving marks a state as moving (move > 0: its writes log
+ * their keys to that move, backend/keyed_move.c) or no longer (0); every
+ * session looks at it again before its next write.  False when the state
+ * is gone.
+ */
+bool
+registry_set_moving(int slot, uint32 id, uint8 move)
+{
+	RegistrySlot *s = &registry->slots[slot];
+	bool		ok;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	ok = s->desc.id == id && !s->dropping;
+	if (ok)
+	{
+		s->desc.moving = move;
+		registry_bump_version();
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return ok;
+}
+
+/*
  * registry_alive tells whether the state with this id still holds its slot
  * and is not being dropped.  Backends call it under their own data lock
  * before they write, so a write cannot outlive a drop.

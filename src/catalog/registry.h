@@ -53,6 +53,7 @@ extern void registry_check_access(const StateDesc *desc, uint8 privs);
 extern void registry_check_owner(const StateDesc *desc);
 
 extern bool registry_alive(int slot, uint32 id);
+extern bool registry_set_moving(int slot, uint32 id, uint8 move);
 extern bool registry_get(int slot, uint32 id, StateDesc *desc, bool *hidden);
 extern int	registry_find(uint32 id, StateDesc *desc);
 extern bool registry_adopt(const StateDesc *desc);

@@ -20,7 +20,8 @@
 #define LOCK_AREA				(HEAP_PARTITIONS + 1)
 #define LOCK_SNAPSHOT			(HEAP_PARTITIONS + 2)
 #define LOCK_WAL_SLOT			(HEAP_PARTITIONS + 3)	/* taken alone */
-#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 4)
+#define LOCK_MOVE				(HEAP_PARTITIONS + 4)	/* taken alone */
+#define STATE_BACKEND_NUM_LOCKS	(HEAP_PARTITIONS + 5)
 
 extern void state_locks_request(void);
 extern void state_locks_init(void);

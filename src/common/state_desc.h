@@ -154,6 +154,13 @@ typedef struct StateDesc
 	 * alter_state that changed the state (state.states shows it).
 	 */
 	uint32		version;
+
+	/*
+	 * While alter_state copies it with its writers going on, the move its
+	 * writes log their keys to (backend/keyed_move.c); 0: none.  Never
+	 * stored.
+	 */
+	uint8		moving;
 } StateDesc;
 
 typedef enum StateWindowAssigner

@@ -69,7 +69,6 @@ typedef struct Conversion
 	ExprState  *expr;
 	TypeCodec	from;
 	TypeCodec	to;
-	bool		uses_value;		/* reads parameter "value" */
 } Conversion;
 
 typedef struct AlterContext
@@ -144,17 +143,6 @@ parse_columnref(ParseState *pstate, ColumnRef *cref)
 	return (Node *) p;
 }
 
-static bool
-uses_param(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN &&
-		((Param *) node)->paramid == PARAM_VALUE)
-		return true;
-	return expression_tree_walker(node, uses_param, context);
-}
-
 /*
  * conversion_compile parses "source" (an expression over the names
  * allowed) and makes it yield type "to" by assignment; what names the
@@ -225,7 +213,6 @@ conversion_compile(AlterContext *ctx, Conversion *conv, const char *what, const 
 						 format_type_be(to))));
 	assign_expr_collations(pstate, coerced);
 	free_parsestate(pstate);
-	conv->uses_value = uses_param(coerced, NULL);
 	conv->expr = ExecInitExpr((Expr *) expression_planner((Expr *) coerced), NULL);
 }
 
@@ -460,7 +447,9 @@ convert_entry(void *arg, const char *key, uint32 keylen, const char *image, uint
 			codec_decode(&ctx->key.from, key, keylen);
 		ctx->params->params[PARAM_KEY - 1].isnull = false;
 	}
-	if (!ctx->convert_images)
+	if (image == NULL)
+		keep = false;
+	else if (!ctx->convert_images)
 		appendBinaryStringInfo(newimage, image, len);
 	else if (ctx->layout == STATE_KIND_LIST)
 		keep = convert_list(ctx, image, len, newimage);
@@ -468,31 +457,17 @@ convert_entry(void *arg, const char *key, uint32 keylen, const char *image, uint
 		keep = convert_map(ctx, image, len, newimage);
 	else
 		keep = convert_one_value(ctx, image, len, newimage);
-	if (!keep)
-		return false;
 
+	/* The key goes over even when the entry does not (its absence). */
 	if (ctx->key.active)
 	{
-		/* The key's expression may read the value (of a value state). */
-		if (ctx->key.uses_value && ctx->layout == STATE_KIND_VALUE)
-		{
-			int64		deadline;
-			const char *datum;
-			uint32		datumlen;
-
-			if (split_ttl(ctx, image, len, RECORD_TTL_HDR, &deadline, &datum, &datumlen))
-			{
-				ctx->params->params[PARAM_VALUE - 1].value =
-					codec_decode(&ctx->value.from, datum, datumlen);
-				ctx->params->params[PARAM_VALUE - 1].isnull = false;
-			}
-		}
+		ResetExprContext(ctx->econtext);
 		convert_datum(ctx, &ctx->key, PARAM_KEY, key, keylen, newkey);
 	}
 	else
 		appendBinaryStringInfo(newkey, key, keylen);
 	ctx->cur_key = NULL;
-	return true;
+	return keep;
 }
 
 /*
@@ -507,7 +482,9 @@ convert_all(const StateDesc *old, int slot, StateDesc *newd, bool pending, Alter
 
 	PG_TRY();
 	{
-		entries = state_evolve(old, slot, newd, pending, convert_entry, ctx);
+		entries = state_evolve(old, slot, newd, pending,
+							   !old->transactional && !state_desc_fires(old),
+							   ctx->key.active, convert_entry, ctx);
 	}
 	PG_CATCH();
 	{
@@ -661,14 +638,14 @@ state_alter_state(PG_FUNCTION_ARGS)
 				 errmsg("map_key_using needs map_key_type")));
 
 	/*
-	 * The writers are kept out; then the state is looked at again, since a
+	 * One change at a time; then the state is looked at again, since a
 	 * change it waited for may have replaced it.
 	 */
 	for (;;)
 	{
 		StateDesc	cur;
 
-		state_ops_lock_change(&old);
+		state_ops_lock_alter(&old);
 		registry_resolve(name, &cur, &slot);
 		if (cur.id == old.id)
 		{
@@ -688,6 +665,7 @@ state_alter_state(PG_FUNCTION_ARGS)
 
 	newd = old;
 	newd.id = 0;
+	newd.moving = 0;
 	ctx = palloc0(sizeof(AlterContext));
 	ctx->old = &old;
 	ctx->newd = &newd;
@@ -818,9 +796,9 @@ state_alter_state(PG_FUNCTION_ARGS)
 	ctx->param_types[PARAM_KEY - 1] = old.types[STATE_TYPE_KEY].oid;
 	ctx->param_types[PARAM_VALUE - 1] = old.types[STATE_TYPE_VALUE].oid;
 	ctx->param_types[PARAM_MAP_KEY - 1] = old.types[STATE_TYPE_MAP_KEY].oid;
+	/* A key's new image comes from the key alone (a key gone goes too). */
 	ctx->param_allowed[PARAM_KEY - 1] = true;
-	ctx->param_allowed[PARAM_VALUE - 1] = ctx->layout == STATE_KIND_VALUE &&
-		old.kind != STATE_KIND_AGGREGATING && !fires;
+	ctx->param_allowed[PARAM_VALUE - 1] = false;
 	ctx->param_allowed[PARAM_MAP_KEY - 1] = false;
 	if (newd.types[STATE_TYPE_KEY].oid != old.types[STATE_TYPE_KEY].oid || key_using)
 		conversion_compile(ctx, &ctx->key, "key", key_using ? key_using : "key", "key_using",
@@ -846,7 +824,8 @@ state_alter_state(PG_FUNCTION_ARGS)
 						   "map_key_using", old.types[STATE_TYPE_MAP_KEY].oid,
 						   newd.types[STATE_TYPE_MAP_KEY].oid);
 	}
-	ctx->convert_images = !fires && old.kind != STATE_KIND_AGGREGATING &&
+	/* An aggregating state's transition states change only their deadlines. */
+	ctx->convert_images = !fires &&
 		(ctx->value.active || ctx->map_key.active || newd.ttl != old.ttl);
 	ctx->econtext = CreateStandaloneExprContext();
 	ctx->params = makeParamList(NPARAMS);

@@ -211,8 +211,9 @@ again:
 			state_call_setup(call, &desc, slot);
 		else
 		{
-			call->desc = desc;	/* grants may have changed */
+			call->desc = desc;	/* grants, or a move, may have changed */
 			call->target = state_target(&call->desc, slot);
+			call->backend = keyed_state_ops(&call->desc);
 		}
 		namestrcpy(&call->name, name);
 		call->version = version;

@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 
 #include "backend/keyed_backend.h"
+#include "backend/keyed_move.h"
 #include "catalog/registry.h"
 #include "catalog/stats.h"
 #include "common/local_hash.h"
@@ -53,7 +54,7 @@ static StringInfoData scratch;
 static const KeyedStateBackend *
 inner(const StateTarget *st)
 {
-	return keyed_backend_by_id(st->desc->backend);
+	return keyed_backend_of(st->desc);
 }
 
 static inline bool
@@ -826,7 +827,7 @@ ttl_state_sweep(void)
 const KeyedStateBackend *
 keyed_state_ops_applied(const StateDesc *desc)
 {
-	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_by_id(desc->backend);
+	return desc->ttl > 0 ? &ttl_keyed_backend : keyed_backend_of(desc);
 }
 
 const KeyedStateBackend ttl_keyed_backend = {
