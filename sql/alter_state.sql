@@ -250,6 +250,9 @@ SELECT alt_code($$SELECT state.alter_state('alt_v', value_type => 'int', value_u
        alt_code($$SELECT state.alter_state('alt_v', value_type => 'int', value_using => 'value; DROP TABLE alt_before')$$) AS two_statements;
 SELECT count(*) AS alt_before_still_there FROM alt_before;
 SELECT alt_unchanged('alt_v', $$SELECT state.alter_state('alt_v', value_type => 'int', value_using => '(SELECT 1)')$$);
+-- an expression that gives NULL (a value state's NULL would clear its key)
+SELECT alt_unchanged('alt_v', $$SELECT state.alter_state('alt_v', value_type => 'int', value_using => 'NULLIF(value, 11)')$$);
+SELECT alt_unchanged('alt_v', $$SELECT state.alter_state('alt_v', key_type => 'bigint', key_using => 'NULLIF(key, 100)')$$);
 -- an expression that gives two keys one new key cannot keep both entries
 SELECT alt_unchanged('alt_v', $$SELECT state.alter_state('alt_v', key_using => '1', key_type => 'bigint')$$);
 -- unknown state, unknown backend (as create_state says it), bad names
