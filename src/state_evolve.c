@@ -228,6 +228,15 @@ copy_all(EvolveCopy *c, int move)
 	return ok;
 }
 
+/* Whether a crash brings a state back without a checkpoint: WAL, or its backend's files. */
+static bool
+comes_back(const StateDesc *d)
+{
+	const StateBackendProvider *p = keyed_backend_provider(d->backend);
+
+	return d->logged || (p != NULL && p->ops->applied_lsn != NULL);
+}
+
 /* log_entry: one entry of the new, logged state goes to WAL. */
 static void
 log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
@@ -280,6 +289,16 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	TimestampTz set_at;
 	TimestampTz watermark = state_desc_fires(old) && old->timer_event_time ?
 		timer_watermark(oldslot, old->id, &set_at) : DT_NOBEGIN;
+
+	/*
+	 * A state a crash brings back (from WAL, or from its backend's own
+	 * storage) that becomes one only a checkpoint brings back: the old one
+	 * stays, hidden, until a checkpoint holds the new one: a crash before
+	 * that brings back the old state (as any change since the newest
+	 * checkpoint of a state that only checkpoints bring back is lost).
+	 */
+	bool		keep_until_checkpoint = state_backend_checkpoint_dir[0] != '\0' &&
+		!comes_back(newd) && comes_back(old);
 
 	state_ops_altering(old);
 	PG_TRY();
@@ -370,7 +389,8 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			c->backend->iterate(&c->target, -1, log_entry, newd);
 		}
 		FAULT_POINT("alter.before_publish");
-		published = state_ops_publish_replacing(newd, old, &replaced_slot);
+		published = state_ops_publish_replacing(newd, old, keep_until_checkpoint,
+												&replaced_slot);
 		if (!published)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -428,15 +448,18 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	}
 	switched = registry_version();
 	state_ops_unlock_alter(old);
-	PG_TRY();
+	if (!keep_until_checkpoint)
 	{
-		registry_wait_readers(switched);
+		PG_TRY();
+		{
+			registry_wait_readers(switched);
+		}
+		PG_FINALLY();
+		{
+			state_ops_finish_replacing(old, replaced_slot);
+		}
+		PG_END_TRY();
 	}
-	PG_FINALLY();
-	{
-		state_ops_finish_replacing(newd, old, replaced_slot);
-	}
-	PG_END_TRY();
 	pfree(c->group.data);
 	pfree(c->batch.bytes.data);
 	pfree(c->key.data);

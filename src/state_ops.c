@@ -27,6 +27,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/settings.h"
 #include "common/fault.h"
 #include "state_ops.h"
 
@@ -211,20 +212,21 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 /*
  * state_ops_publish_replacing publishes one hidden state in place of one
  * visible state (alter_state), as state_ops_publish does for a restore:
- * durable once it returns when either is logged.  The old state's data
- * stays until state_ops_finish_replacing, once the calls that may still
- * read it have ended.  Returns false, changing nothing, when the old state
- * was dropped meanwhile; raises 42710 when another state took the new one's
- * name.
+ * durable once it returns when either is logged.  The old state, hidden,
+ * keeps its data until state_ops_finish_replacing (once the calls that may
+ * still read it have ended), or with keep_until_checkpoint until a
+ * checkpoint holds the new one (state_ops_checkpoint_done).  Returns false,
+ * changing nothing, when the old state was dropped meanwhile; raises 42710
+ * when another state took the new one's name.
  */
 bool
-state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd, int *oldslot)
+state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+							bool keep_until_checkpoint, int *oldslot)
 {
-	StateDesc  *old;
-	int		   *oldslots;
 	XLogRecPtr	logged_end;
 
-	if (!registry_publish_replacing(newd, oldd, &old, &oldslots, &logged_end))
+	*oldslot = registry_publish_replacing(newd, oldd, keep_until_checkpoint, &logged_end);
+	if (*oldslot < 0)
 		return false;
 	if (logged_end != InvalidXLogRecPtr)
 	{
@@ -232,22 +234,68 @@ state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd, int *o
 		XLogFlush(logged_end);
 		FAULT_POINT("restore.publish_durable");
 	}
-	*oldslot = oldslots[0];
-	pfree(old);
-	pfree(oldslots);
+	sync_backend_catalogs(newd, 1);
 	return true;
 }
 
 /*
  * state_ops_finish_replacing removes the data of a state replaced by
- * state_ops_publish_replacing, and has the new one's backend store its
- * descriptor if it keeps them.
+ * state_ops_publish_replacing.
  */
 void
-state_ops_finish_replacing(const StateDesc *newd, const StateDesc *oldd, int oldslot)
+state_ops_finish_replacing(const StateDesc *oldd, int oldslot)
 {
-	finish_drop(oldd, oldslot, true);
-	sync_backend_catalogs(newd, 1);
+	(void) state_ops_drop(oldd, oldslot);
+}
+
+/*
+ * state_ops_checkpoint_done, in the state worker once a checkpoint is
+ * durable: the states alter_state replaced that waited for one holding
+ * their replacement go.
+ */
+void
+state_ops_checkpoint_done(const StateDesc *held, int n)
+{
+	StateDesc  *old;
+	int		   *slots;
+	int			nold = registry_replaced_in(held, n, &old, &slots);
+
+	for (int i = 0; i < nold; i++)
+		(void) state_ops_drop(&old[i], slots[i]);
+	pfree(old);
+	pfree(slots);
+}
+
+/*
+ * state_ops_drop_replaced, at the end of a start: a state that another
+ * present one replaced (StateDesc.replaces: a crash came between the
+ * change and the old state's drop) goes.
+ */
+void
+state_ops_drop_replaced(void)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			n = registry_copy_all(descs, NULL);
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+		{
+			StateDesc	cur;
+			int			slot;
+
+			if (j == i || descs[j].replaces != descs[i].id || descs[j].dbid != descs[i].dbid)
+				continue;
+			slot = registry_find(descs[i].id, &cur);
+			if (slot >= 0)
+			{
+				ereport(LOG,
+						(errmsg("state_backend dropped state \"%s\" (id %u), which a change replaced before the server stopped",
+								NameStr(cur.name), cur.id)));
+				(void) state_ops_drop(&cur, slot);
+			}
+			break;
+		}
+	pfree(descs);
 }
 
 /*

@@ -35,9 +35,9 @@ extern void registry_free_slot(const StateDesc *desc, int slot);
 typedef bool (*RegistryKeepFn) (const StateDesc *desc);
 extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 							 StateDesc **old, int **oldslots, XLogRecPtr *logged_end);
-extern bool registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
-									   StateDesc **old, int **oldslots,
-									   XLogRecPtr *logged_end);
+extern int	registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+									   bool keep_until_checkpoint, XLogRecPtr *logged_end);
+extern int	registry_replaced_in(const StateDesc *held, int n, StateDesc **out, int **slots);
 extern bool registry_get_stored(uint32 id, StateDesc *desc, bool *hidden);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);

@@ -454,6 +454,9 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 		{
 			/* At start, states keep their ids: WAL names them so. */
 			FAULT_POINT("restore.create_hidden");
+			/* Another cluster's ids (or new ones here) replace nothing here. */
+			if (!trust_oids)
+				merged[j].replaces = 0;
 			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
 				registry_create(&merged[j], true);
 			created = j + 1;

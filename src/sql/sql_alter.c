@@ -514,14 +514,6 @@ convert_all(const StateDesc *old, int slot, StateDesc *newd, bool pending, Alter
 
 /* ------------------------------------------------------------ arguments */
 
-/* Whether a backend's states keep their data across a restart. */
-static bool
-backend_keeps_data(int backend)
-{
-	const StateBackendProvider *p = keyed_backend_provider(backend);
-
-	return p != NULL && p->ops->applied_lsn != NULL;
-}
 
 
 static void
@@ -676,6 +668,7 @@ state_alter_state(PG_FUNCTION_ARGS)
 	newd = old;
 	newd.id = 0;
 	newd.moving = 0;
+	newd.replaces = old.id;
 	ctx = palloc0(sizeof(AlterContext));
 	ctx->old = &old;
 	ctx->newd = &newd;
@@ -777,23 +770,6 @@ state_alter_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate %s has no combine function, which a transactional state needs",
 						old.agg_signature)));
-
-	/*
-	 * A state that a crash brings back (from WAL, or from its backend's own
-	 * storage) would come back after a crash only from a checkpoint taken
-	 * after the change: until then, a crash would lose it whole.
-	 */
-	if (!newd.logged && !backend_keeps_data(newd.backend) &&
-		(old.logged || backend_keeps_data(old.backend)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("state \"%s\" would no longer come back after a crash", name),
-				 errdetail("As %s and %s, it comes back from %s; on backend \"%s\" and not logged, only from a checkpoint taken after the change, so a crash before one would lose it.",
-						   old.logged ? "logged" : "not logged", keyed_backend_name(old.backend),
-						   old.logged ? "WAL" : "its backend's own storage",
-						   keyed_backend_name(newd.backend)),
-				 errhint("Change it with logged => true, or take a canonical snapshot and restore it with restore(..., backend => '%s').",
-						 keyed_backend_name(newd.backend))));
 
 	changed = strcmp(NameStr(newd.name), NameStr(old.name)) != 0 ||
 		newd.types[STATE_TYPE_KEY].oid != old.types[STATE_TYPE_KEY].oid ||
