@@ -33,6 +33,7 @@
 #include "common/settings.h"
 #include "format/records.h"
 #include "format/state_wal.h"
+#include "snapshot/checkpoint.h"
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
 #include "state_ops.h"
@@ -448,6 +449,9 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	}
 	switched = registry_version();
 	state_ops_unlock_alter(old);
+	/* The old state waits for a checkpoint: the worker takes one soon. */
+	if (keep_until_checkpoint)
+		checkpoint_request();
 	if (!keep_until_checkpoint)
 	{
 		PG_TRY();

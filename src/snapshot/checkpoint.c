@@ -273,10 +273,11 @@ checkpoint_lease(const char *dir)
 #define CHECKPOINT_REQUEST_FILE		"checkpoint_request"
 
 /*
- * checkpoint_request, on a standby that has no checkpoint cut where its WAL
- * holds (one taken before its base backup began): ask whichever server
- * takes checkpoints in the directory both share for a new one.  A request
- * already there stays as it is.
+ * checkpoint_request asks whichever server takes checkpoints in the
+ * directory for a new one: a standby that has no checkpoint cut where its
+ * WAL holds (one taken before its base backup began), or a change whose old
+ * state waits for one (state_evolve.c).  A request already there stays as
+ * it is.
  */
 void
 checkpoint_request(void)
@@ -293,8 +294,8 @@ checkpoint_request(void)
 }
 
 /*
- * checkpoint_take_request, in the worker of a primary: whether a standby
- * asked for a checkpoint (checkpoint_request); the request is taken, and
+ * checkpoint_take_request, in the worker of a primary: whether a standby or
+ * a change asked for a checkpoint (checkpoint_request); the request is taken, and
  * the caller takes one.
  */
 bool

@@ -262,6 +262,11 @@ SELECT state.alter_state('to_unlogged', logged => false);
 SELECT state.alter_state('to_logged', logged => true);
 SELECT state.alter_state('renamed', rename_to => 'renamed2', value_type => 'bigint', value_using => 'value * 10');});
 ok(standby_applied(), 'the standby applied the changes');
+# A logged state made unlogged stays on the standby, as it was, until the
+# checkpoint the change asks for: only then is its drop logged (a crash
+# before brings it back, as the newest checkpoint and WAL hold it).
+ok($standby->poll_query_until('postgres', q{SELECT count(*) = 0 FROM state.states WHERE name = 'to_unlogged'}),
+	'the standby drops a state made unlogged once the primary has a checkpoint of the change');
 is($standby->safe_psql('postgres', q{SELECT string_agg(name || ' ' || value_type || ' v' || version, ', ' ORDER BY name) FROM state.states WHERE name IN ('to_unlogged', 'to_logged', 'renamed', 'renamed2')}),
 	'renamed2 bigint v2, to_logged integer v2', 'the standby lists the states logged now, as they are now');
 is($standby->safe_psql('postgres', q{SELECT count(*) || ' ' || sum(v) FROM state.entries('to_logged', NULL::int, NULL::int) e(k, v)}),
