@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
@@ -49,7 +50,6 @@ typedef struct EvolveCopy
 	void	   *arg;
 	int64		copied;
 	bool		overflowed;		/* the move's log did */
-	bool		key_changes;	/* keys are converted: two may become one */
 	/* one key group's entries of the old state, as pairs */
 	StringInfoData group;
 	KeyedBatch	batch;			/* converted keys and images, put at once */
@@ -260,21 +260,51 @@ count_entries(const StateTarget *target, const KeyedStateBackend *backend)
 }
 
 /*
+ * What a change in this process has under way, for its exit: the hidden
+ * copy before the switch, the replaced state after it.  An ERROR cleans up
+ * where it is caught; a process that exits (FATAL, a terminate) cleans up
+ * here.
+ */
+static StateDesc exit_hidden;
+static int	exit_hidden_slot = -1;
+static StateDesc exit_replaced;
+static int	exit_replaced_slot = -1;
+static bool exit_registered = false;
+
+static void
+evolve_at_exit(int code, Datum arg)
+{
+	if (exit_hidden_slot >= 0)
+	{
+		int			slot = exit_hidden_slot;
+
+		exit_hidden_slot = -1;
+		state_ops_discard(&exit_hidden, slot);
+	}
+	if (exit_replaced_slot >= 0)
+	{
+		int			slot = exit_replaced_slot;
+
+		exit_replaced_slot = -1;
+		(void) state_ops_drop(&exit_replaced, slot);
+	}
+}
+
+/*
  * state_evolve copies state old (in registry slot oldslot) into a new
  * state described by newd (its id is set here), converting each entry
  * with convert, and publishes the new state in its place.  The caller
- * holds the state's alter lock (state_ops_lock_alter).  online: writers go
- * on during the copy (not for a transactional or firing state).
- * key_changes: keys are converted (two becoming one is an error).
- * logged_pending:
- * the caller counted a logged state pending (registry_logged_pending), which
- * this uncounts once the new state is registered.  Returns the entries the
- * new state holds.  Raises 42710 if another state took newd's name
- * meanwhile, and 23505 if two keys became one.
+ * holds the state's alter lock (state_ops_lock_alter), and converts no
+ * key when online.  online: writers go on during the copy (not for a
+ * transactional or firing state).  logged_pending: the caller counted a
+ * logged state pending (registry_logged_pending), which this uncounts once
+ * the new state is registered.  Returns the entries the new state holds.
+ * Raises 42710 if another state took newd's name meanwhile, and 23505 if
+ * two keys became one.
  */
 int64
 state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pending,
-			 bool online, bool key_changes, StateEvolveFn convert, void *arg)
+			 bool online, StateEvolveFn convert, void *arg)
 {
 	EvolveCopy *c = palloc0(sizeof(EvolveCopy));
 	MemoryContext cxt = CurrentMemoryContext;
@@ -282,14 +312,12 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	volatile int move = 0;
 	volatile bool pending = logged_pending;
 	volatile bool holding = false;
+	volatile bool paused = false;
+	bool		fires = state_desc_fires(old);
 	int64		entries;
-	int64		old_entries = -1;
-	bool		published;
 	int			replaced_slot = -1;
+	XLogRecPtr	logged_end = InvalidXLogRecPtr;
 	uint64		switched;
-	TimestampTz set_at;
-	TimestampTz watermark = state_desc_fires(old) && old->timer_event_time ?
-		timer_watermark(oldslot, old->id, &set_at) : DT_NOBEGIN;
 
 	/*
 	 * A state a crash brings back (from WAL, or from its backend's own
@@ -301,11 +329,18 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	bool		keep_until_checkpoint = state_backend_checkpoint_dir[0] != '\0' &&
 		!comes_back(newd) && comes_back(old);
 
+	if (!exit_registered)
+	{
+		before_shmem_exit(evolve_at_exit, (Datum) 0);
+		exit_registered = true;
+	}
 	state_ops_altering(old);
 	PG_TRY();
 	{
 		FAULT_POINT("alter.create_hidden");
 		slot = registry_create(newd, true);
+		exit_hidden = *newd;
+		exit_hidden_slot = slot;
 		if (pending)
 		{
 			pending = false;
@@ -317,7 +352,6 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		c->backend = keyed_backend_by_id(newd->backend);
 		c->convert = convert;
 		c->arg = arg;
-		c->key_changes = key_changes && old->ttl == 0;
 		initStringInfo(&c->group);
 		keyed_batch_init(&c->batch, c->backend, &c->target);
 		initStringInfo(&c->key);
@@ -328,7 +362,9 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		/*
 		 * Online, the state moves: once every transaction that may have
 		 * written to it unlogged has ended (a moment's SHARE lock), each
-		 * write logs its key.
+		 * write logs its key.  Else its writers wait from now on, and a
+		 * firing state's firing is paused (once the lock is held: a change
+		 * that waits for it pauses nothing).
 		 */
 		if (online && (move = keyed_move_begin(old)) > 0)
 		{
@@ -340,17 +376,27 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			FAULT_POINT("alter.moving");
 		}
 		else
+		{
 			state_ops_lock_change(old);
+			if (fires && !timer_queue_pause_held())
+			{
+				timer_queue_pause();
+				paused = true;
+			}
+		}
 
 		/*
 		 * Posted writes to the old state are all in before it is read.  A
-		 * move whose log overflowed copies everything again, while the
-		 * writers go on, up to twice.
+		 * move whose log overflowed (or met a truncate) copies everything
+		 * again, from an empty copy, while the writers go on, up to twice.
 		 */
 		keyed_backend_flush_all();
 		c->overflowed = !copy_all(c, move) && move > 0;
 		for (int pass = 0; pass < 2 && c->overflowed; pass++)
+		{
+			(void) c->backend->truncate(&c->target);
 			c->overflowed = !copy_all(c, move);
+		}
 
 		/* The last keys written, with the writers kept out. */
 		if (move > 0)
@@ -361,24 +407,16 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			{
 				/* The log overflowed: everything again, as it is now. */
 				(void) c->backend->truncate(&c->target);
-				c->copied = 0;
 				(void) copy_all(c, 0);
-			}
-			if (c->key_changes)
-			{
-				int64		bytes;
-
-				c->from_backend->size(&c->from, &old_entries, &bytes);
 			}
 		}
 		keyed_backend_flush_all();
 		entries = count_entries(&c->target, c->backend);
-		if (old_entries >= 0 ? entries != old_entries : (move == 0 && entries != c->copied))
+		if (move == 0 && entries != c->copied)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("state \"%s\" would hold " INT64_FORMAT " keys for its " INT64_FORMAT,
-							NameStr(old->name), entries,
-							old_entries >= 0 ? old_entries : c->copied),
+							NameStr(old->name), entries, c->copied),
 					 errdetail("The key conversion makes two keys one."),
 					 errhint("Give a key_using expression that keeps keys apart.")));
 		if (newd->logged)
@@ -390,12 +428,27 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			c->backend->iterate(&c->target, -1, log_entry, newd);
 		}
 		FAULT_POINT("alter.before_publish");
-		published = state_ops_publish_replacing(newd, old, keep_until_checkpoint,
-												&replaced_slot);
-		if (!published)
+
+		/* An event-time state keeps its watermark: nothing moves it now. */
+		if (fires && old->timer_event_time)
+		{
+			TimestampTz set_at;
+			TimestampTz was;
+
+			(void) timer_watermark_advance(slot, newd->id,
+										   timer_watermark(oldslot, old->id, &set_at), &was);
+		}
+		if (!state_ops_publish_replacing(newd, old, keep_until_checkpoint, &replaced_slot,
+										 &logged_end))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("state \"%s\" was dropped while it changed", NameStr(old->name))));
+		exit_hidden_slot = -1;
+		if (!keep_until_checkpoint)
+		{
+			exit_replaced = *old;
+			exit_replaced_slot = replaced_slot;
+		}
 	}
 	PG_CATCH();
 	{
@@ -414,6 +467,8 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			registry_logged_pending(-1);
 		if (holding)
 			snapshot_control_hold_cuts(false);
+		if (paused)
+			timer_queue_resume();
 		/* Writes still posted to the new state end before it goes. */
 		PG_TRY();
 		{
@@ -424,46 +479,54 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			FlushErrorState();
 		}
 		PG_END_TRY();
+		exit_hidden_slot = -1;
 		if (slot >= 0)
 			state_ops_discard(newd, slot);
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
+
+	/*
+	 * The switch is made: from here on the change stands, whatever fails.
+	 * Its record is flushed; writers go to the new state (the locks go) and
+	 * the firing resumes; the old state's data goes once the calls that may
+	 * have resolved it before the switch have ended (a cancel meanwhile
+	 * cancels only that wait), or, kept until a checkpoint, the worker is
+	 * asked for one.
+	 */
 	state_ops_altering(NULL);
 	if (move > 0)
 		keyed_move_end(move);
-	if (holding)
-		snapshot_control_hold_cuts(false);
-	FAULT_POINT("alter.after_publish");
-
-	/*
-	 * Writers go to the new state from now on: the locks go.  The old
-	 * state's data goes once the calls that may have resolved it before the
-	 * switch have ended (a cancel meanwhile cancels only that wait).
-	 */
-	if (watermark != DT_NOBEGIN)
-	{
-		TimestampTz was;
-
-		(void) timer_watermark_advance(slot, newd->id, watermark, &was);
-	}
 	switched = registry_version();
-	state_ops_unlock_alter(old);
-	/* The old state waits for a checkpoint: the worker takes one soon. */
-	if (keep_until_checkpoint)
-		checkpoint_request();
-	if (!keep_until_checkpoint)
+	PG_TRY();
 	{
-		PG_TRY();
-		{
-			registry_wait_readers(switched);
-		}
-		PG_FINALLY();
-		{
-			state_ops_finish_replacing(old, replaced_slot);
-		}
-		PG_END_TRY();
+		state_ops_publish_durable(newd, logged_end);
+		FAULT_POINT("alter.after_publish");
 	}
+	PG_FINALLY();
+	{
+		if (holding)
+			snapshot_control_hold_cuts(false);
+		if (paused)
+			timer_queue_resume();
+		state_ops_unlock_alter(old);
+		if (keep_until_checkpoint)
+			checkpoint_request();
+		else
+		{
+			PG_TRY();
+			{
+				registry_wait_readers(switched);
+			}
+			PG_FINALLY();
+			{
+				exit_replaced_slot = -1;
+				state_ops_finish_replacing(old, replaced_slot);
+			}
+			PG_END_TRY();
+		}
+	}
+	PG_END_TRY();
 	pfree(c->group.data);
 	pfree(c->batch.bytes.data);
 	pfree(c->key.data);

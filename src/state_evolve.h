@@ -21,7 +21,7 @@ typedef bool (*StateEvolveFn) (void *arg, const char *key, uint32 keylen,
 							   StringInfo newkey, StringInfo newimage);
 
 extern int64 state_evolve(const StateDesc *old, int oldslot, StateDesc *newd,
-						  bool logged_pending, bool online, bool key_changes,
+						  bool logged_pending, bool online,
 						  StateEvolveFn convert, void *arg);
 
 #endif							/* STATE_BACKEND_STATE_EVOLVE_H */

@@ -211,23 +211,31 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 
 /*
  * state_ops_publish_replacing publishes one hidden state in place of one
- * visible state (alter_state), as state_ops_publish does for a restore:
- * durable once it returns when either is logged.  The old state, hidden,
- * keeps its data until state_ops_finish_replacing (once the calls that may
- * still read it have ended), or with keep_until_checkpoint until a
- * checkpoint holds the new one (state_ops_checkpoint_done).  Returns false,
- * changing nothing, when the old state was dropped meanwhile; raises 42710
- * when another state took the new one's name.
+ * visible state (alter_state): from when it returns, sessions find the new
+ * one.  The old state, hidden, keeps its data until
+ * state_ops_finish_replacing (once the calls that may still read it have
+ * ended), or with keep_until_checkpoint until a checkpoint holds the new
+ * one (state_ops_checkpoint_done).  *logged_end gets the end of the PUBLISH
+ * record when either is logged: state_ops_publish_durable then.  Returns
+ * false, changing nothing, when the old state was dropped meanwhile;
+ * raises 42710 when another state took the new one's name.
  */
 bool
 state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
-							bool keep_until_checkpoint, int *oldslot)
+							bool keep_until_checkpoint, int *oldslot, XLogRecPtr *logged_end)
 {
-	XLogRecPtr	logged_end;
+	*oldslot = registry_publish_replacing(newd, oldd, keep_until_checkpoint, logged_end);
+	return *oldslot >= 0;
+}
 
-	*oldslot = registry_publish_replacing(newd, oldd, keep_until_checkpoint, &logged_end);
-	if (*oldslot < 0)
-		return false;
+/*
+ * state_ops_publish_durable makes a publication by
+ * state_ops_publish_replacing durable: its PUBLISH record flushed, and the
+ * new state's descriptor stored by its backend if it keeps them.
+ */
+void
+state_ops_publish_durable(const StateDesc *newd, XLogRecPtr logged_end)
+{
 	if (logged_end != InvalidXLogRecPtr)
 	{
 		FAULT_POINT("restore.publish_logged");
@@ -235,7 +243,6 @@ state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
 		FAULT_POINT("restore.publish_durable");
 	}
 	sync_backend_catalogs(newd, 1);
-	return true;
 }
 
 /*

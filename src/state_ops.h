@@ -6,6 +6,8 @@
 #ifndef STATE_BACKEND_STATE_OPS_H
 #define STATE_BACKEND_STATE_OPS_H
 
+#include "access/xlogdefs.h"
+
 #include "common/types.h"
 
 extern void state_ops_check_type(Oid type, const char *what, bool stored);
@@ -24,7 +26,9 @@ typedef enum StatePublishKeep
 extern void state_ops_publish(Oid dbid, const StateDesc *descs, int n,
 							  StatePublishKeep keep, bool sync_catalogs);
 extern bool state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
-										bool keep_until_checkpoint, int *oldslot);
+										bool keep_until_checkpoint, int *oldslot,
+										XLogRecPtr *logged_end);
+extern void state_ops_publish_durable(const StateDesc *newd, XLogRecPtr logged_end);
 extern void state_ops_finish_replacing(const StateDesc *oldd, int oldslot);
 extern void state_ops_checkpoint_done(const StateDesc *held, int n);
 extern void state_ops_drop_replaced(void);

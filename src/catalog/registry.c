@@ -694,6 +694,12 @@ registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
 			at = i;
 	Assert(at >= 0);
 	o = &registry->slots[oldat];
+
+	/* Grants and the owner's name as they are now, not as the change began. */
+	registry->slots[at].desc.ngrants = o->desc.ngrants;
+	memcpy(registry->slots[at].desc.grants, o->desc.grants, sizeof(o->desc.grants));
+	registry->slots[at].desc.owner = o->desc.owner;
+	registry->slots[at].desc.owner_name = o->desc.owner_name;
 	if ((o->desc.logged && !keep_until_checkpoint) || newd->logged)
 		end = state_wal_log_publish(newd->dbid, &logged_old,
 									o->desc.logged && !keep_until_checkpoint ? 1 : 0,

@@ -216,10 +216,13 @@ conversion_compile(AlterContext *ctx, Conversion *conv, const char *what, const 
 	conv->expr = ExecInitExpr((Expr *) expression_planner((Expr *) coerced), NULL);
 }
 
-/* Run a conversion on a datum image into out. */
-static void
+/*
+ * Run a conversion on a datum image into out; true when it gave NULL,
+ * which only a map value may be (null_ok): else 23502.
+ */
+static bool
 convert_datum(AlterContext *ctx, Conversion *conv, int param, const char *img, uint32 len,
-			  StringInfo out)
+			  StringInfo out, bool null_ok)
 {
 	Datum		result;
 	bool		isnull;
@@ -227,12 +230,15 @@ convert_datum(AlterContext *ctx, Conversion *conv, int param, const char *img, u
 	ctx->params->params[param - 1].value = codec_decode(&conv->from, img, len);
 	ctx->params->params[param - 1].isnull = false;
 	result = ExecEvalExprSwitchContext(conv->expr, ctx->econtext, &isnull);
+	if (isnull && null_ok)
+		return true;
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("the conversion gave a null %s", conv->what),
 				 errdetail("A state holds no null %ss.", conv->what)));
 	codec_encode(&conv->to, result, out);
+	return false;
 }
 
 /* The new deadline of a value whose old one is "deadline" (0: none). */
@@ -288,7 +294,7 @@ convert_one_value(AlterContext *ctx, const char *img, uint32 len, StringInfo out
 	if (ctx->newd->ttl > 0)
 		record_ttl_put(out, new_deadline(ctx, deadline));
 	if (ctx->value.active)
-		convert_datum(ctx, &ctx->value, PARAM_VALUE, datum, datumlen, out);
+		(void) convert_datum(ctx, &ctx->value, PARAM_VALUE, datum, datumlen, out, false);
 	else
 		appendBinaryStringInfo(out, datum, datumlen);
 	return true;
@@ -373,7 +379,8 @@ convert_map(AlterContext *ctx, const char *img, uint32 len, StringInfo out)
 			ctx->params->params[PARAM_MAP_KEY - 1].value =
 				codec_decode(&ctx->map_key.from, pair.key, pair.keylen);
 			ctx->params->params[PARAM_MAP_KEY - 1].isnull = false;
-			convert_datum(ctx, &ctx->map_key, PARAM_MAP_KEY, pair.key, pair.keylen, mk);
+			(void) convert_datum(ctx, &ctx->map_key, PARAM_MAP_KEY, pair.key, pair.keylen, mk,
+								 false);
 		}
 		else
 			appendBinaryStringInfo(mk, pair.key, pair.keylen);
@@ -382,7 +389,7 @@ convert_map(AlterContext *ctx, const char *img, uint32 len, StringInfo out)
 			ctx->params->params[PARAM_MAP_KEY - 1].value =
 				codec_decode(&ctx->map_key.from, pair.key, pair.keylen);
 			ctx->params->params[PARAM_MAP_KEY - 1].isnull = false;
-			convert_datum(ctx, &ctx->value, PARAM_VALUE, datum, datumlen, val);
+			isnull = convert_datum(ctx, &ctx->value, PARAM_VALUE, datum, datumlen, val, true);
 		}
 		else if (!isnull)
 			appendBinaryStringInfo(val, datum, datumlen);
@@ -428,17 +435,36 @@ convert_map(AlterContext *ctx, const char *img, uint32 len, StringInfo out)
 	return n > 0;
 }
 
+static bool convert_entry_in(AlterContext *ctx, const char *key, uint32 keylen,
+							 const char *image, uint32 len, StringInfo newkey,
+							 StringInfo newimage);
+
 /* StateEvolveFn of alter_state. */
 static bool
 convert_entry(void *arg, const char *key, uint32 keylen, const char *image, uint32 len,
 			  StringInfo newkey, StringInfo newimage)
 {
 	AlterContext *ctx = arg;
-	bool		keep = true;
+	bool		keep;
+	MemoryContext cxt;
 
 	ctx->cur_key = key;
 	ctx->cur_keylen = keylen;
 	ResetExprContext(ctx->econtext);
+	/* What decoding allocates goes with the entry. */
+	cxt = MemoryContextSwitchTo(ctx->econtext->ecxt_per_tuple_memory);
+	keep = convert_entry_in(ctx, key, keylen, image, len, newkey, newimage);
+	MemoryContextSwitchTo(cxt);
+	ctx->cur_key = NULL;
+	return keep;
+}
+
+static bool
+convert_entry_in(AlterContext *ctx, const char *key, uint32 keylen, const char *image,
+				 uint32 len, StringInfo newkey, StringInfo newimage)
+{
+	bool		keep = true;
+
 	for (int i = 0; i < NPARAMS; i++)
 		ctx->params->params[i].isnull = true;
 	if (ctx->key.active || ctx->value.active || ctx->map_key.active)
@@ -460,13 +486,9 @@ convert_entry(void *arg, const char *key, uint32 keylen, const char *image, uint
 
 	/* The key goes over even when the entry does not (its absence). */
 	if (ctx->key.active)
-	{
-		ResetExprContext(ctx->econtext);
-		convert_datum(ctx, &ctx->key, PARAM_KEY, key, keylen, newkey);
-	}
+		(void) convert_datum(ctx, &ctx->key, PARAM_KEY, key, keylen, newkey, false);
 	else
 		appendBinaryStringInfo(newkey, key, keylen);
-	ctx->cur_key = NULL;
 	return keep;
 }
 
@@ -483,8 +505,9 @@ convert_all(const StateDesc *old, int slot, StateDesc *newd, bool pending, Alter
 	PG_TRY();
 	{
 		entries = state_evolve(old, slot, newd, pending,
-							   !old->transactional && !state_desc_fires(old),
-							   ctx->key.active, convert_entry, ctx);
+							   !old->transactional && !state_desc_fires(old) &&
+							   !ctx->key.active,
+							   convert_entry, ctx);
 	}
 	PG_CATCH();
 	{
@@ -613,7 +636,6 @@ state_alter_state(PG_FUNCTION_ARGS)
 	AlterContext *ctx;
 	bool		changed;
 	bool		fires;
-	volatile bool paused = false;
 	bool		pending = false;
 	int64		entries;
 
@@ -623,6 +645,12 @@ state_alter_state(PG_FUNCTION_ARGS)
 				 errmsg("cannot change a state on a standby"),
 				 errhint("Change it on the primary; the change reaches the standby in WAL when the state is logged.")));
 	state_backend_check_available();
+	if (timer_worker_is_me())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot change a state from a timer handler or an emit function"),
+				 errdetail("A change of a timers or window state waits for the timer worker, which runs this code."),
+				 errhint("Change states from a session.")));
 	registry_resolve(name, &old, &slot);
 	registry_check_owner(&old);
 
@@ -706,6 +734,14 @@ state_alter_state(PG_FUNCTION_ARGS)
 				 errhint("Leave map_key_type NULL.")));
 
 	/* Types. */
+	if (OidIsValid(key_type) && (key_type != old.types[STATE_TYPE_KEY].oid || key_using) &&
+		old.range_parts > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the key type of state \"%s\", which holds key groups %d to %d only",
+						name, old.range_first, old.range_last),
+				 errdetail("Converted keys fall in other key groups, which other parts hold."),
+				 errhint("Change it where the state holds every key group (restore the parts into one), then split it again.")));
 	if (OidIsValid(key_type) && (key_type != old.types[STATE_TYPE_KEY].oid || key_using))
 	{
 		state_ops_check_type(key_type, "a state key", true);
@@ -837,27 +873,12 @@ state_alter_state(PG_FUNCTION_ARGS)
 	initStringInfo(&ctx->scratch);
 	initStringInfo(&ctx->scratch2);
 
-	/* A timers or window state's firing waits, as its writers do. */
-	if (fires && !timer_queue_paused())
+	if (newd.logged)
 	{
-		timer_queue_pause();
-		paused = true;
+		logged_before_change();
+		pending = true;
 	}
-	PG_TRY();
-	{
-		if (newd.logged)
-		{
-			logged_before_change();
-			pending = true;
-		}
-		entries = convert_all(&old, slot, &newd, pending, ctx);
-	}
-	PG_FINALLY();
-	{
-		if (paused)
-			timer_queue_resume();
-	}
-	PG_END_TRY();
+	entries = convert_all(&old, slot, &newd, pending, ctx);
 	FreeExprContext(ctx->econtext, true);
 	if (state_desc_fires(&newd))
 		timer_queue_launch(MyDatabaseId);

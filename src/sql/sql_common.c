@@ -241,11 +241,14 @@ again:
 	}
 
 	/*
-	 * A writer holds the state's writers' lock to the end of its transaction
+	 * A writer (a read that moves a TTL deadline writes too) holds the
+	 * state's writers' lock to the end of its transaction
 	 * (state_ops_lock_writes): an alter_state it waited for has replaced the
 	 * state meanwhile, so it looks again.
 	 */
-	if ((privs & STATE_PRIV_WRITE) && !RecoveryInProgress())
+	if (((privs & STATE_PRIV_WRITE) ||
+		 (call->desc.ttl > 0 && call->desc.ttl_update == STATE_TTL_ON_READ_AND_WRITE)) &&
+		!RecoveryInProgress())
 	{
 		state_ops_lock_writes(&call->desc);
 		if (registry_version() != version)

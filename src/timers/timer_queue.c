@@ -1343,6 +1343,19 @@ timer_queue_resume(void)
 	pause_release(MyDatabaseId);
 }
 
+/* timer_queue_pause_held tells whether this session pauses its database's firing. */
+bool
+timer_queue_pause_held(void)
+{
+	bool		held = false;
+
+	SpinLockAcquire(&timers->pause_mutex);
+	for (int i = 0; i < TIMER_MAX_PAUSES; i++)
+		held |= timers->pauses[i].dbid == MyDatabaseId && timers->pauses[i].pid == MyProcPid;
+	SpinLockRelease(&timers->pause_mutex);
+	return held;
+}
+
 /* timer_queue_paused tells whether a session pauses this database's firing. */
 bool
 timer_queue_paused(void)

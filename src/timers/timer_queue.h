@@ -68,6 +68,8 @@ extern void timer_figures_read(int slot, uint32 id, TimerFigures *out);
 extern void timer_queue_pause(void);
 extern void timer_queue_resume(void);
 extern bool timer_queue_paused(void);
+extern bool timer_queue_pause_held(void);
+extern bool timer_worker_is_me(void);
 
 /* The state worker, and create_state */
 extern void timer_queue_launch(Oid dbid);

@@ -61,6 +61,15 @@
 
 PGDLLEXPORT void state_timer_worker_main(Datum main_arg);
 
+/* Whether this process is a timer worker. */
+static bool in_timer_worker = false;
+
+bool
+timer_worker_is_me(void)
+{
+	return in_timer_worker;
+}
+
 /* How often figures are published, and states looked for, at least. */
 #define PUBLISH_MS			250
 #define SYNC_MS				1000
@@ -836,6 +845,7 @@ state_timer_worker_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	in_timer_worker = true;
 	pgstat_report_appname("state_backend timers");
 	if (!timer_queue_attach(dbid))
 		proc_exit(0);			/* another one fires this database's timers */
