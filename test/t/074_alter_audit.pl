@@ -1,0 +1,168 @@
+# alter_state under concurrent sessions: what another session does while a
+# state is copied into its new form is neither lost nor undone, and one
+# state's change holds back no other state's timers.
+#
+# - a truncate, or a clear followed by a write the move's log cannot hold
+#   (a key over its size), acknowledged while the entries are copied: the
+#   changed state holds none of the entries they removed;
+# - a revoke_access acknowledged while the entries are copied stays revoked
+#   after the change;
+# - an alter_state of a timers state waiting for a transaction that wrote to
+#   it does not stop the firing of another state's timers meanwhile.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use StateBackendTAP;
+
+my $node = new_state_node('alter_audit');
+ok(defined wait_for_worker($node), 'state worker running');
+
+# Runs a psql script in the background; returns [handle, \stdout, \stderr].
+sub start_script
+{
+	my ($name, $sql) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $script = PostgreSQL::Test::Utils::tempdir() . "/$name.sql";
+	PostgreSQL::Test::Utils::append_to_file($script, $sql);
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-f', $script ],
+		'>', \$stdout, '2>', \$stderr);
+	return [ $h, \$stdout, \$stderr ];
+}
+
+sub finish_script
+{
+	my ($s) = @_;
+	$s->[0]->finish;
+	return ($s->[0]->result(0), ${ $s->[1] }, ${ $s->[2] });
+}
+
+# An alter_state that sleeps after each batch of entries it copied, started
+# in the background once the state holds keys 1..4; returns once it copied
+# its first batch.
+sub start_slow_alter
+{
+	my ($name, $args) = @_;
+	my $offset = -s $node->logfile;
+	my $s = start_script("alter_$name", qq{
+SET state_backend.fault_points = 'alter.copy:sleep:1500';
+SELECT state.alter_state('$name', $args);
+});
+	$node->wait_for_log(qr/fault point "alter.copy" reached/, $offset);
+	return $s;
+}
+
+############################################################ truncate
+
+foreach my $backend ('memory', 'rocksdb')
+{
+	my $st = "tr_$backend";
+	$node->safe_psql('postgres', qq{
+SELECT state.create_state('$st', 'value', 'int', 'text', backend => '$backend');
+SELECT count(state.value_set('$st', k, 'v' || k)) FROM generate_series(1, 4) k;});
+	my $alter = start_slow_alter($st, "value_type => 'varchar'");
+	is($node->safe_psql('postgres', "SELECT state.truncate('$st')"), '4',
+		"$backend: truncate during the copy removed the 4 keys");
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, "$backend: the change succeeded") or diag($err);
+	is($node->safe_psql('postgres', qq{
+SELECT value_type || ' ' || entries FROM state.states WHERE name = '$st'}),
+		'character varying 0',
+		"$backend: the changed state holds nothing of what the truncate removed");
+}
+
+############################################################ clear, then the log overflows
+
+{
+	my $st = 'ov';
+	$node->safe_psql('postgres', qq{
+SELECT state.create_state('$st', 'value', 'text', 'text');
+SELECT count(state.value_set('$st', k::text, 'v' || k)) FROM generate_series(1, 4) k;});
+	my $alter = start_slow_alter($st, "value_type => 'varchar'");
+	$node->safe_psql('postgres', qq{
+SELECT count(state.clear('$st', k::text)) FROM generate_series(1, 4) k;
+SELECT state.value_set('$st', repeat('x', 9000), 'long');});
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, 'clear: the change succeeded') or diag($err);
+	is($node->safe_psql('postgres', qq{
+SELECT string_agg(left(k, 3) || '=' || v, ' ' ORDER BY k)
+  FROM state.entries('$st', NULL::text, NULL::varchar) e(k, v)}),
+		'xxx=long',
+		'clear: keys cleared during the copy stay cleared when the log overflowed after them');
+}
+
+############################################################ revoke
+
+{
+	$node->safe_psql('postgres', qq{
+CREATE ROLE bob LOGIN;
+SELECT state.create_state('gs', 'value', 'int', 'text');
+SELECT count(state.value_set('gs', k, 'v' || k)) FROM generate_series(1, 4) k;
+SELECT state.grant_access('gs', 'bob', 'write');
+SELECT state.create_state('gs_control', 'value', 'int', 'text');
+SELECT state.grant_access('gs_control', 'bob', 'write');
+SELECT state.revoke_access('gs_control', 'bob', 'write');});
+	is(sql_error($node, q{SELECT state.value_set('gs_control', 9, 'by bob')},
+		extra_params => [ '-U', 'bob' ])->{sqlstate}, '42501', 'revoke: without a change, a revoke holds');
+	my $alter = start_slow_alter('gs', "value_type => 'varchar'");
+	$node->safe_psql('postgres', q{SELECT state.revoke_access('gs', 'bob', 'write')});
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, 'revoke: the change succeeded') or diag($err);
+	my $r = sql_error($node, q{SELECT state.value_set('gs', 9, 'by bob')},
+		extra_params => [ '-U', 'bob' ]);
+	is($r->{sqlstate}, '42501',
+		'revoke: a write revoked during the change stays revoked after it');
+}
+
+############################################################ timers
+
+{
+	$node->safe_psql('postgres', q{
+CREATE TABLE fired (k int);
+CREATE FUNCTION on_fire(k int, at timestamptz) RETURNS void LANGUAGE sql
+  AS $$ INSERT INTO fired VALUES (k) $$;
+SELECT state.create_state('tm_slow', 'timers', 'int', handler => 'on_fire(int,timestamptz)');
+SELECT state.create_state('tm_other', 'timers', 'int', handler => 'on_fire(int,timestamptz)');
+SELECT state.timer_register('tm_other', 0, now());});
+	ok($node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM fired WHERE k = 0'),
+		'timers: the timer worker fires tm_other');
+	# A transaction that wrote to tm_slow stays open for a while.
+	my $offset = -s $node->logfile;
+	my $writer = start_script('writer', q{
+BEGIN;
+SELECT state.timer_register('tm_slow', 1, now() + interval '1 hour');
+SELECT pg_sleep(8);
+COMMIT;
+});
+	# The change of tm_slow waits for it.
+	usleep(500_000);
+	my $alter = start_script('alter_tm', q{SELECT state.alter_state('tm_slow', rename_to => 'tm_slow2');});
+	usleep(500_000);
+	# Another state's timer, due now, fires meanwhile.
+	$node->safe_psql('postgres', q{SELECT state.timer_register('tm_other', 2, now())});
+	my $fired = 0;
+	for (my $i = 0; $i < 40 && !$fired; $i++)
+	{
+		$fired = $node->safe_psql('postgres', 'SELECT count(*) FROM fired WHERE k = 2');
+		usleep(100_000) if !$fired;
+	}
+	my $alter_done = !$alter->[0]->pumpable;
+	ok($fired && !$alter_done,
+		'timers: a change waiting for a writer of one timers state does not stop the firing of another');
+	finish_script($writer);
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, 'timers: the change succeeded once the writer committed') or diag($err);
+	ok($node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM fired WHERE k = 2'),
+		'timers: the timer of tm_other fired at last');
+}
+
+$node->stop;
+done_testing();
