@@ -1,0 +1,52 @@
+--
+-- alter_audit: alter_state where it lost or undid what it was given.
+--
+
+-- A key conversion that makes two keys one fails the change (23505) for
+-- a state with a TTL as for one without: the state keeps its 4 entries.
+SELECT state.create_state('aa_ttl', 'value', 'int', 'text', ttl => '1 hour');
+SELECT count(state.value_set('aa_ttl', k, 'v' || k)) FROM generate_series(1, 4) k;
+SELECT expect_error($$SELECT state.alter_state('aa_ttl', key_type => 'int', key_using => '0')$$) LIKE '23505:%' AS refused;
+SELECT name, version, entries FROM state.states WHERE name = 'aa_ttl';
+SELECT * FROM state.entries('aa_ttl', NULL::int, NULL::text) ORDER BY 1;
+-- the same without a TTL, for comparison
+SELECT state.create_state('aa_nottl', 'value', 'int', 'text');
+SELECT count(state.value_set('aa_nottl', k, 'v' || k)) FROM generate_series(1, 4) k;
+SELECT expect_error($$SELECT state.alter_state('aa_nottl', key_type => 'int', key_using => '0')$$) LIKE '23505:%' AS refused;
+SELECT name, version, entries FROM state.states WHERE name = 'aa_nottl';
+
+-- A map state holds null values: a value_using that yields null for one
+-- gives the map a null value, as map_put does.
+SELECT state.create_state('aa_map', 'map', 'int', 'text', map_key_type => 'text');
+SELECT state.map_put('aa_map', 1, 'a', 'x');
+SELECT state.map_put('aa_map', 1, 'b', NULL::text);
+SELECT state.alter_state('aa_map', value_type => 'text', value_using => 'NULLIF(value, ''x'')');
+SELECT * FROM state.map_entries('aa_map', 1, NULL::text, NULL::text) ORDER BY 1;
+
+-- An error after the new state was published (here at the fault points
+-- the publish shares with restore) never leaves the state gone: it is as
+-- before the change or as after it.
+SELECT set_config('aa.dir', current_setting('data_directory') || '/aa_checkpoints', false) IS NOT NULL AS ok;
+\set ECHO none
+SELECT format('ALTER SYSTEM SET state_backend.checkpoint_dir = %L', current_setting('aa.dir')) \gexec
+\set ECHO all
+SELECT pg_reload_conf();
+\c
+SELECT state.create_state('aa_lg', 'value', 'int', 'text', logged => true);
+SELECT count(state.value_set('aa_lg', k, 'v' || k)) FROM generate_series(1, 4) k;
+SET state_backend.fault_points = 'restore.publish_logged:error';
+SELECT expect_error($$SELECT state.alter_state('aa_lg', value_type => 'varchar')$$);
+RESET state_backend.fault_points;
+SELECT name, entries, value_type IN ('text', 'character varying') AS as_before_or_after
+  FROM state.states WHERE name = 'aa_lg';
+SELECT state.create_state('aa_lg2', 'value', 'int', 'text', logged => true);
+SELECT count(state.value_set('aa_lg2', k, 'v' || k)) FROM generate_series(1, 4) k;
+SET state_backend.fault_points = 'restore.publish_durable:error';
+SELECT expect_error($$SELECT state.alter_state('aa_lg2', value_type => 'varchar')$$);
+RESET state_backend.fault_points;
+SELECT name, entries, value_type IN ('text', 'character varying') AS as_before_or_after
+  FROM state.states WHERE name = 'aa_lg2';
+
+SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'aa\_%' ORDER BY name;
+ALTER SYSTEM RESET state_backend.checkpoint_dir;
+SELECT pg_reload_conf();
