@@ -164,5 +164,31 @@ COMMIT;
 		'timers: the timer of tm_other fired at last');
 }
 
+############################################################ a copier that exits
+
+# alter_state's process exits (as a terminated one does) after it copied the
+# entries: the copy it made is given back, so the same change fits in
+# state_backend.memory_limit again afterwards.
+{
+	my $small = new_state_node('alter_audit_exit', conf => "state_backend.memory_limit = '12MB'\n");
+	$small->safe_psql('postgres', q{
+SELECT state.create_state('big', 'value', 'int', 'text');
+SELECT count(state.value_set('big', k, repeat('x', 1000))) FROM generate_series(1, 4000) k;});
+	{
+		my ($ret, $out, $err) = $small->psql('postgres', q{
+SET state_backend.fault_points = 'alter.before_publish:exit';
+SELECT state.alter_state('big', value_type => 'varchar');});
+		like($err, qr/fault point "alter.before_publish" reached|terminat|server closed/,
+			'exit: the process exited before the publish');
+	}
+	is($small->safe_psql('postgres', q{SELECT value_type || ' ' || entries FROM state.states WHERE name = 'big'}),
+		'text 4000', 'exit: the state is as it was');
+	my ($ret, $out, $err) = $small->psql('postgres',
+		q{SELECT state.alter_state('big', value_type => 'varchar')});
+	is($ret, 0, 'exit: the change fits in memory_limit again (the copies the exited processes made are gone)')
+	  or diag($err);
+	$small->stop;
+}
+
 $node->stop;
 done_testing();
