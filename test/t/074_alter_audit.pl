@@ -164,6 +164,59 @@ COMMIT;
 		'timers: the timer of tm_other fired at last');
 }
 
+############################################################ two changes of timers states
+
+# Two alter_state of timers states at once: the one that ends first gives
+# back its pause of the firing, but the other's timers still do not fire
+# while it copies them (they would fire again from the copy).
+{
+	$node->safe_psql('postgres', q{
+CREATE TABLE fired2 (k int);
+CREATE FUNCTION on_fire2(k int, at timestamptz) RETURNS void LANGUAGE sql
+  AS $$ INSERT INTO fired2 VALUES (k) $$;
+SELECT state.create_state('tw_a', 'timers', 'int', handler => 'on_fire2(int,timestamptz)');
+SELECT state.timer_register('tw_a', 100, now() + interval '1 hour');
+SELECT state.create_state('tw_b', 'timers', 'int', handler => 'on_fire2(int,timestamptz)');
+SELECT count(state.timer_register('tw_b', k, now() + interval '2 seconds')) FROM generate_series(1, 4) k;});
+	my $offset = -s $node->logfile;
+	my $a = start_script('alter_tw_a', q{
+SET state_backend.fault_points = 'alter.copy:sleep:3000';
+SELECT state.alter_state('tw_a', rename_to => 'tw_a2');
+});
+	$node->wait_for_log(qr/fault point "alter.copy" reached/, $offset);
+	$offset = -s $node->logfile;
+	my $b = start_script('alter_tw_b', q{
+SET state_backend.fault_points = 'alter.copy:sleep:1500';
+SELECT state.alter_state('tw_b', rename_to => 'tw_b2');
+});
+	$node->wait_for_log(qr/fault point "alter.copy" reached/, $offset);
+	my ($ra) = finish_script($a);
+	my ($rb, $ob, $eb) = finish_script($b);
+	is($rb, 0, 'two changes: the change of tw_b succeeded') or diag($eb);
+	ok($node->poll_query_until('postgres', 'SELECT count(DISTINCT k) = 4 FROM fired2'),
+		'two changes: the timers of tw_b fired');
+	sleep(3);
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM fired2'), '4',
+		'two changes: each timer of tw_b fired once');
+}
+
+############################################################ drop during the copy
+
+foreach my $backend ('memory', 'rocksdb')
+{
+	my $st = "dr_$backend";
+	$node->safe_psql('postgres', qq{
+SELECT state.create_state('$st', 'value', 'int', 'text', backend => '$backend');
+SELECT count(state.value_set('$st', k, 'v' || k)) FROM generate_series(1, 4) k;});
+	my $alter = start_slow_alter($st, "value_type => 'varchar'");
+	$node->safe_psql('postgres', "SELECT state.drop_state('$st')");
+	my ($ret, $out, $err) = finish_script($alter);
+	isnt($ret, 0, "drop $backend: the change fails");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM state.states WHERE name = '$st'"), '0',
+		"drop $backend: the state stays dropped");
+	is($node->safe_psql('postgres', 'SELECT 1'), '1', "drop $backend: the server is up");
+}
+
 ############################################################ a copier that exits
 
 # alter_state's process exits (as a terminated one does) after it copied the
