@@ -200,6 +200,31 @@ SELECT state.alter_state('tw_b', rename_to => 'tw_b2');
 		'two changes: each timer of tw_b fired once');
 }
 
+############################################################ a read that refreshes a TTL
+
+# ttl_update => on_read_and_write: a read acknowledged before the change
+# published its new state refreshed the deadline in the state the change
+# publishes too.
+{
+	$node->safe_psql('postgres', q{
+SELECT state.create_state('rr', 'value', 'int', 'text', ttl => '1 hour', ttl_update => 'on_read_and_write');
+SELECT state.value_set('rr', 1, 'kept');
+SELECT state._advance_ttl_clock('50 minutes');});
+	my $offset = -s $node->logfile;
+	my $alter = start_script('alter_rr', q{
+SET state_backend.fault_points = 'alter.before_publish:sleep:2000';
+SELECT state.alter_state('rr', value_type => 'varchar');
+});
+	$node->wait_for_log(qr/fault point "alter.before_publish" reached/, $offset);
+	is($node->safe_psql('postgres', q{SELECT state.value_get('rr', 1, NULL::text)}), 'kept',
+		'ttl refresh: read (and refreshed) during the change');
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, 'ttl refresh: the change succeeded') or diag($err);
+	$node->safe_psql('postgres', q{SELECT state._advance_ttl_clock('20 minutes')});
+	is($node->safe_psql('postgres', q{SELECT state.value_get('rr', 1, NULL::varchar)}), 'kept',
+		'ttl refresh: the deadline the read set holds after the change');
+}
+
 ############################################################ drop during the copy
 
 foreach my $backend ('memory', 'rocksdb')
