@@ -23,6 +23,29 @@ SELECT state.map_put('aa_map', 1, 'b', NULL::text);
 SELECT state.alter_state('aa_map', value_type => 'text', value_using => 'NULLIF(value, ''x'')');
 SELECT * FROM state.map_entries('aa_map', 1, NULL::text, NULL::text) ORDER BY 1;
 
+-- A conversion's private memory does not grow with the entries converted:
+-- the decoded keys and values of 20,000 entries of 1 kB (20 MB) are not all
+-- kept until the change ends.  A probe in value_using samples the
+-- backend's memory every 2,000 entries.
+CREATE TABLE aa_mem (n bigint, used bigint);
+CREATE SEQUENCE aa_mem_seq;
+CREATE FUNCTION aa_mem_probe(v text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n bigint := nextval('aa_mem_seq');
+BEGIN
+    IF n % 2000 = 0 THEN
+        INSERT INTO aa_mem SELECT n, sum(used_bytes) FROM pg_backend_memory_contexts;
+    END IF;
+    RETURN v;
+END $$;
+SELECT state.create_state('aa_big', 'value', 'int', 'text');
+SELECT count(state.value_set('aa_big', k, repeat('x', 1000))) FROM generate_series(1, 20000) k;
+SELECT state.alter_state('aa_big', value_type => 'text', value_using => 'aa_mem_probe(value)');
+SELECT count(*) AS samples, max(used) - min(used) < 4 * 1048576 AS memory_bounded FROM aa_mem;
+SELECT state.drop_state('aa_big');
+DROP TABLE aa_mem;
+DROP SEQUENCE aa_mem_seq;
+DROP FUNCTION aa_mem_probe(text);
+
 -- An error after the new state was published (here at the fault points
 -- the publish shares with restore) never leaves the state gone: it is as
 -- before the change or as after it.
