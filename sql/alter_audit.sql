@@ -73,3 +73,18 @@ SELECT name, entries, value_type IN ('text', 'character varying') AS as_before_o
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'aa\_%' ORDER BY name;
 ALTER SYSTEM RESET state_backend.checkpoint_dir;
 SELECT pg_reload_conf();
+
+-- A server that holds a part of the key groups (restored as part 0 of 2)
+-- does not convert keys into key groups it does not hold: such a change is
+-- refused (0A000) and the state stays as it was, every key readable.
+CREATE TABLE aa_conf AS SELECT current_setting('data_directory') AS datadir;
+SELECT state.create_state('aa_part', 'value', 'int', 'int');
+SELECT count(state.value_set('aa_part', k, k)) FROM generate_series(1, 200) k;
+SELECT state.wait_snapshot(state.snapshot((SELECT datadir FROM aa_conf) || '/aa_part_snap', 'canonical')) IS NOT NULL AS taken;
+SELECT state.restore((SELECT datadir FROM aa_conf) || '/aa_part_snap', parallelism => 2, part => 0) > 0 AS restored;
+SELECT name, key_groups, entries FROM state.states WHERE name = 'aa_part';
+SELECT expect_error($$SELECT state.alter_state('aa_part', key_type => 'bigint')$$) LIKE '0A000:%' AS refused;
+SELECT name, key_type, key_groups, entries FROM state.states WHERE name = 'aa_part';
+SELECT count(*) AS misplaced FROM state.keys('aa_part', NULL::int) k WHERE state.part_for('aa_part', k, 2) <> 0;
+SELECT state.drop_state('aa_part');
+DROP TABLE aa_conf;
