@@ -23,6 +23,13 @@ SELECT state.map_put('aa_map', 1, 'b', NULL::text);
 SELECT state.alter_state('aa_map', value_type => 'text', value_using => 'NULLIF(value, ''x'')');
 SELECT * FROM state.map_entries('aa_map', 1, NULL::text, NULL::text) ORDER BY 1;
 
+-- An operator state may be renamed and change its value type, nothing
+-- else: a broadcast state keeps its map key type (0A000).
+SELECT state.create_state('aa_bc', 'broadcast', value_type => 'text', map_key_type => 'text');
+SELECT state.broadcast_put('aa_bc', 'x', '1');
+SELECT expect_error($$SELECT state.alter_state('aa_bc', map_key_type => 'varchar')$$) LIKE '0A000:%' AS refused;
+SELECT name, map_key_type, version FROM state.states WHERE name = 'aa_bc';
+
 -- A conversion's private memory does not grow with the entries converted:
 -- the decoded keys and values of 20,000 entries of 1 kB (20 MB) are not all
 -- kept until the change ends.  A probe in value_using samples the
