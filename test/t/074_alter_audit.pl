@@ -272,6 +272,62 @@ SELECT count(state.value_set('$st', k, 'v' || k)) FROM generate_series(1, 4) k;}
 	is($node->safe_psql('postgres', 'SELECT 1'), '1', "drop $backend: the server is up");
 }
 
+############################################################ prepared transactions
+
+# The state locks writers and alter_state take are carried into a prepared
+# transaction (and, by its recovery, across a restart), where nobody sees
+# them: a PREPARE TRANSACTION after them is refused (0A000, as after a
+# truncate of a transactional state), or they are not carried.
+{
+	my $pn = new_state_node('alter_audit_2pc', conf => "max_prepared_transactions = 5\n");
+	# the first state of the server: id 1
+	$pn->safe_psql('postgres', q{
+SELECT state.create_state('pa', 'value', 'int', 'int');
+SELECT state.value_set('pa', 1, 1);});
+	# a prepared transaction that changed pa (its old id's lock)
+	my ($ret, $out, $err) = $pn->psql('postgres', q{
+BEGIN;
+SELECT state.alter_state('pa', value_type => 'bigint');
+PREPARE TRANSACTION 'p_alter';});
+	my $prepared = $pn->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'p_alter'});
+	# a prepared transaction that wrote to the changed state
+	($ret, $out, $err) = $pn->psql('postgres', q{
+BEGIN;
+SELECT state.value_set('pa', 2, 2::bigint);
+PREPARE TRANSACTION 'p_write';});
+	my $prepared_write = $pn->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'p_write'});
+	if ($prepared_write)
+	{
+		($ret, $out, $err) = $pn->psql('postgres', q{
+SET lock_timeout = '2s';
+SELECT state.alter_state('pa', value_type => 'numeric');});
+		is($ret, 0, '2pc: a prepared transaction that wrote to a state does not hold back its change')
+		  or diag($err);
+	}
+	else
+	{
+		pass('2pc: PREPARE TRANSACTION after a write to a state refused');
+	}
+	# after a restart, the heap states are gone and ids start again at 1
+	$pn->restart;
+	if ($prepared)
+	{
+		$pn->safe_psql('postgres', q{SELECT state.create_state('fresh', 'value', 'int', 'int')});
+		($ret, $out, $err) = $pn->psql('postgres', q{
+SET lock_timeout = '2s';
+SELECT state.value_set('fresh', 1, 1);
+SELECT state.alter_state('fresh', value_type => 'bigint');});
+		is($ret, 0, '2pc: a prepared alter_state holds back no state after a restart') or diag($err);
+	}
+	else
+	{
+		pass('2pc: PREPARE TRANSACTION after alter_state refused');
+	}
+	$pn->safe_psql('postgres', "ROLLBACK PREPARED '$_'")
+	  for split /\n/, $pn->safe_psql('postgres', 'SELECT gid FROM pg_prepared_xacts');
+	$pn->stop;
+}
+
 ############################################################ a copier that exits
 
 # alter_state's process exits (as a terminated one does) after it copied the
