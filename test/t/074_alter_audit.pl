@@ -255,6 +255,31 @@ SELECT state.timer_register('hd_self', 1, now());});
 	ok($fired, 'handler: the timer worker goes on firing after a handler called alter_state on a timers state')
 	  or diag($node->safe_psql('postgres', q{SELECT pid, backend_type, wait_event_type, wait_event FROM pg_stat_activity WHERE backend_type LIKE 'state_backend timers%'}));
 }
+############################################################ a watermark advanced while the change waits
+
+# An event-time state's watermark, advanced by a transaction the change of
+# the state waits for, is the changed state's watermark.
+{
+	$node->safe_psql('postgres', q{
+SELECT state.create_state('wm', 'timers', 'int', handler => 'on_fire(int,timestamptz)', time_domain => 'event');
+SELECT state.advance_watermark('wm', '2026-01-01 00:00:00+00');});
+	my $offset = -s $node->logfile;
+	my $writer = start_script('wm_writer', q{
+BEGIN;
+SELECT state.timer_register('wm', 1, '2027-01-01 00:00:00+00');
+SELECT pg_sleep(2);
+SELECT state.advance_watermark('wm', '2026-06-01 00:00:00+00');
+COMMIT;
+});
+	usleep(500_000);
+	my $alter = start_script('wm_alter', q{SELECT state.alter_state('wm', rename_to => 'wm2');});
+	finish_script($writer);
+	my ($ret, $out, $err) = finish_script($alter);
+	is($ret, 0, 'watermark: the change succeeded') or diag($err);
+	is($node->safe_psql('postgres', q{SELECT state.watermark('wm2') = '2026-06-01 00:00:00+00'}), 't',
+		'watermark: the watermark advanced while the change waited holds');
+}
+
 ############################################################ drop during the copy
 
 foreach my $backend ('memory', 'rocksdb')
