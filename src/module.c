@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include "executor/executor.h"
+
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_authid.h"
@@ -61,6 +63,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static object_access_hook_type prev_object_access_hook = NULL;
 static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorEnd_hook_type prev_executor_end = NULL;
+static int	executor_depth = 0;
 
 /* Statements running that may add, drop or retype columns (nesting depth). */
 static int	column_changes = 0;
@@ -88,6 +93,7 @@ static const ShmemPart *const shmem_parts[] = {
 	&txn_gate_part,
 	&txn_uses_part,
 	&keyed_move_part,
+	&registry_readers_part,
 };
 
 static void
@@ -368,10 +374,42 @@ state_backend_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			pending_drop_dbid = InvalidOid;
 			pending_altered_roles = NIL;
+			executor_depth = 0;
+			registry_reader_exit();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PREPARE:
+			executor_depth = 0;
+			registry_reader_exit();
 			break;
 		default:
 			break;
 	}
+}
+
+/*
+ * A session's state calls are over, for a change that waits for them
+ * (registry_wait_readers), when its top-level statement ends.
+ */
+static void
+state_backend_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	executor_depth++;
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+static void
+state_backend_executor_end(QueryDesc *queryDesc)
+{
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	if (executor_depth > 0 && --executor_depth == 0)
+		registry_reader_exit();
 }
 
 /*
@@ -407,6 +445,10 @@ _PG_init(void)
 	object_access_hook = state_backend_object_access;
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = state_backend_process_utility;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = state_backend_executor_start;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = state_backend_executor_end;
 	restore_set_logged_hook(logged_before_restore);
 	txn_state_set_combine(txn_combine);
 	txn_state_init();

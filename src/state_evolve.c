@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 
 #include "backend/keyed_backend.h"
 #include "backend/keyed_move.h"
@@ -35,11 +36,7 @@
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
 #include "state_ops.h"
-#include "txn/txn_state.h"
-
-/* Entries handed to the new state's backend at once. */
-#define EVOLVE_BATCH_ENTRIES	1024
-#define EVOLVE_BATCH_BYTES		(1024 * 1024)
+#include "timers/timer_queue.h"
 
 typedef struct EvolveCopy
 {
@@ -54,43 +51,20 @@ typedef struct EvolveCopy
 	bool		key_changes;	/* keys are converted: two may become one */
 	/* one key group's entries of the old state, as pairs */
 	StringInfoData group;
-	/* the batch: converted keys and images, as offsets into bytes */
-	StringInfoData bytes;
-	StringInfoData key;
+	KeyedBatch	batch;			/* converted keys and images, put at once */
+	StringInfoData key;			/* one entry converted */
 	StringInfoData image;
 	StringInfoData logged;		/* keys taken out of the move's log */
 	StringInfoData current;		/* a logged key's image in the old state */
-	int			nbatch;
-	uint32		keyoff[EVOLVE_BATCH_ENTRIES];
-	uint32		keylen[EVOLVE_BATCH_ENTRIES];
-	uint32		valoff[EVOLVE_BATCH_ENTRIES];
-	uint32		vallen[EVOLVE_BATCH_ENTRIES];
 } EvolveCopy;
 
+/* Hand the batch to the new state's backend. */
 static void
 batch_flush(EvolveCopy *c)
 {
-	StateKey   *keys;
-	const char **values;
-
-	if (c->nbatch == 0)
+	if (c->batch.n == 0)
 		return;
-	keys = palloc(sizeof(StateKey) * c->nbatch);
-	values = palloc(sizeof(char *) * c->nbatch);
-	for (int i = 0; i < c->nbatch; i++)
-	{
-		state_key_set(&keys[i], c->bytes.data + c->keyoff[i], c->keylen[i]);
-		values[i] = c->bytes.data + c->valoff[i];
-	}
-	if (c->backend->put_many != NULL)
-		c->backend->put_many(&c->target, keys, values, c->vallen, c->nbatch);
-	else
-		for (int i = 0; i < c->nbatch; i++)
-			c->backend->put(&c->target, &keys[i], values[i], c->vallen[i]);
-	pfree(keys);
-	pfree(values);
-	c->nbatch = 0;
-	resetStringInfo(&c->bytes);
+	keyed_batch_flush(&c->batch);
 	FAULT_POINT("alter.copy");
 }
 
@@ -98,14 +72,9 @@ batch_flush(EvolveCopy *c)
 static void
 batch_add(EvolveCopy *c)
 {
-	c->keyoff[c->nbatch] = (uint32) c->bytes.len;
-	c->keylen[c->nbatch] = (uint32) c->key.len;
-	appendBinaryStringInfo(&c->bytes, c->key.data, c->key.len);
-	c->valoff[c->nbatch] = (uint32) c->bytes.len;
-	c->vallen[c->nbatch] = (uint32) c->image.len;
-	appendBinaryStringInfo(&c->bytes, c->image.data, c->image.len);
-	if (++c->nbatch == EVOLVE_BATCH_ENTRIES || c->bytes.len >= EVOLVE_BATCH_BYTES)
-		batch_flush(c);
+	if (keyed_batch_add(&c->batch, c->key.data, (uint32) c->key.len, c->image.data,
+						(uint32) c->image.len))
+		FAULT_POINT("alter.copy");
 }
 
 /* An entry of the old state, kept until its key group is read whole. */
@@ -259,6 +228,15 @@ copy_all(EvolveCopy *c, int move)
 	return ok;
 }
 
+/* Whether a crash brings a state back without a checkpoint: WAL, or its backend's files. */
+static bool
+comes_back(const StateDesc *d)
+{
+	const StateBackendProvider *p = keyed_backend_provider(d->backend);
+
+	return d->logged || (p != NULL && p->ops->applied_lsn != NULL);
+}
+
 /* log_entry: one entry of the new, logged state goes to WAL. */
 static void
 log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
@@ -298,6 +276,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			 bool online, bool key_changes, StateEvolveFn convert, void *arg)
 {
 	EvolveCopy *c = palloc0(sizeof(EvolveCopy));
+	MemoryContext cxt = CurrentMemoryContext;
 	volatile int slot = -1;
 	volatile int move = 0;
 	volatile bool pending = logged_pending;
@@ -305,7 +284,23 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	int64		entries;
 	int64		old_entries = -1;
 	bool		published;
+	int			replaced_slot = -1;
+	uint64		switched;
+	TimestampTz set_at;
+	TimestampTz watermark = state_desc_fires(old) && old->timer_event_time ?
+		timer_watermark(oldslot, old->id, &set_at) : DT_NOBEGIN;
 
+	/*
+	 * A state a crash brings back (from WAL, or from its backend's own
+	 * storage) that becomes one only a checkpoint brings back: the old one
+	 * stays, hidden, until a checkpoint holds the new one: a crash before
+	 * that brings back the old state (as any change since the newest
+	 * checkpoint of a state that only checkpoints bring back is lost).
+	 */
+	bool		keep_until_checkpoint = state_backend_checkpoint_dir[0] != '\0' &&
+		!comes_back(newd) && comes_back(old);
+
+	state_ops_altering(old);
 	PG_TRY();
 	{
 		FAULT_POINT("alter.create_hidden");
@@ -323,7 +318,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		c->arg = arg;
 		c->key_changes = key_changes && old->ttl == 0;
 		initStringInfo(&c->group);
-		initStringInfo(&c->bytes);
+		keyed_batch_init(&c->batch, c->backend, &c->target);
 		initStringInfo(&c->key);
 		initStringInfo(&c->image);
 		initStringInfo(&c->logged);
@@ -394,7 +389,8 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			c->backend->iterate(&c->target, -1, log_entry, newd);
 		}
 		FAULT_POINT("alter.before_publish");
-		published = state_ops_publish_replacing(newd, old);
+		published = state_ops_publish_replacing(newd, old, keep_until_checkpoint,
+												&replaced_slot);
 		if (!published)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -402,6 +398,12 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		state_ops_altering(NULL);
 		if (move > 0)
 		{
 			(void) registry_set_moving(oldslot, old->id, 0);
@@ -411,18 +413,55 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			registry_logged_pending(-1);
 		if (holding)
 			snapshot_control_hold_cuts(false);
+		/* Writes still posted to the new state end before it goes. */
+		PG_TRY();
+		{
+			keyed_backend_flush_all();
+		}
+		PG_CATCH();
+		{
+			FlushErrorState();
+		}
+		PG_END_TRY();
 		if (slot >= 0)
 			state_ops_discard(newd, slot);
-		PG_RE_THROW();
+		ReThrowError(edata);
 	}
 	PG_END_TRY();
+	state_ops_altering(NULL);
 	if (move > 0)
 		keyed_move_end(move);
 	if (holding)
 		snapshot_control_hold_cuts(false);
 	FAULT_POINT("alter.after_publish");
+
+	/*
+	 * Writers go to the new state from now on: the locks go.  The old
+	 * state's data goes once the calls that may have resolved it before the
+	 * switch have ended (a cancel meanwhile cancels only that wait).
+	 */
+	if (watermark != DT_NOBEGIN)
+	{
+		TimestampTz was;
+
+		(void) timer_watermark_advance(slot, newd->id, watermark, &was);
+	}
+	switched = registry_version();
+	state_ops_unlock_alter(old);
+	if (!keep_until_checkpoint)
+	{
+		PG_TRY();
+		{
+			registry_wait_readers(switched);
+		}
+		PG_FINALLY();
+		{
+			state_ops_finish_replacing(old, replaced_slot);
+		}
+		PG_END_TRY();
+	}
 	pfree(c->group.data);
-	pfree(c->bytes.data);
+	pfree(c->batch.bytes.data);
 	pfree(c->key.data);
 	pfree(c->image.data);
 	pfree(c);

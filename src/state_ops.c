@@ -27,6 +27,7 @@
 
 #include "backend/keyed_backend.h"
 #include "catalog/registry.h"
+#include "common/settings.h"
 #include "common/fault.h"
 #include "state_ops.h"
 
@@ -211,18 +212,21 @@ state_ops_publish(Oid dbid, const StateDesc *descs, int n, StatePublishKeep keep
 /*
  * state_ops_publish_replacing publishes one hidden state in place of one
  * visible state (alter_state), as state_ops_publish does for a restore:
- * durable once it returns when either is logged, then the old state's data
- * goes.  Returns false, changing nothing, when the old state was dropped
- * meanwhile; raises 42710 when another state took the new one's name.
+ * durable once it returns when either is logged.  The old state, hidden,
+ * keeps its data until state_ops_finish_replacing (once the calls that may
+ * still read it have ended), or with keep_until_checkpoint until a
+ * checkpoint holds the new one (state_ops_checkpoint_done).  Returns false,
+ * changing nothing, when the old state was dropped meanwhile; raises 42710
+ * when another state took the new one's name.
  */
 bool
-state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd)
+state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+							bool keep_until_checkpoint, int *oldslot)
 {
-	StateDesc  *old;
-	int		   *oldslots;
 	XLogRecPtr	logged_end;
 
-	if (!registry_publish_replacing(newd, oldd, &old, &oldslots, &logged_end))
+	*oldslot = registry_publish_replacing(newd, oldd, keep_until_checkpoint, &logged_end);
+	if (*oldslot < 0)
 		return false;
 	if (logged_end != InvalidXLogRecPtr)
 	{
@@ -230,11 +234,68 @@ state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd)
 		XLogFlush(logged_end);
 		FAULT_POINT("restore.publish_durable");
 	}
-	finish_drop(&old[0], oldslots[0], true);
-	pfree(old);
-	pfree(oldslots);
 	sync_backend_catalogs(newd, 1);
 	return true;
+}
+
+/*
+ * state_ops_finish_replacing removes the data of a state replaced by
+ * state_ops_publish_replacing.
+ */
+void
+state_ops_finish_replacing(const StateDesc *oldd, int oldslot)
+{
+	(void) state_ops_drop(oldd, oldslot);
+}
+
+/*
+ * state_ops_checkpoint_done, in the state worker once a checkpoint is
+ * durable: the states alter_state replaced that waited for one holding
+ * their replacement go.
+ */
+void
+state_ops_checkpoint_done(const StateDesc *held, int n)
+{
+	StateDesc  *old;
+	int		   *slots;
+	int			nold = registry_replaced_in(held, n, &old, &slots);
+
+	for (int i = 0; i < nold; i++)
+		(void) state_ops_drop(&old[i], slots[i]);
+	pfree(old);
+	pfree(slots);
+}
+
+/*
+ * state_ops_drop_replaced, at the end of a start: a state that another
+ * present one replaced (StateDesc.replaces: a crash came between the
+ * change and the old state's drop) goes.
+ */
+void
+state_ops_drop_replaced(void)
+{
+	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int			n = registry_copy_all(descs, NULL);
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+		{
+			StateDesc	cur;
+			int			slot;
+
+			if (j == i || descs[j].replaces != descs[i].id || descs[j].dbid != descs[i].dbid)
+				continue;
+			slot = registry_find(descs[i].id, &cur);
+			if (slot >= 0)
+			{
+				ereport(LOG,
+						(errmsg("state_backend dropped state \"%s\" (id %u), which a change replaced before the server stopped",
+								NameStr(cur.name), cur.id)));
+				(void) state_ops_drop(&cur, slot);
+			}
+			break;
+		}
+	pfree(descs);
 }
 
 /*
@@ -284,6 +345,20 @@ state_lock_tag(LOCKTAG *tag, const StateDesc *desc)
  * looks at the registry again after it: a change may have replaced the
  * state while it waited.
  */
+/* The state this session is changing (alter_state), if any. */
+static uint32 altering_id = 0;
+
+/*
+ * state_ops_altering notes the state this session changes from now on
+ * (NULL: none): the change's own code (a USING expression, a cast) may not
+ * write to it, since those writes would go to the state it replaces.
+ */
+void
+state_ops_altering(const StateDesc *desc)
+{
+	altering_id = desc ? desc->id : 0;
+}
+
 void
 state_ops_lock_writes(const StateDesc *desc)
 {
@@ -291,6 +366,12 @@ state_ops_lock_writes(const StateDesc *desc)
 	static SubTransactionId held_subxid = InvalidSubTransactionId;
 	static uint32 held_id = 0;
 	LOCKTAG		tag;
+
+	if (unlikely(altering_id != 0) && altering_id == desc->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot write to state \"%s\" while changing it", NameStr(desc->name)),
+				 errdetail("The change's expressions and casts run while its entries are copied.")));
 
 	if (held_id == desc->id && held_lxid == MyProc->lxid &&
 		held_subxid == GetCurrentSubTransactionId())
@@ -300,6 +381,23 @@ state_ops_lock_writes(const StateDesc *desc)
 	held_id = desc->id;
 	held_lxid = MyProc->lxid;
 	held_subxid = GetCurrentSubTransactionId();
+}
+
+/*
+ * state_ops_unlock_alter gives back a change's locks of a state before its
+ * transaction ends: once the state is replaced, its writers go to the new
+ * one.
+ */
+void
+state_ops_unlock_alter(const StateDesc *desc)
+{
+	LOCKTAG		tag;
+
+	state_lock_tag(&tag, desc);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		LockRelease(&tag, ExclusiveLock, false);
+	if (LockHeldByMe(&tag, ShareUpdateExclusiveLock))
+		LockRelease(&tag, ShareUpdateExclusiveLock, false);
 }
 
 /* state_ops_wrote: whether this transaction holds a state's writers' lock. */

@@ -23,9 +23,15 @@ typedef enum StatePublishKeep
 
 extern void state_ops_publish(Oid dbid, const StateDesc *descs, int n,
 							  StatePublishKeep keep, bool sync_catalogs);
-extern bool state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd);
+extern bool state_ops_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+										bool keep_until_checkpoint, int *oldslot);
+extern void state_ops_finish_replacing(const StateDesc *oldd, int oldslot);
+extern void state_ops_checkpoint_done(const StateDesc *held, int n);
+extern void state_ops_drop_replaced(void);
+extern void state_ops_unlock_alter(const StateDesc *desc);
 extern void state_ops_drop_database(Oid dbid);
 extern void state_ops_lock_writes(const StateDesc *desc);
+extern void state_ops_altering(const StateDesc *desc);
 extern void state_ops_lock_change(const StateDesc *desc);
 extern void state_ops_lock_alter(const StateDesc *desc);
 extern void state_ops_wait_writers(const StateDesc *desc);

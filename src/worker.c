@@ -52,6 +52,7 @@
 #include "snapshot/snapshot_driver.h"
 #include "timers/timer_queue.h"
 #include "ttl/ttl_state.h"
+#include "state_ops.h"
 #include "worker.h"
 
 PGDLLEXPORT void state_worker_main(Datum main_arg);
@@ -178,6 +179,9 @@ state_worker_sweep(void)
 }
 
 /* progress_yield() in the worker: a round of serving sessions. */
+static void worker_checkpoint_done(XLogRecPtr wal_position, bool holds_logged,
+								   const StateDesc *held, int nheld);
+
 static void
 state_worker_yield(void)
 {
@@ -484,7 +488,7 @@ state_worker_start(void)
 	}
 	channel_worker_attach();
 	progress_set_hooks(state_worker_yield, channel_worker_heartbeat);
-	snapshot_set_checkpoint_hook(logged_checkpoint_done);
+	snapshot_set_checkpoint_hook(worker_checkpoint_done);
 
 	/*
 	 * Logged states: their WAL since the checkpoint, then a checkpoint of
@@ -504,9 +508,25 @@ state_worker_start(void)
 	}
 	else if (recovering && logged_recover(restored.manifest))
 		state_worker_checkpoint(false);
+	/* A change a crash cut short between its switch and its old state's drop. */
+	if (recovering && !RecoveryInProgress())
+		state_ops_drop_replaced();
 	keyed_backends_worker_ready();
 	registry_set_ready();
 	ereport(LOG, (errmsg("state_backend worker started")));
+}
+
+/*
+ * A checkpoint is durable: WAL before its cut can go (logged.c), and so can
+ * the states alter_state replaced that waited for one holding their
+ * replacement.
+ */
+static void
+worker_checkpoint_done(XLogRecPtr wal_position, bool holds_logged, const StateDesc *held,
+					   int nheld)
+{
+	logged_checkpoint_done(wal_position, holds_logged);
+	state_ops_checkpoint_done(held, nheld);
 }
 
 /* Whether the worker takes checkpoints on its own. */

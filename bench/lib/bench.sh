@@ -74,7 +74,7 @@ OPS=${BENCH_OPS:-$ALL_OPS}
 # Groups of cases: BENCH_CASES lists the ones to run.  The preload (and the
 # memory figure taken during it) comes with "statement" and "bulk"; the
 # "rocksdb" group loads its own states (lib/rocksdb.sh).
-ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows nexmark proxy standby logged lmdb bigstate"
+ALL_CASES="statement bulk rocksdb snapshot ttl rescale aggregating stats transactional timers windows nexmark proxy standby logged lmdb bigstate evolve"
 CASES=${BENCH_CASES:-$ALL_CASES}
 DD_MIN_MB=256					# least size of the disk's write-speed probe
 # The bigstate group (lib/bigstate.sh): entries per kind and client counts.
@@ -107,6 +107,25 @@ done
 case "$SNAP_REPS" in '' | *[!0-9]* | 0) echo "bench: BENCH_SNAPSHOT_REPS must be a positive count" >&2; exit 2 ;; esac
 case "$LAT_SECS" in '' | *[!0-9]* | 0) echo "bench: BENCH_LATENCY_SECONDS must be a positive count of seconds" >&2; exit 2 ;; esac
 case "${BENCH_SNAPSHOT_10M:-1}" in 0 | 1) ;; *) echo "bench: BENCH_SNAPSHOT_10M must be 0 or 1" >&2; exit 2 ;; esac
+# The evolve group (lib/evolve.sh): entries of its value state, one size
+# after the other; writers' clients; 0 skips the writers.  A run of every
+# group (BENCH_CASES unset) measures the first size only.
+if [ "$MODE" = smoke ]; then
+	EV_SIZES=${BENCH_EVOLVE_SIZES:-20000}
+	EV_CLIENTS=${BENCH_EVOLVE_CLIENTS:-4}
+elif [ -n "${BENCH_CASES:-}" ]; then
+	EV_SIZES=${BENCH_EVOLVE_SIZES:-1000000 10000000}
+	EV_CLIENTS=${BENCH_EVOLVE_CLIENTS:-8}
+else
+	EV_SIZES=${BENCH_EVOLVE_SIZES:-1000000}
+	EV_CLIENTS=${BENCH_EVOLVE_CLIENTS:-8}
+fi
+EV_WRITERS=${BENCH_EVOLVE_WRITERS:-1}
+for n in $EV_SIZES; do
+	case "$n" in '' | *[!0-9]* | 0*) echo "bench: BENCH_EVOLVE_SIZES must list entry counts" >&2; exit 2 ;; esac
+done
+case "$EV_CLIENTS" in '' | *[!0-9]* | 0*) echo "bench: BENCH_EVOLVE_CLIENTS must be a client count" >&2; exit 2 ;; esac
+case "$EV_WRITERS" in 0 | 1) ;; *) echo "bench: BENCH_EVOLVE_WRITERS must be 0 or 1" >&2; exit 2 ;; esac
 for n in $BS_SIZES; do
 	case "$n" in '' | *[!0-9]* | 0*) echo "bench: BENCH_BIGSTATE_SIZES must list entry counts" >&2; exit 2 ;; esac
 	[ $((n % 4)) -eq 0 ] || { echo "bench: BENCH_BIGSTATE_SIZES: $n is not a multiple of 4 (maps of 4 entries, lists of 4 elements)" >&2; exit 2; }
@@ -228,10 +247,10 @@ state_backend.checkpoint_dir = '$WORK/checkpoints'
 state_backend.rocksdb_cache_size = '64MB'
 state_backend.rocksdb_write_buffer_size = '64MB'"
 fi
-# The lmdb and bigstate groups: the provider of contrib/lmdb, when it is
-# installed.
+# The lmdb, bigstate and evolve groups: the provider of contrib/lmdb, when
+# it is installed.
 LMDB=0
-if { has_case lmdb || has_case bigstate; } && [ -f "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" ]; then
+if { has_case lmdb || has_case bigstate || has_case evolve; } && [ -f "$("$PG_CONFIG" --pkglibdir)/state_backend_lmdb.so" ]; then
 	LMDB=1
 	SERVER_CONF="$SERVER_CONF
 shared_preload_libraries = 'state_backend,state_backend_lmdb'
@@ -906,6 +925,14 @@ if has_case bigstate; then
 	. "$LIB/bigstate.sh"
 fi
 
+# bench/lib/evolve.sh: state.alter_state at 1M and 10M entries: a change of
+# backend or value type beside the table's CREATE TABLE AS or ALTER COLUMN
+# TYPE; writers' throughput and p99 during each change and without.
+if has_case evolve; then
+	# shellcheck source-path=SCRIPTDIR source=evolve.sh
+	. "$LIB/evolve.sh"
+fi
+
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 raw failed "$FAILED"
 
@@ -935,6 +962,7 @@ perl "$LIB/report_standby.pl" "$RAW" "$file" || die "report_standby.pl failed"
 perl "$LIB/report_logged.pl" "$RAW" "$file" || die "report_logged.pl failed"
 perl "$LIB/report_lmdb.pl" "$RAW" "$file" || die "report_lmdb.pl failed"
 perl "$LIB/report_bigstate.pl" "$RAW" "$file" || die "report_bigstate.pl failed"
+perl "$LIB/report_evolve.pl" "$RAW" "$file" || die "report_evolve.pl failed"
 if [ "$MODE" = smoke ] && [ -z "${BENCH_RESULTS_DIR:-}" ]; then
 	log "smoke: results not kept (set BENCH_RESULTS_DIR to keep them)"
 else

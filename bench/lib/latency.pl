@@ -1,13 +1,18 @@
 #!/usr/bin/perl
-# latency.pl FROM TO LOGFILE...: latency figures of pgbench's per-transaction
-# logs (pgbench -l: "client transaction latency_us script epoch_s epoch_us"),
-# counting the transactions that ended after FROM and at or before TO (Unix
-# epoch seconds).  Prints "transactions p50 p99 p99.9 max mean", latencies in
+# latency.pl [--overlap] FROM TO LOGFILE...: latency figures of pgbench's
+# per-transaction logs (pgbench -l: "client transaction latency_us script
+# epoch_s epoch_us"), counting the transactions that ended after FROM and at
+# or before TO (Unix epoch seconds); with --overlap, those that ran during
+# any part of FROM .. TO (ended after FROM, started before TO), so that a
+# transaction that waited through the whole interval and ended after it
+# counts.  Prints "transactions p50 p99 p99.9 max mean", latencies in
 # microseconds; percentiles are nearest-rank.  Fails if none counted.
 use strict;
 use warnings;
 
-die "usage: latency.pl FROM TO LOGFILE...\n" unless @ARGV >= 3;
+my $overlap = 0;
+$overlap = shift @ARGV if @ARGV && $ARGV[0] eq '--overlap';
+die "usage: latency.pl [--overlap] FROM TO LOGFILE...\n" unless @ARGV >= 3;
 my ($from, $to, @files) = @ARGV;
 my @lat;
 for my $f (@files)
@@ -18,7 +23,8 @@ for my $f (@files)
 		my ($client, $tx, $us, $script, $s, $sus) = split;
 		next unless defined $sus && $us =~ /^\d+$/;	# "skipped" / "failed" entries carry no latency
 		my $end = $s + $sus / 1e6;
-		push @lat, $us if $end > $from && $end <= $to;
+		if ($overlap) { push @lat, $us if $end > $from && $end - $us / 1e6 < $to }
+		else { push @lat, $us if $end > $from && $end <= $to }
 	}
 	close $in;
 }

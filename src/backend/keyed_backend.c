@@ -82,3 +82,59 @@ keyed_fold_call(StateMergeFn fn, const StateTarget *st, const StateKey *key,
 	}
 	PG_END_TRY();
 }
+
+/* keyed_batch_init starts an empty batch for a state's backend. */
+void
+keyed_batch_init(KeyedBatch *b, const KeyedStateBackend *backend, const StateTarget *target)
+{
+	b->backend = backend;
+	b->target = *target;
+	initStringInfo(&b->bytes);
+	b->n = 0;
+}
+
+/*
+ * keyed_batch_add adds a key's whole image; a full batch goes to the
+ * backend at once (then it returns true).
+ */
+bool
+keyed_batch_add(KeyedBatch *b, const char *key, uint32 keylen, const char *value, uint32 vallen)
+{
+	b->keyoff[b->n] = (uint32) b->bytes.len;
+	b->keylen[b->n] = keylen;
+	appendBinaryStringInfo(&b->bytes, key, (int) keylen);
+	b->valoff[b->n] = (uint32) b->bytes.len;
+	b->vallen[b->n] = vallen;
+	appendBinaryStringInfo(&b->bytes, value, (int) vallen);
+	if (++b->n < KEYED_BATCH_ENTRIES && b->bytes.len < KEYED_BATCH_BYTES)
+		return false;
+	keyed_batch_flush(b);
+	return true;
+}
+
+/* keyed_batch_flush hands what the batch holds to the backend. */
+void
+keyed_batch_flush(KeyedBatch *b)
+{
+	StateKey   *keys;
+	const char **values;
+
+	if (b->n == 0)
+		return;
+	keys = palloc(sizeof(StateKey) * b->n);
+	values = palloc(sizeof(char *) * b->n);
+	for (int i = 0; i < b->n; i++)
+	{
+		state_key_set(&keys[i], b->bytes.data + b->keyoff[i], b->keylen[i]);
+		values[i] = b->bytes.data + b->valoff[i];
+	}
+	if (b->backend->put_many != NULL)
+		b->backend->put_many(&b->target, keys, values, b->vallen, b->n);
+	else
+		for (int i = 0; i < b->n; i++)
+			b->backend->put(&b->target, &keys[i], values[i], b->vallen[i]);
+	pfree(keys);
+	pfree(values);
+	b->n = 0;
+	resetStringInfo(&b->bytes);
+}

@@ -29,6 +29,32 @@ extern void state_key_set(StateKey *key, const char *data, uint32 len);
 
 extern const KeyedStateBackend heap_keyed_backend;
 
+/*
+ * A batch of whole images of one state's keys, handed to its backend at
+ * once (put_many, or put for each where it has none): restores and changes
+ * load states through it.
+ */
+#define KEYED_BATCH_ENTRIES	1024
+#define KEYED_BATCH_BYTES	(1024 * 1024)
+
+typedef struct KeyedBatch
+{
+	const KeyedStateBackend *backend;
+	StateTarget target;
+	StringInfoData bytes;		/* the keys and images, as offsets below */
+	int			n;
+	uint32		keyoff[KEYED_BATCH_ENTRIES];
+	uint32		keylen[KEYED_BATCH_ENTRIES];
+	uint32		valoff[KEYED_BATCH_ENTRIES];
+	uint32		vallen[KEYED_BATCH_ENTRIES];
+} KeyedBatch;
+
+extern void keyed_batch_init(KeyedBatch *b, const KeyedStateBackend *backend,
+							 const StateTarget *target);
+extern bool keyed_batch_add(KeyedBatch *b, const char *key, uint32 keylen,
+							const char *value, uint32 vallen);
+extern void keyed_batch_flush(KeyedBatch *b);
+
 /* backend/keyed_backend.c; the registered backends are in providers.h. */
 extern void keyed_backend_flush_all(void);
 extern bool keyed_backend_kept_data(int backend);

@@ -18,6 +18,7 @@
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/wait_event.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -42,6 +43,16 @@ typedef struct RegistrySlot
 	bool		hidden;			/* being restored: not resolvable yet */
 	XLogRecPtr	publish_end;	/* the end of the PUBLISH record of the restore
 								 * that published or drops it (0: none) */
+
+	/*
+	 * A state alter_state replaced, hidden until its data goes: replaced_by
+	 * is the state that took its place; with keep_until_checkpoint, its data
+	 * stays (and a crash brings it back) until a checkpoint holds that one,
+	 * and log_drop says its drop, when it goes, is logged then.
+	 */
+	uint32		replaced_by;
+	bool		keep_until_checkpoint;
+	bool		log_drop_later;
 	pg_atomic_uint64 entries;
 	pg_atomic_uint64 bytes;
 } RegistrySlot;
@@ -118,6 +129,100 @@ registry_init(void *fresh)
 const ShmemPart registry_part = {
 	"state_backend registry", 0, registry_shmem_size, registry_init, (void **) &registry
 };
+
+/*
+ * Readers' marks: per server process, the registry version a state call
+ * began under (0: none under way), so that alter_state can wait for the
+ * calls that may still use the state it replaced (registry_wait_readers).
+ * Each process writes its own mark alone.
+ */
+typedef struct ReaderMarks
+{
+	int			n;
+	pg_atomic_uint64 marks[FLEXIBLE_ARRAY_MEMBER];
+} ReaderMarks;
+
+static ReaderMarks *readers = NULL;
+
+static Size
+readers_shmem_size(void)
+{
+	return add_size(offsetof(ReaderMarks, marks),
+					mul_size(MaxBackends, sizeof(pg_atomic_uint64)));
+}
+
+static void
+readers_init(void *fresh)
+{
+	ReaderMarks *r = fresh;
+
+	r->n = MaxBackends;
+	for (int i = 0; i < r->n; i++)
+		pg_atomic_init_u64(&r->marks[i], 0);
+}
+
+const ShmemPart registry_readers_part = {
+	"state_backend readers", 0, readers_shmem_size, readers_init, (void **) &readers
+};
+
+static pg_atomic_uint64 *
+my_mark(void)
+{
+	if (readers == NULL || MyProc == NULL || MyProc->pgprocno >= readers->n)
+		return NULL;
+	return &readers->marks[MyProc->pgprocno];
+}
+
+/*
+ * registry_reader_enter marks this process as in a state call from now on,
+ * under the registry's version now (before the caller looks at the
+ * registry); registry_reader_exit marks it out of any.
+ */
+void
+registry_reader_enter(void)
+{
+	pg_atomic_uint64 *m = my_mark();
+
+	if (m == NULL)
+		return;
+	pg_atomic_write_u64(m, Max(pg_atomic_read_u64(&registry->version), 1));
+	pg_memory_barrier();
+}
+
+void
+registry_reader_exit(void)
+{
+	pg_atomic_uint64 *m = my_mark();
+
+	if (m != NULL && pg_atomic_read_u64(m) != 0)
+		pg_atomic_write_u64(m, 0);
+}
+
+/*
+ * registry_wait_readers returns once no other process is in a state call
+ * that began before the registry reached version "since": every call that
+ * may have resolved a state replaced before it has ended.
+ */
+void
+registry_wait_readers(uint64 since)
+{
+	for (int i = 0; i < readers->n; i++)
+	{
+		pg_atomic_uint64 *m = &readers->marks[i];
+
+		if (m == my_mark())
+			continue;
+		for (;;)
+		{
+			uint64		v = pg_atomic_read_u64(m);
+
+			if (v == 0 || v >= since)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(1000L);
+		}
+	}
+}
 
 /*
  * set_flag and read_flag write and read, under the registry lock, one of
@@ -450,6 +555,9 @@ registry_insert(StateDesc *desc, bool hidden, bool keep_id)
 	registry->slots[free_slot].dropping = false;
 	registry->slots[free_slot].hidden = hidden;
 	registry->slots[free_slot].publish_end = InvalidXLogRecPtr;
+	registry->slots[free_slot].replaced_by = 0;
+	registry->slots[free_slot].keep_until_checkpoint = false;
+	registry->slots[free_slot].log_drop_later = false;
 	pg_atomic_write_u64(&registry->slots[free_slot].entries, 0);
 	pg_atomic_write_u64(&registry->slots[free_slot].bytes, 0);
 	state_stats_reset(free_slot);
@@ -485,7 +593,7 @@ registry_mark_dropping(const StateDesc *desc, int slot)
 	}
 	s->dropping = true;
 	/* From here on, WAL has no change of it (format/state_wal.h). */
-	if (s->desc.logged && !s->hidden)
+	if (s->desc.logged && (!s->hidden || s->log_drop_later))
 		log_drop(&s->desc);
 	registry_bump_version();
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
@@ -506,6 +614,9 @@ registry_free_slot(const StateDesc *desc, int slot)
 	memset(&s->desc, 0, sizeof(StateDesc));
 	s->dropping = false;
 	s->hidden = false;
+	s->replaced_by = 0;
+	s->keep_until_checkpoint = false;
+	s->log_drop_later = false;
 	pg_atomic_write_u64(&s->entries, 0);
 	pg_atomic_write_u64(&s->bytes, 0);
 	registry_bump_version();
@@ -537,28 +648,28 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 	return publish_locked(dbid, ids, nids, keep, old, oldslots, logged_end);
 }
 
-/* The state registry_publish_replacing replaces (under the registry lock). */
-static uint32 replacing_id = 0;
-
-static bool
-keep_unless_replaced(const StateDesc *d)
-{
-	return d->id != replacing_id;
-}
-
 /*
- * registry_publish_replacing is registry_publish of one hidden state, newd,
- * in place of one visible state, old (alter_state): every other state
- * stays.  The name newd has must be free but for old's: 42710 else, and
- * nothing changes.  Returns whether old was still there to replace (false:
- * dropped meanwhile; nothing changes).
+ * registry_publish_replacing publishes one hidden state, newd, in place of
+ * one visible state, old (alter_state): every other state stays.  The old
+ * one becomes hidden, not dropped: its data stays for the calls that may
+ * still read it, until the caller drops it (registry_mark_dropping), or,
+ * with keep_until_checkpoint, until a checkpoint holds the new one
+ * (registry_replaced_in).  When either is logged, one PUBLISH record says
+ * so, naming the old one as dropped unless keep_until_checkpoint (its drop
+ * is logged when it goes).  The name newd has must be free but for old's:
+ * 42710 else, and nothing changes.  Returns old's slot, or -1 when it was
+ * dropped meanwhile (nothing changes).
  */
-bool
+int
 registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
-						   StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
+						   bool keep_until_checkpoint, XLogRecPtr *logged_end)
 {
 	int			at;
-	int			n;
+	int			oldat;
+	RegistrySlot *o;
+	uint32		logged_old = oldd->id;
+	uint32		logged_new = newd->id;
+	XLogRecPtr	end = InvalidXLogRecPtr;
 
 	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	at = registry_find_slot(newd->dbid, NameStr(newd->name));
@@ -569,18 +680,74 @@ registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("state \"%s\" already exists", NameStr(newd->name))));
 	}
-	at = registry_find_slot(oldd->dbid, NameStr(oldd->name));
-	if (at < 0 || registry->slots[at].desc.id != oldd->id)
+	oldat = registry_find_slot(oldd->dbid, NameStr(oldd->name));
+	if (oldat < 0 || registry->slots[oldat].desc.id != oldd->id)
 	{
 		LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-		return false;
+		*logged_end = InvalidXLogRecPtr;
+		return -1;
 	}
-	replacing_id = oldd->id;
-	n = publish_locked(newd->dbid, &newd->id, 1, keep_unless_replaced, old, oldslots,
-					   logged_end);
-	replacing_id = 0;
-	Assert(n == 1);
-	return n == 1;
+	at = -1;
+	for (int i = 0; i < registry->nslots && at < 0; i++)
+		if (registry->slots[i].desc.id == newd->id && registry->slots[i].hidden &&
+			!registry->slots[i].dropping)
+			at = i;
+	Assert(at >= 0);
+	o = &registry->slots[oldat];
+	if ((o->desc.logged && !keep_until_checkpoint) || newd->logged)
+		end = state_wal_log_publish(newd->dbid, &logged_old,
+									o->desc.logged && !keep_until_checkpoint ? 1 : 0,
+									&logged_new, newd->logged ? 1 : 0);
+	o->hidden = true;
+	o->replaced_by = newd->id;
+	o->keep_until_checkpoint = keep_until_checkpoint;
+	o->log_drop_later = keep_until_checkpoint && o->desc.logged;
+	o->desc.moving = 0;
+	registry->slots[at].hidden = false;
+	if (end != InvalidXLogRecPtr)
+	{
+		o->publish_end = end;
+		registry->slots[at].publish_end = end;
+		if ((XLogRecPtr) pg_atomic_read_u64(&registry->publish_pending) < end)
+			pg_atomic_write_u64(&registry->publish_pending, end);	/* under the lock */
+	}
+	registry_bump_version();
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	*logged_end = end;
+	return oldat;
+}
+
+/*
+ * registry_replaced_in: the states alter_state replaced that wait for a
+ * checkpoint (registry_publish_replacing's keep_until_checkpoint) whose
+ * replacement is among the n states a checkpoint just made durable holds:
+ * their descriptors go to *out and their slots to *slots (palloc'd); the
+ * caller drops them.  Returns how many.
+ */
+int
+registry_replaced_in(const StateDesc *held, int n, StateDesc **out, int **slots)
+{
+	int			count = 0;
+
+	*out = palloc(sizeof(StateDesc) * registry->nslots);
+	*slots = palloc(sizeof(int) * registry->nslots);
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id == 0 || s->dropping || !s->keep_until_checkpoint)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (held[j].id == s->replaced_by)
+			{
+				(*out)[count] = s->desc;
+				(*slots)[count++] = i;
+				break;
+			}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return count;
 }
 
 /* registry_publish with the registry lock held, which it releases. */
@@ -1076,6 +1243,9 @@ registry_adopt(const StateDesc *desc)
 		s->dropping = false;
 		s->hidden = false;
 		s->publish_end = InvalidXLogRecPtr;
+		s->replaced_by = 0;
+		s->keep_until_checkpoint = false;
+		s->log_drop_later = false;
 		pg_atomic_write_u64(&s->entries, 0);
 		pg_atomic_write_u64(&s->bytes, 0);
 		state_stats_reset(i);

@@ -13,6 +13,7 @@
 #include "common/types.h"
 
 extern const ShmemPart registry_part;
+extern const ShmemPart registry_readers_part;
 
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
@@ -21,6 +22,9 @@ extern bool registry_is_standby(void);
 extern void registry_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);
 extern bool registry_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len);
 extern uint64 registry_version(void);
+extern void registry_reader_enter(void);
+extern void registry_reader_exit(void);
+extern void registry_wait_readers(uint64 since);
 extern void registry_resolve(const char *name, StateDesc *desc, int *slot);
 extern bool registry_lookup(const char *name, StateDesc *desc, int *slot);
 extern int	registry_create(StateDesc *desc, bool hidden);
@@ -31,9 +35,9 @@ extern void registry_free_slot(const StateDesc *desc, int slot);
 typedef bool (*RegistryKeepFn) (const StateDesc *desc);
 extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 							 StateDesc **old, int **oldslots, XLogRecPtr *logged_end);
-extern bool registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
-									   StateDesc **old, int **oldslots,
-									   XLogRecPtr *logged_end);
+extern int	registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
+									   bool keep_until_checkpoint, XLogRecPtr *logged_end);
+extern int	registry_replaced_in(const StateDesc *held, int n, StateDesc **out, int **slots);
 extern bool registry_get_stored(uint32 id, StateDesc *desc, bool *hidden);
 extern bool registry_exists(Oid dbid, const char *name);
 extern int	registry_copy_all(StateDesc *out, XLogRecPtr *wal_position);

@@ -156,6 +156,13 @@ typedef struct StateDesc
 	uint32		version;
 
 	/*
+	 * The state this one replaced (alter_state), 0: none.  A start that
+	 * finds both drops that one: a crash came between the change and its
+	 * drop.
+	 */
+	uint32		replaces;
+
+	/*
 	 * While alter_state copies it with its writers going on, the move its
 	 * writes log their keys to (backend/keyed_move.c); 0: none.  Never
 	 * stored.

@@ -210,6 +210,7 @@ state_desc_image_put(StringInfo out, const StateDesc *d)
 	put_u32(out, (uint32) siglen);
 	appendBinaryStringInfo(out, d->emit_table_name, (int) siglen);
 	put_u32(out, d->version);
+	put_u32(out, d->replaces);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -351,6 +352,7 @@ read_image(StateDesc *d, Reader *r, uint16 version)
 		get_bytes(r, d->emit_table_name, siglen);
 	}
 	d->version = version >= 6 ? get_u32(r) : 1;
+	d->replaces = version >= 6 ? get_u32(r) : 0;
 	return r->ok && r->left == 0;
 }
 

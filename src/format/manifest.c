@@ -210,6 +210,8 @@ manifest_build(SnapshotWriter *w)
 			appendStringInfo(m, " idle_timeout=" INT64_FORMAT, d->idle_timeout);
 		if (d->version > 1)
 			appendStringInfo(m, " version=%u", d->version);
+		if (d->replaces != 0)
+			appendStringInfo(m, " replaces=%u", d->replaces);
 		if (d->late_signature[0] != '\0')
 		{
 			appendStringInfo(m, " late_oid=%u late=", d->late_fn);
@@ -368,6 +370,16 @@ parse_state_line(char *line, SnapshotState *st)
 			n = strtoul(v, &end, 10);
 			ok &= errno == 0 && *end == '\0' && n > 1 && n <= PG_UINT32_MAX;
 			st->desc.version = (uint32) n;
+		}
+		else if (strcmp(tok, "replaces") == 0)
+		{
+			char	   *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			ok &= errno == 0 && *end == '\0' && n > 0 && n <= PG_UINT32_MAX;
+			st->desc.replaces = (uint32) n;
 		}
 		else if (strcmp(tok, "late") == 0)
 			ok &= decode_signature(v, st->desc.late_signature, sizeof(st->desc.late_signature));

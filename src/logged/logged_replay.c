@@ -227,11 +227,13 @@ map_checkpoint(HTAB *map, const SnapshotManifest *m, bool *any_logged)
  * make_room_for_name: a state is about to appear under a name another
  * state has.  One its backend kept across the restart is a later state of
  * that name (WAL drops the earlier one further on): returns false, and
- * the state appears hidden meanwhile.  Any other was replaced (by a
- * restore: an unlogged state, whose drop is not logged): it goes.
+ * the state appears hidden meanwhile, unless the state appearing replaced
+ * it (alter_state; replaces: its id).  Any other was replaced (by a
+ * restore, or a change: an unlogged state, whose drop is not logged): it
+ * goes.
  */
 static bool
-make_room_for_name(Oid dbid, const char *name)
+make_room_for_name(Oid dbid, const char *name, uint32 replaces)
 {
 	StateDesc  *descs = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
 	int			n = registry_copy_all(descs, NULL);
@@ -244,7 +246,7 @@ make_room_for_name(Oid dbid, const char *name)
 
 		if (descs[i].dbid != dbid || strcmp(NameStr(descs[i].name), name) != 0)
 			continue;
-		if (is_adopted(descs[i].id))
+		if (is_adopted(descs[i].id) && descs[i].id != replaces)
 		{
 			room = false;
 			continue;
@@ -274,7 +276,8 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 
 	if (t != NULL)
 	{
-		if (!(t->hidden && !hidden && make_room_for_name(t->desc.dbid, NameStr(t->desc.name))))
+		if (!(t->hidden && !hidden &&
+			  make_room_for_name(t->desc.dbid, NameStr(t->desc.name), t->desc.replaces)))
 			return false;
 		state_ops_publish(t->desc.dbid, &t->desc, 1, STATE_PUBLISH_KEEP_ALL, true);
 		t->hidden = false;
@@ -287,7 +290,7 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 						NameStr(d.name), d.backend),
 				 errhint("Add the library that provides it to shared_preload_libraries.")));
 	if (!hidden)
-		hidden = !make_room_for_name(d.dbid, NameStr(d.name));
+		hidden = !make_room_for_name(d.dbid, NameStr(d.name), d.replaces);
 	b = keyed_backend_by_id(d.backend);
 	/* It keeps its id: WAL and checkpoints name it so. */
 	slot = registry_create_as(&d);
@@ -345,7 +348,7 @@ replay_publish(HTAB *map, const StateWalRecord *rec)
 		ReplayTarget *t = hash_search(map, &id, HASH_FIND, NULL);
 
 		if (t == NULL || !t->hidden || t->desc.dbid != rec->dbid ||
-			!make_room_for_name(t->desc.dbid, NameStr(t->desc.name)))
+			!make_room_for_name(t->desc.dbid, NameStr(t->desc.name), t->desc.replaces))
 			continue;
 		descs[n] = t->desc;
 		targets[n++] = t;

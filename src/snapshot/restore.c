@@ -48,10 +48,6 @@
 #include "snapshot/snapshot_control.h"
 #include "state_ops.h"
 
-/* Entries a load hands a backend's put_many at once. */
-#define LOAD_BATCH_ENTRIES	1024
-#define LOAD_BATCH_BYTES	(1024 * 1024)
-
 typedef struct LoadContext
 {
 	StateTarget target;
@@ -61,37 +57,8 @@ typedef struct LoadContext
 	int			kg_first;		/* -1: every key group (rescale.h) */
 	int			kg_last;
 	bool		append;			/* add to an earlier snapshot's list */
-	/* put_many: the entries gathered, as offsets into bytes */
-	StringInfoData bytes;
-	int			nbatch;
-	uint32		keyoff[LOAD_BATCH_ENTRIES];
-	uint32		keylen[LOAD_BATCH_ENTRIES];
-	uint32		valoff[LOAD_BATCH_ENTRIES];
-	uint32		vallen[LOAD_BATCH_ENTRIES];
+	KeyedBatch	batch;			/* the entries put, handed over at once */
 } LoadContext;
-
-/* Hand the gathered entries to the backend's put_many. */
-static void
-load_flush(LoadContext *c)
-{
-	StateKey   *keys;
-	const char **values;
-
-	if (c->nbatch == 0)
-		return;
-	keys = palloc(sizeof(StateKey) * c->nbatch);
-	values = palloc(sizeof(char *) * c->nbatch);
-	for (int i = 0; i < c->nbatch; i++)
-	{
-		state_key_set(&keys[i], c->bytes.data + c->keyoff[i], c->keylen[i]);
-		values[i] = c->bytes.data + c->valoff[i];
-	}
-	c->backend->put_many(&c->target, keys, values, c->vallen, c->nbatch);
-	pfree(keys);
-	pfree(values);
-	c->nbatch = 0;
-	resetStringInfo(&c->bytes);
-}
 
 static void
 load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 vallen)
@@ -106,19 +73,8 @@ load_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 
 	c->n++;
 	if (c->append)
 		c->backend->append(&c->target, &k, value, vallen);
-	else if (c->backend->put_many == NULL)
-		c->backend->put(&c->target, &k, value, vallen);
 	else
-	{
-		c->keyoff[c->nbatch] = (uint32) c->bytes.len;
-		c->keylen[c->nbatch] = keylen;
-		appendBinaryStringInfo(&c->bytes, key, (int) keylen);
-		c->valoff[c->nbatch] = (uint32) c->bytes.len;
-		c->vallen[c->nbatch] = vallen;
-		appendBinaryStringInfo(&c->bytes, value, (int) vallen);
-		if (++c->nbatch == LOAD_BATCH_ENTRIES || c->bytes.len >= LOAD_BATCH_BYTES)
-			load_flush(c);
-	}
+		(void) keyed_batch_add(&c->batch, key, keylen, value, vallen);
 }
 
 /*
@@ -238,14 +194,13 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	c->kg_first = load->kg_first;
 	c->kg_last = load->kg_last;
 	c->append = load->append;
-	initStringInfo(&c->bytes);
-	c->nbatch = 0;
+	keyed_batch_init(&c->batch, c->backend, &c->target);
 	entry_reader_init(&c->reader, src, m, desc, check);
 	snapshot_read_state(src, m, st, load_entry, c);
-	load_flush(c);
+	keyed_batch_flush(&c->batch);
 	CHECK_FOR_INTERRUPTS();
 	n = c->n;
-	pfree(c->bytes.data);
+	pfree(c->batch.bytes.data);
 	pfree(c);
 	return n;
 }
@@ -499,6 +454,9 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 		{
 			/* At start, states keep their ids: WAL names them so. */
 			FAULT_POINT("restore.create_hidden");
+			/* Another cluster's ids (or new ones here) replace nothing here. */
+			if (!trust_oids)
+				merged[j].replaces = 0;
 			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
 				registry_create(&merged[j], true);
 			created = j + 1;

@@ -610,7 +610,7 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 			for (int i = 0; i < job->ndescs; i++)
 				holds_logged |= job->descs[i].logged;
 			FAULT_POINT("checkpoint.move_slot");
-			checkpoint_done_hook(job->info.wal_position, holds_logged);
+			checkpoint_done_hook(job->info.wal_position, holds_logged, job->descs, job->ndescs);
 		}
 	}
 	snapshot_control_finish(job->id, SNAPSHOT_COMPLETED, entries, bytes, 0, NULL);

@@ -20,7 +20,8 @@ extern void snapshot_fail_orphan(void);
  * of its cut and whether it holds a logged state (the worker installs
  * logged.c's; NULL: nothing).
  */
-typedef void (*CheckpointDoneHook) (XLogRecPtr wal_position, bool holds_logged);
+typedef void (*CheckpointDoneHook) (XLogRecPtr wal_position, bool holds_logged,
+									const StateDesc *held, int nheld);
 extern void snapshot_set_checkpoint_hook(CheckpointDoneHook hook);
 
 #endif							/* STATE_BACKEND_SNAPSHOT_DRIVER_H */

@@ -514,6 +514,8 @@ convert_all(const StateDesc *old, int slot, StateDesc *newd, bool pending, Alter
 
 /* ------------------------------------------------------------ arguments */
 
+
+
 static void
 refuse_for_kind(const StateDesc *d, const char *what, const char *hint)
 {
@@ -666,6 +668,7 @@ state_alter_state(PG_FUNCTION_ARGS)
 	newd = old;
 	newd.id = 0;
 	newd.moving = 0;
+	newd.replaces = old.id;
 	ctx = palloc0(sizeof(AlterContext));
 	ctx->old = &old;
 	ctx->newd = &newd;
@@ -675,20 +678,11 @@ state_alter_state(PG_FUNCTION_ARGS)
 	/* The name. */
 	if (rename_to)
 	{
-		if (rename_to[0] == '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("state name must not be empty")));
-		if (strlen(rename_to) >= NAMEDATALEN)
-			ereport(ERROR,
-					(errcode(ERRCODE_NAME_TOO_LONG),
-					 errmsg("state name \"%s\" is too long", rename_to),
-					 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
+		state_call_name_new(rename_to, &newd.name);
 		if (strcmp(rename_to, NameStr(old.name)) != 0 && registry_exists(MyDatabaseId, rename_to))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("state \"%s\" already exists", rename_to)));
-		namestrcpy(&newd.name, rename_to);
 	}
 
 	/* What each kind may change. */
@@ -702,6 +696,8 @@ state_alter_state(PG_FUNCTION_ARGS)
 		refuse_for_kind(&old, "key type", "Operator states have no keys.");
 	if ((backend || !PG_ARGISNULL(8)) && state_kind_is_operator(old.kind))
 		refuse_for_kind(&old, backend ? "backend" : "logging", "An operator state may be renamed and change its value type.");
+	if (OidIsValid(map_key_type) && state_kind_is_operator(old.kind))
+		refuse_for_kind(&old, "map key type", "An operator state may be renamed and change its value type.");
 	if (OidIsValid(map_key_type) && ctx->layout != STATE_KIND_MAP)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -849,30 +845,12 @@ state_alter_state(PG_FUNCTION_ARGS)
 	}
 	PG_TRY();
 	{
-		TimestampTz set_at;
-		TimestampTz watermark = fires && old.timer_event_time ?
-			timer_watermark(slot, old.id, &set_at) : DT_NOBEGIN;
-
 		if (newd.logged)
 		{
 			logged_before_change();
 			pending = true;
 		}
 		entries = convert_all(&old, slot, &newd, pending, ctx);
-
-		/*
-		 * An event-time state keeps its watermark: nothing fires or writes
-		 * to it before this transaction ends.
-		 */
-		if (watermark != DT_NOBEGIN)
-		{
-			StateDesc	now;
-			int			newslot;
-			TimestampTz was;
-
-			if (registry_lookup(NameStr(newd.name), &now, &newslot) && now.id == newd.id)
-				(void) timer_watermark_advance(newslot, newd.id, watermark, &was);
-		}
 	}
 	PG_FINALLY();
 	{

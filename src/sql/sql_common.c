@@ -68,6 +68,25 @@ state_call_name_arg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
+/*
+ * state_call_name_new checks the name a state is to take (create_state,
+ * alter_state's rename_to) and copies it into out.
+ */
+void
+state_call_name_new(const char *name, NameData *out)
+{
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state name must not be empty")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("state name \"%s\" is too long", name),
+				 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
+	namestrcpy(out, name);
+}
+
 static void reject_kind_named(StateCall *call, const char *want) pg_attribute_noreturn();
 
 /* "a" or "an", before a kind's name. */
@@ -198,6 +217,8 @@ state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs)
 {
 	uint64		version;
 
+	/* A change that replaces the state waits for this call to end. */
+	registry_reader_enter();
 again:
 	version = registry_version();
 	if (call->version != version || strcmp(NameStr(call->name), name) != 0)

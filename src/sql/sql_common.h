@@ -81,6 +81,7 @@ typedef struct StateCall
 
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern void state_call_check_server(void);
+extern void state_call_name_new(const char *name, NameData *out);
 extern void state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs);
 extern void state_standby_check_ready(void);
 extern StateCall *state_call_detached(const StateDesc *desc);

@@ -236,16 +236,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	state_backend_check_available();
 	memset(&desc, 0, sizeof(desc));
 
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("state name must not be empty")));
-	if (strlen(name) >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("state name \"%s\" is too long", name),
-				 errdetail("State names may have at most %d bytes.", NAMEDATALEN - 1)));
-	namestrcpy(&desc.name, name);
+	state_call_name_new(name, &desc.name);
 
 	state_call_require_arg(fcinfo, 1, "state kind");
 	/* A timers state is a map of instants, with no values. */

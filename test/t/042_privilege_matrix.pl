@@ -41,6 +41,10 @@
 #   as alice, the states' owner, never as bob or a superuser;
 # - a window state's late function runs as alice in the session of whoever
 #   adds a late value (bob), in a security-restricted operation;
+# - state.alter_state is the owner's alone (42501 for bob even with read
+#   and write granted, before his USING expression runs); a USING
+#   expression runs as the caller, alice in her session, a superuser as
+#   itself;
 # - a deferred constraint trigger queued by a handler never runs as anyone:
 #   the worker's transaction is a security-restricted operation, so its
 #   commit refuses it (42501) and the timer fails, recorded in
@@ -551,6 +555,67 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM hook_log WHERE hook = 'de
 	'0', 'the deferred trigger never ran, as anyone');
 my @hooks = ('reducer operator', 'aggregate transition', 'aggregate combine', 'timer handler',
 	'window emit', 'emit table trigger', 'late function', 'deferred trigger');
+
+############################################################ alter_state
+
+# state.alter_state is the owner's (or a superuser's) alone: bob, granted
+# read and write on a state of alice's, is refused (42501) whatever he asks,
+# a change of nothing too, before any USING expression of his runs; the
+# state is unchanged.  A USING expression runs as the caller: alice's as
+# alice in her session, a superuser's as the superuser.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION alter_using_hook(v bigint) RETURNS bigint LANGUAGE sql
+  AS $$ SELECT log_hook('alter using'); SELECT v $$;
+GRANT EXECUTE ON FUNCTION alter_using_hook(bigint) TO PUBLIC;
+SET ROLE alice;
+SELECT state.create_state('alt_g', 'value', 'int', 'bigint');
+SELECT state.value_set('alt_g', 1, 4242901::bigint);
+SELECT state.grant_access('alt_g', 'bob', 'read'), state.grant_access('alt_g', 'bob', 'write');
+RESET ROLE;
+TRUNCATE hook_log;
+});
+my $alt_g = q{SELECT name || ' ' || value_type || ' ' || backend || ' ' || logged || ' ' || coalesce(ttl::text, '-')
+                     || ' v' || version || ' ' || state.value_get('alt_g', 1, 0::bigint)
+                FROM state.states WHERE name = 'alt_g'};
+my $alt_g_before = $node->safe_psql('postgres', $alt_g);
+for my $args (q{}, q{, value_type => 'numeric'}, q{, rename_to => 'bobs'},
+	q{, value_type => 'bigint', value_using => 'alter_using_hook(value)'},
+	q{, key_type => 'bigint', key_using => 'key'}, q{, backend => 'rocksdb'}, q{, logged => true},
+	q{, transactional => true}, q{, ttl => '1 hour'})
+{
+	my $e = sql_error($node, "SET application_name = 'bob'; SET ROLE bob; SELECT state.alter_state('alt_g'$args)");
+	is($e->{sqlstate}, '42501', "alter_state('alt_g'$args) by bob, who may read and write it: 42501")
+	  or diag($e->{stderr});
+	unlike($e->{stderr}, $MARK, "alter_state('alt_g'$args) by bob: the error shows none of alice's data");
+}
+is($node->safe_psql('postgres', $alt_g), $alt_g_before, 'alice\'s state is unchanged after bob\'s alter_state calls');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM hook_log WHERE hook = 'alter using'}),
+	'0', 'no USING expression of bob\'s ran');
+$node->safe_psql('postgres', q{SET ROLE bob; SELECT state.value_set('alt_g', 2, 1::bigint)});
+$node->safe_psql('postgres', q{
+SET application_name = 'alice';
+SET ROLE alice;
+SELECT state.alter_state('alt_g', value_type => 'bigint', value_using => 'alter_using_hook(value) + 1');
+});
+is( $node->safe_psql('postgres', q{
+SELECT string_agg(DISTINCT ctx || ' as ' || current_role_name || CASE WHEN is_superuser THEN ' (superuser)' ELSE '' END, ', ')
+  FROM hook_log WHERE hook = 'alter using'}),
+	'session alice as alice', 'alice\'s USING expression ran in her session, as alice');
+cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM hook_log WHERE hook = 'alter using'}),
+	'>=', 2, 'for each entry');
+$node->safe_psql('postgres', q{
+TRUNCATE hook_log;
+SELECT state.alter_state('alt_g', value_type => 'bigint', value_using => 'alter_using_hook(value) + 1');
+});
+is( $node->safe_psql('postgres', q{
+SELECT string_agg(DISTINCT CASE WHEN is_superuser AND current_role_name = session_role_name THEN 'the superuser'
+                                ELSE current_role_name END, ', ')
+  FROM hook_log WHERE hook = 'alter using'}),
+	'the superuser', 'a superuser\'s USING expression ran as the superuser');
+is($node->safe_psql('postgres', q{SELECT string_agg(k || '=' || v, ',' ORDER BY k) FROM state.entries('alt_g', NULL::int, NULL::bigint) e(k, v)}),
+	'1=4242903,2=3', 'both changes converted every entry');
+my $alt_n = $node->safe_psql('postgres', q{SELECT version FROM state.states WHERE name = 'alt_g'});
+is($alt_n, '3', 'two changes counted');
 
 diag(sprintf('privilege matrix: %d functions (%d of a proxy schema), %d calls, %d states of alice\'s, '
 	  . '%d hooks in %d places, as 2 roles (bob against alice)',
