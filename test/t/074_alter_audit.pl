@@ -1,14 +1,23 @@
 # alter_state under concurrent sessions: what another session does while a
-# state is copied into its new form is neither lost nor undone, and one
-# state's change holds back no other state's timers.
+# state is copied into its new form is neither lost nor undone, one state's
+# change holds back no other state's timers, and nothing of a change is
+# left where nobody sees it.
 #
 # - a truncate, or a clear followed by a write the move's log cannot hold
 #   (a key over its size), acknowledged while the entries are copied: the
 #   changed state holds none of the entries they removed;
-# - a revoke_access acknowledged while the entries are copied stays revoked
-#   after the change;
+# - a revoke_access acknowledged while the entries are copied stays revoked;
 # - an alter_state of a timers state waiting for a transaction that wrote to
-#   it does not stop the firing of another state's timers meanwhile.
+#   it does not stop the firing of another state's timers meanwhile; two at
+#   once fire no timer twice; one called from a timer handler does not wait
+#   for its own batch;
+# - a TTL refresh by a read (on_read_and_write) during the publish holds;
+# - an event-time watermark advanced by a transaction the change waited for
+#   holds;
+# - a drop during the copy fails the change and the state stays dropped;
+# - the state locks are not carried into prepared transactions (nor across
+#   a restart onto a new state that took the same id);
+# - the copy made by an alter_state whose process exited is given back.
 
 use strict;
 use warnings;
