@@ -364,26 +364,28 @@ SELECT state.alter_state('fresh', value_type => 'bigint');});
 
 ############################################################ a copier that exits
 
-# alter_state's process exits (as a terminated one does) after it copied the
-# entries: the copy it made is given back, so the same change fits in
-# state_backend.memory_limit again afterwards.
+# alter_state's process exits (as a terminated one does) before or after
+# the publish: the copy it made, or the data of the state it replaced, is
+# given back, so that the next change fits in state_backend.memory_limit.
+foreach my $point ('alter.before_publish', 'alter.after_publish')
 {
-	my $small = new_state_node('alter_audit_exit', conf => "state_backend.memory_limit = '12MB'\n");
+	my ($tag) = $point =~ /alter\.(\w+)/;
+	my $small = new_state_node("alter_audit_$tag", conf => "state_backend.memory_limit = '12MB'\n");
 	$small->safe_psql('postgres', q{
 SELECT state.create_state('big', 'value', 'int', 'text');
 SELECT count(state.value_set('big', k, repeat('x', 1000))) FROM generate_series(1, 4000) k;});
-	{
-		my ($ret, $out, $err) = $small->psql('postgres', q{
-SET state_backend.fault_points = 'alter.before_publish:exit';
+	my ($ret, $out, $err) = $small->psql('postgres', qq{
+SET state_backend.fault_points = '$point:exit';
 SELECT state.alter_state('big', value_type => 'varchar');});
-		like($err, qr/fault point "alter.before_publish" reached|terminat|server closed/,
-			'exit: the process exited before the publish');
-	}
+	like($err, qr/fault point "$point" reached|terminat|server closed/,
+		"exit at $point: the process exited");
+	my $type = $point eq 'alter.before_publish' ? 'text' : 'character varying';
 	is($small->safe_psql('postgres', q{SELECT value_type || ' ' || entries FROM state.states WHERE name = 'big'}),
-		'text 4000', 'exit: the state is as it was');
-	my ($ret, $out, $err) = $small->psql('postgres',
-		q{SELECT state.alter_state('big', value_type => 'varchar')});
-	is($ret, 0, 'exit: the change fits in memory_limit again (the copies the exited processes made are gone)')
+		"$type 4000", "exit at $point: the state is as before or after the change");
+	my $next = $point eq 'alter.before_publish' ? 'varchar' : 'text';
+	($ret, $out, $err) = $small->psql('postgres',
+		qq{SELECT state.alter_state('big', value_type => '$next')});
+	is($ret, 0, "exit at $point: the next change fits in memory_limit (nothing of the exited change is left)")
 	  or diag($err);
 	$small->stop;
 }
