@@ -122,7 +122,7 @@ PGFILEDESC = "state_backend - keyed state for PostgreSQL"
 # $(includedir_server)/extension/state_backend/state_backend_api.h
 HEADERS = src/api/state_backend_api.h
 
-REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade transactional timers windows watermarks emit_table feed streaming_edges alter_state time_range views proxy_functions fault_points
+REGRESS = setup types value list map reducing errors privileges isolation prepared snapshot rocksdb hardening logged ttl operator rescale aggregating aggregating_args entries snapshot_read stats upgrade transactional timers windows watermarks emit_table feed streaming_edges alter_state alter_audit time_range views proxy_functions fault_points
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=$(srcdir)/test/regress.conf
 # Second pass of the same tests (as Flink runs one test base against every
 # backend): its own server, config and output directory (results, diffs).
