@@ -363,6 +363,7 @@ state_backend_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			logged_at_commit();
+			state_ops_prepare();
 
 			/*
 			 * A prepared transaction commits later, elsewhere: its renames

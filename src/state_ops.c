@@ -15,6 +15,7 @@
 #include "access/xact.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/memutils.h"
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
@@ -352,6 +353,52 @@ state_lock_tag(LOCKTAG *tag, const StateDesc *desc)
  * looks at the registry again after it: a change may have replaced the
  * state while it waited.
  */
+/*
+ * The states whose writers' lock this transaction took, so that a PREPARE
+ * gives them back (state_ops_prepare): a state's writes are applied when
+ * they are made, so a prepared transaction holds nothing a change must wait
+ * for.  Kept in TopTransactionContext.
+ */
+static LOCKTAG *locked = NULL;
+static int	nlocked = 0;
+static int	locked_room = 0;
+static LocalTransactionId locked_lxid = InvalidLocalTransactionId;
+
+static void
+note_locked(const StateDesc *desc)
+{
+	if (locked_lxid != MyProc->lxid)
+	{
+		locked = NULL;
+		nlocked = locked_room = 0;
+		locked_lxid = MyProc->lxid;
+	}
+	if (nlocked == locked_room)
+	{
+		locked_room = Max(8, locked_room * 2);
+		locked = locked == NULL ?
+			MemoryContextAlloc(TopTransactionContext, sizeof(LOCKTAG) * locked_room) :
+			repalloc(locked, sizeof(LOCKTAG) * locked_room);
+	}
+	state_lock_tag(&locked[nlocked++], desc);
+}
+
+/*
+ * state_ops_prepare, before a PREPARE TRANSACTION: the writers' locks of
+ * the states the transaction wrote to go (a transactional state's writes
+ * refuse PREPARE before this).
+ */
+void
+state_ops_prepare(void)
+{
+	if (locked_lxid != MyProc->lxid)
+		return;
+	for (int i = 0; i < nlocked; i++)
+		if (LockHeldByMe(&locked[i], RowExclusiveLock))
+			LockRelease(&locked[i], RowExclusiveLock, false);
+	nlocked = 0;
+}
+
 /* The state this session is changing (alter_state), if any. */
 static uint32 altering_id = 0;
 
@@ -384,7 +431,8 @@ state_ops_lock_writes(const StateDesc *desc)
 		held_subxid == GetCurrentSubTransactionId())
 		return;
 	state_lock_tag(&tag, desc);
-	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	if (LockAcquire(&tag, RowExclusiveLock, false, false) != LOCKACQUIRE_ALREADY_HELD)
+		note_locked(desc);
 	held_id = desc->id;
 	held_lxid = MyProc->lxid;
 	held_subxid = GetCurrentSubTransactionId();

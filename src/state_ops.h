@@ -36,6 +36,7 @@ extern void state_ops_unlock_alter(const StateDesc *desc);
 extern void state_ops_drop_database(Oid dbid);
 extern void state_ops_lock_writes(const StateDesc *desc);
 extern void state_ops_altering(const StateDesc *desc);
+extern void state_ops_prepare(void);
 extern void state_ops_lock_change(const StateDesc *desc);
 extern void state_ops_lock_alter(const StateDesc *desc);
 extern void state_ops_wait_writers(const StateDesc *desc);
