@@ -50,6 +50,9 @@ typedef struct EvolveCopy
 	void	   *arg;
 	int64		copied;
 	bool		overflowed;		/* the move's log did */
+	int64		synced;			/* logged keys copied again */
+	int			passes;			/* copies of every key group */
+	int			overflows;		/* of the move's log */
 	/* one key group's entries of the old state, as pairs */
 	StringInfoData group;
 	KeyedBatch	batch;			/* converted keys and images, put at once */
@@ -174,7 +177,10 @@ sync_logged(EvolveCopy *c, int move)
 	LoggedKey  *keys;
 
 	if (!keyed_move_take(move, &c->logged))
+	{
+		c->overflows++;
 		return false;
+	}
 	if (c->logged.len == 0)
 		return true;
 	keys = palloc(sizeof(LoggedKey) * room);
@@ -202,6 +208,7 @@ sync_logged(EvolveCopy *c, int move)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		sync_key(c, keys[i].data, keys[i].len);
+		c->synced++;
 	}
 	batch_flush(c);
 	pfree(keys);
@@ -218,13 +225,18 @@ copy_all(EvolveCopy *c, int move)
 {
 	bool		ok = true;
 
+	c->passes++;
 	for (int kg = 0; kg < state_backend_max_parallelism; kg++)
 	{
 		c->from_backend->iterate(&c->from, kg, group_entry, c);
 		copy_group(c);
 		batch_flush(c);
 		if (move > 0)
+		{
+			/* Writes posted are applied as the copy goes, not all at its end. */
+			keyed_backend_flush_all();
 			ok &= sync_logged(c, move);
+		}
 	}
 	return ok;
 }
@@ -388,19 +400,28 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 		/*
 		 * Posted writes to the old state are all in before it is read.  A
 		 * move whose log overflowed (or met a truncate) copies everything
-		 * again, from an empty copy, while the writers go on, up to twice.
+		 * again, from an empty copy, while the writers go on, once; after a
+		 * second overflow, with the writers kept out.
 		 */
 		keyed_backend_flush_all();
 		c->overflowed = !copy_all(c, move) && move > 0;
-		for (int pass = 0; pass < 2 && c->overflowed; pass++)
+		if (c->overflowed)
 		{
 			(void) c->backend->truncate(&c->target);
 			c->overflowed = !copy_all(c, move);
 		}
 
-		/* The last keys written, with the writers kept out. */
+		/*
+		 * The last keys written, with the writers kept out: what the copy
+		 * posted to the new state's backend is in first, and the keys
+		 * logged meanwhile are copied again, so that little is left.
+		 */
 		if (move > 0)
 		{
+			keyed_backend_flush_all();
+			if (!c->overflowed)
+				c->overflowed = !sync_logged(c, move);
+			keyed_backend_flush_all();
 			state_ops_lock_change(old);
 			FAULT_POINT("alter.locked");
 			if (c->overflowed || !sync_logged(c, move))
@@ -497,6 +518,9 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 	state_ops_altering(NULL);
 	if (move > 0)
 		keyed_move_end(move);
+	ereport(DEBUG1,
+			(errmsg("state_backend changed state \"%s\": " INT64_FORMAT " entries, %d copies of every key group, " INT64_FORMAT " keys copied again, %d overflows of the log of keys written",
+					NameStr(newd->name), entries, c->passes, c->synced, c->overflows)));
 	switched = registry_version();
 	PG_TRY();
 	{

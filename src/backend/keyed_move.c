@@ -9,9 +9,10 @@
  * move's log, a ring in shared memory.  The copier (state_evolve.c) copies
  * the state and then takes the keys out of the log and copies each again as
  * it is by then: a key written after the copier read it is copied again,
- * since its write was done before its key was logged.  A log that filled up
- * (or a truncate) says so, and the copier then copies everything again once
- * the writers are kept out.  Reads go to the state's own backend.
+ * since its write was done before its key was logged.  Writers that find
+ * the log half full wait for the copier.  A log that filled up all the
+ * same (or a truncate) says so, and the copier then copies everything
+ * again.  Reads go to the state's own backend.
  */
 #include "postgres.h"
 
@@ -27,6 +28,14 @@
 #define MOVE_LOG_SIZE	(2 * 1024 * 1024)
 /* A key longer than this overflows the log instead. */
 #define MOVE_MAX_KEY	8192
+/*
+ * Keys logged beyond which writers wait for the copier (about a key group
+ * of a 1M-entry state's worth of bigint keys): the copy then goes on at
+ * least as fast as the writes it copies again.  How long a writer waits at
+ * most, in ms.
+ */
+#define MOVE_LOG_PACE	(64 * 1024)
+#define MOVE_WAIT_MS	1000
 
 typedef struct MoveSlot
 {
@@ -117,7 +126,14 @@ slot_of(const StateTarget *st)
 	return &moves->slots[m - 1];
 }
 
-/* Log the key of a write that is done. */
+/*
+ * Log the key of a write that is done.  A writer that finds the log full
+ * waits for the copier to take keys out (1 ms at a time, at most a
+ * second): writers faster than the copy go at its pace instead of filling
+ * the log, which would make it copy everything again (a log holding more
+ * than MOVE_LOG_PACE bytes counts as full for this).  It is not
+ * interrupted meanwhile: its write is made, and its key must be logged.
+ */
 static void
 note_key(const StateTarget *st, const StateKey *key)
 {
@@ -125,12 +141,17 @@ note_key(const StateTarget *st, const StateKey *key)
 	uint32		len = key->len;
 	uint32		need = sizeof(uint32) + len;
 
-	LWLockAcquire(state_backend_lock(LOCK_MOVE), LW_EXCLUSIVE);
-	if (s->state_id == st->info.id)
+	for (int waited = 0;; waited++)
 	{
+		LWLockAcquire(state_backend_lock(LOCK_MOVE), LW_EXCLUSIVE);
+		if (s->state_id != st->info.id)
+			break;				/* the move ended */
 		if (len > MOVE_MAX_KEY || s->head - s->tail + need > MOVE_LOG_SIZE)
+		{
 			s->overflow = true;
-		else
+			break;
+		}
+		if (s->head - s->tail + need <= MOVE_LOG_PACE || waited >= MOVE_WAIT_MS)
 		{
 			const char *src[2] = {(const char *) &len, key->data};
 			uint32		n[2] = {sizeof(uint32), len};
@@ -145,7 +166,10 @@ note_key(const StateTarget *st, const StateKey *key)
 					done += room;
 					s->head += room;
 				}
+			break;
 		}
+		LWLockRelease(state_backend_lock(LOCK_MOVE));
+		pg_usleep(1000L);
 	}
 	LWLockRelease(state_backend_lock(LOCK_MOVE));
 }
