@@ -445,6 +445,8 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			snapshot_control_hold_cuts(true);
 			holding = true;
 			FAULT_POINT("alter.log_entries");
+			/* If it goes before its publication, standbys drop it too. */
+			registry_log_drop_of_hidden(slot, newd->id);
 			(void) state_wal_log_create(newd, true);
 			c->backend->iterate(&c->target, -1, log_entry, newd);
 		}

@@ -724,6 +724,22 @@ registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
 }
 
 /*
+ * registry_log_drop_of_hidden: a hidden logged state whose creation went to
+ * WAL (CREATE_HIDDEN) logs its drop when it is dropped, so that replay and
+ * standbys drop it too rather than keep it hidden, holding its id.
+ */
+void
+registry_log_drop_of_hidden(int slot, uint32 id)
+{
+	RegistrySlot *s = &registry->slots[slot];
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
+	if (s->desc.id == id && s->hidden && !s->dropping)
+		s->log_drop_later = true;
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+}
+
+/*
  * registry_replaced_in: the states alter_state replaced that wait for a
  * checkpoint (registry_publish_replacing's keep_until_checkpoint) whose
  * replacement is among the n states a checkpoint just made durable holds:

@@ -297,6 +297,30 @@ is($e->{sqlstate}, '25006', 'alter_state on a hot standby: 25006') or diag($e->{
 $e = sql_error($standby, "SELECT state.alter_state('$lg')");
 is($e->{sqlstate}, '25006', 'even one that changes nothing') or diag($e->{stderr});
 
+# A change of a logged state whose session exits after its copy went to
+# WAL (CREATE_HIDDEN) and before the switch: its drop goes to WAL too, so
+# that the standby drops the copy rather than keep it hidden under its id,
+# which a start of the primary from a later checkpoint gives to a new
+# state (the standby's apply would then stop at that state's creation).
+$node->safe_psql('postgres', q{
+SELECT state.create_state('gone_copy', 'value', 'int', 'int', logged => true);
+SELECT count(state.value_set('gone_copy', k, k)) FROM generate_series(1, 10) k;});
+my $exited = sql_error($node, q{SET state_backend.fault_points = 'alter.before_publish:exit';
+SELECT state.alter_state('gone_copy', value_type => 'bigint')});
+ok($exited->{ret} != 0, 'the change\'s session exits before its switch');
+is($node->safe_psql('postgres', q{SELECT value_type || ' v' || version FROM state.states WHERE name = 'gone_copy'}),
+	'integer v1', 'the state is as it was');
+$node->safe_psql('postgres', q{SELECT state.wait_snapshot(state.snapshot())});
+$node->stop('immediate');
+$node->start;
+$node->poll_query_until('postgres', q{SELECT count(*) >= 0 FROM state.states}) or die;
+$node->safe_psql('postgres', q{
+SELECT state.create_state('after_gone', 'value', 'int', 'int', logged => true);
+SELECT state.value_set('after_gone', 1, 42);});
+ok(standby_applied(), 'the standby applied what came after');
+ok($standby->poll_query_until('postgres', q{SELECT state.value_get('after_gone', 1, 0) = 42}),
+	'a state created after the primary restarted reaches the standby');
+
 $standby->stop;
 $node->stop;
 done_testing();
