@@ -637,17 +637,6 @@ registry_free_slot(const StateDesc *desc, int slot)
  * shows the states as they were before (registry_version changes when it
  * is flushed).
  */
-static int	publish_locked(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-						   StateDesc **old, int **oldslots, XLogRecPtr *logged_end);
-
-int
-registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-				 StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
-{
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
-	return publish_locked(dbid, ids, nids, keep, old, oldslots, logged_end);
-}
-
 /*
  * registry_publish_replacing publishes one hidden state, newd, in place of
  * one visible state, old (alter_state): every other state stays.  The old
@@ -772,10 +761,9 @@ registry_replaced_in(const StateDesc *held, int n, StateDesc **out, int **slots)
 	return count;
 }
 
-/* registry_publish with the registry lock held, which it releases. */
-static int
-publish_locked(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
-			   StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
+int
+registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
+				 StateDesc **old, int **oldslots, XLogRecPtr *logged_end)
 {
 	int			nold = 0;
 	uint32	   *logged_old = palloc(sizeof(uint32) * registry->nslots);
@@ -788,6 +776,7 @@ publish_locked(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 
 	*old = palloc(sizeof(StateDesc) * registry->nslots);
 	*oldslots = palloc(sizeof(int) * registry->nslots);
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_EXCLUSIVE);
 	for (int i = 0; i < registry->nslots; i++)
 	{
 		RegistrySlot *s = &registry->slots[i];

@@ -95,21 +95,6 @@ typedef struct AlterContext
 
 static AlterContext *parse_ctx;
 
-static int64
-interval_to_usecs(const Interval *iv)
-{
-	int64		days;
-	int64		usecs;
-
-	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH, &days) ||
-		pg_add_s64_overflow(days, (int64) iv->day, &days) ||
-		pg_mul_s64_overflow(days, USECS_PER_DAY, &usecs) ||
-		pg_add_s64_overflow(usecs, iv->time, &usecs))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl is out of range")));
-	return usecs;
-}
 
 /* The names key, value and map_key of an expression are its parameters. */
 static Node *
@@ -775,8 +760,12 @@ state_alter_state(PG_FUNCTION_ARGS)
 	/* TTL, backend, logging, transactions. */
 	if (!PG_ARGISNULL(6))
 	{
-		int64		ttl = interval_to_usecs(PG_GETARG_INTERVAL_P(6));
+		int64		ttl;
 
+		if (!state_interval_usecs(PG_GETARG_INTERVAL_P(6), &ttl))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ttl is out of range")));
 		if (ttl < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -16,6 +16,7 @@
 
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "funcapi.h"
 #include "parser/parse_coerce.h"
 #include "utils/array.h"
@@ -66,6 +67,18 @@ state_call_name_arg(FunctionCallInfo fcinfo)
 {
 	state_call_require_arg(fcinfo, 0, "state name");
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * state_interval_usecs is an interval in microseconds, a month counting 30
+ * days as in interval arithmetic; false when that is out of range.
+ */
+bool
+state_interval_usecs(const Interval *iv, int64 *usecs)
+{
+	return !pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY,
+								usecs) &&
+		!pg_add_s64_overflow(*usecs, iv->time, usecs);
 }
 
 /*

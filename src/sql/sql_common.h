@@ -12,6 +12,7 @@
 #define STATE_BACKEND_SQL_COMMON_H
 
 #include "fmgr.h"
+#include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "nodes/execnodes.h"
 #include "utils/array.h"
@@ -82,6 +83,7 @@ typedef struct StateCall
 extern StateCall *state_call_begin(FunctionCallInfo fcinfo, int kind, uint8 privs);
 extern void state_call_check_server(void);
 extern void state_call_name_new(const char *name, NameData *out);
+extern bool state_interval_usecs(const Interval *iv, int64 *usecs);
 extern void state_call_resolve(StateCall *call, const char *name, int kind, uint8 privs);
 extern void state_standby_check_ready(void);
 extern StateCall *state_call_detached(const StateDesc *desc);

@@ -124,17 +124,6 @@ ttl_interval(int64 ttl)
 	return DirectFunctionCall1(interval_justify_hours, IntervalPGetDatum(iv));
 }
 
-/*
- * interval_usecs is an interval in microseconds, a month counting 30 days
- * as in interval arithmetic; false when that is out of range.
- */
-static bool
-interval_usecs(const Interval *iv, int64 *usecs)
-{
-	return !pg_mul_s64_overflow((int64) iv->month * DAYS_PER_MONTH + iv->day, USECS_PER_DAY,
-								usecs) &&
-		!pg_add_s64_overflow(*usecs, iv->time, usecs);
-}
 
 /*
  * parse_ttl reads create_state's ttl, ttl_update and ttl_visibility
@@ -173,7 +162,7 @@ parse_ttl(FunctionCallInfo fcinfo, StateDesc *desc)
 		return;
 	}
 	iv = PG_GETARG_INTERVAL_P(7);
-	if (!interval_usecs(iv, &ttl))
+	if (!state_interval_usecs(iv, &ttl))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl is out of range")));
@@ -337,7 +326,7 @@ state_advance_ttl_clock(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to move the TTL clock"),
 				 errdetail("Only superusers may move it.")));
-	if (!interval_usecs(PG_GETARG_INTERVAL_P(0), &by) || by <= 0)
+	if (!state_interval_usecs(PG_GETARG_INTERVAL_P(0), &by) || by <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the TTL clock moves only forward, by a positive interval")));
