@@ -49,6 +49,7 @@ passed=0
 failed=0
 skipped=0
 report=()
+tap_failures=()
 
 note() { printf '\n==> %s\n' "$*"; }
 
@@ -291,6 +292,14 @@ else
 			[ -f "$SRC/tmp_check/log/$f" ] || continue
 			note "$f (last 60 lines)"
 			tail -n 60 "$SRC/tmp_check/log/$f"
+			# Its failed assertions with their first lines of diagnostics,
+			# repeated in the summary, which a shortened log still shows.
+			while IFS= read -r line; do
+				tap_failures+=("  ${f#regress_log_}: ${line:0:300}")
+			done < <(awk '/^\[[0-9:.]+\]\([0-9.]+s\) not ok / { sub(/^\[[^]]*\]\([^)]*\) /, ""); print; d = 3; next }
+				d > 0 && /^\[[0-9:.]+\]\([0-9.]+s\) #   (Failed|at )/ { next }
+				d > 0 && /^\[[0-9:.]+\]\([0-9.]+s\) #/ { sub(/^\[[^]]*\]\([^)]*\) /, "    "); print; d--; next }
+				{ d = 0 }' "$SRC/tmp_check/log/$f" | head -n 12)
 			# Its servers' logs: a crash's report, with what led up to it.
 			for slog in "$SRC/tmp_check/log/${f#regress_log_}"_*.log; do
 				[ -f "$slog" ] || continue
@@ -302,6 +311,7 @@ else
 	fi
 	passed=$((passed + t_ok)); failed=$((failed + t_fail))
 	report+=("tap          ${#tap_files[@]} files, $t_ok assertions ok, $t_fail FAILED (exit $rc)")
+	report+=("${tap_failures[@]}")
 fi
 
 # ------------------------------------------------------------ core suite

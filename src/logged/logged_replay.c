@@ -260,6 +260,26 @@ make_room_for_name(Oid dbid, const char *name, uint32 replaces)
 }
 
 /*
+ * A hidden state that the primary forgot: dropped there without a record
+ * (its restore or change ended in a crash before its drop was logged) and
+ * its id given to a new state, whose creation this is.  The primary holds
+ * every state it made, hidden ones too, under ids of their own, so a
+ * creation under the id of a hidden state is always of such a new state.
+ */
+static bool
+forgotten_hidden(const ReplayTarget *t, const StateWalRecord *rec)
+{
+	if (!t->hidden)
+		return false;
+	if (rec->kind == STATE_WAL_CREATE_HIDDEN)
+		return true;
+	/* A CREATE that publishes it names the same state. */
+	return t->desc.dbid != rec->desc.dbid ||
+		strcmp(NameStr(t->desc.name), NameStr(rec->desc.name)) != 0 ||
+		t->desc.kind != rec->desc.kind || t->desc.backend != rec->desc.backend;
+}
+
+/*
  * A CREATE record: make the state, or publish the one a restore logged as
  * hidden.  A CREATE_HIDDEN record: make a hidden state that the restore's
  * entries go to.
@@ -274,6 +294,19 @@ replay_create(HTAB *map, const StateWalRecord *rec)
 	StateTarget target;
 	int			slot;
 
+	if (t != NULL && forgotten_hidden(t, rec))
+	{
+		StateDesc	gone = t->desc;
+		int			gone_slot = t->slot;
+
+		ereport(LOG,
+				(errmsg("state_backend drops hidden state %u of \"%s\": its id names a new state \"%s\"",
+						gone.id, NameStr(gone.name), NameStr(d.name)),
+				 errdetail("The primary dropped the hidden state without a record of it.")));
+		hash_search(map, &rec->state_id, HASH_REMOVE, NULL);
+		state_ops_discard(&gone, gone_slot);
+		t = NULL;
+	}
 	if (t != NULL)
 	{
 		if (!(t->hidden && !hidden &&
@@ -366,24 +399,31 @@ replay_publish(HTAB *map, const StateWalRecord *rec)
 }
 
 /*
- * Hidden states whose restore never published them are dropped (each once,
- * when it is called again after a failure).
+ * Hidden states whose restore or change never published them are dropped
+ * (each once, when it is called again after a failure).  A server that
+ * writes WAL logs their drops: its standbys, which applied their creation,
+ * drop them too rather than keep their ids, which this server gives to
+ * new states once a checkpoint without them is where it starts from.
  */
 static void
 discard_hidden(HTAB *map)
 {
 	HASH_SEQ_STATUS seq;
 	ReplayTarget *t;
+	bool		log = !RecoveryInProgress();
 
 	hash_seq_init(&seq, map);
 	while ((t = hash_seq_search(&seq)) != NULL)
 		if (t->hidden)
 		{
 			FAULT_POINT("replay.discard_hidden");
+			if (log)
+				registry_log_drop_of_hidden(t->slot, t->desc.id);
 			state_ops_discard(&t->desc, t->slot);
 			t->hidden = false;
 		}
 }
+
 
 /* Apply one change record to the state it names. */
 static void

@@ -24,6 +24,7 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -234,6 +235,8 @@ log_restored(const StateDesc *descs, const int *slots, int n)
 		if (!descs[i].logged)
 			continue;
 		target = state_target(&descs[i], slots[i]);
+		/* If it goes before its publication, standbys drop it too. */
+		registry_log_drop_of_hidden(slots[i], descs[i].id);
 		(void) state_wal_log_create(&descs[i], true);
 		keyed_backend_by_id(descs[i].backend)->iterate(&target, -1, log_entry,
 													 unconstify(StateDesc *, &descs[i]));
@@ -421,6 +424,30 @@ load_inputs(RestoreInput *in, int nin, const StateDesc *merged, const int *slots
 }
 
 /*
+ * The hidden states a restore in this process has made and not yet
+ * published, for its exit: an ERROR discards them where it is caught; a
+ * process that exits (FATAL, a terminate) discards them here, so that
+ * their data does not stay behind, nor (when their creation went to WAL)
+ * their ids on standbys.
+ */
+static StateDesc *exit_hidden = NULL;
+static int *exit_hidden_slots = NULL;
+static volatile int exit_nhidden = 0;
+static bool exit_registered = false;
+
+static void
+restore_at_exit(int code, Datum arg)
+{
+	int			n = exit_nhidden;
+
+	exit_nhidden = 0;
+	if (n > 0)
+		LWLockReleaseAll();		/* as an abort would, before it */
+	for (int j = 0; j < n; j++)
+		state_ops_discard(&exit_hidden[j], exit_hidden_slots[j]);
+}
+
+/*
  * restore_inputs replaces the states of database target_dbid with the
  * states of the inputs' sections, merged, and of them the part split says
  * (rescale.c).  Returns the entries loaded.
@@ -447,6 +474,14 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 		pending = true;
 	}
 
+	if (!exit_registered)
+	{
+		before_shmem_exit(restore_at_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	exit_hidden = merged;
+	exit_hidden_slots = slots;
+
 	/* Load into hidden states; publish them all at once. */
 	PG_TRY();
 	{
@@ -460,6 +495,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 			slots[j] = trust_oids ? registry_create_as(&merged[j]) :
 				registry_create(&merged[j], true);
 			created = j + 1;
+			exit_nhidden = created;
 		}
 		if (pending)
 		{
@@ -484,6 +520,7 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 	}
 	PG_CATCH();
 	{
+		exit_nhidden = 0;
 		if (pending)
 			registry_logged_pending(-1);
 		if (holding)
@@ -496,6 +533,8 @@ restore_inputs(RestoreInput *in, int nin, Oid target_dbid, int backend_override,
 
 	PG_TRY();
 	{
+		/* Published from here: nothing discards them any more. */
+		exit_nhidden = 0;
 		state_ops_publish(target_dbid, merged, nm,
 						  in[0].unlogged_only ? STATE_PUBLISH_KEEP_ALL :
 						  trust_oids ? STATE_PUBLISH_KEEP_KEPT : STATE_PUBLISH_REPLACE,

@@ -347,6 +347,20 @@ sub wait_for_crash_restart
 push @EXPORT, qw(checkpoint_dirs complete_checkpoints wait_snapshot_status checkpoint_now
   wait_for_crash_restart);
 
+# standby_applied($primary, $standby): waits until $standby has replayed
+# the WAL $primary has written so far and its state worker has applied it
+# to its logged states.  Returns whether it did in the default timeout.
+sub standby_applied
+{
+	my ($primary, $standby) = @_;
+	my $target = $primary->safe_psql('postgres', q{SELECT pg_current_wal_lsn() - '0/0'::pg_lsn});
+	$primary->wait_for_catchup($standby, 'replay');
+	return $standby->poll_query_until('postgres',
+		"SELECT value >= $target FROM state.worker WHERE name = 'standby_applied_lsn'");
+}
+
+push @EXPORT, qw(standby_applied);
+
 # install_release($source, $name): a copy of the PostgreSQL installation
 # (PostgreSQL finds its library and share directories relative to its
 # binaries) with the release in $source built and installed into it.

@@ -1074,7 +1074,13 @@ sub end_promotion
 # The standby's logged states, once it caught up, equal the primary's.
 sub check_standby
 {
-	return ('standby: did not catch up') unless standby_caught_up(60);
+	unless (standby_caught_up(60))
+	{
+		# What the standby said last of its apply, for the report.
+		my @said = grep { /ERROR|FATAL|PANIC|WARNING/ } split /\n/,
+		  slurp_file($standby->logfile);
+		return ('standby: did not catch up; its log ends: ' . join(' | ', @said[ -(@said < 3 ? @said : 3) .. -1 ]));
+	}
 	my $sql = 'SELECT ' . join(" || ' ' || ", map { my $b = $B{$_}; qq{
 (SELECT coalesce(sum(v), 0) FROM state.entries('tx_$b', NULL::int, NULL::bigint) e(k, v))
   || '/' || (SELECT count(*) FROM generate_series(0, 4) k, unnest(state.list_get('nt_$b', k, '{}'::int[])) e)} } @BACKENDS);

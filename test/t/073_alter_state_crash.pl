@@ -68,13 +68,6 @@ my $standby = PostgreSQL::Test::Cluster->new('alter_crash_standby');
 $standby->init_from_backup($node, 'b', has_streaming => 1);
 $standby->start;
 
-sub standby_applied
-{
-	my $target = $node->safe_psql('postgres', q{SELECT pg_current_wal_lsn() - '0/0'::pg_lsn});
-	$node->wait_for_catchup($standby, 'replay');
-	return $standby->poll_query_until('postgres',
-		"SELECT value >= $target FROM state.worker WHERE name = 'standby_applied_lsn'");
-}
 
 my @POINTS = qw(alter.create_hidden alter.copy alter.log_entries alter.before_publish
   restore.publish_logged restore.publish_durable alter.after_publish);
@@ -185,7 +178,7 @@ SELECT count(*) FROM (SELECT state.value_set('$name', 0, 7::$type)) w; SELECT st
 
 		if ($logged eq 'true')
 		{
-			ok(standby_applied(), "$what: the standby applied the primary's WAL");
+			ok(standby_applied($node, $standby), "$what: the standby applied the primary's WAL");
 			is(side($standby, $old, $new, $flavour), $side, "$what: the standby shows the same side");
 			is($standby->safe_psql('postgres', qq{SELECT count(*) FROM state.states WHERE name IN ('$old', '$new')}),
 				'1', "$what: the standby has the state once");
@@ -193,7 +186,7 @@ SELECT count(*) FROM (SELECT state.value_set('$name', 0, 7::$type)) w; SELECT st
 		else
 		{
 			# An unlogged state is not on the standby.
-			ok(standby_applied(), "$what: the standby applied the primary's WAL");
+			ok(standby_applied($node, $standby), "$what: the standby applied the primary's WAL");
 			is($standby->safe_psql('postgres', qq{SELECT count(*) FROM state.states WHERE name IN ('$old', '$new')}),
 				'0', "$what: the standby does not list the unlogged state");
 		}
@@ -240,7 +233,7 @@ for my $p (@plain)
 	note("plain crash, $flavour: $side");
 	if ($logged eq 'true')
 	{
-		ok(standby_applied(), "plain crash, $flavour: the standby applied the primary's WAL");
+		ok(standby_applied($node, $standby), "plain crash, $flavour: the standby applied the primary's WAL");
 		is(side($standby, $old, "${old}_new", $flavour), $side, "plain crash, $flavour: the standby shows the same side");
 	}
 }
@@ -254,14 +247,14 @@ SELECT state.create_state('to_logged', 'value', 'int', 'int', backend => 'rocksd
 SELECT state.create_state('renamed', 'list', 'int', 'int', backend => 'lmdb', logged => true);
 SELECT count(state.value_set(s, k, k)) FROM unnest(ARRAY['to_unlogged', 'to_logged']) s, generate_series(1, 100) k;
 SELECT count(state.list_add('renamed', k % 10, k)) FROM generate_series(1, 100) k;});
-ok(standby_applied(), 'the standby applied the states\' creation');
+ok(standby_applied($node, $standby), 'the standby applied the states\' creation');
 is($standby->safe_psql('postgres', q{SELECT string_agg(name, ' ' ORDER BY name) FROM state.states WHERE name IN ('to_unlogged', 'to_logged', 'renamed', 'renamed2')}),
 	'renamed to_unlogged', 'the standby has the logged states');
 $node->safe_psql('postgres', q{
 SELECT state.alter_state('to_unlogged', logged => false);
 SELECT state.alter_state('to_logged', logged => true);
 SELECT state.alter_state('renamed', rename_to => 'renamed2', value_type => 'bigint', value_using => 'value * 10');});
-ok(standby_applied(), 'the standby applied the changes');
+ok(standby_applied($node, $standby), 'the standby applied the changes');
 # A logged state made unlogged stays on the standby, as it was, until the
 # checkpoint the change asks for: only then is its drop logged (a crash
 # before brings it back, as the newest checkpoint and WAL hold it).
@@ -281,7 +274,7 @@ ok($gone->{sqlstate} eq '25006' || $gone->{sqlstate} eq '42704',
 $node->safe_psql('postgres', q{
 SELECT state.value_set('to_logged', 1000, 1);
 SELECT state.list_add('renamed2', 1000, 1::bigint);});
-ok(standby_applied(), 'the standby applied the writes after the changes');
+ok(standby_applied($node, $standby), 'the standby applied the writes after the changes');
 is($standby->safe_psql('postgres', q{SELECT state.value_get('to_logged', 1000, 0) || ' ' || state.list_length('renamed2', 1000)}),
 	'1 1', 'writes after the change reach the standby');
 
@@ -317,7 +310,7 @@ $node->poll_query_until('postgres', q{SELECT count(*) >= 0 FROM state.states}) o
 $node->safe_psql('postgres', q{
 SELECT state.create_state('after_gone', 'value', 'int', 'int', logged => true);
 SELECT state.value_set('after_gone', 1, 42);});
-ok(standby_applied(), 'the standby applied what came after');
+ok(standby_applied($node, $standby), 'the standby applied what came after');
 ok($standby->poll_query_until('postgres', q{SELECT state.value_get('after_gone', 1, 0) = 42}),
 	'a state created after the primary restarted reaches the standby');
 
