@@ -91,6 +91,8 @@ else
 	BS_SIZES=${BENCH_BIGSTATE_SIZES:-200000 2000000}
 	BS_CLIENTS=${BENCH_BIGSTATE_CLIENTS:-8}
 fi
+# Which parts of it run: the per-statement cases, the snapshots, or both.
+BS_PARTS=${BENCH_BIGSTATE_PARTS:-statements snapshots}
 
 for op in $OPS; do
 	case " $ALL_OPS " in *" $op "*) ;; *) echo "bench: unknown operation in BENCH_OPS: $op" >&2; exit 2 ;; esac

@@ -49,6 +49,7 @@ for b in memory lmdb rocksdb; do
 	if [ "$r" = ok ]; then BS_BACKENDS+=("$b"); else note "bigstate: $b skipped: creating a state fails with $r"; fi
 done
 meta bs_sizes "$BS_SIZES"
+meta bs_parts "$BS_PARTS"
 meta bs_clients "$BS_CLIENTS"
 meta bs_backends "${BS_BACKENDS[*]}"
 meta bs_shape "map: $BS_MK entries per key; list: $BS_LE elements per key"
@@ -254,6 +255,8 @@ for n in $BS_SIZES; do
 	log "bigstate, $n entries per kind: loading the unlogged tables and ${BS_BACKENDS[*]}"
 	targets=()
 	for t in table "${BS_BACKENDS[@]}"; do
+		# The table is only what the statements are measured beside.
+		[ "$t" = table ] && [[ " $BS_PARTS " != *" statements "* ]] && continue
 		rc=0
 		bs_load "$t" "$n" timed || rc=$?
 		if [ "$rc" = 0 ]; then
@@ -269,11 +272,12 @@ for n in $BS_SIZES; do
 		fi
 	done
 	sql1 "CHECKPOINT" >/dev/null
-	if [ ${#targets[@]} -gt 1 ] && [ "${targets[0]}" = table ]; then
+	if [ ${#targets[@]} -gt 1 ] && [ "${targets[0]}" = table ] && [[ " $BS_PARTS " == *" statements "* ]]; then
 		log "bigstate, $n: per statement, ${targets[*]}, clients $BS_CLIENTS, $ROUNDS round(s) of ${SECS}s after a warm-up, -M $PROTOCOL"
 		bs_cases "$n" "${targets[@]:1}" table
 	fi
 	bs_drop table
+	[[ " $BS_PARTS " == *" snapshots "* ]] || { for t in "${targets[@]}"; do bs_drop "$t"; done; continue; }
 	log "bigstate, $n: native snapshot, dd and restore of each backend alone"
 	for t in "${targets[@]}"; do [ "$t" = table ] || bs_drop "$t"; done
 	checkpoint_now || bs_fail "a checkpoint once every state was dropped"

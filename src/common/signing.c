@@ -48,15 +48,18 @@ static int	key_len = 0;
 /*
  * PostgreSQL's digests remember their OpenSSL context in the current
  * resource owner; a process outside a transaction (the state worker between
- * its transactions) may have none, so one of ours serves.
+ * its transactions) may have none, so one of ours serves.  A file's digest
+ * (FileDigest) may outlive the transaction it began in (a snapshot's files
+ * are digested as they are written, while the worker runs transactions of
+ * its own): it always has ours, and whoever begins one ends or discards it.
  */
 static ResourceOwner
-digest_owner_push(void)
+digest_owner_push(bool always_ours)
 {
 	static ResourceOwner own = NULL;
 	ResourceOwner saved = CurrentResourceOwner;
 
-	if (saved == NULL)
+	if (saved == NULL || always_ours)
 	{
 		if (own == NULL)
 			own = ResourceOwnerCreate(NULL, "state_backend digests");
@@ -208,7 +211,7 @@ signing_key_ensure(void)
 static void
 hmac_hex(const char *data, size_t len, char hex[SIGNING_HEX_LEN])
 {
-	ResourceOwner saved = digest_owner_push();
+	ResourceOwner saved = digest_owner_push(false);
 	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
 	uint8		mac[PG_SHA256_DIGEST_LENGTH];
 
@@ -265,7 +268,7 @@ FileDigest *
 file_digest_begin(void)
 {
 	FileDigest *d = palloc(sizeof(FileDigest));
-	ResourceOwner saved = digest_owner_push();
+	ResourceOwner saved = digest_owner_push(true);
 
 	d->ctx = pg_cryptohash_create(PG_SHA256);
 	CurrentResourceOwner = saved;

@@ -21,6 +21,7 @@
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 
+#include "common/signing.h"
 #include "format/records.h"
 #include "format/snapshot_format.h"
 
@@ -54,6 +55,7 @@ typedef struct StateOut
 	int64		entries;
 	KgIndexEntry *index;
 	char		sha256[SIGNING_HEX_LEN];	/* of the finished file */
+	FileDigest *digest;			/* of the bytes written so far; NULL: none */
 } StateOut;
 
 struct SnapshotWriter

@@ -106,6 +106,9 @@ kg_out_flush(SnapshotWriter *w)
 
 	if (so == NULL || w->wbuf.len == 0)
 		return;
+	/* The digest the MANIFEST names is taken as the bytes go out. */
+	if (so->digest)
+		file_digest_add(so->digest, w->wbuf.data, w->wbuf.len);
 	errno = 0;
 	n = FileWrite(so->vfd, w->wbuf.data, w->wbuf.len, so->size - w->wbuf.len,
 				  PG_WAIT_EXTENSION);
@@ -118,6 +121,11 @@ kg_out_flush(SnapshotWriter *w)
 				 errmsg("could not write snapshot file \"%s/%s\": %m",
 						w->dir, so->relpath)));
 	}
+	/*
+	 * The kernel starts writing it out now, while the next bytes are made,
+	 * rather than all of it at the file's fsync.
+	 */
+	FileWriteback(so->vfd, so->size - w->wbuf.len, w->wbuf.len, PG_WAIT_EXTENSION);
 	resetStringInfo(&w->wbuf);
 	w->wbuf_owner = NULL;
 }

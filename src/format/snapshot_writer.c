@@ -60,6 +60,7 @@ open_state_file(SnapshotWriter *w, StateOut *so)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not create snapshot file \"%s\": %m", path)));
+		so->digest = file_digest_begin();
 	}
 	else
 		initStringInfo(&so->mem);
@@ -298,7 +299,10 @@ snapshot_writer_close_files(SnapshotWriter *w)
 	}
 }
 
-/* After files were rewritten (canonical form), take their new sizes. */
+/*
+ * After files were rewritten (canonical form), take their new sizes; their
+ * digests are taken from the files again.
+ */
 void
 snapshot_writer_refresh_sizes(SnapshotWriter *w)
 {
@@ -309,6 +313,9 @@ snapshot_writer_refresh_sizes(SnapshotWriter *w)
 		StateOut   *so = &w->states[i];
 		char		path[MAXPGPATH];
 		struct stat st;
+
+		file_digest_discard(so->digest);
+		so->digest = NULL;
 
 		snprintf(path, sizeof(path), "%s/%s", w->dir, so->relpath);
 		if (stat(path, &st) != 0)
@@ -329,14 +336,26 @@ snapshot_writer_refresh_sizes(SnapshotWriter *w)
 void
 snapshot_writer_finish(SnapshotWriter *w)
 {
-	/* The MANIFEST names each file's digest, and is signed. */
+	/*
+	 * The MANIFEST names each file's digest, and is signed: a key-group
+	 * file's was taken as it was written, a backend's list file is read.
+	 */
 	if (w->dir)
 		for (int i = 0; i < w->nstates; i++)
 		{
+			StateOut   *so = &w->states[i];
 			char		path[MAXPGPATH];
 
-			snprintf(path, sizeof(path), "%s/%s", w->dir, w->states[i].relpath);
-			file_digest_of(path, w->states[i].sha256);
+			if (so->digest)
+			{
+				FileDigest *d = so->digest;
+
+				so->digest = NULL;
+				file_digest_end(d, so->sha256);
+				continue;
+			}
+			snprintf(path, sizeof(path), "%s/%s", w->dir, so->relpath);
+			file_digest_of(path, so->sha256);
 		}
 	manifest_build(w);
 
@@ -407,11 +426,15 @@ snapshot_writer_abort(SnapshotWriter *w)
 {
 	w->wbuf_owner = NULL;
 	for (int i = 0; i < w->nstates; i++)
+	{
 		if (w->states[i].vfd >= 0)
 		{
 			FileClose(w->states[i].vfd);
 			w->states[i].vfd = -1;
 		}
+		file_digest_discard(w->states[i].digest);
+		w->states[i].digest = NULL;
+	}
 	if (w->dir && w->made_dir)
 		(void) rmtree(w->dir, true);
 	w->made_dir = false;
