@@ -31,6 +31,9 @@
 #include "format/format_internal.h"
 #include "format/records.h"
 
+/* The states snapshot_writer_add remembers while it splits a key group. */
+#define SEEN_STATES		16
+
 typedef struct StateOutRef
 {
 	uint32		state_id;		/* hash key */
@@ -174,8 +177,13 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 	uint32		state_id;
 	RecordPair	pair;
 	RecordRead	r;
-	uint32		last_id = 0;	/* entries of one state come in runs */
-	StateOut   *last = NULL;
+	/*
+	 * The states of the entries met, by id: a heap backend's entries of
+	 * several states come mixed, in the order of their slots.
+	 */
+	uint32		seen_id[SEEN_STATES] = {0};
+	StateOut   *seen[SEEN_STATES] = {0};
+	StateOut   *last;
 
 	for (int i = 0; i < w->nstates; i++)
 	{
@@ -185,11 +193,14 @@ snapshot_writer_add(SnapshotWriter *w, int key_group, const char *records, int l
 	}
 	while ((r = record_next_entry(records, (uint32) len, &off, &state_id, &pair)) == RECORD_OK)
 	{
-		if (state_id != last_id || last_id == 0)
+		int			h = state_id % SEEN_STATES;
+
+		if (seen_id[h] != state_id || state_id == 0)
 		{
-			last = state_out(w, state_id);
-			last_id = state_id;
+			seen[h] = state_out(w, state_id);
+			seen_id[h] = state_id;
 		}
+		last = seen[h];
 		if (last != NULL)
 			kg_add_record(w, last, &pair);
 	}
