@@ -853,6 +853,31 @@ registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
 }
 
 /*
+ * registry_copy_hidden copies the hidden states (made, not yet published,
+ * not being dropped) into out and their slots into slots (room for
+ * max_states each); returns how many.
+ */
+int
+registry_copy_hidden(StateDesc *out, int *slots)
+{
+	int			n = 0;
+
+	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
+	for (int i = 0; i < registry->nslots; i++)
+	{
+		RegistrySlot *s = &registry->slots[i];
+
+		if (s->desc.id != 0 && !s->dropping && s->hidden)
+		{
+			out[n] = s->desc;
+			slots[n++] = i;
+		}
+	}
+	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
+	return n;
+}
+
+/*
  * registry_logged_pending counts a logged state that a session is about to
  * create (delta 1) or has created or failed to (-1): while one is, the
  * slot that keeps its WAL must stay (logged.c).

@@ -38,6 +38,7 @@ extern int	registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepF
 extern int	registry_publish_replacing(const StateDesc *newd, const StateDesc *oldd,
 									   bool keep_until_checkpoint, XLogRecPtr *logged_end);
 extern void registry_log_drop_of_hidden(int slot, uint32 id);
+extern int	registry_copy_hidden(StateDesc *out, int *slots);
 extern int	registry_replaced_in(const StateDesc *held, int n, StateDesc **out, int **slots);
 extern bool registry_get_stored(uint32 id, StateDesc *desc, bool *hidden);
 extern bool registry_exists(Oid dbid, const char *name);

@@ -724,11 +724,34 @@ replay_open(const SnapshotManifest *m, XLogRecPtr slot, bool standby, XLogRecPtr
 	return r;
 }
 
+/*
+ * adopt_live adds to a live replay's map a state that the worker before
+ * this one applied WAL to: what it applied is there, from where its backend
+ * says it holds its data.
+ */
+static void
+adopt_live(LoggedReplay *r, const StateDesc *cur, int slot, bool hidden, XLogRecPtr applied)
+{
+	const KeyedStateBackend *b = keyed_backend_by_id(cur->backend);
+	/* A backend that keeps its data knows what it holds (rocksdb). */
+	XLogRecPtr	held = b->applied_lsn ? b->applied_lsn() : applied;
+
+	map_add(r->map, cur->id, cur, slot, held, hidden);
+	/*
+	 * What the worker before had applied but not yet written (rocksdb's
+	 * batch) went with it: read again from there.
+	 */
+	if (held != InvalidXLogRecPtr && held < applied &&
+		(r->held_min == InvalidXLogRecPtr || held < r->held_min))
+		r->held_min = held;
+}
+
 LoggedReplay *
 replay_open_live(XLogRecPtr applied)
 {
 	LoggedReplay *r = replay_new(true);
 	StateDesc  *live = palloc(sizeof(StateDesc) * Max(state_backend_max_states, 1));
+	int		   *slots = palloc(sizeof(int) * Max(state_backend_max_states, 1));
 	int			n = registry_copy_all(live, NULL);
 
 	for (int i = 0; i < n; i++)
@@ -739,23 +762,21 @@ replay_open_live(XLogRecPtr applied)
 		if (!live[i].logged)
 			continue;
 		slot = registry_find(live[i].id, &cur);
-		/* A backend that keeps its data knows what it holds (rocksdb). */
 		if (slot >= 0)
-		{
-			const KeyedStateBackend *b = keyed_backend_by_id(cur.backend);
-			XLogRecPtr	held = b->applied_lsn ? b->applied_lsn() : applied;
-
-			map_add(r->map, cur.id, &cur, slot, held, false);
-			/*
-			 * What the worker before had applied but not yet written
-			 * (rocksdb's batch) went with it: read again from there.
-			 */
-			if (held != InvalidXLogRecPtr && held < applied &&
-				(r->held_min == InvalidXLogRecPtr || held < r->held_min))
-				r->held_min = held;
-		}
+			adopt_live(r, &cur, slot, false, applied);
 	}
+	/*
+	 * The hidden states the worker before made from WAL and had not
+	 * published yet (a restore's or a change's on the primary): their
+	 * publication, or their drop, comes further on.  One whose creation is
+	 * read again is made again (forgotten_hidden).
+	 */
+	n = registry_copy_hidden(live, slots);
+	for (int i = 0; i < n; i++)
+		if (live[i].logged)
+			adopt_live(r, &live[i], slots[i], true, applied);
 	pfree(live);
+	pfree(slots);
 	r->applied_before = applied;
 	r->live = true;
 	return r;

@@ -100,6 +100,34 @@ is($node->safe_psql('postgres', q{SELECT value_type FROM state.states WHERE name
 	'alter, crash: the state is as it was');
 after_restart('alter, crash');
 
+# The standby's worker exits after each record it applies (standby.
+# record_after_apply) while a restore's records arrive: the worker after it
+# reads again from the position its round published, before the restore's
+# CREATE_HIDDEN, whose hidden state the worker before had made.  It takes
+# that state back, or makes it again, rather than stop there ("state id N
+# is in use").  The records arrive once the point is armed: replay waits.
+$node->safe_psql('postgres', q{SELECT state.value_set('src', 7, 70)});
+ok(standby_applied($node, $standby) &&
+	$standby->poll_query_until('postgres', q{SELECT state.value_get('src', 7, 0) = 70}),
+	'the standby applied a write before the restore');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+$node->safe_psql('postgres', qq{SELECT state.restore('$dir/snap')});
+$standby->append_conf('postgresql.conf', "state_backend.fault_points = 'standby.record_after_apply:exit'\n");
+$standby->reload;
+sleep(1);
+$offset = -s $standby->logfile;
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+$standby->wait_for_log(qr/fault point "standby.record_after_apply" reached/, $offset);
+sleep(2);
+$standby->append_conf('postgresql.conf', "state_backend.fault_points = ''\n");
+$standby->reload;
+ok(standby_applied($node, $standby), 'worker exits amid a restore\'s records: the standby applied them');
+ok($standby->poll_query_until('postgres', q{SELECT state.value_get('src', 7, 0) = 7}),
+	'worker exits amid a restore\'s records: the restore reached the standby')
+  or diag($standby->safe_psql('postgres', 'SELECT * FROM state.worker'));
+is($standby->safe_psql('postgres', q{SELECT count(*) || ' ' || sum(v) FROM state.entries('src', NULL::int, NULL::int) e(k, v)}),
+	'50 1275', 'worker exits amid a restore\'s records: the standby holds the restored state whole');
+
 $standby->stop;
 $node->stop;
 
