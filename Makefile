@@ -73,6 +73,7 @@ OBJS = \
 	src/backend/rocksdb/rocks_instance.o \
 	src/backend/rocksdb/rocks_options.o \
 	src/backend/rocksdb/rocks_compact.o \
+	src/backend/rocksdb/rocks_count.o \
 	src/backend/rocksdb/rocks_requests.o \
 	src/backend/rocksdb/rocks_stage.o \
 	src/backend/rocksdb/rocks_client.o \

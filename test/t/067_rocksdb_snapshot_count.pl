@@ -118,10 +118,64 @@ $node->safe_psql('postgres', "SELECT state.clear('w', 1)");
 is(snapshot_arrivals('cleared', "big=$keys w=0"), $arrivals,
 	'deleted keys are counted out');
 
+# The count runs on threads of the worker's own: a cancel in the middle
+# of it, or an error there, stops them and waits for them; the worker goes
+# on serving, and the next snapshot counts every entry.
+$node->safe_psql('postgres', "SELECT state.value_set('big', $keys + 2, 0)");
+$offset = -s $node->logfile;
+my $id = $node->safe_psql('postgres', "SELECT state.snapshot('" . $node->basedir . "/cancelled')");
+foreach my $try (1 .. 600)
+{
+	last if reached() >= 1;
+	usleep(100_000);
+}
+cmp_ok(reached(), '>=', 1, 'cancel: the count began');
+$node->safe_psql('postgres', "SELECT state.cancel_snapshot($id)");
+like(wait_snapshot_status($node, $id), qr/cancel/, 'cancel: the snapshot was cancelled during its count');
+$node->safe_psql('postgres', "SELECT state.value_set('w', 2, 2)");
+is($node->safe_psql('postgres', "SELECT state.value_get('w', 2, 0)"), '2',
+	'cancel: the worker serves after it');
+
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET state_backend.fault_points = 'checkpoint.rocksdb_count:error';
+SELECT pg_reload_conf();
+});
+$node->safe_psql('postgres', "SELECT state.value_get('w', 1, 0)");
+$node->safe_psql('postgres', "SELECT state.value_set('big', $keys + 3, 0)");
+my ($ret, $sout, $serr) = $node->psql('postgres',
+	"SELECT state.wait_snapshot(state.snapshot('" . $node->basedir . "/failed'))");
+like("$sout$serr", qr/fault point "checkpoint.rocksdb_count" reached/, 'error: the snapshot failed during its count');
+
+# The worker exits (FATAL) during the count: it waits for its threads
+# before RocksDB closes, so it exits as a worker does, not by a signal.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET state_backend.fault_points = 'checkpoint.rocksdb_count:exit';
+SELECT pg_reload_conf();
+});
+$node->safe_psql('postgres', "SELECT state.value_get('w', 1, 0)");
+$node->safe_psql('postgres', "SELECT state.value_set('big', $keys + 4, 0)");
+$offset = -s $node->logfile;
+($ret, $sout, $serr) = $node->psql('postgres',
+	"SELECT state.wait_snapshot(state.snapshot('" . $node->basedir . "/exited'))");
+isnt($ret, 0, 'exit: the snapshot ended with its worker');
 $node->safe_psql('postgres', q{
 ALTER SYSTEM RESET state_backend.fault_points;
 SELECT pg_reload_conf();
 });
+ok(defined wait_for_worker($node, timeout => $PostgreSQL::Test::Utils::timeout_default),
+	'exit: a worker runs again');
+my $log = slurp_file($node->logfile, $offset);
+like($log, qr/fault point "checkpoint.rocksdb_count" reached: exit/, 'exit: the worker exited during the count');
+unlike($log, qr/terminated by signal|Assertion|server process .* was terminated/, 'exit: not by a signal');
+$node->safe_psql('postgres', "SELECT state.value_set('big', $keys + 4, 0)");
+
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET state_backend.fault_points;
+SELECT pg_reload_conf();
+});
+$node->safe_psql('postgres', "SELECT state.value_get('w', 1, 0)");
+is(snapshot_arrivals('after', 'big=' . ($keys + 3) . ' w=1'), 0,
+	'after a cancel and an error, a snapshot counts every entry');
 
 $node->stop;
 done_testing();

@@ -1026,27 +1026,13 @@ typedef struct CountKeys
 	int64		n;
 	StringInfoData prev;
 	bool		map;
-	bool		yield;			/* serve sessions every COUNT_YIELD_KEYS */
-	uint64		seen;			/* entries seen */
 } CountKeys;
-
-/*
- * A count that may yield serves sessions before its first RocksDB entry
- * and after every this many (some milliseconds), so that counting a big
- * state does not hold them up.
- */
-#define COUNT_YIELD_KEYS	(64 * 1024)
 
 static bool
 count_key(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
 	CountKeys  *c = arg;
 
-	if (c->yield && c->seen++ % COUNT_YIELD_KEYS == 0)
-	{
-		rocks_host->yield();
-		FAULT_POINT_HOST("checkpoint.rocksdb_count");
-	}
 	if (c->map)
 	{
 		size_t		len = rocks_key_prefix_len(k, klen);
@@ -1061,20 +1047,17 @@ count_key(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 }
 
 /*
- * rocks_count_keys counts a family's keys.  With "yield", it serves
- * sessions as it goes (rocks_host->yield), which only a caller that reads
- * a database no request writes may ask for (a snapshot's staging copy).
+ * rocks_count_keys counts a family's keys (a snapshot's staging copy is
+ * counted on threads: rocks_count.c).
  */
 int64
 rocks_count_keys(rocksdb_t *db, rocksdb_readoptions_t *ropts,
-				 rocksdb_column_family_handle_t *cf, bool map, bool yield)
+				 rocksdb_column_family_handle_t *cf, bool map)
 {
 	CountKeys	c;
 
 	c.n = 0;
 	c.map = map;
-	c.yield = yield;
-	c.seen = 0;
 	initStringInfo(&c.prev);
 	rocks_scan(db, ropts, cf, "", 0, NULL, 0, count_key, &c);
 	pfree(c.prev.data);

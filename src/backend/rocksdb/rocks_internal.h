@@ -273,8 +273,13 @@ extern void rocks_scan(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 					   const char *from, size_t fromlen, const char *to, size_t tolen,
 					   RocksScanFn fn, void *arg);
 extern int64 rocks_count_keys(rocksdb_t *db, rocksdb_readoptions_t *ropts,
-							  rocksdb_column_family_handle_t *cf, bool map, bool yield);
+							  rocksdb_column_family_handle_t *cf, bool map);
 extern int64 rocks_property_int(rocksdb_column_family_handle_t *cf, const char *name);
+
+/* rocks_count.c */
+extern void rocks_count_families(rocksdb_t *db, rocksdb_readoptions_t *ropts,
+								 rocksdb_column_family_handle_t *const *cfs, const bool *maps,
+								 int n, int64 *entries);
 
 /* rocks_keys.c */
 

@@ -666,7 +666,7 @@ handle_scan(Request *r, StringInfo reply)
 static void
 handle_truncate(Request *r, StringInfo reply)
 {
-	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP, false);
+	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP);
 	char	   *err = NULL;
 	StringInfoData from;
 	StringInfoData to;
@@ -693,7 +693,7 @@ handle_truncate(Request *r, StringInfo reply)
 static void
 handle_size(Request *r, StringInfo reply)
 {
-	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP, false);
+	int64		n = rocks_count_keys(rocks.db, rocks.ropts, r->cf, r->h.kind == STATE_KIND_MAP);
 	int64		bytes = rocks_property_int(r->cf, "rocksdb.total-sst-files-size") +
 		rocks_property_int(r->cf, "rocksdb.cur-size-all-mem-tables");
 

@@ -357,6 +357,11 @@ count_entries(const StateInfo *states, const bool *mine, int nstates,
 	const rocksdb_livefiles_t *live = rocksdb_livefiles(staging.db);
 	char	  **files = palloc0(sizeof(char *) * nstates);
 	const char **names = palloc0(sizeof(char *) * nstates);
+	int		   *tocount = palloc(sizeof(int) * Max(nstates, 1));
+	rocksdb_column_family_handle_t **cfs = palloc(sizeof(void *) * Max(nstates, 1));
+	bool	   *maps = palloc(sizeof(bool) * Max(nstates, 1));
+	int64	   *counts = palloc(sizeof(int64) * Max(nstates, 1));
+	int			ncount = 0;
 	HASH_SEQ_STATUS seq;
 	CountedEntry *e;
 
@@ -389,9 +394,9 @@ count_entries(const StateInfo *states, const bool *mine, int nstates,
 			files[i] = family_files(live, names[i], tag);
 	rocksdb_livefiles_destroy(live);
 
+	/* Those counted before whose files are the same keep their count. */
 	for (int i = 0; i < nstates; i++)
 	{
-		bool		found;
 		char		key[32];
 
 		entries[i] = 0;
@@ -404,11 +409,24 @@ count_entries(const StateInfo *states, const bool *mine, int nstates,
 			/* The count's step, for a family counted before as for one counted now. */
 			FAULT_POINT_HOST("checkpoint.rocksdb_count");
 			entries[i] = e->c.entries;
+			pfree(files[i]);
+			files[i] = NULL;
 			continue;
 		}
-		entries[i] = rocks_count_keys(staging.db, staging.ropts,
-									  family_of(&staging, states[i].id, NULL),
-									  states[i].kind == STATE_KIND_MAP, true);
+		tocount[ncount] = i;
+		cfs[ncount] = family_of(&staging, states[i].id, NULL);
+		maps[ncount++] = states[i].kind == STATE_KIND_MAP;
+	}
+	/* The others are counted, all at once. */
+	rocks_count_families(staging.db, staging.ropts, cfs, maps, ncount, counts);
+	for (int c = 0; c < ncount; c++)
+	{
+		int			i = tocount[c];
+		bool		found;
+		char		key[32];
+
+		strlcpy(key, names[i], sizeof(key));
+		entries[i] = counts[c];
 		e = hash_search(counted, key, HASH_ENTER, &found);
 		if (found)
 			pfree(e->c.files);
@@ -420,6 +438,10 @@ count_entries(const StateInfo *states, const bool *mine, int nstates,
 			pfree(files[i]);
 	pfree(files);
 	pfree(names);
+	pfree(tocount);
+	pfree(cfs);
+	pfree(maps);
+	pfree(counts);
 }
 
 /*
