@@ -33,7 +33,6 @@
 #include "common/fault.h"
 #include "common/settings.h"
 #include "format/records.h"
-#include "format/state_wal.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/snapshot_control.h"
 #include "state_evolve.h"
@@ -250,16 +249,6 @@ comes_back(const StateDesc *d)
 	return d->logged || (p != NULL && p->ops->applied_lsn != NULL);
 }
 
-/* log_entry: one entry of the new, logged state goes to WAL. */
-static void
-log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
-{
-	const StateDesc *d = arg;
-
-	(void) state_wal_log(STATE_WAL_PUT, d->id, key, keylen, NULL, 0, value, valuelen, false);
-	CHECK_FOR_INTERRUPTS();
-}
-
 /* The new state's entries, as its backend counts them. */
 static int64
 count_entries(const StateTarget *target, const KeyedStateBackend *backend)
@@ -445,10 +434,7 @@ state_evolve(const StateDesc *old, int oldslot, StateDesc *newd, bool logged_pen
 			snapshot_control_hold_cuts(true);
 			holding = true;
 			FAULT_POINT("alter.log_entries");
-			/* If it goes before its publication, standbys drop it too. */
-			registry_log_drop_of_hidden(slot, newd->id);
-			(void) state_wal_log_create(newd, true);
-			c->backend->iterate(&c->target, -1, log_entry, newd);
+			state_ops_log_hidden(newd, slot);
 		}
 		FAULT_POINT("alter.before_publish");
 

@@ -30,6 +30,7 @@
 #include "catalog/registry.h"
 #include "common/settings.h"
 #include "common/fault.h"
+#include "format/state_wal.h"
 #include "state_ops.h"
 
 /*
@@ -138,6 +139,34 @@ state_ops_drop(const StateDesc *desc, int slot)
 		return false;
 	finish_drop(desc, slot, true);
 	return true;
+}
+
+/* log_entry: one entry of a hidden logged state goes to WAL. */
+static void
+log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
+{
+	const StateDesc *d = arg;
+
+	(void) state_wal_log(STATE_WAL_PUT, d->id, key, keylen, NULL, 0, value, valuelen, false);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * state_ops_log_hidden writes a hidden logged state (a restore's, a
+ * change's copy) to WAL before its publication: its CREATE_HIDDEN record,
+ * then a PUT per entry.  From then on its drop, if it is dropped before
+ * its publication, is logged too, so that replay and standbys drop it
+ * rather than keep it hidden under its id.
+ */
+void
+state_ops_log_hidden(const StateDesc *desc, int slot)
+{
+	StateTarget target = state_target(desc, slot);
+
+	registry_log_drop_of_hidden(slot, desc->id);
+	(void) state_wal_log_create(desc, true);
+	keyed_backend_by_id(desc->backend)->iterate(&target, -1, log_entry,
+												 unconstify(StateDesc *, desc));
 }
 
 /*

@@ -14,6 +14,7 @@ extern void state_ops_check_type(Oid type, const char *what, bool stored);
 extern void state_ops_check_list_type(Oid type);
 extern int	state_ops_create(StateDesc *desc);
 extern bool state_ops_drop(const StateDesc *desc, int slot);
+extern void state_ops_log_hidden(const StateDesc *desc, int slot);
 extern void state_ops_discard(const StateDesc *desc, int slot);
 /* Which of a database's states a publish leaves in place. */
 typedef enum StatePublishKeep

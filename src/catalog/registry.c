@@ -826,15 +826,12 @@ registry_publish(Oid dbid, const uint32 *ids, int nids, RegistryKeepFn keep,
 }
 
 /*
- * registry_copy_all copies every state of every database that is neither
- * being dropped nor being restored into out (room for max_states); returns
- * how many.  A snapshot's cut calls it with every partition locked, so it
- * must not fail: it only copies.  wal_position (if not NULL) gets the WAL
- * insert position at that instant: logged states' changes before it are in
- * the copy's states, those after it are not (format/state_wal.h).
+ * copy_slots copies the states that are not being dropped and are (hidden)
+ * or are not (!hidden) hidden into out, and their slots into slots unless
+ * it is NULL; it only copies.
  */
-int
-registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
+static int
+copy_slots(bool hidden, StateDesc *out, int *slots, XLogRecPtr *wal_position)
 {
 	int			n = 0;
 
@@ -845,11 +842,29 @@ registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
 	{
 		RegistrySlot *s = &registry->slots[i];
 
-		if (s->desc.id != 0 && !s->dropping && !s->hidden)
+		if (s->desc.id != 0 && !s->dropping && s->hidden == hidden)
+		{
+			if (slots)
+				slots[n] = i;
 			out[n++] = s->desc;
+		}
 	}
 	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
 	return n;
+}
+
+/*
+ * registry_copy_all copies every state of every database that is neither
+ * being dropped nor being restored into out (room for max_states); returns
+ * how many.  A snapshot's cut calls it with every partition locked, so it
+ * must not fail: it only copies.  wal_position (if not NULL) gets the WAL
+ * insert position at that instant: logged states' changes before it are in
+ * the copy's states, those after it are not (format/state_wal.h).
+ */
+int
+registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
+{
+	return copy_slots(false, out, NULL, wal_position);
 }
 
 /*
@@ -860,21 +875,7 @@ registry_copy_all(StateDesc *out, XLogRecPtr *wal_position)
 int
 registry_copy_hidden(StateDesc *out, int *slots)
 {
-	int			n = 0;
-
-	LWLockAcquire(state_backend_lock(LOCK_REGISTRY), LW_SHARED);
-	for (int i = 0; i < registry->nslots; i++)
-	{
-		RegistrySlot *s = &registry->slots[i];
-
-		if (s->desc.id != 0 && !s->dropping && s->hidden)
-		{
-			out[n] = s->desc;
-			slots[n++] = i;
-		}
-	}
-	LWLockRelease(state_backend_lock(LOCK_REGISTRY));
-	return n;
+	return copy_slots(true, out, slots, NULL);
 }
 
 /*

@@ -424,7 +424,6 @@ discard_hidden(HTAB *map)
 		}
 }
 
-
 /* Apply one change record to the state it names. */
 static void
 replay_change(ReplayTarget *t, const StateWalRecord *rec)

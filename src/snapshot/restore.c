@@ -40,7 +40,6 @@
 #include "common/fault.h"
 #include "common/settings.h"
 #include "format/records.h"
-#include "format/state_wal.h"
 #include "snapshot/canonical.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/rescale.h"
@@ -206,16 +205,6 @@ load_state(const SnapshotSource *src, const SnapshotManifest *m,
 	return n;
 }
 
-/* log_entry: one restored entry of a logged state goes to WAL. */
-static void
-log_entry(void *arg, const char *key, uint32 keylen, const char *value, uint32 valuelen)
-{
-	const StateDesc *d = arg;
-
-	(void) state_wal_log(STATE_WAL_PUT, d->id, key, keylen, NULL, 0, value, valuelen, false);
-	CHECK_FOR_INTERRUPTS();
-}
-
 /*
  * log_restored writes the logged states a restore loaded to WAL, as
  * hidden states and their entries, before they are published.  The
@@ -229,18 +218,8 @@ static void
 log_restored(const StateDesc *descs, const int *slots, int n)
 {
 	for (int i = 0; i < n; i++)
-	{
-		StateTarget target;
-
-		if (!descs[i].logged)
-			continue;
-		target = state_target(&descs[i], slots[i]);
-		/* If it goes before its publication, standbys drop it too. */
-		registry_log_drop_of_hidden(slots[i], descs[i].id);
-		(void) state_wal_log_create(&descs[i], true);
-		keyed_backend_by_id(descs[i].backend)->iterate(&target, -1, log_entry,
-													 unconstify(StateDesc *, &descs[i]));
-	}
+		if (descs[i].logged)
+			state_ops_log_hidden(&descs[i], slots[i]);
 }
 
 static RestoreLoggedHook restore_logged_hook = NULL;

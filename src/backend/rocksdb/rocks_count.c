@@ -197,14 +197,15 @@ arrivals(uint64 seen)
 
 /*
  * Serve sessions, and pass the fault point for each state whose count went
- * past another COUNT_ARRIVAL entries.  Returns whether every range is done.
+ * past another COUNT_ARRIVAL entries (seen: room for each state's count).
+ * Returns whether every range is done.
  */
 static bool
-count_progress(CountRun *run, int nstates, int64 *passed)
+count_progress(CountRun *run, int nstates, int64 *passed, uint64 *seen)
 {
-	uint64	   *seen = palloc0(sizeof(uint64) * nstates);
 	bool		all_done = true;
 
+	memset(seen, 0, sizeof(uint64) * nstates);
 	for (int i = 0; i < run->nranges; i++)
 	{
 		CountRange *r = &run->ranges[i];
@@ -219,7 +220,6 @@ count_progress(CountRun *run, int nstates, int64 *passed)
 			FAULT_POINT_HOST("checkpoint.rocksdb_count");
 			passed[s]++;
 		}
-	pfree(seen);
 	rocks_host->yield();
 	return all_done;
 }
@@ -242,6 +242,7 @@ rocks_count_families(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 	pthread_t	threads[COUNT_MAX_THREADS];
 	volatile int nthreads = 0;	/* read after a longjmp */
 	int64	   *passed = palloc0(sizeof(int64) * Max(n, 1));
+	uint64	   *seen = palloc(sizeof(uint64) * Max(n, 1));
 
 	memset(&run, 0, sizeof(run));
 	run.db = db;
@@ -297,7 +298,7 @@ rocks_count_families(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 			nthreads++;
 		}
 		rocks_restore_signals(&saved);
-		while (!count_progress(&run, n, passed))
+		while (!count_progress(&run, n, passed, seen))
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1,
 							 PG_WAIT_EXTENSION);
@@ -333,4 +334,5 @@ rocks_count_families(rocksdb_t *db, rocksdb_readoptions_t *ropts,
 	}
 	pfree(run.ranges);
 	pfree(passed);
+	pfree(seen);
 }
