@@ -264,7 +264,7 @@ sub wait_until
 # The monitor's view: { nodename => "reportedstate goalstate" }.
 sub formation
 {
-	my ($ret, $out) = $monitor->psql('pg_auto_failover',
+	my ($ret, $out) = psql_nodie($monitor, 'pg_auto_failover',
 		q{SELECT nodename, reportedstate, goalstate FROM pgautofailover.node ORDER BY nodeid});
 	return {} unless $ret == 0;
 	return { map { my ($n, $r, $g) = split /\|/; ($n => "$r $g") } split /\n/, $out };
@@ -301,7 +301,7 @@ autoctl_start($monitor, 'create', 'monitor', '--pgport', $monitor->port,
 	'--hostname', '127.0.0.1', '--auth', 'trust', '--no-ssl',
 	'--pgctl', "$bindir/pg_ctl", '--run');
 wait_until('monitor is up',
-	sub { ($monitor->psql('pg_auto_failover', 'SELECT 1 FROM pgautofailover.formation'))[0] == 0 })
+	sub { (psql_nodie($monitor, 'pg_auto_failover', 'SELECT 1 FROM pgautofailover.formation'))[0] == 0 })
   or die "giving up: no monitor\n";
 $monitor->safe_psql(
 	'pg_auto_failover', q{
@@ -373,7 +373,7 @@ sub snapshot_now
 	wait_until(
 		$cluster->name . ': a checkpoint completes',
 		sub {
-			my ($ret, $out, $err) = $cluster->psql('postgres',
+			my ($ret, $out, $err) = psql_nodie($cluster, 'postgres',
 				"SELECT state.wait_snapshot(state.snapshot(), '$timeout s')");
 			$status = $ret == 0 ? $out : $err;
 			return $ret == 0 || $err !~ /is still running/;
@@ -395,7 +395,7 @@ sub standby_ready
 		wait_until(
 			$standby->name . ": its state_backend slot keeps WAL from checkpoint $newest",
 			sub {
-				my ($ret, $out) = $standby->psql('postgres',
+				my ($ret, $out) = psql_nodie($standby, 'postgres',
 					"SELECT restart_lsn >= '$cut' FROM pg_replication_slots WHERE slot_name = 'state_backend'");
 				return $ret == 0 && $out eq 't';
 			}),
