@@ -12,7 +12,8 @@
  * its first word names:
  *	commit.		a transactional state's commit, up to its commit record
  *	apply.		a commit's apply to the backends, after its commit record
- *	write.		a backend's write (heap, rocksdb, a provider's)
+ *	write.		a backend's write (heap, rocksdb, a provider's), and a session's
+ *				store of what it read into the rocksdb entry cache
  *	replay.		the start's replay of logged states' WAL
  *	checkpoint.	a checkpoint
  *	restore.	a restore of a snapshot or checkpoint

@@ -172,6 +172,7 @@ SELECT state.create_state('misc_$b', 'map', 'int', 'text', map_key_type => 'int'
 } } @BACKENDS) . qq{
 SELECT state.create_state('tx_s', 'reducing', 'int', 'bigint', reducer => 'sum',
                           backend => 'rocksdb', transactional => true);
+SELECT state.create_state('fill_r', 'value', 'int', 'int', backend => 'rocksdb');
 SELECT state.create_state('txmap_s', 'map', 'int', 'bigint', map_key_type => 'int',
                           backend => 'rocksdb', transactional => true);
 CREATE TABLE mirror (id bigserial PRIMARY KEY, k int NOT NULL, a bigint NOT NULL);
@@ -376,6 +377,21 @@ SELECT count(state.truncate('misc_' || b)) FROM unnest(ARRAY['m', 'r', 'l']) b;}
 }
 
 sub step_writes { step_tx(); step_nt(); }
+
+# A session reads in its own view of the rocksdb instance keys that nobody
+# wrote (new ones each time: none is in the shared entry cache yet), and
+# stores in the cache that they have no state.  A checkpoint first flushes
+# the memtables, so that the view may read every key.
+my $fill_next = 1_000_000;
+sub step_fill
+{
+	my $from = $fill_next;
+	$fill_next += 100;
+	try_sql($node, 'postgres', q{SELECT state.wait_snapshot(state.snapshot(), '5 s')});
+	try_sql($node, 'postgres', qq{
+SET state_backend.rocksdb_session_reads_after = 0;
+SELECT count(state.value_get('fill_r', k, 0)) FROM generate_series($from, $from + 99) k;});
+}
 
 # A checkpoint; the directory left by one that never completed (an id
 # below the newest) goes at its retention.
@@ -674,7 +690,11 @@ sub reset_proxy
 # write points.)  A point its lane did not reach in a shared round is
 # walked again alone, and so is every point of a round with problems.
 my @LANES = (
-	{ name => 'write', match => qr/^write\./, steps => [ \&step_nt, \&step_misc, \&step_tx ] },
+	{ name => 'write', match => qr/^write\./, steps => [ \&step_nt, \&step_misc, \&step_tx, \&step_fill ],
+	  steps_of => sub {
+		  my ($p) = @_;
+		  return $p eq 'write.rocksdb_cache_fill' ? [\&step_fill] : [ \&step_nt, \&step_misc, \&step_tx ];
+	  } },
 	{ name => 'txn', match => qr/^(commit|apply)\./,
 	  steps => [ \&step_tx, \&step_tx_slow, \&step_timers, \&step_windows, \&step_tx_crash_after_commit ],
 	  steps_of => sub {

@@ -4,15 +4,23 @@
  *		which sessions read in place, so that a hot key needs no round trip
  *		to the state worker.
  *
- * The state worker is the only writer of RocksDB, and the only writer of
- * this cache, so that every entry in the cache is what RocksDB holds for
- * that key.  When it answers a read it stores what it read (the image, or
- * that the key has no state).  A write goes into its write batch first:
- * the key leaves the cache at once and comes back with its new image once
- * the batch is in RocksDB (rocks_cache_write, rocks_cache_committed); if
- * the batch fails, it stays out.  The worker forgets a state's entries
- * when it truncates or drops the state, and everything when the instance
- * opens or closes.
+ * Every entry in the cache is what RocksDB holds for that key.  The state
+ * worker is the only writer of RocksDB.  When it answers a read it stores
+ * what it read (the image, or that the key has no state).  A write goes
+ * into its write batch first: the key leaves the cache at once and comes
+ * back with its new image once the batch is in RocksDB (rocks_cache_write,
+ * rocks_cache_committed); if the batch fails, it stays out.  The worker
+ * forgets a state's entries when it truncates, drops or restores the
+ * state, and everything when the instance opens or closes.
+ *
+ * A session that read a key in its own view of the instance (rocks_view.c)
+ * stores what it read too (rocks_cache_fill), so that the next read of the
+ * key, by any session, needs no view.  It may only while the view still
+ * holds the key as RocksDB does: the worker marks a key (or every key)
+ * before it changes it and only then takes it out of the cache, and a
+ * session checks the marks with the key's set in its hands.  So either the
+ * session sees the mark and stores nothing, or the worker, coming to the
+ * set after it, finds the session's entry and takes it out.
  *
  * The cache is a fixed array of sets of CACHE_WAYS slots of a fixed size,
  * state_backend.rocksdb_shared_cache_size in all: it never allocates, and
@@ -21,12 +29,15 @@
  * full of other keys gives up the first slot the clock hand finds unread
  * since the hand last passed it.
  *
- * Readers take no lock.  Each set has a sequence counter that the worker
- * makes odd while it changes the set; a reader copies the entry out, then
- * checks that the counter is even and unchanged, else tries again and,
- * after a few tries, asks the worker.  So a reader never waits for the
- * worker, and never returns a torn image: every length it uses is bounded
- * by the slot before it is used.
+ * Readers take no lock.  Each set has a sequence counter that whoever
+ * changes the set makes odd meanwhile (the worker, or a session storing
+ * what it read, which then also sets SEQ_SESSION); a reader copies the
+ * entry out, then checks that the counter is even and unchanged, else tries
+ * again and, after a few tries, asks the worker.  So a reader never waits,
+ * and never returns a torn image: every length it uses is bounded by the
+ * slot before it is used.  A session only tries for a set once and gives
+ * up when it is taken; the worker waits for a session that has it, which
+ * holds it for the copy of one slot, with no error or interrupt between.
  */
 #include "postgres.h"
 
@@ -40,6 +51,15 @@
 #define CACHE_SLOT_DATA		112
 #define CACHE_ABSENT		0xFFFF	/* vallen of a key known to have no state */
 #define CACHE_READ_TRIES	4
+
+/*
+ * A set's counter: odd while the set changes; SEQ_SESSION while a session
+ * changes it, so that a worker starting after one that died in the middle
+ * of a change knows that change will never end (a session's always ends).
+ */
+#define SEQ_SESSION			0x80000000U
+#define SEQ_COUNT(seq)		((seq) & ~SEQ_SESSION)
+#define SEQ_NEXT(seq)		((SEQ_COUNT(seq) + 1) & ~SEQ_SESSION)
 
 typedef struct CacheSlot
 {
@@ -62,12 +82,16 @@ typedef struct CacheSet
 
 typedef struct CacheShared
 {
+	pg_atomic_uint64 fills;		/* entries sessions stored (rocks_cache_fill) */
 	uint32		nsets;
-	char		pad[PG_CACHE_LINE_SIZE - sizeof(uint32)];
+	char		pad[PG_CACHE_LINE_SIZE - sizeof(pg_atomic_uint64) - sizeof(uint32)];
 	CacheSet	sets[FLEXIBLE_ARRAY_MEMBER];
 } CacheShared;
 
 static CacheShared *cache = NULL;
+
+/* Entries this session stored (rocks_cache_fill), not yet counted. */
+static uint64 filled = 0;
 
 /*
  * The worker's stores waiting for its write batch to be committed:
@@ -98,6 +122,7 @@ rocks_cache_shmem_init(void)
 	if (found)
 		return;
 	cache->nsets = nsets;
+	pg_atomic_init_u64(&cache->fills, 0);
 	for (uint32 i = 0; i < nsets; i++)
 	{
 		pg_atomic_init_u32(&cache->sets[i].seq, 0);
@@ -181,17 +206,38 @@ rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out)
 	return ROCKS_CACHE_MISS;
 }
 
-/* The worker's side: a change of a set is bracketed by these two. */
+/*
+ * The worker's side: a change of a set is bracketed by these two.  A
+ * session storing what it read holds a set for the copy of one slot, with
+ * no error or interrupt in between; the worker spins, then sleeps a little
+ * at a time.  It takes no interrupt there: the worker changes sets in the
+ * middle of its own bookkeeping (a commit, a truncate), which an error
+ * must not cut short.  (A session stopped while it holds a set, by a
+ * debugger, holds up the worker as it would holding one of PostgreSQL's
+ * spinlocks.)
+ */
 static void
 set_change_begin(CacheSet *set)
 {
-	(void) pg_atomic_fetch_add_u32(&set->seq, 1);	/* a full barrier */
+	for (int spins = 0;; spins++)
+	{
+		uint32		seq = pg_atomic_read_u32(&set->seq);
+
+		/* The exchange is a full barrier. */
+		if (!(seq & 1) && pg_atomic_compare_exchange_u32(&set->seq, &seq, SEQ_NEXT(seq)))
+			return;
+		if (spins < 100)
+			pg_spin_delay();
+		else
+			pg_usleep(50L);
+	}
 }
 
+/* The exchange is a full barrier: the set's stores come before it. */
 static void
 set_change_end(CacheSet *set)
 {
-	(void) pg_atomic_fetch_add_u32(&set->seq, 1);
+	(void) pg_atomic_exchange_u32(&set->seq, SEQ_NEXT(pg_atomic_read_u32(&set->seq)));
 }
 
 static int
@@ -208,16 +254,6 @@ set_find(CacheSet *set, uint32 state_id, const char *key, uint32 keylen, uint32 
 	return -1;
 }
 
-/* Empty slot i of a set (none when i < 0). */
-static void
-set_forget(CacheSet *set, int i)
-{
-	if (i < 0)
-		return;
-	set_change_begin(set);
-	set->slots[i].state_id = 0;
-	set_change_end(set);
-}
 
 /*
  * The slot a new key takes: a free one, else the clock's victim.  Readers
@@ -243,6 +279,23 @@ set_victim(CacheSet *set)
 	return i;
 }
 
+/* Slot i of a set, which the caller holds, takes a key and its image. */
+static void
+set_put(CacheSet *set, int i, uint32 state_id, uint32 hash, const char *key, uint32 keylen,
+		const char *value, uint32 vallen)
+{
+	CacheSlot  *s = &set->slots[i];
+
+	s->state_id = state_id;
+	s->hash = hash;
+	s->keylen = (uint16) keylen;
+	s->vallen = value ? (uint16) vallen : CACHE_ABSENT;
+	s->ref = 0;
+	memcpy(s->data, key, keylen);
+	if (value)
+		memcpy(s->data + keylen, value, vallen);
+}
+
 /*
  * rocks_cache_store (worker only) records what RocksDB now holds for a
  * key: its image, or (value NULL) no state.  An image too large for a slot
@@ -261,29 +314,50 @@ rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 		return;
 	hash = rocks_host->key_hash(key, keylen);
 	set = cache_set(state_id, hash);
-	i = set_find(set, state_id, key, keylen, hash);
 	fits = keylen <= CACHE_SLOT_DATA && (value == NULL || vallen <= CACHE_SLOT_DATA - keylen);
-	if (!fits)
-	{
-		set_forget(set, i);
-		return;
-	}
-	if (i < 0)
-		i = set_victim(set);
 	set_change_begin(set);
-	{
-		CacheSlot  *s = &set->slots[i];
-
-		s->state_id = state_id;
-		s->hash = hash;
-		s->keylen = (uint16) keylen;
-		s->vallen = value ? (uint16) vallen : CACHE_ABSENT;
-		s->ref = 0;
-		memcpy(s->data, key, keylen);
-		if (value)
-			memcpy(s->data + keylen, value, vallen);
-	}
+	i = set_find(set, state_id, key, keylen, hash);
+	if (fits)
+		set_put(set, i < 0 ? set_victim(set) : i, state_id, hash, key, keylen, value, vallen);
+	else if (i >= 0)
+		set->slots[i].state_id = 0;
 	set_change_end(set);
+}
+
+/*
+ * rocks_cache_fill (sessions) stores what this session read of a key in its
+ * view (value NULL: no state), if the key's set is free and still_current
+ * says, with the set in hand, that the view still holds the key as RocksDB
+ * does.  It never waits: a taken set, or a key changed since, stores
+ * nothing.
+ */
+void
+rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value, uint32 vallen,
+				 bool (*still_current) (uint32 state_id, uint32 key_hash))
+{
+	CacheSet   *set;
+	uint32		seq;
+	uint32		held;
+	int			i;
+
+	if (cache == NULL || cache->nsets == 0 || key->len > CACHE_SLOT_DATA ||
+		(value != NULL && vallen > CACHE_SLOT_DATA - key->len))
+		return;
+	set = cache_set(state_id, key->hash);
+	seq = pg_atomic_read_u32(&set->seq);
+	held = SEQ_NEXT(seq) | SEQ_SESSION;
+	/* The exchange is a full barrier: the marks are read after it. */
+	if ((seq & 1) || !pg_atomic_compare_exchange_u32(&set->seq, &seq, held))
+		return;
+	if (still_current(state_id, key->hash))
+	{
+		i = set_find(set, state_id, key->data, key->len, key->hash);
+		set_put(set, i < 0 ? set_victim(set) : i, state_id, key->hash,
+				key->data, key->len, value, vallen);
+		filled++;
+	}
+	pg_memory_barrier();
+	pg_atomic_write_u32(&set->seq, SEQ_NEXT(held));
 }
 
 /*
@@ -298,13 +372,22 @@ rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
 	uint16		vl = value ? (uint16) vallen : CACHE_ABSENT;
 	uint32		hash;
 	CacheSet   *set;
+	int			i;
 
 	if (cache == NULL || cache->nsets == 0)
 		return;
-	/* Out now; too large for a slot, it stays out. */
+	/*
+	 * Out now, with the set in hand: a session storing the key's old image
+	 * has either seen the key's mark, made before this, or stored it before
+	 * this takes it out.  Too large for a slot, it stays out.
+	 */
 	hash = rocks_host->key_hash(key, keylen);
 	set = cache_set(state_id, hash);
-	set_forget(set, set_find(set, state_id, key, keylen, hash));
+	set_change_begin(set);
+	i = set_find(set, state_id, key, keylen, hash);
+	if (i >= 0)
+		set->slots[i].state_id = 0;
+	set_change_end(set);
 	if (keylen > CACHE_SLOT_DATA || (value && vallen > CACHE_SLOT_DATA - keylen))
 		return;
 	if (pending.data == NULL)
@@ -355,39 +438,84 @@ rocks_cache_committed(bool ok)
 	}
 }
 
-/* rocks_cache_forget_state (worker only) drops every entry of a state. */
+/*
+ * rocks_cache_forget_state (worker only) drops every entry of a state.
+ * The caller has marked every key first (rocks_view_mark_all): a session
+ * that takes a set after this passed it sees the mark and stores nothing.
+ */
 void
 rocks_cache_forget_state(uint32 state_id)
 {
 	if (cache == NULL)
 		return;
+	pg_memory_barrier();
 	for (uint32 n = 0; n < cache->nsets; n++)
 	{
 		CacheSet   *set = &cache->sets[n];
+		uint32		seq = pg_atomic_read_u32(&set->seq);
+		bool		has = (seq & 1) != 0;
 
+		/*
+		 * A look without the set first: a session that changed it
+		 * meanwhile changed its counter, and one that takes it after this
+		 * sees the marks.
+		 */
+		pg_read_barrier();
+		for (int i = 0; i < CACHE_WAYS && !has; i++)
+			has = set->slots[i].state_id == state_id;
+		pg_read_barrier();
+		if (!has && pg_atomic_read_u32(&set->seq) == seq)
+			continue;
+		set_change_begin(set);
 		for (int i = 0; i < CACHE_WAYS; i++)
 			if (set->slots[i].state_id == state_id)
-				set_forget(set, i);
+				set->slots[i].state_id = 0;
+		set_change_end(set);
 	}
 }
 
-/* rocks_cache_clear (worker only) empties the cache. */
+/*
+ * rocks_cache_clear (worker only) empties the cache.  The caller has
+ * marked every key first, as for rocks_cache_forget_state.
+ */
 void
 rocks_cache_clear(void)
 {
 	rocks_cache_committed(false);
 	if (cache == NULL)
 		return;
+	pg_memory_barrier();
 	for (uint32 n = 0; n < cache->nsets; n++)
 	{
 		CacheSet   *set = &cache->sets[n];
+		uint32		seq = pg_atomic_read_u32(&set->seq);
 
-		/* A worker that died in the middle of a change left it odd. */
-		if (pg_atomic_read_u32(&set->seq) & 1)
-			(void) pg_atomic_fetch_add_u32(&set->seq, 1);
+		/*
+		 * A worker that died in the middle of a change left it odd, and
+		 * nobody will end that change; a session's change ends.
+		 */
+		if ((seq & 1) && !(seq & SEQ_SESSION))
+			pg_atomic_write_u32(&set->seq, SEQ_NEXT(seq));
 		set_change_begin(set);
 		for (int i = 0; i < CACHE_WAYS; i++)
 			set->slots[i].state_id = 0;
 		set_change_end(set);
 	}
+}
+
+/* A session's count of entries it stored goes to shared memory. */
+void
+rocks_cache_flush_counts(void)
+{
+	if (cache != NULL && filled > 0)
+		pg_atomic_fetch_add_u64(&cache->fills, filled);
+	filled = 0;
+}
+
+/* Entries sessions stored of what they read in their views, since the start. */
+int64
+rocks_cache_fills(void)
+{
+	rocks_cache_flush_counts();
+	return cache ? (int64) pg_atomic_read_u64(&cache->fills) : 0;
 }

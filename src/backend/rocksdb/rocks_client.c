@@ -734,6 +734,7 @@ rc_figures(StateFigureFn fn, void *arg)
 	fn(arg, "rocksdb_session_reads", reads, false);
 	fn(arg, "rocksdb_session_views", opens, false);
 	fn(arg, "rocksdb_session_catch_ups", catch_ups, false);
+	fn(arg, "rocksdb_session_cache_fills", rocks_cache_fills(), false);
 }
 
 /*

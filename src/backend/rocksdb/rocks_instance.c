@@ -402,9 +402,12 @@ rocks_open(void)
 	if (perf == NULL)
 		perf = rocksdb_perfcontext_create();
 	check_key_groups();
-	/* What an earlier worker cached may not be what the instance holds. */
-	rocks_cache_clear();
+	/*
+	 * What an earlier worker cached may not be what the instance holds.
+	 * Views are told first: sessions then store nothing of what they read.
+	 */
 	rocks_view_new_instance();
+	rocks_cache_clear();
 	/* What RocksDB replayed of its log, in table files for sessions' views. */
 	if (!space_short(0, &avail))
 		rocks_flush_all();
@@ -523,8 +526,8 @@ rocks_close(void)
 	rocksdb_close(rocks.db);
 	rocks.db = NULL;
 	rocks.applied_lsn = InvalidXLogRecPtr;
-	rocks_cache_clear();
 	rocks_view_new_instance();
+	rocks_cache_clear();
 }
 
 static void
@@ -595,9 +598,9 @@ family_drop(RocksFamily *f)
 	rocks_check(err, "remove a state descriptor");
 	rocksdb_drop_column_family(rocks.db, f->handle, &err);
 	rocks_compact_forget(id);
-	rocks_cache_forget_state(id);
 	/* A view would go on reading a dropped family: every view opens again. */
 	rocks_view_new_instance();
+	rocks_cache_forget_state(id);
 	rocks_check(err, "drop a column family");
 	rocksdb_column_family_handle_destroy(f->handle);
 	if (f->image)

@@ -206,6 +206,11 @@ extern void rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
 extern void rocks_cache_committed(bool ok);
 extern void rocks_cache_forget_state(uint32 state_id);
 extern void rocks_cache_clear(void);
+extern void rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value,
+							 uint32 vallen,
+							 bool (*still_current) (uint32 state_id, uint32 key_hash));
+extern void rocks_cache_flush_counts(void);
+extern int64 rocks_cache_fills(void);
 
 /*
  * rocks_view.c: sessions' read-only views of the instance, and the worker's

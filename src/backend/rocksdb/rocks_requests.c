@@ -677,8 +677,9 @@ handle_truncate(Request *r, StringInfo reply)
 	rocks_commit();
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
-	rocks_cache_forget_state(r->h.state_id);
+	/* Marked first: sessions then store nothing of the state in the cache. */
 	rocks_view_mark_all();
+	rocks_cache_forget_state(r->h.state_id);
 	rocks_check(err, "delete a range");
 	if (r->h.logged)
 	{

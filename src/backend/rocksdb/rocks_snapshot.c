@@ -763,6 +763,8 @@ rocks_restore_native(const char *snapdir, const NativeRestoreItem *items, int ni
 		stage_snapshot(snapdir, scratch);
 		rocks_open();
 		open_read_only(scratch, &s);
+		/* Marked before the cache forgets them, and again once written. */
+		rocks_view_mark_all();
 		for (int i = 0; i < nitems; i++)
 		{
 			const char *from_name = NULL;

@@ -293,6 +293,7 @@ rocks_view_flush_counts(void)
 {
 	if (view_shared == NULL)
 		return;
+	rocks_cache_flush_counts();
 	if (view.reads > 0)
 		pg_atomic_fetch_add_u64(&view_shared->reads, view.reads);
 	if (view.catch_ups > 0)
@@ -588,8 +589,24 @@ view_lookup(const StateInfo *info, const StateKey *key, const char *mkey, uint32
 }
 
 /*
+ * view_unchanged: whether the view still holds a key as RocksDB does (the
+ * test view_ready made before the read, made again).  rocks_cache_fill asks
+ * it with the key's set of the shared cache in hand.
+ */
+static bool
+view_unchanged(uint32 state_id, uint32 key_hash)
+{
+	return view.db != NULL &&
+		pg_atomic_read_u32(&view_shared->generation) == view.generation &&
+		Max(pg_atomic_read_u64(&view_shared->barrier),
+			pg_atomic_read_u64(bucket_of(state_id, key_hash))) <= view.epoch;
+}
+
+/*
  * rocks_view_get reads a key of a state that is not a map (its image to
- * out) in this session's view, or returns ROCKS_VIEW_ASK.
+ * out) in this session's view, or returns ROCKS_VIEW_ASK.  What it read of
+ * a state the shared cache keeps goes there too, for every session's next
+ * read of the key.
  */
 RocksViewResult
 rocks_view_get(const StateInfo *info, const StateKey *key, StringInfo out)
@@ -603,6 +620,13 @@ rocks_view_get(const StateInfo *info, const StateKey *key, StringInfo out)
 	{
 		appendBinaryStringInfo(out, v, vlen);
 		rocksdb_free(v);
+	}
+	if (r != ROCKS_VIEW_ASK && rocks_cache_kind(info->kind) && vlen <= PG_UINT32_MAX)
+	{
+		/* Between the read and the store, where a write may come. */
+		FAULT_POINT_HOST("write.rocksdb_cache_fill");
+		rocks_cache_fill(info->id, key, r == ROCKS_VIEW_FOUND ? out->data : NULL,
+						 (uint32) out->len, view_unchanged);
 	}
 	return r;
 }
