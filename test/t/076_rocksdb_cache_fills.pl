@@ -11,6 +11,9 @@
 # - After a write of a key, a truncate, a restore, and a drop and create
 #   of the state under the same name, each made once a view read filled
 #   the cache, such a session reads what the state holds now.
+# - Lists are cached too: after an append (a merge), and a replace and an
+#   append in one write batch, a session reads what RocksDB holds; so it
+#   does after a small value and one too large for the cache in one batch.
 # - A session that read a key in its view and waits before it stores it
 #   (the fault point write.rocksdb_cache_fill) while another writes the
 #   key stores nothing: the written value is what every session reads.
@@ -94,6 +97,7 @@ $node->safe_psql('postgres', q{
 SELECT state.create_state('v', 'value', 'int', 'bigint');
 SELECT count(state.value_set('v', i, i * 10)) FROM generate_series(1, 1000) i;
 });
+my $before;
 restart_and_fill('5005000', 'at first');
 is(read_from_cache(), '5005000',
 	'another session reads them with the worker stopped: from the cache');
@@ -135,6 +139,44 @@ SELECT state.create_state('v', 'value', 'int', 'bigint');
 SELECT state.value_set('v', 1, 3);
 });
 is(read_elsewhere(), '3', 'after a drop and a create under the same name: the new state');
+
+# ---------------------------------------------------------------- lists
+# A list's image is cached as a value's is; an element appended (a merge,
+# whose image only RocksDB makes) takes the key out, also of what an
+# earlier write in the same batch would have stored.
+$node->safe_psql('postgres', q{
+SELECT state.create_state('l', 'list', 'int', 'bigint');
+SELECT count(state.list_add_all('l', k, ARRAY[k, k + 1]::bigint[])) FROM generate_series(1, 200) k;});
+$node->restart;
+$before = fills();
+is($node->safe_psql('postgres',
+		q{SELECT sum(x) FROM generate_series(1, 200) k, unnest(state.list_get('l', k, '{}'::bigint[])) x}),
+	'40400', 'lists: a session reads them in its view');
+cmp_ok(fills() - $before, '>=', 200, 'lists: what it read went into the shared cache');
+{
+	my $pid = worker_pid($node);
+	kill 'STOP', $pid;
+	$stopped_pid = $pid;
+	my ($ret, $out) = psql_nodie($node, 'postgres',
+		"SET state_backend.rocksdb_session_reads = off; SELECT state.list_get('l', 7, '{}'::bigint[])");
+	kill 'CONT', $pid;
+	$stopped_pid = undef;
+	is($out, '{7,8}', 'lists: another session reads one with the worker stopped: from the cache');
+}
+$node->safe_psql('postgres', q{SELECT state.list_add('l', 7, 99)});
+$node->safe_psql('postgres', q{SELECT state.list_update('l', 8, ARRAY[1, 2]::bigint[]), state.list_add('l', 8, 3)});
+is($node->safe_psql('postgres',
+		"SET state_backend.rocksdb_session_reads = off; SELECT state.list_get('l', 7, '{}'::bigint[]), state.list_get('l', 8, '{}'::bigint[])"),
+	'{7,8,99}|{1,2,3}', 'lists: after an append, and a replace and an append in one batch: what RocksDB holds');
+
+# A value replaced, in one batch, by one too large for a slot: the first
+# value's pending store must not be made.
+$node->safe_psql('postgres', q{
+SELECT state.create_state('t', 'value', 'int', 'text');
+SELECT state.value_set('t', 1, 'small'), state.value_set('t', 1, repeat('x', 500));});
+is($node->safe_psql('postgres',
+		"SET state_backend.rocksdb_session_reads = off; SELECT length(state.value_get('t', 1, ''))"),
+	'500', 'a value too large for the cache, written after a small one in the same batch: the large one');
 
 # ---------------------------------------------------------------- a write during the store
 # A session reads a key in its view (nobody wrote it) and waits, at the
@@ -195,7 +237,7 @@ EOF
 # the time, so that readers store keys while writers change them.
 $node->append_conf('postgresql.conf', "state_backend.rocksdb_shared_cache_size = '64kB'");
 $node->restart;
-my $before = fills();
+$before = fills();
 my $w = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'writer.sql' => $writer }, timeout => 120);
 my $r = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'reader.sql' => $reader }, timeout => 120);
 my $f = start_pgbench($node, '-n -c 1 -T 15', { 'flusher.sql' => $flusher }, timeout => 120);

@@ -50,6 +50,7 @@
 #define CACHE_WAYS			8
 #define CACHE_SLOT_DATA		112
 #define CACHE_ABSENT		0xFFFF	/* vallen of a key known to have no state */
+#define CACHE_FORGET		0xFFFE	/* a pending store: the key stays out */
 #define CACHE_READ_TRIES	4
 
 /*
@@ -95,7 +96,7 @@ static uint64 filled = 0;
 
 /*
  * The worker's stores waiting for its write batch to be committed:
- * [state id][key length][value length or CACHE_ABSENT][key][value] ...
+ * [state id][key length][value length, CACHE_ABSENT or CACHE_FORGET][key][value] ...
  */
 static StringInfoData pending;
 
@@ -133,13 +134,16 @@ rocks_cache_shmem_init(void)
 
 /*
  * States whose keys are one image are cached (value, reducing, aggregating,
- * window); lists and maps are not.
+ * window, and lists: a list's image is its elements).  Maps are not: a map
+ * key's entries are read one by one under keys of their own, and a change
+ * of the whole key (a clear, map_put_all) would have to find each of them.
  */
 bool
 rocks_cache_kind(uint8 kind)
 {
 	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING ||
-		kind == STATE_KIND_AGGREGATING || kind == STATE_KIND_WINDOW;
+		kind == STATE_KIND_AGGREGATING || kind == STATE_KIND_WINDOW ||
+		kind == STATE_KIND_LIST;
 }
 
 static CacheSet *
@@ -360,36 +364,47 @@ rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value, uint32
 	pg_atomic_write_u32(&set->seq, SEQ_NEXT(held));
 }
 
-/*
- * rocks_cache_write (worker only), called before a write of a key joins
- * the write batch: the key leaves the cache now, and its new image (value
- * NULL: no state) goes in once the batch is committed.
- */
-void
-rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
-				  const char *value, uint32 vallen)
+/* Take a key out of the cache (worker only). */
+static void
+cache_forget(uint32 state_id, const char *key, uint32 keylen, uint32 hash)
 {
-	uint16		vl = value ? (uint16) vallen : CACHE_ABSENT;
-	uint32		hash;
-	CacheSet   *set;
+	CacheSet   *set = cache_set(state_id, hash);
 	int			i;
 
-	if (cache == NULL || cache->nsets == 0)
-		return;
-	/*
-	 * Out now, with the set in hand: a session storing the key's old image
-	 * has either seen the key's mark, made before this, or stored it before
-	 * this takes it out.  Too large for a slot, it stays out.
-	 */
-	hash = rocks_host->key_hash(key, keylen);
-	set = cache_set(state_id, hash);
 	set_change_begin(set);
 	i = set_find(set, state_id, key, keylen, hash);
 	if (i >= 0)
 		set->slots[i].state_id = 0;
 	set_change_end(set);
-	if (keylen > CACHE_SLOT_DATA || (value && vallen > CACHE_SLOT_DATA - keylen))
+}
+
+/*
+ * rocks_cache_write (worker only), called before a write of a key joins
+ * the write batch: the key leaves the cache now, and its new image (value
+ * NULL: no state) goes in once the batch is committed.  With forget, the
+ * write's image is not known here (a merge): the key stays out, also of
+ * what an earlier write of the same batch would store.
+ */
+void
+rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
+				  const char *value, uint32 vallen, bool forget)
+{
+	uint16		vl = forget ? CACHE_FORGET : value ? (uint16) vallen : CACHE_ABSENT;
+
+	if (cache == NULL || cache->nsets == 0)
 		return;
+
+	/*
+	 * Out now, with the set in hand: a session storing the key's old image
+	 * has either seen the key's mark, made before this, or stored it before
+	 * this takes it out.
+	 */
+	cache_forget(state_id, key, keylen, rocks_host->key_hash(key, keylen));
+	if (keylen > CACHE_SLOT_DATA)
+		return;
+	/* Too large for a slot, it stays out: so must an image stored before. */
+	if (!forget && value && vallen > CACHE_SLOT_DATA - keylen)
+		vl = CACHE_FORGET;
 	if (pending.data == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -401,7 +416,7 @@ rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
 	appendBinaryStringInfo(&pending, (const char *) &keylen, sizeof(keylen));
 	appendBinaryStringInfo(&pending, (const char *) &vl, sizeof(vl));
 	appendBinaryStringInfo(&pending, key, keylen);
-	if (value)
+	if (vl != CACHE_ABSENT && vl != CACHE_FORGET)
 		appendBinaryStringInfo(&pending, value, vallen);
 }
 
@@ -426,9 +441,12 @@ rocks_cache_committed(bool ok)
 		memcpy(&keylen, p + sizeof(state_id), sizeof(keylen));
 		memcpy(&vl, p + sizeof(state_id) + sizeof(keylen), sizeof(vl));
 		p += sizeof(state_id) + sizeof(keylen) + sizeof(vl);
-		rocks_cache_store(state_id, p, keylen, vl == CACHE_ABSENT ? NULL : p + keylen,
-						  vl == CACHE_ABSENT ? 0 : vl);
-		p += keylen + (vl == CACHE_ABSENT ? 0 : vl);
+		if (vl == CACHE_FORGET)
+			cache_forget(state_id, p, keylen, rocks_host->key_hash(p, keylen));
+		else
+			rocks_cache_store(state_id, p, keylen, vl == CACHE_ABSENT ? NULL : p + keylen,
+							  vl == CACHE_ABSENT ? 0 : vl);
+		p += keylen + (vl == CACHE_ABSENT || vl == CACHE_FORGET ? 0 : vl);
 	}
 	resetStringInfo(&pending);
 	if (pending.maxlen > 1024 * 1024)

@@ -202,7 +202,7 @@ extern RocksCacheResult rocks_cache_lookup(uint32 state_id, const StateKey *key,
 extern void rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 							  const char *value, uint32 vallen);
 extern void rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
-							  const char *value, uint32 vallen);
+							  const char *value, uint32 vallen, bool forget);
 extern void rocks_cache_committed(bool ok);
 extern void rocks_cache_forget_state(uint32 state_id);
 extern void rocks_cache_clear(void);

@@ -177,7 +177,15 @@ static void
 request_cache_write(const Request *r, const char *value, uint32 len)
 {
 	if (rocks_cache_kind(r->h.kind))
-		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, value, len);
+		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, value, len, false);
+}
+
+/* A write whose image only RocksDB makes (a merge): the key stays out. */
+static void
+request_cache_forget(const Request *r)
+{
+	if (rocks_cache_kind(r->h.kind))
+		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, NULL, 0, true);
 }
 
 static void
@@ -861,6 +869,7 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 			request_log(&r, STATE_CHANGE_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case ROCKS_REQ_APPEND:
+			request_cache_forget(&r);
 			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										r.rest, r.restlen);
 			request_log(&r, STATE_CHANGE_APPEND, NULL, 0, r.rest, r.restlen, false);
