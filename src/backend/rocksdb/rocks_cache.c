@@ -153,6 +153,19 @@ cache_set(uint32 state_id, uint32 hash)
 }
 
 /*
+ * rocks_cache_serves: whether sessions read a state's keys in the cache
+ * (and store there what they read in their views).  Not a list with a TTL:
+ * compactions rewrite such a list without its expired elements (rocks_ttl.c,
+ * on RocksDB's threads), which the cache would not see.  The worker keeps
+ * taking every key of the cached kinds out of the cache as it writes them.
+ */
+bool
+rocks_cache_serves(const StateInfo *info)
+{
+	return rocks_cache_kind(info->kind) && !(info->kind == STATE_KIND_LIST && info->ttl > 0);
+}
+
+/*
  * rocks_cache_lookup looks a key up without a lock: ROCKS_CACHE_FOUND
  * with its image in "out", ROCKS_CACHE_ABSENT when the key is known to
  * have no state, ROCKS_CACHE_MISS when the worker must be asked.

@@ -241,7 +241,7 @@ rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
 
-	if (rocks_cache_kind(st->info.kind) && rocks_host->posts_applied() && !rocks_host->in_worker() &&
+	if (rocks_cache_serves(&st->info) && rocks_host->posts_applied() && !rocks_host->in_worker() &&
 		rc_read_here(st))
 	{
 		switch (rocks_cache_lookup(st->info.id, key, out))

@@ -198,6 +198,7 @@ typedef enum RocksCacheResult
 } RocksCacheResult;
 
 extern bool rocks_cache_kind(uint8 kind);
+extern bool rocks_cache_serves(const StateInfo *info);
 extern RocksCacheResult rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out);
 extern void rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
 							  const char *value, uint32 vallen);
