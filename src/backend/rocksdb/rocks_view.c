@@ -621,7 +621,7 @@ rocks_view_get(const StateInfo *info, const StateKey *key, StringInfo out)
 		appendBinaryStringInfo(out, v, vlen);
 		rocksdb_free(v);
 	}
-	if (r != ROCKS_VIEW_ASK && rocks_cache_serves(info) && vlen <= PG_UINT32_MAX)
+	if (r != ROCKS_VIEW_ASK && rocks_cache_serves(info))
 	{
 		/* Between the read and the store, where a write may come. */
 		FAULT_POINT_HOST("write.rocksdb_cache_fill");
