@@ -423,4 +423,96 @@ sub build_test_module
 	return $build;
 }
 
+# ------------------------------------------------------------ the rocksdb entry cache
+
+my $stopped_worker;
+END { kill('CONT', $stopped_worker) if $stopped_worker; }
+
+# cache_fills($node): entries sessions stored in the shared entry cache of
+# what they read in their views (state.worker).
+sub cache_fills
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT value FROM state.worker WHERE name = 'rocksdb_session_cache_fills'");
+}
+
+# with_worker_stopped($node, $sql): psql_nodie's ($ret, $out, $err) of $sql
+# in a session that never reads in a view, with the state worker stopped
+# (SIGSTOP): only the shared entry cache can answer, and a read asked of the
+# worker fails after state_backend.request_timeout.
+sub with_worker_stopped
+{
+	my ($node, $sql) = @_;
+	my $pid = worker_pid($node);
+	kill 'STOP', $pid;
+	$stopped_worker = $pid;
+	my @r = psql_nodie($node, 'postgres', "SET state_backend.rocksdb_session_reads = off; $sql");
+	kill 'CONT', $pid;
+	$stopped_worker = undef;
+	return @r;
+}
+
+# cache_race($node, $writer, $reader): for 15 s, two clients run $writer
+# (pgbench: a write, then its acknowledged number recorded in a table), two
+# run $reader (the recorded number, then the state: an error when the state
+# holds less) and one takes a checkpoint every half second, so that views
+# read what was written before; checks that each ran and that no read
+# failed, and returns how many entries readers stored in the cache.
+sub cache_race
+{
+	my ($node, $writer, $reader) = @_;
+	my $flusher = "SELECT state.wait_snapshot(state.snapshot());\n\\sleep 500 ms\n";
+	my $before = cache_fills($node);
+	my $w = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'writer.sql' => $writer }, timeout => 120);
+	my $r = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'reader.sql' => $reader }, timeout => 120);
+	my $f = start_pgbench($node, '-n -c 1 -T 15', { 'flusher.sql' => $flusher }, timeout => 120);
+	my $wr = finish_pgbench($w);
+	my $rr = finish_pgbench($r);
+	my $fr = finish_pgbench($f);
+	is($wr->{ret}, 0, 'writers ran') or diag $wr->{stderr};
+	is($rr->{ret}, 0, 'no read returned less than a write acknowledged before it')
+	  or diag $rr->{stderr};
+	is($fr->{ret}, 0, 'checkpoints ran') or diag $fr->{stderr};
+	cmp_ok($rr->{processed}, '>', 100, "readers read ($rr->{processed})");
+	return cache_fills($node) - $before;
+}
+
+push @EXPORT, qw(cache_fills with_worker_stopped cache_race);
+
+# held_at_fault_point($node, $point, $sql): a psql session that runs
+# $sql (with SET state_backend.fault_points first, e.g.
+# 'write.rocksdb_cache_fill:sleep:3000'), returned once the server logs
+# that it reached $point; finish_held($held) ends it and returns its
+# ($stdout, $stderr).
+sub held_at_fault_point
+{
+	my ($node, $point, $sql) = @_;
+	my $held = { in => '', out => '', err => '' };
+	my $log_at = -s $node->logfile;
+	$held->{h} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \$held->{in}, '>', \$held->{out}, '2>', \$held->{err}, IPC::Run::timeout(60));
+	$held->{in} .= "$sql\n";
+	my $deadline = time() + 60;
+	until (slurp_file($node->logfile, $log_at) =~ /fault point "\Q$point\E" reached/)
+	{
+		die "the session did not reach $point: $held->{err}" if time() > $deadline;
+		$held->{h}->pump_nb;
+		usleep(50_000);
+	}
+	return $held;
+}
+
+sub finish_held
+{
+	my ($held) = @_;
+	$held->{in} .= "\\q\n";
+	$held->{h}->finish;
+	chomp $held->{out};
+	return ($held->{out}, $held->{err});
+}
+
+push @EXPORT, qw(held_at_fault_point finish_held);
+
 1;

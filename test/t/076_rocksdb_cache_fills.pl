@@ -32,14 +32,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use StateBackendTAP;
-
-my $stopped_pid;
-END { kill('CONT', $stopped_pid) if $stopped_pid; }
 
 my $node = new_state_node('fills', conf => <<'EOF');
 state_backend.backend = 'rocksdb'
@@ -49,12 +44,6 @@ EOF
 my $snaps = $node->basedir . '/snaps';
 mkdir $snaps or die "mkdir $snaps: $!";
 
-sub fills
-{
-	return $node->safe_psql('postgres',
-		"SELECT value FROM state.worker WHERE name = 'rocksdb_session_cache_fills'");
-}
-
 my $sum_sql = q{SELECT sum(state.value_get('v', i, 0::bigint)) FROM generate_series(1, 1000) i};
 
 # Reads the 1,000 keys in this session's view (views open at once here).
@@ -63,26 +52,10 @@ sub read_in_view
 	return $node->safe_psql('postgres', $sum_sql);
 }
 
-# with_worker_stopped($sql): psql_nodie's ($ret, $out, $err) of $sql in a
-# session that never reads in a view, with the worker stopped: only the
-# shared cache can answer; a read asked of the worker fails after
-# request_timeout.
-sub with_worker_stopped
-{
-	my ($sql) = @_;
-	my $pid = worker_pid($node);
-	kill 'STOP', $pid;
-	$stopped_pid = $pid;
-	my @r = psql_nodie($node, 'postgres', "SET state_backend.rocksdb_session_reads = off; $sql");
-	kill 'CONT', $pid;
-	$stopped_pid = undef;
-	return @r;
-}
-
 # Reads the 1,000 keys from the cache alone.
 sub read_from_cache
 {
-	my ($ret, $out, $err) = with_worker_stopped($sum_sql);
+	my ($ret, $out, $err) = with_worker_stopped($node, $sum_sql);
 	return $ret == 0 ? $out : "failed: $err";
 }
 
@@ -98,9 +71,9 @@ sub restart_and_fill
 {
 	my ($want, $what) = @_;
 	$node->restart;
-	my $before = fills();
+	my $before = cache_fills($node);
 	is(read_in_view(), $want, "$what: a session reads the keys in its view");
-	cmp_ok(fills() - $before, '>=', 1000, "$what: what it read went into the shared cache");
+	cmp_ok(cache_fills($node) - $before, '>=', 1000, "$what: what it read went into the shared cache");
 }
 
 $node->safe_psql('postgres', q{
@@ -111,7 +84,7 @@ my $before;
 restart_and_fill('5005000', 'at first');
 is(read_from_cache(), '5005000',
 	'another session reads them with the worker stopped: from the cache');
-isnt((with_worker_stopped(q{SELECT state.value_get('v', 5000, 0::bigint)}))[0], 0,
+isnt((with_worker_stopped($node, q{SELECT state.value_get('v', 5000, 0::bigint)}))[0], 0,
 	'a key nobody read is not in the cache: asking the stopped worker fails');
 
 # ---------------------------------------------------------------- a write
@@ -150,12 +123,12 @@ $node->safe_psql('postgres', q{
 SELECT state.create_state('l', 'list', 'int', 'bigint');
 SELECT count(state.list_add_all('l', k, ARRAY[k, k + 1]::bigint[])) FROM generate_series(1, 200) k;});
 $node->restart;
-$before = fills();
+$before = cache_fills($node);
 is($node->safe_psql('postgres',
 		q{SELECT sum(x) FROM generate_series(1, 200) k, unnest(state.list_get('l', k, '{}'::bigint[])) x}),
 	'40400', 'lists: a session reads them in its view');
-cmp_ok(fills() - $before, '>=', 200, 'lists: what it read went into the shared cache');
-is((with_worker_stopped(q{SELECT state.list_get('l', 7, '{}'::bigint[])}))[1], '{7,8}',
+cmp_ok(cache_fills($node) - $before, '>=', 200, 'lists: what it read went into the shared cache');
+is((with_worker_stopped($node, q{SELECT state.list_get('l', 7, '{}'::bigint[])}))[1], '{7,8}',
 	'lists: another session reads one with the worker stopped: from the cache');
 $node->safe_psql('postgres', q{SELECT state.list_add('l', 7, 99)});
 $node->safe_psql('postgres', q{SELECT state.list_update('l', 8, ARRAY[1, 2]::bigint[]), state.list_add('l', 8, 3)});
@@ -173,7 +146,7 @@ SELECT state.list_add('lt', 1, 'a');});
 is($node->safe_psql('postgres',
 		"SET state_backend.rocksdb_session_reads = off; SELECT state.list_get('lt', 1, '{}'::text[])"),
 	'{a}', 'a list with a TTL, read through the worker');
-isnt((with_worker_stopped(q{SELECT state.list_get('lt', 1, '{}'::text[])}))[0], 0,
+isnt((with_worker_stopped($node, q{SELECT state.list_get('lt', 1, '{}'::text[])}))[0], 0,
 	'a list with a TTL is not read from the cache: asking the stopped worker fails');
 
 # A value replaced, in one batch, by one too large for a slot: the first
@@ -193,25 +166,12 @@ is($node->safe_psql('postgres',
 $node->safe_psql('postgres', q{
 SELECT state.create_state('race', 'value', 'int', 'bigint');
 SELECT state.wait_snapshot(state.snapshot());});
-my $log_at = -s $node->logfile;
-my ($rin, $rout, $rerr) = ('', '', '');
-my $rh = IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port, 'postgres' ],
-	'<', \$rin, '>', \$rout, '2>', \$rerr, IPC::Run::timeout(60));
-$rin .= q{SET state_backend.rocksdb_session_reads_after = 0;
+my $held = held_at_fault_point($node, 'write.rocksdb_cache_fill',
+	q{SET state_backend.rocksdb_session_reads_after = 0;
 SET state_backend.fault_points = 'write.rocksdb_cache_fill:sleep:3000';
-SELECT 'read', state.value_get('race', 42, 0::bigint);
-};
-my $deadline = time() + 60;
-until (slurp_file($node->logfile, $log_at) =~ /fault point "write\.rocksdb_cache_fill" reached/)
-{
-	die "the reading session did not reach write.rocksdb_cache_fill: $rerr" if time() > $deadline;
-	$rh->pump_nb;
-	usleep(50_000);
-}
+SELECT 'read', state.value_get('race', 42, 0::bigint);});
 $node->safe_psql('postgres', q{SELECT state.value_set('race', 42, 99)});
-$rin .= "\\q\n";
-$rh->finish;
-chomp $rout;
+my ($rout, $rerr) = finish_held($held);
 is($rout, "read|0", 'the read that began before the write: no state') or diag $rerr;
 is($node->safe_psql('postgres',
 		"SET state_backend.rocksdb_session_reads = off; SELECT state.value_get('race', 42, 0::bigint)"),
@@ -236,27 +196,12 @@ my $reader = <<'EOF';
 SELECT n AS a FROM ack WHERE k = :k \gset
 SELECT 1 / (state.value_get('c', :k, 0::bigint) >= :a)::int AS value_ok;
 EOF
-my $flusher = <<'EOF';
-SELECT state.wait_snapshot(state.snapshot());
-\sleep 500 ms
-EOF
 # A cache of a few hundred entries for 2,000 keys: entries come and go all
 # the time, so that readers store keys while writers change them.
 $node->append_conf('postgresql.conf', "state_backend.rocksdb_shared_cache_size = '64kB'");
 $node->restart;
-$before = fills();
-my $w = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'writer.sql' => $writer }, timeout => 120);
-my $r = start_pgbench($node, '-n -c 2 -j 2 -T 15', { 'reader.sql' => $reader }, timeout => 120);
-my $f = start_pgbench($node, '-n -c 1 -T 15', { 'flusher.sql' => $flusher }, timeout => 120);
-my $wr = finish_pgbench($w);
-my $rr = finish_pgbench($r);
-my $fr = finish_pgbench($f);
-is($wr->{ret}, 0, 'writers ran') or diag $wr->{stderr};
-is($rr->{ret}, 0, 'no read returned less than a write acknowledged before it')
-  or diag $rr->{stderr};
-is($fr->{ret}, 0, 'checkpoints ran') or diag $fr->{stderr};
-cmp_ok($rr->{processed}, '>', 100, "readers read ($rr->{processed})");
-cmp_ok(fills() - $before, '>', 0, 'readers filled the cache meanwhile (' . (fills() - $before) . ')');
+my $filled = cache_race($node, $writer, $reader);
+cmp_ok($filled, '>', 0, "readers filled the cache meanwhile ($filled)");
 is($node->safe_psql('postgres',
 		"SET state_backend.rocksdb_session_reads = off; SELECT count(*) FROM ack WHERE state.value_get('c', k, 0::bigint) <> n"),
 	'0', 'every key holds its last acknowledged number');

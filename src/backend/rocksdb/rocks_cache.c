@@ -1,8 +1,8 @@
 /*
  * backend/rocksdb/rocks_cache.c
- *		A shared-memory cache of rocksdb value and reducing states' entries,
- *		which sessions read in place, so that a hot key needs no round trip
- *		to the state worker.
+ *		A shared-memory cache of rocksdb states' entries (a key's image, or
+ *		one entry of a map state's key), which sessions read in place, so
+ *		that a hot key needs no round trip to the state worker.
  *
  * Every entry in the cache is what RocksDB holds for that key.  The state
  * worker is the only writer of RocksDB.  When it answers a read it stores
@@ -12,6 +12,13 @@
  * rocks_cache_committed); if the batch fails, it stays out.  The worker
  * forgets a state's entries when it truncates, drops or restores the
  * state, and everything when the instance opens or closes.
+ *
+ * A map state's entries are cached one by one, each under its key and its
+ * map key, as RocksDB stores them.  They go to the set of their key (the
+ * hash of the key image, not of the map key), so that a change of the whole
+ * key (its removal, a put of its whole map) finds every entry of it in that
+ * one set (rocks_cache_forget_key).  So a key with more hot entries than a
+ * set has slots keeps only some of them.
  *
  * A session that read a key in its own view of the instance (rocks_view.c)
  * stores what it read too (rocks_cache_fill), so that the next read of the
@@ -51,6 +58,7 @@
 #define CACHE_SLOT_DATA		112
 #define CACHE_ABSENT		0xFFFF	/* vallen of a key known to have no state */
 #define CACHE_FORGET		0xFFFE	/* a pending store: the key stays out */
+#define CACHE_FORGET_KEY	0xFFFD	/* a pending store: every entry of the key stays out */
 #define CACHE_READ_TRIES	4
 
 /*
@@ -69,8 +77,9 @@ typedef struct CacheSlot
 	uint16		keylen;
 	uint16		vallen;			/* or CACHE_ABSENT */
 	uint8		ref;			/* read since the clock hand last passed */
-	uint8		pad[3];
-	char		data[CACHE_SLOT_DATA];	/* key image, then value image */
+	uint8		mklen;			/* a map entry's map key length, else 0 */
+	uint8		pad[2];
+	char		data[CACHE_SLOT_DATA];	/* key image, map key, then value image */
 } CacheSlot;
 
 typedef struct CacheSet
@@ -96,7 +105,8 @@ static uint64 filled = 0;
 
 /*
  * The worker's stores waiting for its write batch to be committed:
- * [state id][key length][value length, CACHE_ABSENT or CACHE_FORGET][key][value] ...
+ * [state id][key length][map key length][value length, CACHE_ABSENT,
+ * CACHE_FORGET or CACHE_FORGET_KEY][key][map key][value] ...
  */
 static StringInfoData pending;
 
@@ -133,17 +143,37 @@ rocks_cache_shmem_init(void)
 }
 
 /*
- * States whose keys are one image are cached (value, reducing, aggregating,
- * window, and lists: a list's image is its elements).  Maps are not: a map
- * key's entries are read one by one under keys of their own, and a change
- * of the whole key (a clear, map_put_all) would have to find each of them.
+ * Every keyed kind is cached: a key's image (value, reducing, aggregating,
+ * window, and lists: a list's image is its elements), or a map state's
+ * entries one by one (never a map key's whole image).
  */
 bool
 rocks_cache_kind(uint8 kind)
 {
 	return kind == STATE_KIND_VALUE || kind == STATE_KIND_REDUCING ||
 		kind == STATE_KIND_AGGREGATING || kind == STATE_KIND_WINDOW ||
-		kind == STATE_KIND_LIST;
+		kind == STATE_KIND_LIST || kind == STATE_KIND_MAP;
+}
+
+/* rocks_cache_key names a key's image (mkey NULL) or one entry of its map. */
+void
+rocks_cache_key(RocksCacheKey *ck, uint32 state_id, const char *key, uint32 keylen,
+				uint32 hash, const char *mkey, uint32 mklen)
+{
+	ck->state_id = state_id;
+	ck->key = key;
+	ck->keylen = keylen;
+	ck->hash = hash;
+	ck->mkey = mkey;
+	ck->mklen = mkey ? mklen : 0;
+}
+
+/* Whether an entry's names fit a slot, and its image too (value NULL: none). */
+static bool
+ck_fits(const RocksCacheKey *ck, const char *value, uint32 vallen)
+{
+	return ck->keylen <= CACHE_SLOT_DATA && ck->mklen <= CACHE_SLOT_DATA - ck->keylen &&
+		(value == NULL || vallen <= CACHE_SLOT_DATA - ck->keylen - ck->mklen);
 }
 
 static CacheSet *
@@ -154,31 +184,35 @@ cache_set(uint32 state_id, uint32 hash)
 
 /*
  * rocks_cache_serves: whether sessions read a state's keys in the cache
- * (and store there what they read in their views).  Not a list with a TTL:
- * compactions rewrite such a list without its expired elements (rocks_ttl.c,
- * on RocksDB's threads), which the cache would not see.  The worker keeps
- * taking every key of the cached kinds out of the cache as it writes them.
+ * (and store there what they read in their views).  Not a list or a map
+ * with a TTL: compactions rewrite such a list without its expired elements,
+ * and drop a map's expired entries (rocks_ttl.c, on RocksDB's threads),
+ * which the cache would not see.  The worker keeps taking every key of the
+ * cached kinds out of the cache as it writes them.
  */
 bool
 rocks_cache_serves(const StateInfo *info)
 {
-	return rocks_cache_kind(info->kind) && !(info->kind == STATE_KIND_LIST && info->ttl > 0);
+	return rocks_cache_kind(info->kind) &&
+		!((info->kind == STATE_KIND_LIST || info->kind == STATE_KIND_MAP) && info->ttl > 0);
 }
 
 /*
- * rocks_cache_lookup looks a key up without a lock: ROCKS_CACHE_FOUND
- * with its image in "out", ROCKS_CACHE_ABSENT when the key is known to
- * have no state, ROCKS_CACHE_MISS when the worker must be asked.
+ * rocks_cache_lookup looks an entry up without a lock: ROCKS_CACHE_FOUND
+ * with its image in "out" (a map entry's as RocksDB stores it,
+ * rocks_map_value), ROCKS_CACHE_ABSENT when it is known to have no state,
+ * ROCKS_CACHE_MISS when the worker must be asked.
  */
 RocksCacheResult
-rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out)
+rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 {
 	CacheSet   *set;
 	char		buf[CACHE_SLOT_DATA];
+	uint32		namelen = ck->keylen + ck->mklen;
 
-	if (cache == NULL || cache->nsets == 0 || key->len > CACHE_SLOT_DATA)
+	if (cache == NULL || cache->nsets == 0 || !ck_fits(ck, NULL, 0))
 		return ROCKS_CACHE_MISS;
-	set = cache_set(state_id, key->hash);
+	set = cache_set(ck->state_id, ck->hash);
 	for (int try = 0; try < CACHE_READ_TRIES; try++)
 	{
 		uint32		seq = pg_atomic_read_u32(&set->seq);
@@ -195,15 +229,18 @@ rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out)
 		{
 			volatile CacheSlot *s = &set->slots[i];
 
-			if (s->state_id != state_id || s->hash != key->hash || s->keylen != key->len)
+			if (s->state_id != ck->state_id || s->hash != ck->hash ||
+				s->keylen != ck->keylen || s->mklen != ck->mklen)
 				continue;
 			vallen = s->vallen;
-			if (vallen != CACHE_ABSENT && vallen > CACHE_SLOT_DATA - key->len)
+			if (vallen != CACHE_ABSENT && vallen > CACHE_SLOT_DATA - namelen)
 				break;			/* being rewritten: the check below fails */
-			if (memcmp((const char *) s->data, key->data, key->len) != 0)
+			if (memcmp((const char *) s->data, ck->key, ck->keylen) != 0 ||
+				(ck->mklen > 0 &&
+				 memcmp((const char *) s->data + ck->keylen, ck->mkey, ck->mklen) != 0))
 				continue;
 			if (vallen != CACHE_ABSENT)
-				memcpy(buf, (const char *) s->data + key->len, vallen);
+				memcpy(buf, (const char *) s->data + namelen, vallen);
 			hit = i;
 			break;
 		}
@@ -257,20 +294,22 @@ set_change_end(CacheSet *set)
 	(void) pg_atomic_exchange_u32(&set->seq, SEQ_NEXT(pg_atomic_read_u32(&set->seq)));
 }
 
-static int
-set_find(CacheSet *set, uint32 state_id, const char *key, uint32 keylen, uint32 hash)
+static bool
+slot_is(const CacheSlot *s, const RocksCacheKey *ck)
 {
-	for (int i = 0; i < CACHE_WAYS; i++)
-	{
-		CacheSlot  *s = &set->slots[i];
-
-		if (s->state_id == state_id && s->hash == hash && s->keylen == keylen &&
-			memcmp(s->data, key, keylen) == 0)
-			return i;
-	}
-	return -1;
+	return s->state_id == ck->state_id && s->hash == ck->hash && s->keylen == ck->keylen &&
+		s->mklen == ck->mklen && memcmp(s->data, ck->key, ck->keylen) == 0 &&
+		(ck->mklen == 0 || memcmp(s->data + ck->keylen, ck->mkey, ck->mklen) == 0);
 }
 
+static int
+set_find(CacheSet *set, const RocksCacheKey *ck)
+{
+	for (int i = 0; i < CACHE_WAYS; i++)
+		if (slot_is(&set->slots[i], ck))
+			return i;
+	return -1;
+}
 
 /*
  * The slot a new key takes: a free one, else the clock's victim.  Readers
@@ -296,60 +335,57 @@ set_victim(CacheSet *set)
 	return i;
 }
 
-/* Slot i of a set, which the caller holds, takes a key and its image. */
+/* Slot i of a set, which the caller holds, takes an entry and its image. */
 static void
-set_put(CacheSet *set, int i, uint32 state_id, uint32 hash, const char *key, uint32 keylen,
-		const char *value, uint32 vallen)
+set_put(CacheSet *set, int i, const RocksCacheKey *ck, const char *value, uint32 vallen)
 {
 	CacheSlot  *s = &set->slots[i];
 
-	s->state_id = state_id;
-	s->hash = hash;
-	s->keylen = (uint16) keylen;
+	s->state_id = ck->state_id;
+	s->hash = ck->hash;
+	s->keylen = (uint16) ck->keylen;
+	s->mklen = (uint8) ck->mklen;
 	s->vallen = value ? (uint16) vallen : CACHE_ABSENT;
 	s->ref = 0;
-	memcpy(s->data, key, keylen);
+	memcpy(s->data, ck->key, ck->keylen);
+	if (ck->mklen > 0)
+		memcpy(s->data + ck->keylen, ck->mkey, ck->mklen);
 	if (value)
-		memcpy(s->data + keylen, value, vallen);
+		memcpy(s->data + ck->keylen + ck->mklen, value, vallen);
 }
 
 /*
- * rocks_cache_store (worker only) records what RocksDB now holds for a
- * key: its image, or (value NULL) no state.  An image too large for a slot
- * leaves the key out of the cache.
+ * rocks_cache_store (worker only) records what RocksDB now holds for an
+ * entry: its image, or (value NULL) no state.  An image too large for a
+ * slot leaves the entry out of the cache.
  */
 void
-rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
-				  const char *value, uint32 vallen)
+rocks_cache_store(const RocksCacheKey *ck, const char *value, uint32 vallen)
 {
-	uint32		hash;
 	CacheSet   *set;
 	int			i;
-	bool		fits;
 
 	if (cache == NULL || cache->nsets == 0)
 		return;
-	hash = rocks_host->key_hash(key, keylen);
-	set = cache_set(state_id, hash);
-	fits = keylen <= CACHE_SLOT_DATA && (value == NULL || vallen <= CACHE_SLOT_DATA - keylen);
+	set = cache_set(ck->state_id, ck->hash);
 	set_change_begin(set);
-	i = set_find(set, state_id, key, keylen, hash);
-	if (fits)
-		set_put(set, i < 0 ? set_victim(set) : i, state_id, hash, key, keylen, value, vallen);
+	i = set_find(set, ck);
+	if (ck_fits(ck, value, vallen))
+		set_put(set, i < 0 ? set_victim(set) : i, ck, value, vallen);
 	else if (i >= 0)
 		set->slots[i].state_id = 0;
 	set_change_end(set);
 }
 
 /*
- * rocks_cache_fill (sessions) stores what this session read of a key in its
- * view (value NULL: no state), if the key's set is free and still_current
- * says, with the set in hand, that the view still holds the key as RocksDB
- * does.  It never waits: a taken set, or a key changed since, stores
- * nothing.
+ * rocks_cache_fill (sessions) stores what this session read of an entry in
+ * its view (value NULL: no state), if the key's set is free and
+ * still_current says, with the set in hand, that the view still holds the
+ * key as RocksDB does.  It never waits: a taken set, or a key changed
+ * since, stores nothing.
  */
 void
-rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value, uint32 vallen,
+rocks_cache_fill(const RocksCacheKey *ck, const char *value, uint32 vallen,
 				 bool (*still_current) (uint32 state_id, uint32 key_hash))
 {
 	CacheSet   *set;
@@ -357,67 +393,52 @@ rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value, uint32
 	uint32		held;
 	int			i;
 
-	if (cache == NULL || cache->nsets == 0 || key->len > CACHE_SLOT_DATA ||
-		(value != NULL && vallen > CACHE_SLOT_DATA - key->len))
+	if (cache == NULL || cache->nsets == 0 || !ck_fits(ck, value, vallen))
 		return;
-	set = cache_set(state_id, key->hash);
+	set = cache_set(ck->state_id, ck->hash);
 	seq = pg_atomic_read_u32(&set->seq);
 	held = SEQ_NEXT(seq) | SEQ_SESSION;
 	/* The exchange is a full barrier: the marks are read after it. */
 	if ((seq & 1) || !pg_atomic_compare_exchange_u32(&set->seq, &seq, held))
 		return;
-	if (still_current(state_id, key->hash))
+	if (still_current(ck->state_id, ck->hash))
 	{
-		i = set_find(set, state_id, key->data, key->len, key->hash);
-		set_put(set, i < 0 ? set_victim(set) : i, state_id, key->hash,
-				key->data, key->len, value, vallen);
+		i = set_find(set, ck);
+		set_put(set, i < 0 ? set_victim(set) : i, ck, value, vallen);
 		filled++;
 	}
 	pg_memory_barrier();
 	pg_atomic_write_u32(&set->seq, SEQ_NEXT(held));
 }
 
-/* Take a key out of the cache (worker only). */
+/*
+ * Take an entry out of the cache (worker only); with whole_key, every
+ * entry of its key (its image, or all its map's entries).
+ */
 static void
-cache_forget(uint32 state_id, const char *key, uint32 keylen, uint32 hash)
+cache_forget(const RocksCacheKey *ck, bool whole_key)
 {
-	CacheSet   *set = cache_set(state_id, hash);
-	int			i;
+	CacheSet   *set = cache_set(ck->state_id, ck->hash);
 
 	set_change_begin(set);
-	i = set_find(set, state_id, key, keylen, hash);
-	if (i >= 0)
-		set->slots[i].state_id = 0;
+	for (int i = 0; i < CACHE_WAYS; i++)
+	{
+		CacheSlot  *s = &set->slots[i];
+
+		if (whole_key ? (s->state_id == ck->state_id && s->hash == ck->hash &&
+						 s->keylen == ck->keylen && memcmp(s->data, ck->key, ck->keylen) == 0) :
+			slot_is(s, ck))
+			s->state_id = 0;
+	}
 	set_change_end(set);
 }
 
-/*
- * rocks_cache_write (worker only), called before a write of a key joins
- * the write batch: the key leaves the cache now, and its new image (value
- * NULL: no state) goes in once the batch is committed.  With forget, the
- * write's image is not known here (a merge): the key stays out, also of
- * what an earlier write of the same batch would store.
- */
-void
-rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
-				  const char *value, uint32 vallen, bool forget)
+/* A store that waits for the write batch (see pending). */
+static void
+pending_add(const RocksCacheKey *ck, uint16 vl, const char *value)
 {
-	uint16		vl = forget ? CACHE_FORGET : value ? (uint16) vallen : CACHE_ABSENT;
+	uint16		mklen = (uint16) ck->mklen;
 
-	if (cache == NULL || cache->nsets == 0)
-		return;
-
-	/*
-	 * Out now, with the set in hand: a session storing the key's old image
-	 * has either seen the key's mark, made before this, or stored it before
-	 * this takes it out.
-	 */
-	cache_forget(state_id, key, keylen, rocks_host->key_hash(key, keylen));
-	if (keylen > CACHE_SLOT_DATA)
-		return;
-	/* Too large for a slot, it stays out: so must an image stored before. */
-	if (!forget && value && vallen > CACHE_SLOT_DATA - keylen)
-		vl = CACHE_FORGET;
 	if (pending.data == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -425,12 +446,62 @@ rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
 		initStringInfo(&pending);
 		MemoryContextSwitchTo(old);
 	}
-	appendBinaryStringInfo(&pending, (const char *) &state_id, sizeof(state_id));
-	appendBinaryStringInfo(&pending, (const char *) &keylen, sizeof(keylen));
-	appendBinaryStringInfo(&pending, (const char *) &vl, sizeof(vl));
-	appendBinaryStringInfo(&pending, key, keylen);
-	if (vl != CACHE_ABSENT && vl != CACHE_FORGET)
-		appendBinaryStringInfo(&pending, value, vallen);
+	appendBinaryStringInfo(&pending, (const char *) &ck->state_id, sizeof(uint32));
+	appendBinaryStringInfo(&pending, (const char *) &ck->keylen, sizeof(uint32));
+	appendBinaryStringInfo(&pending, (const char *) &mklen, sizeof(uint16));
+	appendBinaryStringInfo(&pending, (const char *) &vl, sizeof(uint16));
+	appendBinaryStringInfo(&pending, ck->key, ck->keylen);
+	if (ck->mklen > 0)
+		appendBinaryStringInfo(&pending, ck->mkey, ck->mklen);
+	if (vl != CACHE_ABSENT && vl != CACHE_FORGET && vl != CACHE_FORGET_KEY)
+		appendBinaryStringInfo(&pending, value, vl);
+}
+
+/*
+ * rocks_cache_write (worker only), called before a write of an entry joins
+ * the write batch: the entry leaves the cache now, and its new image (value
+ * NULL: no state) goes in once the batch is committed.  With forget, the
+ * write's image is not known here (a merge): the entry stays out, also of
+ * what an earlier write of the same batch would store.
+ */
+void
+rocks_cache_write(const RocksCacheKey *ck, const char *value, uint32 vallen, bool forget)
+{
+	if (cache == NULL || cache->nsets == 0)
+		return;
+
+	/*
+	 * Out now, with the set in hand: a session storing the entry's old
+	 * image has either seen the key's mark, made before this, or stored it
+	 * before this takes it out.
+	 */
+	cache_forget(ck, false);
+	if (!ck_fits(ck, NULL, 0))
+		return;
+	/* Too large for a slot, it stays out: so must an image stored before. */
+	if (forget || (value && !ck_fits(ck, value, vallen)))
+		pending_add(ck, CACHE_FORGET, NULL);
+	else
+		pending_add(ck, value ? (uint16) vallen : CACHE_ABSENT, value);
+}
+
+/*
+ * rocks_cache_forget_key (worker only), called before a write of a whole
+ * key joins the write batch (a map key's removal, a put of its whole map):
+ * every entry of the key leaves the cache now, and stays out of what an
+ * earlier write of the same batch would store.
+ */
+void
+rocks_cache_forget_key(uint32 state_id, const char *key, uint32 keylen)
+{
+	RocksCacheKey ck;
+
+	if (cache == NULL || cache->nsets == 0)
+		return;
+	rocks_cache_key(&ck, state_id, key, keylen, rocks_host->key_hash(key, keylen), NULL, 0);
+	cache_forget(&ck, true);
+	if (ck_fits(&ck, NULL, 0))
+		pending_add(&ck, CACHE_FORGET_KEY, NULL);
 }
 
 /*
@@ -446,20 +517,29 @@ rocks_cache_committed(bool ok)
 		return;
 	for (p = pending.data; ok && p < pending.data + pending.len;)
 	{
+		RocksCacheKey ck;
 		uint32		state_id;
 		uint32		keylen;
+		uint16		mklen;
 		uint16		vl;
 
-		memcpy(&state_id, p, sizeof(state_id));
-		memcpy(&keylen, p + sizeof(state_id), sizeof(keylen));
-		memcpy(&vl, p + sizeof(state_id) + sizeof(keylen), sizeof(vl));
-		p += sizeof(state_id) + sizeof(keylen) + sizeof(vl);
-		if (vl == CACHE_FORGET)
-			cache_forget(state_id, p, keylen, rocks_host->key_hash(p, keylen));
+		memcpy(&state_id, p, sizeof(uint32));
+		memcpy(&keylen, p + sizeof(uint32), sizeof(uint32));
+		memcpy(&mklen, p + 2 * sizeof(uint32), sizeof(uint16));
+		memcpy(&vl, p + 2 * sizeof(uint32) + sizeof(uint16), sizeof(uint16));
+		p += 2 * sizeof(uint32) + 2 * sizeof(uint16);
+		rocks_cache_key(&ck, state_id, p, keylen, rocks_host->key_hash(p, keylen),
+						mklen > 0 ? p + keylen : NULL, mklen);
+		p += keylen + mklen;
+		if (vl == CACHE_FORGET || vl == CACHE_FORGET_KEY)
+			cache_forget(&ck, vl == CACHE_FORGET_KEY);
+		else if (vl == CACHE_ABSENT)
+			rocks_cache_store(&ck, NULL, 0);
 		else
-			rocks_cache_store(state_id, p, keylen, vl == CACHE_ABSENT ? NULL : p + keylen,
-							  vl == CACHE_ABSENT ? 0 : vl);
-		p += keylen + (vl == CACHE_ABSENT || vl == CACHE_FORGET ? 0 : vl);
+		{
+			rocks_cache_store(&ck, p, vl);
+			p += vl;
+		}
 	}
 	resetStringInfo(&pending);
 	if (pending.maxlen > 1024 * 1024)

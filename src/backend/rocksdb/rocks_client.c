@@ -230,21 +230,34 @@ rc_read_here(const StateTarget *st)
 }
 
 /*
- * rc_get reads a key of a value or reducing state from the shared cache
- * when it is there (rocks_cache.c), then any state but a map's from this
- * session's view (rocks_view.c), and asks the worker otherwise.  The cache
- * is read only once the worker has carried out this session's own posted
- * writes, so that a session always reads what it wrote; so is the view.
+ * Whether this session reads a state's entries in the shared cache: once
+ * the worker has carried out this session's own posted writes, so that a
+ * session always reads what it wrote.
+ */
+static bool
+rc_cache_here(const StateTarget *st)
+{
+	return rocks_cache_serves(&st->info) && rocks_host->posts_applied() &&
+		!rocks_host->in_worker() && rc_read_here(st);
+}
+
+/*
+ * rc_get reads a key of any state but a map from the shared cache when it
+ * is there (rocks_cache.c), then from this session's view (rocks_view.c),
+ * and asks the worker otherwise.  The view too is read only once the
+ * worker has carried out this session's posted writes.
  */
 static bool
 rc_get(const StateTarget *st, const StateKey *key, StringInfo out)
 {
 	StringInfoData req;
 
-	if (rocks_cache_serves(&st->info) && rocks_host->posts_applied() && !rocks_host->in_worker() &&
-		rc_read_here(st))
+	if (st->info.kind != STATE_KIND_MAP && rc_cache_here(st))
 	{
-		switch (rocks_cache_lookup(st->info.id, key, out))
+		RocksCacheKey ck;
+
+		rocks_cache_key(&ck, st->info.id, key->data, key->len, key->hash, NULL, 0);
+		switch (rocks_cache_lookup(&ck, out))
 		{
 			case ROCKS_CACHE_FOUND:
 				return true;
@@ -429,6 +442,7 @@ rc_merge(const StateTarget *st, const StateKey *key, const char *value, uint32 l
 	pfree(cur.data);
 }
 
+/* rc_map_get reads one map entry: the shared cache, the view, the worker. */
 static bool
 rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 mkeylen,
 		   StringInfo out, bool *isnull)
@@ -437,6 +451,25 @@ rc_map_get(const StateTarget *st, const StateKey *key, const char *mkey, uint32 
 	StringInfoData flags;
 	bool		found;
 
+	if (rc_cache_here(st))
+	{
+		RocksCacheKey ck;
+		RocksCacheResult r;
+
+		rocks_cache_key(&ck, st->info.id, key->data, key->len, key->hash, mkey, mkeylen);
+		r = rocks_cache_lookup(&ck, out);
+		if (r == ROCKS_CACHE_FOUND)
+		{
+			rocks_map_value_out(out, isnull);
+			return true;
+		}
+		if (r == ROCKS_CACHE_ABSENT)
+		{
+			resetStringInfo(out);
+			*isnull = false;
+			return false;
+		}
+	}
 	if (rc_read_here(st))
 	{
 		RocksViewResult r = rocks_view_map_get(&st->info, key, mkey, mkeylen, out, isnull);

@@ -197,18 +197,30 @@ typedef enum RocksCacheResult
 	ROCKS_CACHE_ABSENT			/* the key is known to have no state */
 } RocksCacheResult;
 
+/* An entry of the cache: a key's image (mkey NULL), or one entry of its map. */
+typedef struct RocksCacheKey
+{
+	uint32		state_id;
+	const char *key;
+	uint32		keylen;
+	uint32		hash;			/* the host's key_hash of the key image */
+	const char *mkey;
+	uint32		mklen;
+} RocksCacheKey;
+
 extern bool rocks_cache_kind(uint8 kind);
+extern void rocks_cache_key(RocksCacheKey *ck, uint32 state_id, const char *key, uint32 keylen,
+							uint32 hash, const char *mkey, uint32 mklen);
 extern bool rocks_cache_serves(const StateInfo *info);
-extern RocksCacheResult rocks_cache_lookup(uint32 state_id, const StateKey *key, StringInfo out);
-extern void rocks_cache_store(uint32 state_id, const char *key, uint32 keylen,
-							  const char *value, uint32 vallen);
-extern void rocks_cache_write(uint32 state_id, const char *key, uint32 keylen,
-							  const char *value, uint32 vallen, bool forget);
+extern RocksCacheResult rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out);
+extern void rocks_cache_store(const RocksCacheKey *ck, const char *value, uint32 vallen);
+extern void rocks_cache_write(const RocksCacheKey *ck, const char *value, uint32 vallen,
+							  bool forget);
+extern void rocks_cache_forget_key(uint32 state_id, const char *key, uint32 keylen);
 extern void rocks_cache_committed(bool ok);
 extern void rocks_cache_forget_state(uint32 state_id);
 extern void rocks_cache_clear(void);
-extern void rocks_cache_fill(uint32 state_id, const StateKey *key, const char *value,
-							 uint32 vallen,
+extern void rocks_cache_fill(const RocksCacheKey *ck, const char *value, uint32 vallen,
 							 bool (*still_current) (uint32 state_id, uint32 key_hash));
 extern void rocks_cache_flush_counts(void);
 extern int64 rocks_cache_fills(void);
@@ -311,6 +323,7 @@ extern void rocks_prefix_end(StringInfo prefix, StringInfo end);
 extern void rocks_map_value(StringInfo buf, const char *value, uint32 len);
 extern void rocks_map_value_read(const char *v, size_t vlen, const char **value,
 								 uint32 *len);
+extern void rocks_map_value_out(StringInfo buf, bool *isnull);
 extern void rocks_put_pair(StringInfo out, const char *key, uint32 keylen,
 						   const char *value, uint32 len);
 extern void rocks_map_record(StringInfo out, const char *mkey, uint32 mklen,

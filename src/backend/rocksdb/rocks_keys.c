@@ -155,6 +155,24 @@ rocks_map_value_read(const char *v, size_t vlen, const char **value, uint32 *len
 }
 
 /*
+ * rocks_map_value_out turns a stored map entry's value, in buf, into the
+ * value itself (empty, with *isnull, for NULL).
+ */
+void
+rocks_map_value_out(StringInfo buf, bool *isnull)
+{
+	const char *value;
+	uint32		len;
+
+	rocks_map_value_read(buf->data, buf->len, &value, &len);
+	*isnull = value == NULL;
+	if (value)
+		memmove(buf->data, value, len);
+	buf->len = value ? (int) len : 0;
+	buf->data[buf->len] = '\0';
+}
+
+/*
  * rocks_put_pair appends one pair to a map image (or to a reply laid out as
  * one): the host's map_image_put of an empty image.  value NULL: a NULL
  * value.

@@ -164,28 +164,76 @@ map_store_image(rocksdb_column_family_handle_t *cf, StringInfo prefix,
  * The cache sessions read in place (rocks_cache.c): request_cache stores
  * what RocksDB holds for a request's key (value NULL: no state), as just
  * read; request_cache_write comes before a write of the key joins the
- * batch, and stores its image once the batch is committed.
+ * batch, and stores its image once the batch is committed.  A map's whole
+ * image is never cached, its entries are (request_entry_cache,
+ * request_entry_write): a write of a map's whole key takes all its entries
+ * out.
  */
+static void
+request_cache_key(const Request *r, const char *mkey, uint32 mklen, RocksCacheKey *ck)
+{
+	rocks_cache_key(ck, r->h.state_id, r->key, r->h.keylen,
+					rocks_host->key_hash(r->key, r->h.keylen), mkey, mklen);
+}
+
 static void
 request_cache(const Request *r, const char *value, uint32 len)
 {
-	if (rocks_cache_kind(r->h.kind))
-		rocks_cache_store(r->h.state_id, r->key, r->h.keylen, value, len);
+	RocksCacheKey ck;
+
+	if (!rocks_cache_kind(r->h.kind) || r->h.kind == STATE_KIND_MAP)
+		return;
+	request_cache_key(r, NULL, 0, &ck);
+	rocks_cache_store(&ck, value, len);
 }
 
 static void
 request_cache_write(const Request *r, const char *value, uint32 len)
 {
-	if (rocks_cache_kind(r->h.kind))
-		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, value, len, false);
+	RocksCacheKey ck;
+
+	if (!rocks_cache_kind(r->h.kind))
+		return;
+	if (r->h.kind == STATE_KIND_MAP)
+	{
+		rocks_cache_forget_key(r->h.state_id, r->key, r->h.keylen);
+		return;
+	}
+	request_cache_key(r, NULL, 0, &ck);
+	rocks_cache_write(&ck, value, len, false);
 }
 
 /* A write whose image only RocksDB makes (a merge): the key stays out. */
 static void
 request_cache_forget(const Request *r)
 {
-	if (rocks_cache_kind(r->h.kind))
-		rocks_cache_write(r->h.state_id, r->key, r->h.keylen, NULL, 0, true);
+	RocksCacheKey ck;
+
+	if (!rocks_cache_kind(r->h.kind))
+		return;
+	request_cache_key(r, NULL, 0, &ck);
+	rocks_cache_write(&ck, NULL, 0, true);
+}
+
+/* A map entry as RocksDB stores it (rocks_map_value), or NULL: none. */
+static void
+request_entry_cache(const Request *r, const char *mkey, uint32 mklen,
+					const char *stored, uint32 len)
+{
+	RocksCacheKey ck;
+
+	request_cache_key(r, mkey, mklen, &ck);
+	rocks_cache_store(&ck, stored, len);
+}
+
+static void
+request_entry_write(const Request *r, const char *mkey, uint32 mklen,
+					const char *stored, uint32 len)
+{
+	RocksCacheKey ck;
+
+	request_cache_key(r, mkey, mklen, &ck);
+	rocks_cache_write(&ck, stored, len, false);
 }
 
 static void
@@ -339,12 +387,16 @@ handle_cas(Request *r, StringInfo reply)
 		cur == NULL && !entry;
 	if (!same)
 	{
-		if (!entry)
+		if (entry)
+			request_entry_cache(r, c.mkey, c.mkeylen, cur, (uint32) curlen);
+		else
 			request_cache(r, cur, (uint32) curlen);
 	}
 	else if (c.flags & ROCKS_CAS_REMOVE)
 	{
-		if (!entry)
+		if (entry)
+			request_entry_write(r, c.mkey, c.mkeylen, NULL, 0);
+		else
 			request_cache_write(r, NULL, 0);
 		if (cur)
 		{
@@ -362,6 +414,7 @@ handle_cas(Request *r, StringInfo reply)
 
 		initStringInfo(&v);
 		rocks_map_value(&v, c.image, c.imagelen);
+		request_entry_write(r, c.mkey, c.mkeylen, v.data, v.len);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, v.data, v.len);
 		request_log(r, STATE_CHANGE_MAP_PUT, c.mkey, c.mkeylen, c.image, c.imagelen, false);
 		rocks_commit();
@@ -444,6 +497,7 @@ handle_map_get(Request *r, StringInfo reply)
 	size_t		vlen;
 	char	   *v = request_map_entry(r, &k, &vlen);
 
+	request_entry_cache(r, r->rest, r->restlen, v, (uint32) vlen);
 	reply_bool(reply, v != NULL);
 	if (v)
 	{
@@ -473,6 +527,8 @@ handle_map_put(Request *r)
 		elog(ERROR, "state_backend: short request");
 	initStringInfo(&k);
 	rocks_map_key(&k, &r->rkey, r->rest + sizeof(uint32), mklen);
+	request_entry_write(r, r->rest + sizeof(uint32), mklen, r->rest + sizeof(uint32) + mklen,
+						r->restlen - sizeof(uint32) - mklen);
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len,
 							  r->rest + sizeof(uint32) + mklen,
 							  r->restlen - sizeof(uint32) - mklen);
@@ -500,10 +556,13 @@ handle_map_remove(Request *r, StringInfo reply)
 	if (v)
 	{
 		rocksdb_free(v);
+		request_entry_write(r, r->rest, r->restlen, NULL, 0);
 		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
 		request_log(r, STATE_CHANGE_MAP_REMOVE, r->rest, r->restlen, NULL, 0, false);
 		rocks_commit();
 	}
+	else
+		request_entry_cache(r, r->rest, r->restlen, NULL, 0);
 	reply_bool(reply, v != NULL);
 	pfree(k.data);
 }
@@ -858,14 +917,13 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	switch (op)
 	{
 		case ROCKS_REQ_PUT:
+			/* A map's entries all leave the cache, its image is not kept. */
+			request_cache_write(&r, r.rest, r.restlen);
 			if (r.h.kind == STATE_KIND_MAP)
 				map_store_image(r.cf, &r.rkey, r.rest, r.restlen);
 			else
-			{
-				request_cache_write(&r, r.rest, r.restlen);
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
-			}
 			request_log(&r, STATE_CHANGE_PUT, NULL, 0, r.rest, r.restlen, false);
 			return false;
 		case ROCKS_REQ_APPEND:

@@ -603,10 +603,26 @@ view_unchanged(uint32 state_id, uint32 key_hash)
 }
 
 /*
+ * What a view read of an entry goes to the shared cache, for every
+ * session's next read of it (a map entry as RocksDB stores it).
+ */
+static void
+view_fill(const StateInfo *info, const StateKey *key, const char *mkey, uint32 mkeylen,
+		  RocksViewResult r, const char *stored, uint32 len)
+{
+	RocksCacheKey ck;
+
+	if (r == ROCKS_VIEW_ASK || !rocks_cache_serves(info))
+		return;
+	rocks_cache_key(&ck, info->id, key->data, key->len, key->hash, mkey, mkeylen);
+	/* Between the read and the store, where a write may come. */
+	FAULT_POINT_HOST("write.rocksdb_cache_fill");
+	rocks_cache_fill(&ck, r == ROCKS_VIEW_FOUND ? stored : NULL, len, view_unchanged);
+}
+
+/*
  * rocks_view_get reads a key of a state that is not a map (its image to
- * out) in this session's view, or returns ROCKS_VIEW_ASK.  What it read of
- * a state the shared cache keeps goes there too, for every session's next
- * read of the key.
+ * out) in this session's view, or returns ROCKS_VIEW_ASK.
  */
 RocksViewResult
 rocks_view_get(const StateInfo *info, const StateKey *key, StringInfo out)
@@ -621,13 +637,7 @@ rocks_view_get(const StateInfo *info, const StateKey *key, StringInfo out)
 		appendBinaryStringInfo(out, v, vlen);
 		rocksdb_free(v);
 	}
-	if (r != ROCKS_VIEW_ASK && rocks_cache_serves(info))
-	{
-		/* Between the read and the store, where a write may come. */
-		FAULT_POINT_HOST("write.rocksdb_cache_fill");
-		rocks_cache_fill(info->id, key, r == ROCKS_VIEW_FOUND ? out->data : NULL,
-						 (uint32) out->len, view_unchanged);
-	}
+	view_fill(info, key, NULL, 0, r, out->data, (uint32) out->len);
 	return r;
 }
 
@@ -648,14 +658,13 @@ rocks_view_map_get(const StateInfo *info, const StateKey *key, const char *mkey,
 	*isnull = false;
 	if (v)
 	{
-		const char *value;
-		uint32		len;
-
-		rocks_map_value_read(v, vlen, &value, &len);
-		*isnull = value == NULL;
-		if (value)
-			appendBinaryStringInfo(out, value, len);
+		appendBinaryStringInfo(out, v, vlen);
 		rocksdb_free(v);
 	}
+	view_fill(info, key, mkey, mkeylen, r, out->data, (uint32) out->len);
+	if (r == ROCKS_VIEW_FOUND)
+		rocks_map_value_out(out, isnull);
+	else
+		resetStringInfo(out);
 	return r;
 }
