@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/sanitize.sh [regress|rocksdb|all]: the test suites with every
+# scripts/sanitize.sh [regress|rocksdb|tap|all]: the test suites with every
 # server process under Valgrind's memcheck, on throwaway servers, against
 # the library built with debug symbols.
 #
@@ -7,6 +7,9 @@
 #   rocksdb   the pg_regress suite with rocksdb states (sessions read in
 #             views of their own from the first read: RocksDB's threads in
 #             every session)
+#   tap       the TAP tests alone (PROVE_TESTS, when set, chooses them:
+#             PROVE_TESTS="test/t/077_rocksdb_map_cache.pl"); a test that
+#             waits a fixed time may fail at Valgrind's pace
 #   all       the default pass, then the isolation specs and the TAP tests
 #             (slow: hours on two cores)
 #
@@ -28,9 +31,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
 case "$MODE" in
-	regress | rocksdb | all) ;;
+	regress | rocksdb | tap | all) ;;
 	*)
-		echo "usage: scripts/sanitize.sh [regress|rocksdb|all]" >&2
+		echo "usage: scripts/sanitize.sh [regress|rocksdb|tap|all]" >&2
 		exit 2
 		;;
 esac
@@ -83,9 +86,11 @@ fi
 case "$MODE" in
 	regress) TARGETS=(installcheck "bindir=$WORK/bin" TAP_TESTS= ISOLATION=) ;;
 	rocksdb) TARGETS=(installcheck-rocksdb "bindir=$WORK/bin") ;;
+	tap) TARGETS=(installcheck "bindir=$WORK/bin" REGRESS= ISOLATION=) ;;
 	all) TARGETS=(installcheck "bindir=$WORK/bin") ;;
 esac
 [ -n "${REGRESS:-}" ] && TARGETS+=("REGRESS=$REGRESS")
+[ -n "${PROVE_TESTS:-}" ] && TARGETS+=("PROVE_TESTS=$PROVE_TESTS")
 "${RUN[@]}" make -s with_llvm=no PG_CONFIG="$PG_CONFIG" "${TARGETS[@]}" 2>&1 | tee "$WORK/tests.out"
 rc=${PIPESTATUS[0]}
 
