@@ -7,8 +7,9 @@
 #   value of that key, and once that statement returned, record it in a
 #   table.  Two reader clients read a key's recorded number first, then
 #   the key's map entry, list and value: each must be at least that
-#   number.  A third reader reads the unchanged keys of another state (a
-#   map: no shared entry cache in front of the view),
+#   number.  A third reader reads the unchanged keys of another state
+#   (rocksdb_shared_cache_size = 0 here: no shared entry cache in front of
+#   the views),
 #   flushed to table files by a snapshot first: views read those in place
 #   (state.worker's rocksdb_session_* figures), the keys written since the
 #   last flush through the worker, and no reader ever fails.
@@ -38,6 +39,7 @@ my $node = new_state_node('views', conf => <<'EOF');
 state_backend.backend = 'rocksdb'
 state_backend.rocksdb_session_reads_after = 0
 state_backend.request_timeout = '2s'
+state_backend.rocksdb_shared_cache_size = 0
 restart_after_crash = on
 EOF
 
@@ -134,7 +136,7 @@ SELECT count(*) FROM generate_series(1, 3000) k
 
 # ---------------------------------------------------------------- worker stopped
 # A session that has read the key in its view reads it again with the
-# worker stopped (a map entry: no shared entry cache in front of the view).
+# worker stopped (no shared entry cache in front of the view here).
 $node->safe_psql('postgres', "SELECT state.map_put('cm', 100, 'x', 5)");
 $node->safe_psql('postgres',
 	"SELECT state.wait_snapshot(state.snapshot(current_setting('data_directory') || '/flushed2'))");

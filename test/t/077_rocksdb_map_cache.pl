@@ -12,7 +12,7 @@
 #   of its entries, each made once the entries were cached, a session reads what the state
 #   holds now.
 # - A map with a TTL, whose expired entries compactions drop, is not read
-#   from the cache.
+#   from the cache, and its entries take no room there.
 # - A session that read an entry in its view and waits before it stores it
 #   (the fault point write.rocksdb_cache_fill) while another writes the
 #   entry stores nothing.
@@ -160,5 +160,20 @@ my $filled = cache_race($node, $writer, $reader);
 cmp_ok($filled, '>', 0, "readers filled the cache meanwhile ($filled)");
 is(elsewhere(q{SELECT count(*) FROM ack WHERE state.map_get('c', k, e, 0::bigint) <> n}),
 	'0', 'every entry holds its last acknowledged number');
+
+# ---------------------------------------------------------------- room
+# The worker stores nothing of a map with a TTL, which sessions do not read
+# in the cache: in a cache of one set (2kB, 8 slots), a value written once
+# stays while eight entries of such a map are written and read.
+$node->append_conf('postgresql.conf', "state_backend.rocksdb_shared_cache_size = '2kB'");
+$node->restart;
+$node->safe_psql('postgres', q{
+SELECT state.create_state('one', 'value', 'int', 'bigint');
+SELECT state.value_set('one', 1, 5);});
+is(elsewhere(q{SELECT count(state.map_put('mttl', k, 'a', 'y')) FROM generate_series(1, 8) k;
+	SELECT string_agg(state.map_get('mttl', k, 'a', ''), '') FROM generate_series(1, 8) k}),
+	"8\nyyyyyyyy", "a TTL map's entries, written and read through the worker");
+is((with_worker_stopped($node, q{SELECT state.value_get('one', 1, 0::bigint)}))[1], '5',
+	'the value is still in the cache: they took no slot');
 
 done_testing();

@@ -181,7 +181,8 @@ request_begin(StringInfo buf, const StateTarget *st, const StateKey *key)
 	h.state_id = st->info.id;
 	h.slot = st->slot;
 	h.kind = (uint8) st->info.kind;
-	h.logged = st->info.logged ? 1 : 0;
+	h.flags = (st->info.logged ? ROCKS_REQUEST_LOGGED : 0) |
+		(rocks_cache_serves(&st->info) ? 0 : ROCKS_REQUEST_UNCACHED);
 	if (st->info.logged)
 		rocks_host->remote_change();
 	h.key_group = key ? key->key_group : 0;

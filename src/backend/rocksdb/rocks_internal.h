@@ -103,12 +103,20 @@ extern void rocks_client_init(void);
  * Every state request starts with this header, then the key image (keylen
  * bytes), then what the op needs.
  */
+/*
+ * A request's flags.  (The byte held only LOGGED, as 0 or 1, before: a
+ * staged commit kept across an upgrade reads the same.)
+ */
+#define ROCKS_REQUEST_LOGGED	0x01	/* the state's writes go to WAL */
+#define ROCKS_REQUEST_UNCACHED	0x02	/* sessions do not read its keys in the
+										 * entry cache (rocks_cache_serves) */
+
 typedef struct RocksRequest
 {
 	uint32		state_id;
 	int32		slot;			/* registry slot */
 	uint8		kind;			/* StateKind */
-	uint8		logged;			/* the state's writes go to WAL */
+	uint8		flags;			/* ROCKS_REQUEST_* */
 	uint16		key_group;
 	uint32		keylen;
 } RocksRequest;

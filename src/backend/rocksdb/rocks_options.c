@@ -62,7 +62,7 @@ rocks_define_settings(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.rocksdb_shared_cache_size",
-							"Shared memory for recently read or written entries of rocksdb value, reducing and list states, which sessions read without asking the state worker.",
+							"Shared memory for recently read or written entries of rocksdb value, reducing, list and map states (a map's one by one), which sessions read without asking the state worker.",
 							"0 turns the cache off.",
 							&state_backend_rocksdb_shared_cache_kb,
 							32 * 1024,

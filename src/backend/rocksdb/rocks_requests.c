@@ -57,7 +57,7 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 	StateTarget st;
 	StateKey	key;
 
-	if (!r->h.logged)
+	if (!(r->h.flags & ROCKS_REQUEST_LOGGED))
 		return;
 	memset(&st, 0, sizeof(st));
 	st.info.id = r->h.state_id;
@@ -176,12 +176,24 @@ request_cache_key(const Request *r, const char *mkey, uint32 mklen, RocksCacheKe
 					rocks_host->key_hash(r->key, r->h.keylen), mkey, mklen);
 }
 
+/*
+ * Whether the worker stores what it reads and writes of a request's key:
+ * not for a state whose keys sessions do not read in the cache, where they
+ * would only take the place of others (and a compaction may change them).
+ * Its writes still take the key out.
+ */
+static bool
+request_stores(const Request *r)
+{
+	return !(r->h.flags & ROCKS_REQUEST_UNCACHED);
+}
+
 static void
 request_cache(const Request *r, const char *value, uint32 len)
 {
 	RocksCacheKey ck;
 
-	if (!rocks_cache_kind(r->h.kind) || r->h.kind == STATE_KIND_MAP)
+	if (!rocks_cache_kind(r->h.kind) || r->h.kind == STATE_KIND_MAP || !request_stores(r))
 		return;
 	request_cache_key(r, NULL, 0, &ck);
 	rocks_cache_store(&ck, value, len);
@@ -200,7 +212,7 @@ request_cache_write(const Request *r, const char *value, uint32 len)
 		return;
 	}
 	request_cache_key(r, NULL, 0, &ck);
-	rocks_cache_write(&ck, value, len, false);
+	rocks_cache_write(&ck, value, len, !request_stores(r));
 }
 
 /* A write whose image only RocksDB makes (a merge): the key stays out. */
@@ -222,6 +234,8 @@ request_entry_cache(const Request *r, const char *mkey, uint32 mklen,
 {
 	RocksCacheKey ck;
 
+	if (!request_stores(r))
+		return;
 	request_cache_key(r, mkey, mklen, &ck);
 	rocks_cache_store(&ck, stored, len);
 }
@@ -233,7 +247,7 @@ request_entry_write(const Request *r, const char *mkey, uint32 mklen,
 	RocksCacheKey ck;
 
 	request_cache_key(r, mkey, mklen, &ck);
-	rocks_cache_write(&ck, stored, len, false);
+	rocks_cache_write(&ck, stored, len, !request_stores(r));
 }
 
 static void
@@ -532,7 +546,7 @@ handle_map_put(Request *r)
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len,
 							  r->rest + sizeof(uint32) + mklen,
 							  r->restlen - sizeof(uint32) - mklen);
-	if (r->h.logged)
+	if (r->h.flags & ROCKS_REQUEST_LOGGED)
 	{
 		const char *value;
 		uint32		vlen;
@@ -748,7 +762,7 @@ handle_truncate(Request *r, StringInfo reply)
 	rocks_view_mark_all();
 	rocks_cache_forget_state(r->h.state_id);
 	rocks_check(err, "delete a range");
-	if (r->h.logged)
+	if (r->h.flags & ROCKS_REQUEST_LOGGED)
 	{
 		/* Logged after it is done: applying it again is harmless. */
 		request_log(r, STATE_CHANGE_TRUNCATE, NULL, 0, NULL, 0, false);
