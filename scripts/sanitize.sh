@@ -78,7 +78,9 @@ cp "$PGBIN/pg_ctl" "$PGBIN/initdb" "$WORK/bin/"
 } >"$WORK/bin/postgres"
 chmod 0755 "$WORK/bin/postgres"
 
-RUN=(env PATH="$WORK/bin:$PGBIN:$PATH" PG_TEST_TIMEOUT_DEFAULT=1800)
+# STATE_BACKEND_SANITIZE: TAP tests restart a node by a stop and a start
+# (test/perl/StateBackendTAP.pm), which starts the wrapper again.
+RUN=(env PATH="$WORK/bin:$PGBIN:$PATH" PG_TEST_TIMEOUT_DEFAULT=1800 STATE_BACKEND_SANITIZE=1)
 if [ "$(id -u)" -eq 0 ]; then
 	chown -R postgres: "$WORK"
 	RUN=(runuser -u postgres -- "${RUN[@]}" HOME="$(getent passwd postgres | cut -d: -f6)")

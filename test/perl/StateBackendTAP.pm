@@ -34,6 +34,21 @@ our @EXPORT = qw(
 
 our $WORKER_TYPE = 'state_backend worker';
 
+# Under scripts/sanitize.sh (STATE_BACKEND_SANITIZE set), a node's restart
+# is a stop and a start: "pg_ctl restart" starts the binary postmaster.opts
+# names, which is the real postgres, not the wrapper that runs it under
+# Valgrind, so a test would go on without Valgrind after its first restart.
+if ($ENV{STATE_BACKEND_SANITIZE})
+{
+	no warnings 'redefine';
+	*PostgreSQL::Test::Cluster::restart = sub {
+		my ($self) = @_;
+		$self->stop('fast');
+		$self->start;
+		return;
+	};
+}
+
 # new_state_node($name, preload => 1, conf => "extra lines", extension => 1,
 #                init => { allows_streaming => 1 })
 #
@@ -440,14 +455,15 @@ sub cache_fills
 # with_worker_stopped($node, $sql): psql_nodie's ($ret, $out, $err) of $sql
 # in a session that never reads in a view, with the state worker stopped
 # (SIGSTOP): only the shared entry cache can answer, and a read asked of the
-# worker fails after state_backend.request_timeout.
+# worker fails after 2 s (the session's state_backend.request_timeout).
 sub with_worker_stopped
 {
 	my ($node, $sql) = @_;
 	my $pid = worker_pid($node);
 	kill 'STOP', $pid;
 	$stopped_worker = $pid;
-	my @r = psql_nodie($node, 'postgres', "SET state_backend.rocksdb_session_reads = off; $sql");
+	my @r = psql_nodie($node, 'postgres',
+		"SET state_backend.rocksdb_session_reads = off; SET state_backend.request_timeout = '2s'; $sql");
 	kill 'CONT', $pid;
 	$stopped_worker = undef;
 	return @r;

@@ -7,6 +7,11 @@
 #   another library, logged list) get unique numbers appended; after a
 #   crash each holds every acknowledged number exactly once, and of the
 #   numbers of statements that did not return, each at most once;
+# - "emap" (rocksdb, logged map) gets each number as an entry of its own;
+#   after a crash, a sample of the acknowledged numbers (the newest and
+#   some at random) is read with map_get in a session that reads in its
+#   own view from the first read (RocksDB's threads in the session) and
+#   again from the shared entry cache that view filled: every one there;
 # - "count" (heap, logged sum) counts the same appends: never less than
 #   the acknowledged ones, never more than all that were tried;
 # - in database "side", a restore of a logged state runs when the crash
@@ -43,6 +48,7 @@ ok(defined wait_for_worker($node), 'state worker running');
 $node->safe_psql('postgres', q{
 SELECT state.create_state('events', 'list', 'int', 'int', backend => 'rocksdb', logged => true);
 SELECT state.create_state('levents', 'list', 'int', 'int', backend => 'lmdb', logged => true);
+SELECT state.create_state('emap', 'map', 'int', 'int', map_key_type => 'int', backend => 'rocksdb', logged => true);
 SELECT state.create_state('count', 'reducing', 'int', 'bigint', reducer => 'sum', logged => true);
 CREATE DATABASE side;
 });
@@ -71,7 +77,7 @@ sub write_batch
 	$tried_count += 50;
 	my ($ret) = $node->psql('postgres', sprintf(q{
 SELECT count(state.list_add('events', n %% 7, n)), count(state.list_add('levents', n %% 7, n)),
-       count(state.reduce('count', 0, 1::bigint))
+       count(state.reduce('count', 0, 1::bigint)), count(state.map_put('emap', n %% 7, n, n))
   FROM unnest('{%s}'::int[]) n}, join(',', @nums)), timeout => 30);
 	return 0 if $ret != 0;
 	$acked{$_} = 1 for @nums;
@@ -92,7 +98,7 @@ sub start_writer
 		$tried{$_} = 1 for @nums;
 		$tried_count += 50;
 		push @{ $w->{batches} }, \@nums;
-		$script .= sprintf(q{SELECT count(state.list_add('events', n %% 7, n)), count(state.list_add('levents', n %% 7, n)), count(state.reduce('count', 0, 1::bigint)) FROM unnest('{%s}'::int[]) n;
+		$script .= sprintf(q{SELECT count(state.list_add('events', n %% 7, n)), count(state.list_add('levents', n %% 7, n)), count(state.reduce('count', 0, 1::bigint)), count(state.map_put('emap', n %% 7, n, n)) FROM unnest('{%s}'::int[]) n;
 \echo acked %d
 }, join(',', @nums), $b);
 	}
@@ -140,10 +146,29 @@ SELECT string_agg(e::text, ',') FROM generate_series(0, 6) k, unnest(state.list_
 	return;
 }
 
+# The logged map after a crash: a sample of the acknowledged numbers, each
+# read twice in one session (in its view, then in the shared cache).
+sub check_map
+{
+	my ($round) = @_;
+	my @acked = sort { $a <=> $b } keys %acked;
+	my @sample = (@acked[ -(@acked < 100 ? scalar(@acked) : 100) .. -1 ],
+		map { $acked[ int(rand(@acked)) ] } 1 .. 200);
+	my $q = sprintf(q{SELECT count(*) FROM unnest('{%s}'::int[]) n
+ WHERE state.map_get('emap', n %% 7, n, -1) IS DISTINCT FROM n;}, join(',', @sample));
+	my $out = $node->safe_psql('postgres',
+		"SET state_backend.rocksdb_session_reads_after = 0;\n$q\n$q");
+	push @{ $failures{lost} }, "round $round: emap: entries missing or wrong (in the view, then the cache: "
+	  . join(' and ', split /\n/, $out) . ')'
+	  if $out ne "0\n0";
+	return;
+}
+
 sub check_after_crash
 {
 	my ($round) = @_;
 	check_list($round, $_) for qw(events levents);
+	check_map($round);
 	my $count = $node->safe_psql('postgres', q{SELECT state.value_get('count', 0, 0::bigint)});
 	my $m = $node->safe_psql('side', q{SELECT state.value_get('m', 1, '')});
 	push @{ $failures{count} }, "round $round: count $count outside [$acked_count, $tried_count]"

@@ -39,7 +39,6 @@ use StateBackendTAP;
 my $node = new_state_node('fills', conf => <<'EOF');
 state_backend.backend = 'rocksdb'
 state_backend.rocksdb_session_reads_after = 0
-state_backend.request_timeout = '2s'
 EOF
 my $snaps = $node->basedir . '/snaps';
 mkdir $snaps or die "mkdir $snaps: $!";

@@ -35,7 +35,6 @@ use StateBackendTAP;
 my $node = new_state_node('mapcache', conf => <<'EOF');
 state_backend.backend = 'rocksdb'
 state_backend.rocksdb_session_reads_after = 0
-state_backend.request_timeout = '2s'
 EOF
 
 sub elsewhere
