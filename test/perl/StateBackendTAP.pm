@@ -444,12 +444,13 @@ my $stopped_worker;
 END { kill('CONT', $stopped_worker) if $stopped_worker; }
 
 # cache_fills($node): entries sessions stored in the shared entry cache of
-# what they read in their views (state.worker).
+# what they read in their views (state.worker; 0 while the worker has not
+# opened the instance yet and shows no rocksdb figures).
 sub cache_fills
 {
 	my ($node) = @_;
 	return $node->safe_psql('postgres',
-		"SELECT value FROM state.worker WHERE name = 'rocksdb_session_cache_fills'");
+		"SELECT coalesce(max(value), 0) FROM state.worker WHERE name = 'rocksdb_session_cache_fills'");
 }
 
 # with_worker_stopped($node, $sql): psql_nodie's ($ret, $out, $err) of $sql
@@ -490,7 +491,9 @@ sub cache_race
 	is($rr->{ret}, 0, 'no read returned less than a write acknowledged before it')
 	  or diag $rr->{stderr};
 	is($fr->{ret}, 0, 'checkpoints ran') or diag $fr->{stderr};
-	cmp_ok($rr->{processed}, '>', 100, "readers read ($rr->{processed})");
+	# Under Valgrind (scripts/sanitize.sh) a few reads in 15 s are its pace.
+	cmp_ok($rr->{processed}, '>', $ENV{STATE_BACKEND_SANITIZE} ? 0 : 100,
+		"readers read ($rr->{processed})");
 	return cache_fills($node) - $before;
 }
 
