@@ -328,9 +328,11 @@ registry_blocked(XLogRecPtr *lsn, int64 *checkpoint, char *detail, Size len)
 /*
  * Sessions wait until the worker is ready; once the server is promoted,
  * also until the worker has applied the rest of the standby's WAL, so that
- * no write comes before a change logged earlier.
+ * no write comes before a change logged earlier.  Every state's lookup
+ * waits here, and so do snapshots and restores (sql_snapshot.c), which
+ * would otherwise run beside the start.
  */
-static void
+void
 registry_wait_ready(void)
 {
 	while (!registry->ready || (registry->standby && !RecoveryInProgress()))

@@ -17,6 +17,7 @@ extern const ShmemPart registry_readers_part;
 
 extern void registry_set_ready(void);
 extern bool registry_is_ready(void);
+extern void registry_wait_ready(void);
 extern void registry_set_standby(bool on);
 extern bool registry_is_standby(void);
 extern void registry_set_blocked(XLogRecPtr lsn, int64 checkpoint, const char *detail);

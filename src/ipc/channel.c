@@ -208,11 +208,12 @@ channel_timed_out(void)
 
 /*
  * channel_wait_first_worker: until the first state worker since the server
- * started serves the channel (it restores states and replays their WAL
- * first), a session waits to send, within state_backend.request_timeout:
- * the worker starts every stream afresh when it begins to serve, which
- * would drop what was sent before and fail the session as if a worker had
- * restarted.  Interrupts (cancel, terminate) are served.
+ * started serves the channel (it loads the newest checkpoint first), a
+ * session waits to send, within state_backend.request_timeout: the worker
+ * starts every stream afresh when it begins to serve, which would drop what
+ * was sent before and fail the session as if a worker had restarted.
+ * Interrupts (cancel, terminate) are served.  (State lookups, snapshots and
+ * restores wait longer, for the whole start: registry_wait_ready.)
  */
 static void
 channel_wait_first_worker(void)

@@ -140,6 +140,8 @@ state_snapshot(PG_FUNCTION_ARGS)
 	SnapshotFormat format;
 
 	state_backend_check_available();
+	/* Not beside the start: after it, and after its own checkpoint. */
+	registry_wait_ready();
 	format = parse_format(PG_ARGISNULL(1) ? "native" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	if (!PG_ARGISNULL(0))
 	{
@@ -339,6 +341,8 @@ restore_sources(FunctionCallInfo fcinfo, SnapshotSource *srcs, int nsrcs)
 	char	   *from_db = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	RestoreSplit split = {0, 0};
 
+	/* Not beside the start, whose states a restore would replace. */
+	registry_wait_ready();
 	if (!PG_ARGISNULL(1))
 		backend = keyed_backend_parse(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	if (PG_NARGS() > 4 && (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)))
