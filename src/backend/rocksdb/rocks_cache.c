@@ -105,8 +105,8 @@ static uint64 filled = 0;
 
 /*
  * The worker's stores waiting for its write batch to be committed:
- * [state id][key length][map key length][value length, CACHE_ABSENT,
- * CACHE_FORGET or CACHE_FORGET_KEY][key][map key][value] ...
+ * [state id][key hash][key length][map key length][value length,
+ * CACHE_ABSENT, CACHE_FORGET or CACHE_FORGET_KEY][key][map key][value] ...
  */
 static StringInfoData pending;
 
@@ -294,11 +294,19 @@ set_change_end(CacheSet *set)
 	(void) pg_atomic_exchange_u32(&set->seq, SEQ_NEXT(pg_atomic_read_u32(&set->seq)));
 }
 
+/* Whether a slot holds an entry of ck's key (its image, or a map entry). */
+static bool
+slot_of_key(const CacheSlot *s, const RocksCacheKey *ck)
+{
+	return s->state_id == ck->state_id && s->hash == ck->hash && s->keylen == ck->keylen &&
+		memcmp(s->data, ck->key, ck->keylen) == 0;
+}
+
+/* Whether a slot holds ck's entry itself. */
 static bool
 slot_is(const CacheSlot *s, const RocksCacheKey *ck)
 {
-	return s->state_id == ck->state_id && s->hash == ck->hash && s->keylen == ck->keylen &&
-		s->mklen == ck->mklen && memcmp(s->data, ck->key, ck->keylen) == 0 &&
+	return slot_of_key(s, ck) && s->mklen == ck->mklen &&
 		(ck->mklen == 0 || memcmp(s->data + ck->keylen, ck->mkey, ck->mklen) == 0);
 }
 
@@ -425,9 +433,7 @@ cache_forget(const RocksCacheKey *ck, bool whole_key)
 	{
 		CacheSlot  *s = &set->slots[i];
 
-		if (whole_key ? (s->state_id == ck->state_id && s->hash == ck->hash &&
-						 s->keylen == ck->keylen && memcmp(s->data, ck->key, ck->keylen) == 0) :
-			slot_is(s, ck))
+		if (whole_key ? slot_of_key(s, ck) : slot_is(s, ck))
 			s->state_id = 0;
 	}
 	set_change_end(set);
@@ -447,6 +453,7 @@ pending_add(const RocksCacheKey *ck, uint16 vl, const char *value)
 		MemoryContextSwitchTo(old);
 	}
 	appendBinaryStringInfo(&pending, (const char *) &ck->state_id, sizeof(uint32));
+	appendBinaryStringInfo(&pending, (const char *) &ck->hash, sizeof(uint32));
 	appendBinaryStringInfo(&pending, (const char *) &ck->keylen, sizeof(uint32));
 	appendBinaryStringInfo(&pending, (const char *) &mklen, sizeof(uint16));
 	appendBinaryStringInfo(&pending, (const char *) &vl, sizeof(uint16));
@@ -519,17 +526,18 @@ rocks_cache_committed(bool ok)
 	{
 		RocksCacheKey ck;
 		uint32		state_id;
+		uint32		hash;
 		uint32		keylen;
 		uint16		mklen;
 		uint16		vl;
 
 		memcpy(&state_id, p, sizeof(uint32));
-		memcpy(&keylen, p + sizeof(uint32), sizeof(uint32));
-		memcpy(&mklen, p + 2 * sizeof(uint32), sizeof(uint16));
-		memcpy(&vl, p + 2 * sizeof(uint32) + sizeof(uint16), sizeof(uint16));
-		p += 2 * sizeof(uint32) + 2 * sizeof(uint16);
-		rocks_cache_key(&ck, state_id, p, keylen, rocks_host->key_hash(p, keylen),
-						mklen > 0 ? p + keylen : NULL, mklen);
+		memcpy(&hash, p + sizeof(uint32), sizeof(uint32));
+		memcpy(&keylen, p + 2 * sizeof(uint32), sizeof(uint32));
+		memcpy(&mklen, p + 3 * sizeof(uint32), sizeof(uint16));
+		memcpy(&vl, p + 3 * sizeof(uint32) + sizeof(uint16), sizeof(uint16));
+		p += 3 * sizeof(uint32) + 2 * sizeof(uint16);
+		rocks_cache_key(&ck, state_id, p, keylen, hash, mklen > 0 ? p + keylen : NULL, mklen);
 		p += keylen + mklen;
 		if (vl == CACHE_FORGET || vl == CACHE_FORGET_KEY)
 			cache_forget(&ck, vl == CACHE_FORGET_KEY);

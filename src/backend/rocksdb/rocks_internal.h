@@ -98,11 +98,6 @@ extern bool rocks_handle_restore(const char *payload, uint32 len, StringInfo rep
 /* Sessions: the statement and transaction hooks (from _PG_init). */
 extern void rocks_client_init(void);
 
-
-/*
- * Every state request starts with this header, then the key image (keylen
- * bytes), then what the op needs.
- */
 /*
  * A request's flags.  (The byte held only LOGGED, as 0 or 1, before: a
  * staged commit kept across an upgrade reads the same.)
@@ -111,6 +106,10 @@ extern void rocks_client_init(void);
 #define ROCKS_REQUEST_UNCACHED	0x02	/* sessions do not read its keys in the
 										 * entry cache (rocks_cache_serves) */
 
+/*
+ * Every state request starts with this header, then the key image (keylen
+ * bytes), then what the op needs.
+ */
 typedef struct RocksRequest
 {
 	uint32		state_id;
