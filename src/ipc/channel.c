@@ -207,43 +207,6 @@ channel_timed_out(void)
 }
 
 /*
- * channel_wait_first_worker: until the first state worker since the server
- * started serves the channel (it loads the newest checkpoint first), a
- * session waits to send, within state_backend.request_timeout: the worker
- * starts every stream afresh when it begins to serve, which would drop what
- * was sent before and fail the session as if a worker had restarted.
- * Interrupts (cancel, terminate) are served.  (State lookups, snapshots and
- * restores wait longer, for the whole start: registry_wait_ready.)
- */
-static void
-channel_wait_first_worker(void)
-{
-	TimestampTz since;
-
-	if (pg_atomic_read_u32(&channel_shared->worker_generation) != 0)
-		return;
-	since = GetCurrentTimestamp();
-	while (pg_atomic_read_u32(&channel_shared->worker_generation) == 0)
-	{
-		long		left = 100;
-
-		if (state_backend_request_timeout_ms > 0)
-		{
-			left = state_backend_request_timeout_ms -
-				(long) ((GetCurrentTimestamp() - since) / 1000);
-			if (left <= 0)
-				channel_timed_out();
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(left, 100L), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	/* Nothing was sent before it: no stream to start afresh. */
-	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
-}
-
-/*
  * channel_worker_restarted raises the error of a session whose request was
  * sent to a worker that has since been replaced: the new worker dropped
  * what the old one had not done.
@@ -448,7 +411,6 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 				 errdetail("A key and value sent to the state worker may take at most %zu bytes.",
 						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
-	channel_wait_first_worker();
 
 	/*
 	 * A worker that started since this session's last request may have
