@@ -68,6 +68,7 @@ for my $case (@cases)
 {
 	my ($c, $who, $faults) = @$case;
 	my $offset = -s $node->logfile;
+	my $crashed;
 	if ($who eq 'worker')
 	{
 		$node->safe_psql('postgres',
@@ -76,9 +77,13 @@ for my $case (@cases)
 	}
 	else
 	{
-		$node->psql('postgres', commit_sql($c, $faults));
+		my ($ret, $out, $err) = $node->psql('postgres', commit_sql($c, $faults));
+		# The postmaster logs its restart only once every process has
+		# exited, which may come after psql returns: a lost connection
+		# says the crash came.
+		$crashed = $err =~ /connection to server was lost|server closed the connection/;
 	}
-	my $crashed = $node->log_contains(qr/reinitializing/, $offset);
+	$crashed ||= $node->log_contains(qr/reinitializing/, $offset);
 	if ($who eq 'worker')
 	{
 		# The worker's point acts again at each restart until it is reset.
