@@ -87,6 +87,8 @@ SELECT pg_reload_conf();
 CREATE TABLE aa_conf AS SELECT current_setting('data_directory') AS datadir;
 SELECT state.create_state('aa_part', 'value', 'int', 'int');
 SELECT count(state.value_set('aa_part', k, k)) FROM generate_series(1, 200) k;
+-- A checkpoint an earlier change asked for may still run: one snapshot at a time.
+SELECT count(state.wait_snapshot(id)) >= 0 AS none_running FROM state.snapshots WHERE status = 'running';
 SELECT state.wait_snapshot(state.snapshot((SELECT datadir FROM aa_conf) || '/aa_part_snap', 'canonical')) IS NOT NULL AS taken;
 SELECT state.restore((SELECT datadir FROM aa_conf) || '/aa_part_snap', parallelism => 2, part => 0) > 0 AS restored;
 SELECT name, key_groups, entries FROM state.states WHERE name = 'aa_part';
