@@ -60,6 +60,34 @@ SELECT wait_for($$SELECT count(*) = 1 FROM et_seen$$);
 SELECT user_id, clicks, noted FROM et_clicks WHERE user_id = 'carol';
 SELECT user_id, clicks, by_role = current_user AS as_owner FROM et_seen;
 
+-- Many windows fired together: the rows of a batch go into the open
+-- table one by one, each with its defaults and its triggers.  One row's
+-- BEFORE trigger fails the first time (the sequence is not rolled back):
+-- the batch is undone and each key fires again alone; every window is
+-- then in the table once, and the AFTER trigger saw each row once.
+CREATE SEQUENCE et_fail_once;
+CREATE FUNCTION et_fail_first() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.user_id = 'many13' AND nextval('et_fail_once') = 1 THEN
+    RAISE EXCEPTION 'the first try of many13 fails';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER et_f BEFORE INSERT ON et_clicks FOR EACH ROW EXECUTE FUNCTION et_fail_first();
+SELECT state.create_state('et_many', 'window', 'text', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          reducer => 'sum', emit_table => 'et_clicks');
+SELECT count(state.window_add('et_many', 'many' || i, '2026-01-01 00:00:10+00', i::bigint))
+  FROM generate_series(1, 200) i;
+SELECT state.advance_watermark('et_many', '2026-01-01 00:01:00+00');
+SELECT wait_for($$SELECT count(*) = 200 FROM et_clicks WHERE user_id LIKE 'many%'$$);
+SELECT count(*) AS rows, count(DISTINCT user_id) AS keys, count(DISTINCT id) AS ids,
+       sum(clicks) AS clicks, count(*) FILTER (WHERE noted = 'by trigger') AS by_trigger
+  FROM et_clicks WHERE user_id LIKE 'many%';
+SELECT count(*) AS seen, count(DISTINCT user_id) AS seen_keys FROM et_seen WHERE user_id LIKE 'many%';
+SELECT last_value > 1 AS failed_then_retried FROM et_fail_once;
+SELECT count(*) FROM state.windows('et_many', NULL::text);
+DROP TRIGGER et_f ON et_clicks;
+
 -- Aggregates and lists: the result's type is the fourth column's
 SELECT state.create_state('et_a', 'window', 'int', 'numeric', assigner => 'tumbling', size => '1 minute',
                           aggregate => 'avg(numeric)', emit_table => 'et_avg');
@@ -123,5 +151,7 @@ DROP TABLE et_clicks, et_avg, et_list, et_wrong, et_short, et_parted, et_seen, e
 DROP FUNCTION et_emit(text, timestamptz, timestamptz, bigint);
 DROP FUNCTION et_before();
 DROP FUNCTION et_after();
+DROP FUNCTION et_fail_first();
+DROP SEQUENCE et_fail_once;
 REVOKE USAGE ON SCHEMA state FROM regress_et_owner;
 DROP ROLE regress_et_owner;

@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -29,6 +30,7 @@
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "common/fault.h"
@@ -445,52 +447,166 @@ window_due_times(const TimerFire *tf, const char *img, uint32 len, TimerDueFn fn
 }
 
 /*
- * emit_row inserts one fired window into the state's emit table, as the
- * user of the firing's transaction (the owner), through the executor's
- * simple insert, as logical replication's apply does: BEFORE and AFTER
- * row triggers, constraints, indexes and stored generated columns as for
- * an INSERT, with no plan to make; columns after the first four take their
- * defaults.  The table's first four columns are checked again under its
- * lock (emit_table_columns_problem), as they may have changed since the
- * batch checked them.
+ * An emit table kept open for the rows of one subtransaction (the timer
+ * worker fires a batch of keys in one): the table under its lock, the
+ * executor state and slot of a simple insert, and the columns' defaults.
+ * The subtransaction's or transaction's end closes it (emit_sink_xact);
+ * an abort only forgets it, as the abort releases what it held.
  */
-static void
-emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
+typedef struct EmitSink
 {
-	const StateDesc *d = tf->st->desc;
-	Relation	rel = table_open(d->emit_table, RowExclusiveLock);
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	char	   *problem = emit_table_columns_problem(tupdesc, d);
-	Datum		first[4];
-	bool		first_null[4] = {false, false, false, isnull};
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	Oid			relid;
+	SubTransactionId subxid;	/* opened in */
+	ResourceOwner owner;		/* which holds the table's reference */
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
 	TupleTableSlot *slot;
-	int			col = 0;
+	ExprState **defaults;		/* per column: its default, or NULL */
+} EmitSink;
 
-	if (problem != NULL)
+static EmitSink *emit_sink = NULL;
+
+static void
+emit_sink_close(void)
+{
+	EmitSink   *k = emit_sink;
+	ResourceOwner save = CurrentResourceOwner;
+
+	emit_sink = NULL;
+	CurrentResourceOwner = k->owner;
+	ExecCloseIndices(k->rri);
+	ExecResetTupleTable(k->estate->es_tupleTable, false);
+	FreeExecutorState(k->estate);
+	table_close(k->rel, NoLock);
+	CurrentResourceOwner = save;
+	pfree(k);
+}
+
+static void
+emit_sink_subxact(SubXactEvent event, SubTransactionId mySubid,
+				  SubTransactionId parentSubid, void *arg)
+{
+	if (emit_sink == NULL || emit_sink->subxid != mySubid)
+		return;
+	if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		emit_sink_close();
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		emit_sink = NULL;		/* the abort frees its memory and references */
+}
+
+static void
+emit_sink_xact(XactEvent event, void *arg)
+{
+	if (emit_sink == NULL)
+		return;
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE ||
+		event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+		emit_sink_close();
+	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		emit_sink = NULL;
+}
+
+/*
+ * emit_sink_open opens a window state's emit table for the rows of this
+ * subtransaction, under RowExclusiveLock, and checks its first four
+ * columns again under that lock (emit_table_columns_problem), as they may
+ * have changed since the batch checked them.  The lock, held to the end
+ * of the transaction, keeps them so for the rows that follow.
+ */
+static EmitSink *
+emit_sink_open(const StateDesc *d)
+{
+	static bool registered = false;
+	SubTransactionId subxid = GetCurrentSubTransactionId();
+	EmitSink   *k;
+	MemoryContext old;
+	RangeTblEntry *rte;
+	TupleDesc	tupdesc;
+	char	   *problem;
+
+	if (emit_sink != NULL && emit_sink->subxid == subxid && emit_sink->relid == d->emit_table)
+		return emit_sink;
+	if (emit_sink != NULL)
+		emit_sink_close();
+	if (!registered)
+	{
+		RegisterXactCallback(emit_sink_xact, NULL);
+		RegisterSubXactCallback(emit_sink_subxact, NULL);
+		registered = true;
+	}
+	/* In the subtransaction's memory, which its abort frees. */
+	old = MemoryContextSwitchTo(CurTransactionContext);
+	k = palloc0(sizeof(EmitSink));
+	k->rel = table_open(d->emit_table, RowExclusiveLock);
+	tupdesc = RelationGetDescr(k->rel);
+	if ((problem = emit_table_columns_problem(tupdesc, d)) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("emit table %s of window state \"%s\" cannot take rows: %s",
 						d->emit_table_name, NameStr(d->name), problem)));
+	k->relid = d->emit_table;
+	k->subxid = subxid;
+	k->owner = CurrentResourceOwner;
+	k->estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = k->relid;
+	rte->relkind = k->rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(k->estate, list_make1(rte));
+	k->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(k->rri, k->rel, 1, NULL, 0);
+	/* Where the AFTER triggers' queue finds it (as logical replication's apply does). */
+	k->estate->es_opened_result_relations = list_make1(k->rri);
+	k->slot = ExecInitExtraTupleSlot(k->estate, tupdesc, &TTSOpsVirtual);
+	k->defaults = palloc0(sizeof(ExprState *) * Max(tupdesc->natts, 1));
+	for (int i = 0, col = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		Node	   *def;
+
+		if (att->attisdropped || att->attgenerated != '\0')
+			continue;
+		if (col++ < 4)
+			continue;
+		if ((def = build_column_default(k->rel, i + 1)) != NULL)
+			k->defaults[i] = ExecPrepareExpr((Expr *) def, k->estate);
+	}
+	ExecOpenIndices(k->rri, false);
+	MemoryContextSwitchTo(old);
+	emit_sink = k;
+	return k;
+}
+
+/*
+ * emit_row inserts one fired window into the state's emit table, as the
+ * user of the firing's transaction (the owner), through the executor's
+ * simple insert, as logical replication's apply does: BEFORE and AFTER
+ * row triggers (the AFTER ones at the row's end), constraints, indexes
+ * and stored generated columns as for an INSERT, with no plan to make;
+ * columns after the first four take their defaults, evaluated per row.
+ */
+static void
+emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
+{
+	EmitSink   *k = emit_sink_open(tf->st->desc);
+	TupleDesc	tupdesc = RelationGetDescr(k->rel);
+	TupleTableSlot *slot = k->slot;
+	ExprContext *econtext = GetPerTupleExprContext(k->estate);
+	Datum		first[4];
+	bool		first_null[4] = {false, false, false, isnull};
+	int			col = 0;
+
 	first[0] = codec_decode(tf->key_codec, tf->key->data, tf->key->len);
 	first[1] = TimestampTzGetDatum(start);
 	first[2] = TimestampTzGetDatum(end);
 	first[3] = result;
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(estate, list_make1(rte));
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	estate->es_output_cid = GetCurrentCommandId(true);
-	slot = ExecInitExtraTupleSlot(estate, tupdesc, &TTSOpsVirtual);
+	k->estate->es_output_cid = GetCurrentCommandId(true);
 	ExecClearTuple(slot);
 	for (int i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-		Node	   *def;
 
 		slot->tts_values[i] = (Datum) 0;
 		slot->tts_isnull[i] = true;
@@ -502,22 +618,17 @@ emit_row(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 			slot->tts_isnull[i] = first_null[col];
 			col++;
 		}
-		else if ((def = build_column_default(rel, i + 1)) != NULL)
-			slot->tts_values[i] = ExecEvalExpr(ExecPrepareExpr((Expr *) def, estate),
-											   GetPerTupleExprContext(estate),
-											   &slot->tts_isnull[i]);
+		else if (k->defaults[i] != NULL)
+			slot->tts_values[i] = ExecEvalExpr(k->defaults[i], econtext, &slot->tts_isnull[i]);
 	}
 	ExecStoreVirtualTuple(slot);
-	ExecOpenIndices(rri, false);
 	AfterTriggerBeginQuery();
 	FAULT_POINT("window.before_emit");
-	ExecSimpleRelationInsert(rri, estate, slot);
-	AfterTriggerEndQuery(estate);
+	ExecSimpleRelationInsert(k->rri, k->estate, slot);
+	AfterTriggerEndQuery(k->estate);
 	FAULT_POINT("window.after_emit");
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);
+	ExecClearTuple(slot);
+	ResetPerTupleExprContext(k->estate);
 	tf->emitted++;
 }
 
@@ -555,6 +666,42 @@ emit_window(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 	(void) FunctionCallInvoke(fcinfo);
 	FAULT_POINT("window.after_emit");
 	tf->emitted++;
+}
+
+/*
+ * A firing's mark: the length of the marks (a window set of marks only, and
+ * the clock that fired), the marks, then the key's image as the firing read
+ * it.  window_done folds the marks into that image and stores the result
+ * only if the key still holds it, which saves reading the key again; when
+ * it changed meanwhile, the marks merge into what it holds.
+ */
+static void
+fire_mark_write(StringInfo mark, const WindowSet *m, const char *img, uint32 imglen)
+{
+	uint32		setlen;
+
+	resetStringInfo(mark);
+	appendBinaryStringInfo(mark, (const char *) &setlen, sizeof(setlen));
+	window_set_write(mark, m);
+	setlen = (uint32) mark->len - sizeof(setlen);
+	memcpy(mark->data, &setlen, sizeof(setlen));
+	appendBinaryStringInfo(mark, img, (int) imglen);
+}
+
+/* The parts of a firing's mark (fire_mark_write); false when it is empty. */
+static bool
+fire_mark_read(const StringInfo mark, const char **set, uint32 *setlen,
+			   const char **img, uint32 *imglen)
+{
+	if (mark->len < (int) sizeof(uint32))
+		return false;
+	memcpy(setlen, mark->data, sizeof(uint32));
+	if (*setlen > (uint32) mark->len - sizeof(uint32))
+		elog(ERROR, "state_backend: a window firing's mark is damaged");
+	*set = mark->data + sizeof(uint32);
+	*img = *set + *setlen;
+	*imglen = (uint32) mark->len - sizeof(uint32) - *setlen;
+	return true;
 }
 
 /*
@@ -605,8 +752,7 @@ window_fire(TimerFire *tf)
 			tf->revisit = Min(tf->revisit, window_due_at(window_time_add(w->end, lateness)));
 	}
 	m.fire_clock = clock;
-	resetStringInfo(tf->mark);
-	window_set_write(tf->mark, &m);
+	fire_mark_write(tf->mark, &m, img.data, img.len);
 	return any;
 }
 
@@ -623,8 +769,10 @@ window_done(TimerFire *tf, bool fired)
 {
 	const StateTarget *st = tf->st;
 	const StateKey *key = tf->key;
-	const char *mark = tf->mark->data;
-	uint32		len = tf->mark->len;
+	const char *mark;
+	uint32		len;
+	const char *seen;
+	uint32		seenlen;
 	WindowRun  *run;
 	const KeyedStateBackend *ops = keyed_state_ops(st->desc);
 	bool		delta = st->desc->transactional;
@@ -632,18 +780,36 @@ window_done(TimerFire *tf, bool fired)
 	WindowSet	s;
 	WindowSet	m;
 
-	if (!fired || len == 0)
+	if (!fired || !fire_mark_read(tf->mark, &mark, &len, &seen, &seenlen))
 		return false;
 	run = window_run_kept(st->desc);
 	initStringInfo(&out);
-	ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, delta), NULL, &out);
-	/* A transaction's pending writes cannot remove a key only if unchanged. */
-	if (delta)
-		return false;
-	window_read_or_fail(run, out.data, out.len, &s);
 	window_read_or_fail(run, mark, len, &m);
-	if (s.n == 0 && ops->replace != NULL)
-		(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
+	if (delta)
+	{
+		/* A transaction's pending writes cannot remove a key only if unchanged. */
+		ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, true), NULL, &out);
+		return false;
+	}
+
+	/*
+	 * The marks fold into the image the firing read, stored if the key
+	 * still holds it (removed when no window is left); the marks carry no
+	 * value, so the fold calls no reducer.  When the key changed meanwhile,
+	 * they merge into what it holds, and a key left with no window goes
+	 * only if nothing came since.
+	 */
+	window_merge(seen, seenlen, mark, len, &out, window_fold_arg(run, false));
+	window_read_or_fail(run, out.data, out.len, &s);
+	if (ops->replace == NULL ||
+		!ops->replace(st, key, NULL, 0, seen, seenlen, s.n == 0 ? NULL : out.data, out.len))
+	{
+		resetStringInfo(&out);
+		ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, false), NULL, &out);
+		window_read_or_fail(run, out.data, out.len, &s);
+		if (s.n == 0 && ops->replace != NULL)
+			(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
+	}
 	for (int i = 0; i < s.n; i++)
 		if ((s.w[i].flags & WINDOW_DIRTY) && s.w[i].end <= m.fire_clock)
 			return true;

@@ -24,6 +24,7 @@
 typedef struct Pending
 {
 	int64		at;
+	uint64		prefix;			/* the key's first 8 bytes (timer_index_push) */
 	uint32		keylen;
 	char	   *key;			/* in the worker's context */
 } Pending;
