@@ -88,6 +88,32 @@ SELECT last_value > 1 AS failed_then_retried FROM et_fail_once;
 SELECT count(*) FROM state.windows('et_many', NULL::text);
 DROP TRIGGER et_f ON et_clicks;
 
+-- A row's trigger that changes the table's definition: the rows after it
+-- see the table as it is then, as a new INSERT would (here a trigger that
+-- drops itself at its first row runs once, not once per row of the batch)
+CREATE TABLE et_drop (k text, ws timestamptz, we timestamptz, n bigint);
+CREATE TABLE et_drop_log (k text);
+CREATE FUNCTION et_drop_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO et_drop_log VALUES (NEW.k);
+  IF EXISTS (SELECT FROM pg_trigger WHERE tgname = 'et_once' AND tgrelid = 'et_drop'::regclass) THEN
+    DROP TRIGGER et_once ON et_drop;
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER et_once BEFORE INSERT ON et_drop FOR EACH ROW EXECUTE FUNCTION et_drop_once();
+SELECT state.create_state('et_d', 'window', 'text', 'bigint', assigner => 'tumbling', size => '1 minute',
+                          reducer => 'sum', emit_table => 'et_drop');
+SELECT count(state.window_add('et_d', 'd' || i, '2026-01-01 00:00:10+00', 1::bigint))
+  FROM generate_series(1, 20) i;
+SELECT state.advance_watermark('et_d', '2026-01-01 00:01:00+00');
+-- (waited for by the windows leaving their keys: a wait reading et_drop
+-- would hold a lock that DROP TRIGGER waits for)
+SELECT wait_for($$SELECT count(*) = 0 FROM state.windows('et_d', NULL::text)$$);
+SELECT count(*) AS rows FROM et_drop;
+SELECT count(*) AS trigger_ran FROM et_drop_log;
+SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'et_drop'::regclass;
+
 -- Aggregates and lists: the result's type is the fourth column's
 SELECT state.create_state('et_a', 'window', 'int', 'numeric', assigner => 'tumbling', size => '1 minute',
                           aggregate => 'avg(numeric)', emit_table => 'et_avg');
@@ -147,11 +173,13 @@ SELECT state.watermark('et_snap') = '2026-01-01 00:01:20+00' AS followed_the_dat
 -- Cleanup
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'et\_%';
 DROP VIEW et_view;
+DROP TABLE et_drop, et_drop_log;
 DROP TABLE et_clicks, et_avg, et_list, et_wrong, et_short, et_parted, et_seen, et_owned;
 DROP FUNCTION et_emit(text, timestamptz, timestamptz, bigint);
 DROP FUNCTION et_before();
 DROP FUNCTION et_after();
 DROP FUNCTION et_fail_first();
+DROP FUNCTION et_drop_once();
 DROP SEQUENCE et_fail_once;
 REVOKE USAGE ON SCHEMA state FROM regress_et_owner;
 DROP ROLE regress_et_owner;

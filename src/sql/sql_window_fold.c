@@ -30,6 +30,7 @@
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -456,6 +457,8 @@ window_due_times(const TimerFire *tf, const char *img, uint32 len, TimerDueFn fn
 typedef struct EmitSink
 {
 	Oid			relid;
+	uint32		state_id;		/* the state whose types the columns were checked for */
+	bool		stale;			/* the table's relcache entry changed since */
 	SubTransactionId subxid;	/* opened in */
 	ResourceOwner owner;		/* which holds the table's reference */
 	Relation	rel;
@@ -495,6 +498,18 @@ emit_sink_subxact(SubXactEvent event, SubTransactionId mySubid,
 		emit_sink = NULL;		/* the abort frees its memory and references */
 }
 
+/*
+ * A change of the table's definition since the sink opened it (a trigger
+ * created or dropped by a row's trigger, say): the next row opens it anew,
+ * as a new INSERT would see it.
+ */
+static void
+emit_sink_relcache(Datum arg, Oid relid)
+{
+	if (emit_sink != NULL && (relid == InvalidOid || relid == emit_sink->relid))
+		emit_sink->stale = true;
+}
+
 static void
 emit_sink_xact(XactEvent event, void *arg)
 {
@@ -508,11 +523,28 @@ emit_sink_xact(XactEvent event, void *arg)
 }
 
 /*
+ * emit_columns_check: the first four columns of the table are those of the
+ * window state d (emit_table_columns_problem), checked under the table's
+ * lock, as they may have changed since the batch checked them.  The lock,
+ * held to the end of the transaction, and the sink's reference to the
+ * table, keep them so for the rows that follow.
+ */
+static void
+emit_columns_check(Relation rel, const StateDesc *d)
+{
+	char	   *problem = emit_table_columns_problem(RelationGetDescr(rel), d);
+
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("emit table %s of window state \"%s\" cannot take rows: %s",
+						d->emit_table_name, NameStr(d->name), problem)));
+}
+
+/*
  * emit_sink_open opens a window state's emit table for the rows of this
- * subtransaction, under RowExclusiveLock, and checks its first four
- * columns again under that lock (emit_table_columns_problem), as they may
- * have changed since the batch checked them.  The lock, held to the end
- * of the transaction, keeps them so for the rows that follow.
+ * subtransaction, under RowExclusiveLock, or gives the sink open for it.
+ * Another window state with the same table has its own types checked.
  */
 static EmitSink *
 emit_sink_open(const StateDesc *d)
@@ -523,16 +555,24 @@ emit_sink_open(const StateDesc *d)
 	MemoryContext old;
 	RangeTblEntry *rte;
 	TupleDesc	tupdesc;
-	char	   *problem;
 
-	if (emit_sink != NULL && emit_sink->subxid == subxid && emit_sink->relid == d->emit_table)
+	if (emit_sink != NULL && emit_sink->subxid == subxid && emit_sink->relid == d->emit_table &&
+		!emit_sink->stale)
+	{
+		if (emit_sink->state_id != d->id)
+		{
+			emit_columns_check(emit_sink->rel, d);
+			emit_sink->state_id = d->id;
+		}
 		return emit_sink;
+	}
 	if (emit_sink != NULL)
 		emit_sink_close();
 	if (!registered)
 	{
 		RegisterXactCallback(emit_sink_xact, NULL);
 		RegisterSubXactCallback(emit_sink_subxact, NULL);
+		CacheRegisterRelcacheCallback(emit_sink_relcache, (Datum) 0);
 		registered = true;
 	}
 	/* In the subtransaction's memory, which its abort frees. */
@@ -540,11 +580,8 @@ emit_sink_open(const StateDesc *d)
 	k = palloc0(sizeof(EmitSink));
 	k->rel = table_open(d->emit_table, RowExclusiveLock);
 	tupdesc = RelationGetDescr(k->rel);
-	if ((problem = emit_table_columns_problem(tupdesc, d)) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("emit table %s of window state \"%s\" cannot take rows: %s",
-						d->emit_table_name, NameStr(d->name), problem)));
+	emit_columns_check(k->rel, d);
+	k->state_id = d->id;
 	k->relid = d->emit_table;
 	k->subxid = subxid;
 	k->owner = CurrentResourceOwner;
@@ -668,18 +705,25 @@ emit_window(TimerFire *tf, int64 start, int64 end, Datum result, bool isnull)
 	tf->emitted++;
 }
 
+/* The largest key image a firing's mark carries (fire_mark_write). */
+#define FIRE_MARK_IMAGE_MAX		(64 * 1024)
+
 /*
  * A firing's mark: the length of the marks (a window set of marks only, and
  * the clock that fired), the marks, then the key's image as the firing read
- * it.  window_done folds the marks into that image and stores the result
- * only if the key still holds it, which saves reading the key again; when
- * it changed meanwhile, the marks merge into what it holds.
+ * it (none when it is over FIRE_MARK_IMAGE_MAX).  window_done folds the
+ * marks into that image and stores the result only if the key still holds
+ * it, which saves reading the key again; when it changed meanwhile, or
+ * the image is not there, the marks merge into what the key holds.
  */
 static void
 fire_mark_write(StringInfo mark, const WindowSet *m, const char *img, uint32 imglen)
 {
-	uint32		setlen;
+	uint32		setlen = 0;
 
+	/* A large image is not kept twice: its fold reads the key again. */
+	if (imglen > FIRE_MARK_IMAGE_MAX)
+		imglen = 0;
 	resetStringInfo(mark);
 	appendBinaryStringInfo(mark, (const char *) &setlen, sizeof(setlen));
 	window_set_write(mark, m);
@@ -799,9 +843,12 @@ window_done(TimerFire *tf, bool fired)
 	 * they merge into what it holds, and a key left with no window goes
 	 * only if nothing came since.
 	 */
-	window_merge(seen, seenlen, mark, len, &out, window_fold_arg(run, false));
-	window_read_or_fail(run, out.data, out.len, &s);
-	if (ops->replace == NULL ||
+	if (seenlen > 0 && ops->replace != NULL)
+	{
+		window_merge(seen, seenlen, mark, len, &out, window_fold_arg(run, false));
+		window_read_or_fail(run, out.data, out.len, &s);
+	}
+	if (seenlen == 0 || ops->replace == NULL ||
 		!ops->replace(st, key, NULL, 0, seen, seenlen, s.n == 0 ? NULL : out.data, out.len))
 	{
 		resetStringInfo(&out);
