@@ -808,6 +808,16 @@ window_fire(TimerFire *tf)
  * transactional state, the commit of the change tells the timer queue).
  * A window whose emit kept failing stays, to be tried at its next value.
  */
+/* Whether a window of s that fired by the mark m's clock changed since. */
+static bool
+fired_window_changed(const WindowSet *s, const WindowSet *m)
+{
+	for (int i = 0; i < s->n; i++)
+		if ((s->w[i].flags & WINDOW_DIRTY) && s->w[i].end <= m->fire_clock)
+			return true;
+	return false;
+}
+
 static bool
 window_done(TimerFire *tf, bool fired)
 {
@@ -819,7 +829,6 @@ window_done(TimerFire *tf, bool fired)
 	uint32		seenlen;
 	WindowRun  *run;
 	const KeyedStateBackend *ops = keyed_state_ops(st->desc);
-	bool		delta = st->desc->transactional;
 	StringInfoData out;
 	WindowSet	s;
 	WindowSet	m;
@@ -828,39 +837,38 @@ window_done(TimerFire *tf, bool fired)
 		return false;
 	run = window_run_kept(st->desc);
 	initStringInfo(&out);
-	window_read_or_fail(run, mark, len, &m);
-	if (delta)
+	if (st->desc->transactional)
 	{
 		/* A transaction's pending writes cannot remove a key only if unchanged. */
 		ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, true), NULL, &out);
 		return false;
 	}
+	window_read_or_fail(run, mark, len, &m);
 
 	/*
 	 * The marks fold into the image the firing read, stored if the key
 	 * still holds it (removed when no window is left); the marks carry no
-	 * value, so the fold calls no reducer.  When the key changed meanwhile,
-	 * they merge into what it holds, and a key left with no window goes
-	 * only if nothing came since.
+	 * value, so the fold calls no reducer.
 	 */
 	if (seenlen > 0 && ops->replace != NULL)
 	{
 		window_merge(seen, seenlen, mark, len, &out, window_fold_arg(run, false));
 		window_read_or_fail(run, out.data, out.len, &s);
-	}
-	if (seenlen == 0 || ops->replace == NULL ||
-		!ops->replace(st, key, NULL, 0, seen, seenlen, s.n == 0 ? NULL : out.data, out.len))
-	{
+		if (ops->replace(st, key, NULL, 0, seen, seenlen, s.n == 0 ? NULL : out.data, out.len))
+			return fired_window_changed(&s, &m);
 		resetStringInfo(&out);
-		ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, false), NULL, &out);
-		window_read_or_fail(run, out.data, out.len, &s);
-		if (s.n == 0 && ops->replace != NULL)
-			(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
 	}
-	for (int i = 0; i < s.n; i++)
-		if ((s.w[i].flags & WINDOW_DIRTY) && s.w[i].end <= m.fire_clock)
-			return true;
-	return false;
+
+	/*
+	 * The key changed meanwhile (or its image is not in the mark): the marks
+	 * merge into what it holds, and a key left with no window goes only if
+	 * nothing came since.
+	 */
+	ops->merge(st, key, mark, len, window_merge, window_fold_arg(run, false), NULL, &out);
+	window_read_or_fail(run, out.data, out.len, &s);
+	if (s.n == 0 && ops->replace != NULL)
+		(void) ops->replace(st, key, NULL, 0, out.data, out.len, NULL, 0);
+	return fired_window_changed(&s, &m);
 }
 
 /* A timer names a key to look at (by_key); window_fire looks itself (no present). */

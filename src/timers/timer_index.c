@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "port/pg_bswap.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -78,12 +79,10 @@ timer_pending_cmp(const Pending *a, const Pending *b)
 static uint64
 key_prefix(const char *key, uint32 keylen)
 {
-	unsigned char b[8] = {0};
+	uint64		v = 0;
 
-	memcpy(b, key, Min(keylen, 8));
-	return ((uint64) b[0] << 56) | ((uint64) b[1] << 48) | ((uint64) b[2] << 40) |
-		((uint64) b[3] << 32) | ((uint64) b[4] << 24) | ((uint64) b[5] << 16) |
-		((uint64) b[6] << 8) | (uint64) b[7];
+	memcpy(&v, key, Min(keylen, sizeof(v)));
+	return pg_ntoh64(v);
 }
 
 /*

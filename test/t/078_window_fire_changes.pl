@@ -32,7 +32,7 @@ SELECT state.advance_watermark('gone', '2026-01-01 00:01:00');});
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM out WHERE k = 'warm'}),
 	'a first window fired');
 my $armed = 0;
-for (1 .. 100)
+for (1 .. 20 * $PostgreSQL::Test::Utils::timeout_default)
 {
 	last if ($armed = slurp_file($node->logfile, $log_at) =~ /fault point "timer.batch_after_commit" reached: sleep/);
 	usleep(50_000);
@@ -41,13 +41,24 @@ ok($armed, 'the timer worker waits between the commit of a firing and its fold')
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM state.windows('gone', NULL::text)}),
 	'then the window left its key');
 
+# fire_then($state, $key, $at, $watermark, $then, $name): a value of 1 for
+# $key at $at, the watermark to $watermark, and once the window is in the
+# table (the worker then sleeps before its fold), the statement $then.
+sub fire_then
+{
+	my ($state, $key, $at, $watermark, $then, $name) = @_;
+
+	$node->safe_psql('postgres', qq{
+SELECT state.window_add('$state', '$key', '$at', 1::bigint);
+SELECT state.advance_watermark('$state', '$watermark');});
+	ok($node->poll_query_until('postgres', qq{SELECT count(*) = 1 FROM out WHERE k = '$key'}),
+		$name);
+	$node->safe_psql('postgres', $then);
+}
+
 # A late value while the window fires: it fires again with it.
-$node->safe_psql('postgres', q{
-SELECT state.window_add('late', 'a', '2026-01-01 00:00:10', 1::bigint);
-SELECT state.advance_watermark('late', '2026-01-01 00:01:00');});
-ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM out WHERE k = 'a'}),
-	'the window fired');
-$node->safe_psql('postgres', q{SELECT state.window_add('late', 'a', '2026-01-01 00:00:20', 2::bigint)});
+fire_then('late', 'a', '2026-01-01 00:00:10', '2026-01-01 00:01:00',
+	q{SELECT state.window_add('late', 'a', '2026-01-01 00:00:20', 2::bigint)}, 'the window fired');
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM out WHERE k = 'a'}),
 	'the window with the value that came while it fired fired again');
 is($node->safe_psql('postgres', q{SELECT string_agg(n::text, ',' ORDER BY n) FROM out WHERE k = 'a'}),
@@ -56,17 +67,13 @@ ok($node->poll_query_until('postgres', q{SELECT fired FROM state.windows('late',
 	'the window stays, fired, for its lateness');
 
 # A new window of a key whose only window fired: the key stays, with it.
-$node->safe_psql('postgres', q{
-SELECT state.window_add('gone', 'b', '2026-01-01 00:01:10', 1::bigint);
-SELECT state.advance_watermark('gone', '2026-01-01 00:02:00');});
-ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM out WHERE k = 'b'}),
+fire_then('gone', 'b', '2026-01-01 00:01:10', '2026-01-01 00:02:00',
+	q{SELECT state.window_add('gone', 'b', '2026-01-01 00:02:30', 5::bigint)},
 	'the only window of the key fired');
-$node->safe_psql('postgres', q{SELECT state.window_add('gone', 'b', '2026-01-01 00:02:30', 5::bigint)});
-# The fold comes after the sleep; the window fired is gone then.
+# The fold comes after the sleep: until then the key has both windows.
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) = 1 FROM state.windows('gone', NULL::text) WHERE key = 'b'}),
 	'the fired window left the key');
-sleep(5);
 is($node->safe_psql('postgres',
 		q{SELECT string_agg(window_start::text || ' ' || fired, ',') FROM state.windows('gone', NULL::text) WHERE key = 'b'}),
 	'2026-01-01 00:02:00+00 false', 'the key kept the window that came while the other fired');
