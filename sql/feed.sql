@@ -307,6 +307,90 @@ CREATE TRIGGER f_pwin AFTER INSERT ON pclicks REFERENCING NEW TABLE AS n
 SELECT expect_error($$INSERT INTO pclicks VALUES ('pat', now(), 1)$$);
 DROP TABLE pclicks;
 
+-- A statement's rows fold into a window state in batches: each key's values
+-- folded together, then one merge per key, the watermark published after.
+-- Each row is judged late or on time as window_add would judge it in the
+-- rows' order.  Twin states, one fed by a statement trigger (in batches),
+-- one by a row trigger (a row at a time), emit the same windows and hand
+-- the same late values to their late functions, for every assigner and
+-- kind of contents (an aggregate without a combine function is fed a row
+-- at a time).
+CREATE AGGREGATE fd_total(bigint) (sfunc = int8pl, stype = bigint, initcond = '0');
+CREATE AGGREGATE fd_count(bigint) (sfunc = int8inc_any, stype = bigint, initcond = '0',
+                                   combinefunc = int8pl);
+CREATE TABLE fd_ev (k int, t timestamptz, v bigint);
+CREATE TABLE fd_late (s text, k int, t timestamptz, v bigint);
+CREATE FUNCTION fd_twins(twin text, result text, opts text) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+    s text;
+BEGIN
+    FOREACH s IN ARRAY ARRAY['fdb_' || twin, 'fdr_' || twin] LOOP
+        EXECUTE format('CREATE TABLE %I (k int, ws timestamptz, we timestamptz, r %s)', s || '_out', result);
+        EXECUTE format($q$CREATE FUNCTION %I(k int, t timestamptz, v bigint) RETURNS void
+            LANGUAGE sql AS $b$INSERT INTO fd_late VALUES (%L, k, t, v)$b$ $q$, s || '_late', s);
+        EXECUTE format($$SELECT state.create_state(%L, 'window', 'int', 'bigint', time_domain => 'event',
+            late => %L, emit_table => %L, %s)$$,
+            s, s || '_late(int,timestamptz,bigint)', s || '_out', opts);
+        EXECUTE format($$CREATE TRIGGER %I AFTER INSERT ON fd_ev %s EXECUTE FUNCTION state.feed(%L, 'k', 't', 'v')$$,
+            s, CASE WHEN s LIKE 'fdb%' THEN 'REFERENCING NEW TABLE AS n FOR EACH STATEMENT' ELSE 'FOR EACH ROW' END, s);
+    END LOOP;
+END $f$;
+SELECT fd_twins('tumble', 'bigint', $$assigner => 'tumbling', size => '1 minute', reducer => 'sum', out_of_orderness => '10 seconds'$$),
+       fd_twins('slide', 'bigint', $$assigner => 'sliding', size => '1 minute', slide => '20 seconds', reducer => 'max', out_of_orderness => '10 seconds'$$),
+       fd_twins('list', 'bigint[]', $$assigner => 'tumbling', size => '1 minute', collect => 'list', out_of_orderness => '10 seconds'$$),
+       fd_twins('nocombine', 'bigint', $$assigner => 'tumbling', size => '1 minute', aggregate => 'fd_total(bigint)', out_of_orderness => '10 seconds'$$),
+       -- (a session that closes while values come may be met by a later
+       -- one or not, by when the timer worker fired it: none closes here)
+       fd_twins('session', 'bigint', $$assigner => 'session', gap => '2 seconds', aggregate => 'fd_count(bigint)', out_of_orderness => '1 hour'$$);
+-- 400 rows over 3 minutes, each up to 14 s before its place: a row whose
+-- window ended 10 s before the latest row so far is late; then 50 rows
+-- latest first, so that rows of the statement are late by its own first
+INSERT INTO fd_ev SELECT i % 7, '2026-01-01 00:00:00+00'::timestamptz + i * interval '450 ms'
+                  - ((i * 104729) % 15) * interval '1 s', i
+  FROM generate_series(1, 400) i ORDER BY i;
+INSERT INTO fd_ev SELECT i % 5, '2026-01-01 00:03:00+00'::timestamptz + i * interval '3 s', 1000 + i
+  FROM generate_series(1, 50) i ORDER BY i DESC;
+SELECT state.advance_watermark(name, 'infinity') FROM state.states WHERE name ~ '^fd[br]_' ORDER BY name;
+SELECT wait_for($$SELECT sum(entries) = 0 FROM state.states WHERE name ~ '^fd[br]_'$$);
+-- Each pair: windows emitted, and late values; then whether they are equal
+SELECT twin,
+       (SELECT count(*) FROM fd_late WHERE s = 'fdb_' || twin) AS late,
+       (SELECT count(*) FROM fd_late WHERE s = 'fdr_' || twin) AS late_row_trigger,
+       (SELECT count(*) FROM ((SELECT k, t, v FROM fd_late WHERE s = 'fdb_' || twin
+                               EXCEPT ALL SELECT k, t, v FROM fd_late WHERE s = 'fdr_' || twin)
+                              UNION ALL
+                              (SELECT k, t, v FROM fd_late WHERE s = 'fdr_' || twin
+                               EXCEPT ALL SELECT k, t, v FROM fd_late WHERE s = 'fdb_' || twin)) d) AS late_differ
+  FROM unnest(ARRAY['tumble', 'slide', 'session', 'list', 'nocombine']) twin;
+CREATE FUNCTION fd_differ(twin text, OUT windows bigint, OUT differ bigint) LANGUAGE plpgsql AS $f$
+BEGIN
+    EXECUTE format('SELECT (SELECT count(*) FROM %1$I), (SELECT count(*) FROM ((TABLE %1$I EXCEPT ALL TABLE %2$I)
+                                                       UNION ALL (TABLE %2$I EXCEPT ALL TABLE %1$I)) d)',
+                   'fdb_' || twin || '_out', 'fdr_' || twin || '_out') INTO windows, differ;
+END $f$;
+SELECT twin, (fd_differ(twin)).* FROM unnest(ARRAY['tumble', 'slide', 'session', 'list', 'nocombine']) twin;
+-- The sums emitted plus the late values are every value fed
+SELECT (SELECT sum(r) FROM fdb_tumble_out) + (SELECT coalesce(sum(v), 0) FROM fd_late WHERE s = 'fdb_tumble')
+       = (SELECT sum(v) FROM fd_ev) AS all_counted;
+-- An error in a row of a statement folds none of the rows before it in its
+-- batch: they are checked before any is folded
+SELECT state.create_state('fdb_err', 'window', 'int', 'bigint', time_domain => 'event',
+                          assigner => 'tumbling', size => '1 minute', reducer => 'sum',
+                          emit_table => 'fdb_tumble_out');
+CREATE TABLE fd_ev2 (k int, t timestamptz, v bigint);
+CREATE TRIGGER fdb_err AFTER INSERT ON fd_ev2 REFERENCING NEW TABLE AS n
+    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('fdb_err', 'k', 't', 'v');
+SELECT expect_error($$INSERT INTO fd_ev2 VALUES (1, '2026-01-01 01:00:00+00', 1), (NULL, '2026-01-01 01:00:00+00', 2)$$);
+SELECT count(*) AS windows_after_error FROM state.windows('fdb_err', NULL::int);
+INSERT INTO fd_ev2 VALUES (1, '2026-01-01 01:00:00+00', 1), (1, '2026-01-01 01:00:01+00', 2);
+SELECT state.window_get('fdb_err', 1, '2026-01-01 01:00:00+00', NULL::bigint) AS fed;
+SELECT state.drop_state(name) FROM state.states WHERE name ~ '^fd[br]_' ORDER BY name;
+DROP TABLE fd_ev, fd_ev2, fd_late, fdb_tumble_out, fdr_tumble_out, fdb_slide_out, fdr_slide_out,
+    fdb_session_out, fdr_session_out, fdb_list_out, fdr_list_out, fdb_nocombine_out, fdr_nocombine_out;
+DROP FUNCTION fd_twins(text, text, text), fd_differ(text);
+DROP AGGREGATE fd_total(bigint);
+DROP AGGREGATE fd_count(bigint);
+
 -- Clean up
 DROP TABLE clicks, row_feed, orders;
 SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'fd\_%' ORDER BY name;

@@ -18,7 +18,7 @@
  *	checkpoint.	a checkpoint
  *	restore.	a restore of a snapshot or checkpoint
  *	timer.		a timer's firing
- *	window.		a window's emit
+ *	window.		a window's emit, and a feed's merge of its batch into a key
  *	standby.	a hot standby's apply of logged states
  *	rescale.	a rescale (of snapshots, or of a proxy's parts)
  *	alter.		a state's change (alter_state)

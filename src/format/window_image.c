@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "utils/memutils.h"
 
 #include "format/window_image.h"
 
@@ -105,34 +106,58 @@ window_set_read(const char *img, uint32 len, WindowSet *s)
 	return p == end;
 }
 
-/* window_set_write appends the image of s to out. */
+/* put copies n bytes to *p and moves past them. */
+static inline void
+put(char **p, const void *src, Size n)
+{
+	memcpy(*p, src, n);
+	*p += n;
+}
+
+/*
+ * window_set_write appends the image of s to out: its size first, so that
+ * out is enlarged once and each field is a copy of known size.
+ */
 void
 window_set_write(StringInfo out, const WindowSet *s)
 {
 	char		head[4] = {WINDOW_IMAGE_VERSION, 0, 0, 0};
 	uint32		nmarks = (uint32) s->nmarks;
 	uint32		n = (uint32) s->n;
+	Size		size = HEADER_SIZE + (Size) nmarks * MARK_SIZE;
+	char	   *p;
 
-	appendBinaryStringInfo(out, head, 4);
-	appendBinaryStringInfo(out, (const char *) &s->cleaned_to, 8);
-	appendBinaryStringInfo(out, (const char *) &s->fire_clock, 8);
-	appendBinaryStringInfo(out, (const char *) &nmarks, 4);
-	appendBinaryStringInfo(out, (const char *) &n, 4);
+	for (int i = 0; i < s->n; i++)
+		size += WINDOW_HEAD + s->w[i].acclen;
+	if (size > (Size) (MaxAllocSize - 1 - out->len))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the windows of a key would take more than 1 GB")));
+	enlargeStringInfo(out, (int) size);
+	p = out->data + out->len;
+	put(&p, head, 4);
+	put(&p, &s->cleaned_to, 8);
+	put(&p, &s->fire_clock, 8);
+	put(&p, &nmarks, 4);
+	put(&p, &n, 4);
 	for (int i = 0; i < s->nmarks; i++)
 	{
-		appendBinaryStringInfo(out, (const char *) &s->marks[i].start, 8);
-		appendBinaryStringInfo(out, (const char *) &s->marks[i].end, 8);
-		appendBinaryStringInfo(out, (const char *) &s->marks[i].version, 4);
+		put(&p, &s->marks[i].start, 8);
+		put(&p, &s->marks[i].end, 8);
+		put(&p, &s->marks[i].version, 4);
 	}
 	for (int i = 0; i < s->n; i++)
 	{
 		const WindowEntry *w = &s->w[i];
 
-		appendBinaryStringInfo(out, (const char *) &w->start, 8);
-		appendBinaryStringInfo(out, (const char *) &w->end, 8);
-		appendBinaryStringInfo(out, (const char *) &w->version, 4);
-		appendBinaryStringInfo(out, (const char *) &w->flags, 1);
-		appendBinaryStringInfo(out, (const char *) &w->acclen, 4);
-		appendBinaryStringInfo(out, w->acc, (int) w->acclen);
+		put(&p, &w->start, 8);
+		put(&p, &w->end, 8);
+		put(&p, &w->version, 4);
+		put(&p, &w->flags, 1);
+		put(&p, &w->acclen, 4);
+		put(&p, w->acc, w->acclen);
 	}
+	Assert(p == out->data + out->len + size);
+	out->len += (int) size;
+	out->data[out->len] = '\0';
 }

@@ -30,6 +30,7 @@
 
 #include "catalog/stats.h"
 #include "sql/sql_common.h"
+#include "sql/sql_window.h"
 
 PG_FUNCTION_INFO_V1(state_feed);
 
@@ -363,7 +364,7 @@ feed_arg(Feed *feed, TupleTableSlot *slot, FeedRole r, StateArg *arg)
  * feed's row context.
  */
 static void
-feed_row(Feed *feed, TupleTableSlot *slot)
+feed_row(Feed *feed, TupleTableSlot *slot, WindowBatch *batch)
 {
 	StateCall  *call = feed->call;
 	StateArg	args[FEED_ROLES];
@@ -374,7 +375,9 @@ feed_row(Feed *feed, TupleTableSlot *slot)
 	for (int r = 0; r < FEED_ROLES; r++)
 		feed_arg(feed, slot, (FeedRole) r, &args[r]);
 	state_call_key_arg(call, &args[FEED_KEY]);
-	if (state_desc_is_timers(&call->desc))
+	if (batch != NULL)
+		sql_window_batch_add(batch, &args[FEED_TIME], &args[FEED_VALUE]);
+	else if (state_desc_is_timers(&call->desc))
 		sql_timer_register_arg(call, &args[FEED_TIME]);
 	else if (call->desc.kind == STATE_KIND_MAP)
 		sql_map_put_arg(call, &args[FEED_MAP_KEY], &args[FEED_VALUE]);
@@ -388,7 +391,8 @@ feed_row(Feed *feed, TupleTableSlot *slot)
 /*
  * feed_new_rows folds every row of a statement trigger's transition table,
  * read through a read pointer of its own (other triggers read it too);
- * returns how many.
+ * returns how many.  A window state takes them in batches (sql_window.c):
+ * each key's values folded together, then one merge per key.
  */
 static uint64
 feed_new_rows(Feed *feed, TriggerData *td)
@@ -396,16 +400,21 @@ feed_new_rows(Feed *feed, TriggerData *td)
 	Tuplestorestate *rows = td->tg_newtable;
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(td->tg_relation),
 													&TTSOpsMinimalTuple);
+	WindowBatch *batch = NULL;
 	uint64		n = 0;
 
+	if (feed->call->desc.kind == STATE_KIND_WINDOW)
+		batch = sql_window_batch_begin(feed->call);
 	tuplestore_select_read_pointer(rows, tuplestore_alloc_read_pointer(rows, EXEC_FLAG_REWIND));
 	tuplestore_rescan(rows);
 	while (tuplestore_gettupleslot(rows, true, false, slot))
 	{
 		CHECK_FOR_INTERRUPTS();
-		feed_row(feed, slot);
+		feed_row(feed, slot, batch);
 		n++;
 	}
+	if (batch != NULL)
+		sql_window_batch_end(batch);
 	ExecDropSingleTupleTableSlot(slot);
 	return n;
 }
@@ -427,7 +436,7 @@ state_feed(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_FOR_ROW(td->tg_event))
 	{
-		feed_row(feed, td->tg_trigslot);
+		feed_row(feed, td->tg_trigslot, NULL);
 		n = 1;
 	}
 	else

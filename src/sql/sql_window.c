@@ -25,6 +25,7 @@
 
 #include "catalog/stats.h"
 #include "common/codec.h"
+#include "common/fault.h"
 #include "common/timer_handler.h"
 #include "format/records.h"
 #include "state_ops.h"
@@ -429,20 +430,15 @@ late_value(StateCall *call, TimestampTz t)
 }
 
 /*
- * sql_window_add_arg: value joins every window of call->key that holds
- * event_time, a timestamptz (processing time: the clock's time, event_time
- * NULL); a value too late for all of them is dropped, counted
- * (state.stats.late) and handed to the late function.  A state whose
- * watermark follows the data moves it first.  window_add and a table's
- * feed.
+ * window_value_time: the checks of a value and its event time (NULL: the
+ * clock's time, for a state in processing time); the value's image goes to
+ * call->buf.  Returns the value's time.
  */
-void
-sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *value)
+static TimestampTz
+window_value_time(StateCall *call, const StateArg *event_time, const StateArg *value)
 {
-	WindowRun  *run = window_run(call);
 	const StateDesc *d = &call->desc;
 	TimestampTz t;
-	WindowSet	in;
 
 	if (!d->timer_event_time)
 	{
@@ -472,33 +468,82 @@ sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *
 				 errmsg("value of state \"%s\" must not be null", NameStr(d->name))));
 	resetStringInfo(&call->buf);
 	state_call_encode_arg(call, value, ARG_VALUE, &call->buf);
+	return t;
+}
+
+/*
+ * window_take: the windows of call->key a value at t (its image in
+ * call->buf) joins, into *in, judged by the watermark (or floor, when that
+ * is later: what a feed's batch has not published yet).  False when it is
+ * too late for every one of them: it is dropped, counted, and handed to
+ * the late function.
+ */
+static bool
+window_take(StateCall *call, TimestampTz t, TimestampTz floor, WindowSet *in)
+{
+	const StateDesc *d = &call->desc;
+	TimestampTz w;
+
+	window_set_init(in);
+	assign_windows(call, t, call->buf.data, call->buf.len, in);
+	/* Windows whose lateness the watermark passed take nothing. */
+	if (!d->timer_event_time)
+		return true;
+
+	/*
+	 * Judged by the watermark; a transactional state's value on time holds
+	 * its windows from firing until its transaction ends.
+	 */
+	if (timer_window_judge(call->target.slot, d->id, in->w[0].end,
+						   window_time_add(in->w[in->n - 1].end, d->window_lateness),
+						   d->transactional, floor, &w))
+	{
+		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
+		pfree(in->w);
+		late_value(call, t);
+		return false;
+	}
+	if (w != DT_NOBEGIN)
+		in->cleaned_to = w;
+	return true;
+}
+
+/* The timer worker must look at the windows the last fold woke, of key. */
+static void
+window_wake(StateCall *call, WindowRun *run, const StateKey *key)
+{
+	for (int i = 0; i < run->folded.nwake; i++)
+	{
+		if (call->desc.transactional)
+			timer_queue_note(&call->desc, call->target.slot, key->data, key->len,
+							 run->folded.wake[i]);
+		else
+			timer_queue_push(&call->desc, call->target.slot, key->data, key->len,
+							 run->folded.wake[i]);
+	}
+}
+
+/*
+ * sql_window_add_arg: value joins every window of call->key that holds
+ * event_time, a timestamptz (processing time: the clock's time, event_time
+ * NULL); a value too late for all of them is dropped, counted
+ * (state.stats.late) and handed to the late function.  A state whose
+ * watermark follows the data moves it first.  window_add, and a table's
+ * feed as a row trigger.
+ */
+void
+sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *value)
+{
+	WindowRun  *run = window_run(call);
+	const StateDesc *d = &call->desc;
+	TimestampTz t = window_value_time(call, event_time, value);
+	WindowSet	in;
+
 	if (d->watermark_by_data &&
 		timer_watermark_observe(call->target.slot, d->id, t, d->watermark_lag))
 		timer_queue_wake(d->dbid);
-
-	window_set_init(&in);
-	assign_windows(call, t, call->buf.data, call->buf.len, &in);
-	/* Windows whose lateness the watermark passed take nothing. */
-	if (d->timer_event_time)
-	{
-		TimestampTz w;
-
-		/*
-		 * Judged by the watermark; a transactional state's value on time
-		 * holds its windows from firing until its transaction ends.
-		 */
-		if (timer_window_judge(call->target.slot, d->id, in.w[0].end,
-							   window_time_add(in.w[in.n - 1].end, d->window_lateness),
-							   d->transactional, &w))
-		{
-			state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
-			pfree(in.w);
-			late_value(call, t);
-			return;
-		}
-		if (w != DT_NOBEGIN)
-			in.cleaned_to = w;
-	}
+	if (!window_take(call, t, DT_NOBEGIN, &in))
+		return;
 	resetStringInfo(&run->image);
 	window_set_write(&run->image, &in);
 	call->backend->merge(&call->target, &call->key, run->image.data, run->image.len, window_merge,
@@ -508,16 +553,322 @@ sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *
 		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 		late_value(call, t);
 	}
-	for (int i = 0; i < run->folded.nwake; i++)
-	{
-		if (d->transactional)
-			timer_queue_note(d, call->target.slot, call->key.data, call->key.len,
-							 run->folded.wake[i]);
-		else
-			timer_queue_push(d, call->target.slot, call->key.data, call->key.len,
-							 run->folded.wake[i]);
-	}
+	window_wake(call, run, &call->key);
 	pfree(in.w);
+}
+
+/* ------------------------------------------------------------ a feed's batch */
+
+/*
+ * A statement trigger's feed (sql_feed.c) folds its rows into a window
+ * state in batches, as Flink's mini-batch aggregation does: each row is
+ * checked and judged late or on time in the rows' order, as window_add
+ * would judge it (by the watermark, and by what the batch's earlier rows
+ * move it to), and its windows join its key's windows in local memory;
+ * then each key's windows go into the state with one merge, and the
+ * watermark the batch's rows give is published.  A key's windows fire no
+ * sooner than with one merge per row: the watermark moves only once the
+ * rows are in.  A window another session's watermark closed meanwhile
+ * drops what the batch brought it, as it would a row's: each row whose
+ * windows all were dropped is late.
+ */
+
+/* At most this many rows, or this much memory, before the batch is folded. */
+#define WINDOW_BATCH_ROWS		8192
+#define WINDOW_BATCH_MEMORY		(8 * 1024 * 1024)
+
+/* A row of the batch, kept to find it if its windows are dropped. */
+typedef struct BatchRow
+{
+	TimestampTz t;
+	TimestampTz judged;			/* the watermark it was judged by (WINDOW_NO_CLOCK: none) */
+	char	   *value;			/* its image */
+	uint32		len;
+	int			next;			/* its key's next row; -1: none */
+} BatchRow;
+
+/* A key of the batch: its windows so far, in local memory. */
+typedef struct BatchKey
+{
+	StateKey	key;			/* its image, a copy */
+	WindowSet	set;
+	int			max;			/* room in set.w */
+	int64		judged;			/* the lowest watermark its rows were judged by */
+	int			first;			/* its rows; -1: none */
+	int			last;
+	struct BatchKey *next;		/* keys in the order they came */
+} BatchKey;
+
+struct WindowBatch
+{
+	StateCall  *call;
+	WindowRun  *run;
+	MemoryContext cxt;			/* the batch's, reset when it is folded */
+	BatchKey  **table;			/* open addressing by the key's hash */
+	uint32		mask;
+	int			nkeys;
+	BatchKey   *first;
+	BatchKey   *last;
+	BatchRow   *rows;
+	int			nrows;
+	int			maxrows;
+	TimestampTz floor;			/* the watermark the batch's rows give; DT_NOBEGIN: none */
+	TimestampTz latest;			/* the latest event time of its rows */
+	bool		moved;			/* the rows move the watermark (latest is set) */
+};
+
+static void
+batch_reset(WindowBatch *b)
+{
+	MemoryContextReset(b->cxt);
+	b->mask = 255;
+	b->table = MemoryContextAllocZero(b->cxt, sizeof(BatchKey *) * (b->mask + 1));
+	b->nkeys = 0;
+	b->first = b->last = NULL;
+	b->maxrows = 256;
+	b->rows = MemoryContextAlloc(b->cxt, sizeof(BatchRow) * b->maxrows);
+	b->nrows = 0;
+	b->moved = false;
+	b->floor = DT_NOBEGIN;
+	b->latest = DT_NOBEGIN;
+}
+
+/*
+ * sql_window_batch_begin: a batch for the feed of call's window state, or
+ * NULL when its values cannot be folded together (an aggregate without a
+ * combine function): then each row is folded alone.
+ */
+WindowBatch *
+sql_window_batch_begin(StateCall *call)
+{
+	WindowBatch *b;
+
+	Assert(call->desc.kind == STATE_KIND_WINDOW);
+	if (!window_batches(&call->desc))
+		return NULL;
+	b = palloc0(sizeof(WindowBatch));
+	b->call = call;
+	b->run = window_run(call);
+	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "state.feed window batch",
+								   ALLOCSET_DEFAULT_SIZES);
+	batch_reset(b);
+	return b;
+}
+
+/* The batch's entry for call->key, made when it has none. */
+static BatchKey *
+batch_key(WindowBatch *b)
+{
+	const StateKey *k = &b->call->key;
+	uint32		i = k->hash & b->mask;
+	BatchKey   *g;
+	char	   *copy;
+
+	for (; (g = b->table[i]) != NULL; i = (i + 1) & b->mask)
+		if (g->key.hash == k->hash && g->key.len == k->len &&
+			memcmp(g->key.data, k->data, k->len) == 0)
+			return g;
+	g = MemoryContextAllocZero(b->cxt, sizeof(BatchKey));
+	copy = MemoryContextAlloc(b->cxt, Max(k->len, 1));
+	memcpy(copy, k->data, k->len);
+	g->key = *k;
+	g->key.data = copy;
+	window_set_init(&g->set);
+	g->judged = PG_INT64_MAX;
+	g->first = g->last = -1;
+	if (b->last)
+		b->last->next = g;
+	else
+		b->first = g;
+	b->last = g;
+	b->table[i] = g;
+	/* At most half full. */
+	if (++b->nkeys > (int) (b->mask + 1) / 2)
+	{
+		uint32		mask = b->mask * 2 + 1;
+		BatchKey  **table = MemoryContextAllocZero(b->cxt, sizeof(BatchKey *) * (mask + 1));
+
+		for (BatchKey *o = b->first; o; o = o->next)
+		{
+			uint32		j = o->key.hash & mask;
+
+			while (table[j])
+				j = (j + 1) & mask;
+			table[j] = o;
+		}
+		pfree(b->table);
+		b->table = table;
+		b->mask = mask;
+	}
+	return g;
+}
+
+/*
+ * The rows of g whose windows the merge took none of (kept: which of the
+ * windows it was given it took) are late, as each would have been alone.
+ */
+static void
+batch_late_rows(WindowBatch *b, BatchKey *g, const WindowSet *given, const bool *kept)
+{
+	StateCall  *call = b->call;
+	int64		lateness = call->desc.window_lateness;
+
+	for (int r = g->first; r >= 0; r = b->rows[r].next)
+	{
+		BatchRow   *row = &b->rows[r];
+		WindowSet	own;
+		bool		taken = false;
+
+		window_set_init(&own);
+		assign_windows(call, row->t, row->value, row->len, &own);
+		for (int i = 0; i < own.n && !taken; i++)
+		{
+			/* Judged too late when the row came: never in the batch. */
+			if (row->judged != WINDOW_NO_CLOCK &&
+				window_time_add(own.w[i].end, lateness) <= row->judged)
+				continue;
+			/* In the batch's window that holds it (a session's may be wider). */
+			for (int j = 0; j < given->n; j++)
+				if (given->w[j].start <= own.w[i].start && own.w[i].end <= given->w[j].end)
+				{
+					taken = kept[j];
+					break;
+				}
+		}
+		pfree(own.w);
+		if (taken)
+			continue;
+		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
+		resetStringInfo(&call->buf);
+		appendBinaryStringInfo(&call->buf, row->value, (int) row->len);
+		late_value(call, row->t);
+	}
+}
+
+/* Key g's windows of the batch go into the state, with one merge. */
+static void
+batch_merge_key(WindowBatch *b, BatchKey *g)
+{
+	StateCall  *call = b->call;
+	WindowRun  *run = b->run;
+	struct WindowFoldArg fa;
+	bool	   *kept;
+
+	if (g->set.n == 0)
+		return;
+	g->set.cleaned_to = g->judged == PG_INT64_MAX ? WINDOW_NO_CLOCK : g->judged;
+	resetStringInfo(&run->image);
+	window_set_write(&run->image, &g->set);
+	kept = MemoryContextAlloc(b->cxt, sizeof(bool) * g->set.n);
+	fa = *(struct WindowFoldArg *) window_fold_arg(run, call->desc.transactional);
+	fa.kept = kept;
+	FAULT_POINT("window.feed_merge");
+	call->key = g->key;
+	call->backend->merge(&call->target, &g->key, run->image.data, run->image.len, window_merge,
+						 &fa, NULL, &call->buf2);
+	window_wake(call, run, &g->key);
+	for (int i = 0; i < g->set.n; i++)
+		if (!kept[i])
+		{
+			batch_late_rows(b, g, &g->set, kept);
+			break;
+		}
+	/* The key starts again empty (a row that would overflow it folded it). */
+	g->set.n = 0;
+	g->judged = PG_INT64_MAX;
+	g->first = g->last = -1;
+}
+
+/*
+ * The batch goes into the state, key by key in the order they came; then
+ * the watermark its rows give is published.
+ */
+static void
+batch_fold(WindowBatch *b)
+{
+	const StateDesc *d = &b->call->desc;
+
+	for (BatchKey *g = b->first; g; g = g->next)
+	{
+		CHECK_FOR_INTERRUPTS();
+		batch_merge_key(b, g);
+	}
+	if (b->moved &&
+		timer_watermark_observe(b->call->target.slot, d->id, b->latest, d->watermark_lag))
+		timer_queue_wake(d->dbid);
+	batch_reset(b);
+}
+
+/*
+ * sql_window_batch_add: a row's value at event_time joins the batch, for
+ * call->key (state_call_key_arg), judged as window_add would judge it.
+ */
+void
+sql_window_batch_add(WindowBatch *b, const StateArg *event_time, const StateArg *value)
+{
+	StateCall  *call = b->call;
+	const StateDesc *d = &call->desc;
+	TimestampTz t = window_value_time(call, event_time, value);
+	WindowSet	in;
+	BatchKey   *g;
+	BatchRow   *row;
+	MemoryContext old;
+
+	if (d->watermark_by_data)
+	{
+		b->floor = Max(b->floor, timer_watermark_of(t, d->watermark_lag));
+		b->latest = b->moved ? Max(b->latest, t) : t;
+		b->moved = true;
+	}
+	if (!window_take(call, t, b->floor, &in))
+		return;
+	g = batch_key(b);
+	/* A key whose windows would overflow what one merge wakes goes in first. */
+	if (g->set.n + in.n > WINDOW_MAX_SLIDES + 1)
+		batch_merge_key(b, g);
+	old = MemoryContextSwitchTo(b->cxt);
+	if (b->nrows == b->maxrows)
+	{
+		b->maxrows *= 2;
+		b->rows = repalloc(b->rows, sizeof(BatchRow) * b->maxrows);
+	}
+	row = &b->rows[b->nrows];
+	row->t = t;
+	row->judged = in.cleaned_to;
+	row->len = (uint32) call->buf.len;
+	row->value = palloc(Max(row->len, 1));
+	memcpy(row->value, call->buf.data, row->len);
+	row->next = -1;
+	if (g->last >= 0)
+		b->rows[g->last].next = b->nrows;
+	else
+		g->first = b->nrows;
+	g->last = b->nrows++;
+	g->judged = Min(g->judged, in.cleaned_to);
+	for (int i = 0; i < in.n; i++)
+	{
+		WindowEntry x = in.w[i];
+
+		/* A window the watermark it was judged by closed takes nothing. */
+		if (in.cleaned_to != WINDOW_NO_CLOCK &&
+			window_time_add(x.end, d->window_lateness) <= in.cleaned_to)
+			continue;
+		x.acc = row->value;
+		window_join_local(b->run, &g->set, &g->max, &x);
+	}
+	MemoryContextSwitchTo(old);
+	pfree(in.w);
+	if (b->nrows >= WINDOW_BATCH_ROWS || MemoryContextMemAllocated(b->cxt, false) >= WINDOW_BATCH_MEMORY)
+		batch_fold(b);
+}
+
+/* sql_window_batch_end: what the batch holds goes into the state. */
+void
+sql_window_batch_end(WindowBatch *b)
+{
+	batch_fold(b);
+	MemoryContextDelete(b->cxt);
+	pfree(b);
 }
 
 /*

@@ -54,6 +54,7 @@ typedef struct WindowRun
 		struct WindowRun *run;
 		bool		delta;
 		bool		judged;		/* in's windows were judged late or not when added */
+		bool	   *kept;		/* NULL, or where to say which of in's windows were taken */
 	}			apply, pending, commit;
 } WindowRun;
 
@@ -62,6 +63,8 @@ extern WindowRun *window_run(StateCall *call);
 extern void window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 						 StringInfo out, void *arg);
 extern void *window_fold_arg(WindowRun *run, bool delta);
+extern bool window_batches(const StateDesc *desc);
+extern void window_join_local(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x);
 extern void window_read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s);
 extern Datum window_result(WindowRun *run, const char *acc, uint32 acclen, Oid restype,
 						   bool *isnull);
@@ -73,5 +76,11 @@ extern const StateFireRoutine window_fire_routine;
 /* sql_window.c */
 extern void sql_window_parse_create(FunctionCallInfo fcinfo, StateDesc *desc);
 extern void sql_watermark_parse_create(FunctionCallInfo fcinfo, StateDesc *desc);
+
+/* A feed's batch of rows for a window state (sql_window.c, used by sql_feed.c). */
+typedef struct WindowBatch WindowBatch;
+extern WindowBatch *sql_window_batch_begin(StateCall *call);
+extern void sql_window_batch_add(WindowBatch *b, const StateArg *event_time, const StateArg *value);
+extern void sql_window_batch_end(WindowBatch *b);
 
 #endif							/* STATE_BACKEND_SQL_WINDOW_H */

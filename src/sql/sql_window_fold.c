@@ -330,6 +330,30 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x, int64 c
 }
 
 /*
+ * window_batches: whether a state's values can be folded together before
+ * they reach the key's windows (a feed's batch): contents that combine,
+ * which an aggregate's do only with a combine function.
+ */
+bool
+window_batches(const StateDesc *desc)
+{
+	return desc->window_contents != STATE_WINDOW_AGGREGATE ||
+		aggregate_has_combine(desc->aggregate);
+}
+
+/*
+ * window_join_local: window x of a value joins s, a key's windows kept in
+ * local memory (a feed's batch, sql_window.c), as it would join the key's
+ * stored windows, without a clock: the value was judged when it came.
+ */
+void
+window_join_local(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x)
+{
+	(void) add_window(run, s, max, x, WINDOW_NO_CLOCK);
+	run->folded.nwake = 0;
+}
+
+/*
  * Apply marks: what fired and did not change since clears its flag; what
  * ended, and whose lateness passed, by the clock goes, unless a value
  * changed it since it fired (it fires once more, then goes).
@@ -390,7 +414,13 @@ window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 	 */
 	judge = fa->judged ? s.cleaned_to : Max(s.cleaned_to, x.cleaned_to);
 	for (int i = 0; i < x.n; i++)
-		kept += add_window(run, &s, &max, &x.w[i], judge) ? 1 : 0;
+	{
+		bool		took = add_window(run, &s, &max, &x.w[i], judge);
+
+		if (fa->kept)
+			fa->kept[i] = took;
+		kept += took ? 1 : 0;
+	}
 	run->folded.dropped = x.n > 0 && kept == 0;
 	if (fa->delta)
 	{

@@ -463,11 +463,13 @@ unpin_at_exit(int code, Datum arg)
  * of a transactional state ("pin"), a pin of first_end until the
  * transaction ends, taken under the same lock so that the timer worker
  * either sees it or fired by a clock that made the value late.
- * *watermark gets the watermark the value was judged by.
+ * *watermark gets the watermark the value was judged by: the slot's, or
+ * floor when that is later (a feed's batch judges its rows by the watermark
+ * its earlier rows give, before it publishes it; DT_NOBEGIN: none).
  */
 bool
 timer_window_judge(int slot, uint32 id, TimestampTz first_end, TimestampTz last_due,
-				   bool pin, TimestampTz *watermark)
+				   bool pin, TimestampTz floor, TimestampTz *watermark)
 {
 	TimerSlot  *t;
 	bool		late;
@@ -501,8 +503,8 @@ timer_window_judge(int slot, uint32 id, TimestampTz first_end, TimestampTz last_
 		}
 	}
 	t = slot_lock(slot, id);
-	late = t->watermark != DT_NOBEGIN && last_due <= t->watermark;
-	*watermark = t->watermark;
+	*watermark = Max(t->watermark, floor);
+	late = *watermark != DT_NOBEGIN && last_due <= *watermark;
 	if (pin && !late)
 	{
 		if (mine->held && mine->overflowed)
@@ -667,6 +669,13 @@ static TimestampTz
 watermark_in_range(TimestampTz w)
 {
 	return Max(Min(w, END_TIMESTAMP - 1), MIN_TIMESTAMP);
+}
+
+/* timer_watermark_of: the watermark a value at event time t gives, lag behind it. */
+TimestampTz
+timer_watermark_of(TimestampTz t, int64 lag)
+{
+	return watermark_in_range(t - lag);
 }
 
 /*

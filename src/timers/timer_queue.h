@@ -55,9 +55,10 @@ extern bool timer_watermark_advance(int slot, uint32 id, TimestampTz to, Timesta
 extern TimestampTz timer_watermark(int slot, uint32 id, TimestampTz *set_at);
 extern TimestampTz timer_watermark_known(int slot, uint32 id, TimestampTz *set_at);
 extern bool timer_window_judge(int slot, uint32 id, TimestampTz first_end, TimestampTz last_due,
-							   bool pin, TimestampTz *watermark);
+							   bool pin, TimestampTz floor, TimestampTz *watermark);
 extern void timer_window_unpin_all(void);
 extern bool timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag);
+extern TimestampTz timer_watermark_of(TimestampTz t, int64 lag);
 extern TimestampTz timer_watermark_idle(int slot, uint32 id, int64 idle, TimestampTz now,
 										TimestampTz next);
 extern uint64 timer_slot_pushes(int slot, uint32 id);
