@@ -278,23 +278,33 @@ SQL
 }
 
 # nx_drain Q: after the feed, the watermark to 'infinity', then wait until
-# the state holds no key (every window fired and removed); fails when its
-# entries have not moved for NX_STALL_S.
+# the state holds no key (every window fired and removed), in one statement
+# on the server that looks every millisecond (a client's round trips and
+# sleeps would add their own time to the drain); fails when its entries
+# have not moved for NX_STALL_S.
 nx_drain() {
-	local name=nx_$1 last='' now t_last
-	sql1 "SELECT state.advance_watermark('$name', 'infinity')" >/dev/null 2>>"$NX_LOG" || return 1
-	t_last=$(date +%s)
-	while :; do
-		now=$(sql1 "SELECT entries FROM state.states WHERE name = '$name'" 2>>"$NX_LOG") || return 1
-		[ "$now" = 0 ] && return 0
-		if [ "$now" != "$last" ]; then
-			last=$now t_last=$(date +%s)
-		elif [ $(($(date +%s) - t_last)) -ge "$NX_STALL_S" ]; then
-			printf 'nexmark: %s still holds %s keys after %s s without progress\n' "$name" "$now" "$NX_STALL_S" >>"$NX_LOG"
-			return 1
-		fi
-		sleep 0.05
-	done
+	sql bench >>"$NX_LOG" 2>&1 <<SQL
+DO \$\$
+DECLARE
+	n bigint;
+	last bigint;
+	moved timestamptz := clock_timestamp();
+BEGIN
+	PERFORM state.advance_watermark('nx_$1', 'infinity');
+	LOOP
+		SELECT entries INTO n FROM state.states WHERE name = 'nx_$1';
+		EXIT WHEN n = 0;
+		IF n IS DISTINCT FROM last THEN
+			last := n;
+			moved := clock_timestamp();
+		ELSIF clock_timestamp() - moved > interval '$NX_STALL_S seconds' THEN
+			RAISE EXCEPTION 'nexmark: nx_$1 still holds % keys after $NX_STALL_S s without progress', n;
+		END IF;
+		PERFORM pg_sleep(0.001);
+	END LOOP;
+END
+\$\$;
+SQL
 }
 
 # nx_run Q SIDE CLIENTS ROUND: one run; records its "nx run" line: query

@@ -111,6 +111,27 @@ say_ 'The floor, the same inserts into the bid table without a trigger: '
 			  . fx(ratio(e2e($_, 'tables', $c), e2e('-', 'none', $c))) } qw(q5 q7 q11))
 	} grep { $fig{"-|none|$_"} } @clients)
   . ' of it.';
+# Per event, the time a side adds to the inserts alone.
+sub added
+{
+	my ($q, $side, $c) = @_;
+	my ($e, $floor) = (e2e($q, $side, $c), e2e('-', 'none', $c));
+	return undef unless $e && $floor;
+	return 1 / $e - 1 / $floor;
+}
+say_ 'So states / tables cannot pass the tables\' time over the floor\'s (a side that added nothing to the'
+  . ' inserts), and the time each side adds to the inserts (per event, end to end less the floor\'s) says'
+  . ' how their work compares: '
+  . join('; ', map {
+	  my $c = $_;
+	  "$c client(s): " . join(', ', map {
+			my ($t, $st) = (added($_, 'tables', $c), added($_, 'states', $c));
+			"$_ at most " . fx(ratio(e2e('-', 'none', $c), e2e($_, 'tables', $c)))
+			  . ' (the tables add ' . (defined $t && defined $st && $t > 0 && $st > 0 ? fx($t / $st) : '-')
+			  . ' what the states add)'
+		} grep { $fig{"$_|states|$c"} && $fig{"$_|tables|$c"} } qw(q5 q7 q11))
+	} grep { $fig{"-|none|$_"} } @clients)
+  . '.';
 say_ '';
 say_ 'Runs (feed: pgbench\'s time; drain: from its end until every window fired, states only; rows: the'
   . ' side\'s result rows; batch SQL rows: the same query\'s over every bid; differing: rows in one of the side\'s results and batch SQL\'s and not in the other;'
