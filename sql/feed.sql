@@ -314,7 +314,8 @@ DROP TABLE pclicks;
 -- one by a row trigger (a row at a time), emit the same windows and hand
 -- the same late values to their late functions, for every assigner and
 -- kind of contents (an aggregate without a combine function is fed a row
--- at a time).
+-- at a time; a list in sessions that merge is left out: merged sessions
+-- join their lists window by window, not in the order the values came).
 CREATE AGGREGATE fd_total(bigint) (sfunc = int8pl, stype = bigint, initcond = '0');
 CREATE AGGREGATE fd_count(bigint) (sfunc = int8inc_any, stype = bigint, initcond = '0',
                                    combinefunc = int8pl);
@@ -384,6 +385,11 @@ SELECT expect_error($$INSERT INTO fd_ev2 VALUES (1, '2026-01-01 01:00:00+00', 1)
 SELECT count(*) AS windows_after_error FROM state.windows('fdb_err', NULL::int);
 INSERT INTO fd_ev2 VALUES (1, '2026-01-01 01:00:00+00', 1), (1, '2026-01-01 01:00:01+00', 2);
 SELECT state.window_get('fdb_err', 1, '2026-01-01 01:00:00+00', NULL::bigint) AS fed;
+-- but a key whose windows in the batch pass 1,001 goes in early, when its
+-- next window comes: its 1,001 windows are in before the error
+SELECT expect_error($$INSERT INTO fd_ev2 SELECT 2, '2026-01-02 00:00:00+00'::timestamptz + i * interval '1 minute', 1
+                        FROM generate_series(0, 1001) i UNION ALL SELECT NULL, '2026-01-02 00:00:00+00', 1$$);
+SELECT count(*) AS windows_in_early FROM state.windows('fdb_err', NULL::int) WHERE key = 2;
 SELECT state.drop_state(name) FROM state.states WHERE name ~ '^fd[br]_' ORDER BY name;
 DROP TABLE fd_ev, fd_ev2, fd_late, fdb_tumble_out, fdr_tumble_out, fdb_slide_out, fdr_slide_out,
     fdb_session_out, fdr_session_out, fdb_list_out, fdr_list_out, fdb_nocombine_out, fdr_nocombine_out;

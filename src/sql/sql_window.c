@@ -383,8 +383,8 @@ assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, Wi
 #define LATE_SEARCH_PATH	"\"$user\", public, pg_temp"
 
 /*
- * late_value hands a value dropped as late to the state's late function,
- * if it has one, with its key and event time: as the owner, in a security
+ * late_value hands a value dropped as late (its image value, len) to the
+ * state's late function, if it has one, with its key and event time: as the owner, in a security
  * restricted operation (a deferred trigger it queues is refused, so none
  * runs later as the caller) at a GUC nest level of its own with a
  * search_path the caller does not choose, in the caller's transaction.  A
@@ -392,7 +392,7 @@ assign_windows(StateCall *call, TimestampTz t, const char *value, uint32 len, Wi
  * unseen.
  */
 static void
-late_value(StateCall *call, TimestampTz t)
+late_value(StateCall *call, TimestampTz t, const char *value, uint32 len)
 {
 	const StateDesc *d = &call->desc;
 	const char *problem;
@@ -416,7 +416,7 @@ late_value(StateCall *call, TimestampTz t)
 	fc->args[0].isnull = false;
 	fc->args[1].value = TimestampTzGetDatum(t);
 	fc->args[1].isnull = false;
-	fc->args[2].value = codec_decode(&call->codecs[ARG_VALUE], call->buf.data, call->buf.len);
+	fc->args[2].value = codec_decode(&call->codecs[ARG_VALUE], value, len);
 	fc->args[2].isnull = false;
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(d->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
@@ -500,7 +500,7 @@ window_take(StateCall *call, TimestampTz t, TimestampTz floor, WindowSet *in)
 	{
 		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
 		pfree(in->w);
-		late_value(call, t);
+		late_value(call, t, call->buf.data, (uint32) call->buf.len);
 		return false;
 	}
 	if (w != DT_NOBEGIN)
@@ -551,7 +551,7 @@ sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *
 	if (run->folded.dropped)
 	{
 		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
-		late_value(call, t);
+		late_value(call, t, call->buf.data, (uint32) call->buf.len);
 	}
 	window_wake(call, run, &call->key);
 	pfree(in.w);
@@ -604,6 +604,7 @@ struct WindowBatch
 	StateCall  *call;
 	WindowRun  *run;
 	MemoryContext cxt;			/* the batch's, reset when it is folded */
+	MemoryContext mergecxt;		/* one key's merge, reset after it */
 	BatchKey  **table;			/* open addressing by the key's hash */
 	uint32		mask;
 	int			nkeys;
@@ -651,6 +652,8 @@ sql_window_batch_begin(StateCall *call)
 	b->run = window_run(call);
 	b->cxt = AllocSetContextCreate(CurrentMemoryContext, "state.feed window batch",
 								   ALLOCSET_DEFAULT_SIZES);
+	b->mergecxt = AllocSetContextCreate(CurrentMemoryContext, "state.feed window merge",
+										ALLOCSET_DEFAULT_SIZES);
 	batch_reset(b);
 	return b;
 }
@@ -739,9 +742,7 @@ batch_late_rows(WindowBatch *b, BatchKey *g, const WindowSet *given, const bool 
 		if (taken)
 			continue;
 		state_stats_count(call->target.slot, STATE_STAT_LATE, 1);
-		resetStringInfo(&call->buf);
-		appendBinaryStringInfo(&call->buf, row->value, (int) row->len);
-		late_value(call, row->t);
+		late_value(call, row->t, row->value, row->len);
 	}
 }
 
@@ -753,13 +754,16 @@ batch_merge_key(WindowBatch *b, BatchKey *g)
 	WindowRun  *run = b->run;
 	struct WindowFoldArg fa;
 	bool	   *kept;
+	MemoryContext old;
 
 	if (g->set.n == 0)
 		return;
+	/* What the merge allocates (the key's image read, folded, written) goes with it. */
+	old = MemoryContextSwitchTo(b->mergecxt);
 	g->set.cleaned_to = g->judged == PG_INT64_MAX ? WINDOW_NO_CLOCK : g->judged;
 	resetStringInfo(&run->image);
 	window_set_write(&run->image, &g->set);
-	kept = MemoryContextAlloc(b->cxt, sizeof(bool) * g->set.n);
+	kept = palloc(sizeof(bool) * g->set.n);
 	fa = *(struct WindowFoldArg *) window_fold_arg(run, call->desc.transactional);
 	fa.kept = kept;
 	FAULT_POINT("window.feed_merge");
@@ -773,6 +777,8 @@ batch_merge_key(WindowBatch *b, BatchKey *g)
 			batch_late_rows(b, g, &g->set, kept);
 			break;
 		}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(b->mergecxt);
 	/* The key starts again empty (a row that would overflow it folded it). */
 	g->set.n = 0;
 	g->judged = PG_INT64_MAX;
@@ -822,10 +828,6 @@ sql_window_batch_add(WindowBatch *b, const StateArg *event_time, const StateArg 
 	}
 	if (!window_take(call, t, b->floor, &in))
 		return;
-	g = batch_key(b);
-	/* A key whose windows would overflow what one merge wakes goes in first. */
-	if (g->set.n + in.n > WINDOW_MAX_SLIDES + 1)
-		batch_merge_key(b, g);
 	old = MemoryContextSwitchTo(b->cxt);
 	if (b->nrows == b->maxrows)
 	{
@@ -839,6 +841,14 @@ sql_window_batch_add(WindowBatch *b, const StateArg *event_time, const StateArg 
 	row->value = palloc(Max(row->len, 1));
 	memcpy(row->value, call->buf.data, row->len);
 	row->next = -1;
+	g = batch_key(b);
+	/*
+	 * A key whose windows would overflow what one merge wakes goes in first
+	 * (it may hand rows to the late function: the row's own image is
+	 * copied already).
+	 */
+	if (g->set.n + in.n > WINDOW_MAX_SLIDES + 1)
+		batch_merge_key(b, g);
 	if (g->last >= 0)
 		b->rows[g->last].next = b->nrows;
 	else
@@ -867,6 +877,7 @@ void
 sql_window_batch_end(WindowBatch *b)
 {
 	batch_fold(b);
+	MemoryContextDelete(b->mergecxt);
 	MemoryContextDelete(b->cxt);
 	pfree(b);
 }
