@@ -17,20 +17,30 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = new_state_node('feed_batch_late', conf => "timezone = 'UTC'\n");
-$node->safe_psql('postgres', q{
-CREATE TABLE out (k text, ws timestamptz, we timestamptz, n bigint);
-CREATE TABLE late (k text, t timestamptz, v bigint);
-CREATE FUNCTION on_late(k text, t timestamptz, v bigint) RETURNS void
-    LANGUAGE sql AS $$ INSERT INTO late VALUES (k, t, v) $$;
-SELECT state.create_state('w', 'window', 'text', 'bigint', time_domain => 'event',
-                          assigner => 'tumbling', size => '1 minute', reducer => 'sum',
-                          emit_table => 'out', late => 'on_late(text,timestamptz,bigint)');
-CREATE TABLE ev (k text, t timestamptz, v bigint);
-CREATE TRIGGER feed AFTER INSERT ON ev REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('w', 'k', 't', 'v');
--- key k: a window at 00:00 and one at 00:02
-INSERT INTO ev VALUES ('k', '2026-01-01 00:00:10', 1), ('k', '2026-01-01 00:02:30', 8);
-});
+
+# fed_state($n, $size): a tumbling window state w$n of sums, text keys, of
+# windows of $size, emitting into out$n, its late values into late$n, fed
+# by a statement trigger on ev$n (k, t, v).
+sub fed_state
+{
+	my ($n, $size) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE TABLE out$n (k text, ws timestamptz, we timestamptz, n bigint);
+CREATE TABLE late$n (k text, t timestamptz, v bigint);
+CREATE FUNCTION on_late$n(k text, t timestamptz, v bigint) RETURNS void
+    LANGUAGE sql AS 'INSERT INTO late$n VALUES (k, t, v)';
+SELECT state.create_state('w$n', 'window', 'text', 'bigint', time_domain => 'event',
+                          assigner => 'tumbling', size => '$size', reducer => 'sum',
+                          emit_table => 'out$n', late => 'on_late$n(text,timestamptz,bigint)');
+CREATE TABLE ev$n (k text, t timestamptz, v bigint);
+CREATE TRIGGER feed AFTER INSERT ON ev$n REFERENCING NEW TABLE AS n
+    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('w$n', 'k', 't', 'v');});
+}
+
+fed_state('', '1 minute');
+# key k: a window at 00:00 and one at 00:02
+$node->safe_psql('postgres',
+	q{INSERT INTO ev VALUES ('k', '2026-01-01 00:00:10', 1), ('k', '2026-01-01 00:02:30', 8)});
 
 # A statement on time for k's first window, and for a new key j, held
 # before its merges.
@@ -75,19 +85,9 @@ is($node->safe_psql('postgres', q{SELECT (SELECT sum(n) FROM out) + (SELECT sum(
 # A key of 1,001 windows in the batch goes in early when its next window
 # comes; the watermark closes those windows meanwhile, so their 1,001 rows
 # are late.  The row whose window made the key go in keeps its value.
-$node->safe_psql('postgres', q{
-CREATE TABLE out1 (k text, ws timestamptz, we timestamptz, n bigint);
-CREATE TABLE late1 (k text, t timestamptz, v bigint);
-CREATE FUNCTION on_late1(k text, t timestamptz, v bigint) RETURNS void
-    LANGUAGE sql AS $$ INSERT INTO late1 VALUES (k, t, v) $$;
-SELECT state.create_state('w1', 'window', 'text', 'bigint', time_domain => 'event',
-                          assigner => 'tumbling', size => '1 second', reducer => 'sum',
-                          emit_table => 'out1', late => 'on_late1(text,timestamptz,bigint)');
-CREATE TABLE ev1 (k text, t timestamptz, v bigint);
-CREATE TRIGGER feed AFTER INSERT ON ev1 REFERENCING NEW TABLE AS n
-    FOR EACH STATEMENT EXECUTE FUNCTION state.feed('w1', 'k', 't', 'v');
-INSERT INTO ev1 VALUES ('e', '2026-01-01 00:25:00', 100), ('e', '2026-01-01 01:30:00', 200);
-});
+fed_state(1, '1 second');
+$node->safe_psql('postgres',
+	q{INSERT INTO ev1 VALUES ('e', '2026-01-01 00:25:00', 100), ('e', '2026-01-01 01:30:00', 200)});
 $held = held_at_fault_point($node, 'window.feed_merge', q{
 SET state_backend.fault_points = 'window.feed_merge:sleep:6000';
 INSERT INTO ev1 SELECT 'e', '2026-01-01 00:00:00'::timestamptz + i * interval '1 s', 1
