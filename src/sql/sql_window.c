@@ -576,6 +576,8 @@ sql_window_add_arg(StateCall *call, const StateArg *event_time, const StateArg *
 /* At most this many rows, or this much memory, before the batch is folded. */
 #define WINDOW_BATCH_ROWS		8192
 #define WINDOW_BATCH_MEMORY		(8 * 1024 * 1024)
+/* A state with an idle timeout is told that values are coming every so many rows. */
+#define WINDOW_BATCH_ARRIVAL	256
 
 /* A row of the batch, kept to find it if its windows are dropped. */
 typedef struct BatchRow
@@ -825,6 +827,9 @@ sql_window_batch_add(WindowBatch *b, const StateArg *event_time, const StateArg 
 		b->floor = Max(b->floor, timer_watermark_of(t, d->watermark_lag));
 		b->latest = b->moved ? Max(b->latest, t) : t;
 		b->moved = true;
+		/* Values are coming: an idle timeout must not pass while the batch grows. */
+		if (d->idle_timeout > 0 && b->nrows % WINDOW_BATCH_ARRIVAL == 0)
+			timer_watermark_arrival(call->target.slot, d->id);
 	}
 	if (!window_take(call, t, b->floor, &in))
 		return;

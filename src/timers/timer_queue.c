@@ -710,6 +710,21 @@ timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag)
 }
 
 /*
+ * timer_watermark_arrival: values are coming to a state whose watermark
+ * follows the data, which a feed's batch will publish when its rows are
+ * in: the stream is not idle meanwhile.
+ */
+void
+timer_watermark_arrival(int slot, uint32 id)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimerSlot  *ts = slot_lock(slot, id);
+
+	ts->last_arrival = now;
+	SpinLockRelease(&ts->mutex);
+}
+
+/*
  * timer_watermark_idle: the timer worker's look at a state whose
  * watermark follows the data and that has an idle timeout.  When no value
  * came for idle (microseconds), the watermark follows the clock from the

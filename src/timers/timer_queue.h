@@ -59,6 +59,7 @@ extern bool timer_window_judge(int slot, uint32 id, TimestampTz first_end, Times
 extern void timer_window_unpin_all(void);
 extern bool timer_watermark_observe(int slot, uint32 id, TimestampTz t, int64 lag);
 extern TimestampTz timer_watermark_of(TimestampTz t, int64 lag);
+extern void timer_watermark_arrival(int slot, uint32 id);
 extern TimestampTz timer_watermark_idle(int slot, uint32 id, int64 idle, TimestampTz now,
 										TimestampTz next);
 extern uint64 timer_slot_pushes(int slot, uint32 id);
