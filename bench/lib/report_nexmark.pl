@@ -111,6 +111,7 @@ say_ 'The floor, the same inserts into the bid table without a trigger: '
 			  . fx(ratio(e2e($_, 'tables', $c), e2e('-', 'none', $c))) } qw(q5 q7 q11))
 	} grep { $fig{"-|none|$_"} } @clients)
   . ' of it.';
+say_ '';
 # Per event, the time a side adds to the inserts alone.
 sub added
 {
