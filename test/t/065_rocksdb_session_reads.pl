@@ -88,12 +88,14 @@ is($wr->{ret}, 0, 'writers ran') or diag $wr->{stderr};
 is($rr->{ret}, 0, 'no read returned less than a write acknowledged before it')
   or diag $rr->{stderr};
 is($sr->{ret}, 0, 'unchanged keys read right') or diag $sr->{stderr};
-cmp_ok($wr->{processed}, '>', 100, "writers wrote ($wr->{processed})");
-cmp_ok($rr->{processed}, '>', 100, "readers read ($rr->{processed})");
+# (Under Valgrind, 15 s hold a few calls only.)
+my $many = $ENV{STATE_BACKEND_SANITIZE} ? 0 : 100;
+cmp_ok($wr->{processed}, '>', $many, "writers wrote ($wr->{processed})");
+cmp_ok($rr->{processed}, '>', $many, "readers read ($rr->{processed})");
 
 my %fig = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
 	"SELECT name, value FROM state.worker WHERE name LIKE 'rocksdb_session%'");
-cmp_ok($fig{rocksdb_session_reads}, '>', 100, "reads made in views ($fig{rocksdb_session_reads})");
+cmp_ok($fig{rocksdb_session_reads}, '>', $many, "reads made in views ($fig{rocksdb_session_reads})");
 cmp_ok($fig{rocksdb_session_views}, '>', 0, "views opened ($fig{rocksdb_session_views})");
 
 # The last recorded numbers are what every state holds.
@@ -123,6 +125,8 @@ cmp_ok($memtables, '<', 65536, "idle, the worker flushed its memtables ($memtabl
 # the hard limit of open files, not the soft one.
 SKIP:
 {
+	# (Valgrind keeps descriptors of its own below the limit it shows.)
+	skip 'Valgrind shows its own limit of open files', 1 if $ENV{STATE_BACKEND_SANITIZE};
 	my $limits = slurp_file('/proc/' . worker_pid($node) . '/limits');
 	skip 'no limits in /proc', 1 unless $limits =~ /^Max open files\s+(\S+)\s+(\S+)/m;
 	is($1, $2, "the worker's soft limit of open files is its hard limit ($1)");
