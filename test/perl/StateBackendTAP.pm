@@ -69,6 +69,11 @@ sub new_state_node
 	  if $preload;
 	# Keep logs readable: pgbench runs thousands of statements.
 	$node->append_conf('postgresql.conf', "log_statement = none\n");
+	# Under Valgrind the state worker takes many times as long for each
+	# request: a session waits for it up to 10 minutes, not 30 s (a test's
+	# own setting, after this, still applies).
+	$node->append_conf('postgresql.conf', "state_backend.request_timeout = '10min'\n")
+	  if $preload && $ENV{STATE_BACKEND_SANITIZE};
 	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION state_backend')
