@@ -647,7 +647,7 @@ sql_window_batch_begin(StateCall *call)
 	WindowBatch *b;
 
 	Assert(call->desc.kind == STATE_KIND_WINDOW);
-	if (!window_batches(&call->desc))
+	if (!window_batches(window_run(call)))
 		return NULL;
 	b = palloc0(sizeof(WindowBatch));
 	b->call = call;

@@ -63,7 +63,7 @@ extern WindowRun *window_run(StateCall *call);
 extern void window_merge(const char *cur, uint32 curlen, const char *in, uint32 inlen,
 						 StringInfo out, void *arg);
 extern void *window_fold_arg(WindowRun *run, bool delta);
-extern bool window_batches(const StateDesc *desc);
+extern bool window_batches(const WindowRun *run);
 extern void window_join_local(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x);
 extern void window_read_or_fail(WindowRun *run, const char *img, uint32 len, WindowSet *s);
 extern Datum window_result(WindowRun *run, const char *acc, uint32 acclen, Oid restype,

@@ -335,10 +335,10 @@ add_window(WindowRun *run, WindowSet *s, int *max, const WindowEntry *x, int64 c
  * which an aggregate's do only with a combine function.
  */
 bool
-window_batches(const StateDesc *desc)
+window_batches(const WindowRun *run)
 {
-	return desc->window_contents != STATE_WINDOW_AGGREGATE ||
-		aggregate_has_combine(desc->aggregate);
+	return run->call->desc.window_contents != STATE_WINDOW_AGGREGATE ||
+		OidIsValid(run->agg->combinefn.fn_oid);
 }
 
 /*
