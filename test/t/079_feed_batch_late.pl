@@ -45,7 +45,7 @@ $node->safe_psql('postgres',
 # A statement on time for k's first window, and for a new key j, held
 # before its merges.
 my $held = held_at_fault_point($node, 'window.feed_merge', q{
-SET state_backend.fault_points = 'window.feed_merge:sleep:6000';
+SET state_backend.fault_points = 'window.feed_merge:sleep:15000';
 INSERT INTO ev VALUES ('k', '2026-01-01 00:00:20', 2), ('j', '2026-01-01 00:00:30', 4);
 SELECT 'inserted';});
 
@@ -89,7 +89,7 @@ fed_state(1, '1 second');
 $node->safe_psql('postgres',
 	q{INSERT INTO ev1 VALUES ('e', '2026-01-01 00:25:00', 100), ('e', '2026-01-01 01:30:00', 200)});
 $held = held_at_fault_point($node, 'window.feed_merge', q{
-SET state_backend.fault_points = 'window.feed_merge:sleep:6000';
+SET state_backend.fault_points = 'window.feed_merge:sleep:15000';
 INSERT INTO ev1 SELECT 'e', '2026-01-01 00:00:00'::timestamptz + i * interval '1 s', 1
   FROM generate_series(0, 1000) i
  UNION ALL SELECT 'e', '2026-01-01 00:50:00', 777;
