@@ -227,6 +227,26 @@ worker_take(ChannelSlot *s, WorkerSlot *ws)
 		worker_wake_client(s);
 }
 
+/*
+ * worker_wants_input tells whether to take more of a slot's ring now.  What
+ * is held but not yet run stays under a ring's worth, and the session waits
+ * for room instead: the unrun bytes move to the front at every take, and a
+ * session that sends faster than its budget runs would otherwise have them
+ * grow without bound and moved again at every round.  A request at the front
+ * that is not whole yet is always taken on with.
+ */
+static bool
+worker_wants_input(const WorkerSlot *ws)
+{
+	Size		held = (Size) (ws->in.len - ws->in_off);
+	RequestHeader hdr;
+
+	if (held < CHANNEL_RING_SIZE)
+		return true;
+	memcpy(&hdr, ws->in.data + ws->in_off, sizeof(hdr));
+	return held < sizeof(hdr) + (Size) hdr.len;
+}
+
 /* Move pending replies into the ring; returns whether all fit. */
 static bool
 worker_flush_replies(ChannelSlot *s, WorkerSlot *ws)
@@ -359,8 +379,10 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		avail = channel_ring_used(&s->req);
 		if (avail == 0 && ws->in_off >= ws->in.len)
 			continue;
-		if (avail > 0)
+		if (avail > 0 && worker_wants_input(ws))
 			worker_take(s, ws);
+		else if (avail > 0)
+			more = true;		/* taken once what is held has run */
 		serving = s;
 
 		while (done < budget)
