@@ -55,7 +55,7 @@ meta bs_backends "${BS_BACKENDS[*]}"
 meta bs_shape "map: $BS_MK entries per key; list: $BS_LE elements per key"
 meta bs_settings "$(sql1 "SELECT string_agg(name || ' = ' || current_setting(name) || CASE WHEN setting = boot_val THEN ' (default)' ELSE '' END, '; ' ORDER BY name)
 	FROM pg_settings WHERE name IN ('state_backend.memory_limit', 'state_backend.rocksdb_cache_size',
-		'state_backend.rocksdb_shared_cache_size', 'state_backend.rocksdb_write_buffer_size',
+		'state_backend.rocksdb_shared_cache_size', 'state_backend.rocksdb_write_buffer_size', 'state_backend.rocksdb_compression',
 		'state_backend.rocksdb_sync', 'state_backend_lmdb.map_size', 'shared_buffers')")"
 
 # bs_timed SQL: statements with psql's \timing; prints "ms<TAB>first row"

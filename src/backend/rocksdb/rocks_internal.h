@@ -56,6 +56,12 @@ extern int	state_backend_rocksdb_write_buffer_mb;
 extern bool state_backend_rocksdb_session_reads;
 extern int	state_backend_rocksdb_session_cache_mb;
 extern int	state_backend_rocksdb_session_reads_after;
+extern int	state_backend_rocksdb_compression;
+
+/* state_backend.rocksdb_compression */
+#define ROCKS_COMPRESSION_NONE	0
+#define ROCKS_COMPRESSION_LZ4	1
+#define ROCKS_COMPRESSION_ZSTD	2
 extern void rocks_define_settings(void);
 extern void rocks_table_options(rocksdb_block_based_table_options_t *table);
 extern rocksdb_mergeoperator_t *rocks_list_merge_operator(void);

@@ -27,6 +27,14 @@ int			state_backend_rocksdb_write_buffer_mb = 64;
 bool		state_backend_rocksdb_session_reads = true;
 int			state_backend_rocksdb_session_cache_mb = 8;
 int			state_backend_rocksdb_session_reads_after = 1000;
+int			state_backend_rocksdb_compression = ROCKS_COMPRESSION_NONE;
+
+static const struct config_enum_entry compression_options[] = {
+	{"none", ROCKS_COMPRESSION_NONE, false},
+	{"lz4", ROCKS_COMPRESSION_LZ4, false},
+	{"zstd", ROCKS_COMPRESSION_ZSTD, false},
+	{NULL, 0, false}
+};
 
 /* rocks_define_settings defines them, from _PG_init (rocks_provider). */
 void
@@ -113,6 +121,16 @@ rocks_define_settings(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("state_backend.rocksdb_compression",
+							 "How RocksDB compresses the table files it writes from now on: none, lz4 or zstd.",
+							 "none: sessions read table blocks where the operating system caches them, with no copy and no decompression; lz4 or zstd: smaller files, and a read decompresses each block its cache does not hold.",
+							 &state_backend_rocksdb_compression,
+							 ROCKS_COMPRESSION_NONE,
+							 compression_options,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 /*
@@ -247,7 +265,10 @@ rocks_make_options(void)
 	rocksdb_options_set_max_total_wal_size(rocks.options, 2 * total_wb);
 	rocksdb_options_set_max_open_files(rocks.options, 512);
 	rocksdb_options_set_max_background_jobs(rocks.options, 2);
-	rocksdb_options_set_compression(rocks.options, rocksdb_lz4_compression);
+	rocksdb_options_set_compression(rocks.options,
+									state_backend_rocksdb_compression == ROCKS_COMPRESSION_LZ4 ? rocksdb_lz4_compression :
+									state_backend_rocksdb_compression == ROCKS_COMPRESSION_ZSTD ? rocksdb_zstd_compression :
+									rocksdb_no_compression);
 	rocksdb_options_set_keep_log_file_num(rocks.options, 2);
 	rocksdb_options_set_info_log_level(rocks.options, 2);	/* warnings */
 
