@@ -41,6 +41,7 @@ OBJS = \
 	src/common/membuf.o \
 	src/common/local_hash.o \
 	src/common/pause.o \
+	src/common/spin_wait.o \
 	src/common/ttl_clock.o \
 	src/common/fault.o \
 	src/ipc/channel.o \

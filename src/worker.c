@@ -616,6 +616,8 @@ state_worker_round(WorkerRounds *r)
 	const char *failed;
 	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0);
 
+	if (timeout != 0)
+		channel_worker_spin();
 	(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();

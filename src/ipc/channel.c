@@ -35,6 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "common/settings.h"
+#include "common/spin_wait.h"
 #include "ipc/channel.h"
 #include "ipc/channel_internal.h"
 
@@ -54,6 +55,16 @@ static int	deferred_code = 0;
 static uint32 deferred_seq = 0;
 static char *deferred_message = NULL;
 static uint32 pending_generation = 0;	/* the worker they were posted to */
+
+/*
+ * How long a session spins for a reply before it sleeps on its latch: a
+ * round trip to a worker that is not busy elsewhere takes a few
+ * microseconds of its work, and a sleep and wake-up of each side 10-30 on
+ * an idle machine, more on a busy one.  One core is left to the worker:
+ * at most cores - 1 sessions spin at once.
+ */
+#define CHANNEL_REPLY_SPIN_US	200
+static SpinWait reply_spin;
 
 static Size
 channel_shmem_size(void)
@@ -76,6 +87,8 @@ channel_init(void *fresh)
 	pg_atomic_init_u64(&channel_shared->requests, 0);
 	pg_atomic_init_u64(&channel_shared->busy_us, 0);
 	pg_atomic_init_u64(&channel_shared->heartbeat, 0);
+	pg_atomic_init_u32(&channel_shared->spinners, 0);
+	pg_atomic_init_u32(&channel_shared->sessions_avg16, 16);
 	channel_shared->nslots = MaxBackends;
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
@@ -182,6 +195,7 @@ channel_attach(void)
 				 errmsg("states served by the state worker cannot be used from this process")));
 	my_slot = &channel_shared->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
+	spin_wait_init(&reply_spin, CHANNEL_REPLY_SPIN_US);
 	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
 	next_seq = pg_atomic_read_u32(&my_slot->last_seq);
 	/* What an earlier owner left unread may end mid-reply. */
@@ -455,6 +469,27 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 }
 
 /*
+ * channel_spin_pays: whether a spin for the other side may pay now, on
+ * either side.  It does when the worker serves, on average, fewer sessions
+ * in a round than the machine has cores less a half: then a core is free
+ * for the spin while the other side works.  With more, every core is busy,
+ * and a spin takes CPU from the process it waits for.
+ */
+bool
+channel_spin_pays(void)
+{
+	return pg_atomic_read_u32(&channel_shared->sessions_avg16) <
+		(uint32) (spin_wait_cores() * 16 - 8);
+}
+
+/* Whether a reply's header is in the session's reply ring. */
+static bool
+reply_ready(void *arg)
+{
+	return channel_ring_used(&my_slot->rep) >= sizeof(ReplyHeader);
+}
+
+/*
  * channel_read_reply reads the next whole reply into out; waits until one
  * is there.  Returns its header.
  */
@@ -464,8 +499,15 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 	ReplyHeader hdr;
 	Size		got = 0;
 
-	/* The worker sets our latch after every reply it writes. */
-	while (channel_ring_used(&my_slot->rep) < sizeof(hdr))
+	/*
+	 * The worker sets our latch after every reply it writes.  A reply that
+	 * comes within microseconds is waited for by spinning, which spares both
+	 * sides the sleep and the wake-up.
+	 */
+	if (!reply_ready(NULL) && channel_spin_pays())
+		(void) spin_wait(&reply_spin, &channel_shared->spinners,
+						 spin_wait_cores() - 1, reply_ready, NULL);
+	while (!reply_ready(NULL))
 		channel_wait(w);
 	pg_atomic_write_u32(&my_slot->dirty, 1);	/* until the whole reply is read */
 	channel_ring_peek(&my_slot->rep, 0, (char *) &hdr, sizeof(hdr));

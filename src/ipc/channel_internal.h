@@ -56,6 +56,8 @@ typedef struct ChannelShared
 	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */
 	pg_atomic_uint64 requests;	/* served since the server started */
 	pg_atomic_uint64 busy_us;	/* spent serving them */
+	pg_atomic_uint32 spinners;	/* sessions spinning for a reply */
+	pg_atomic_uint32 sessions_avg16;	/* sessions the worker serves a round, x16 */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;
@@ -68,6 +70,8 @@ typedef struct RequestHeader
 	uint16		target;			/* a backend's id, or CHANNEL_TARGET_* */
 	uint16		kind;			/* the target's; CHANNEL_WANT_REPLY */
 } RequestHeader;
+
+extern bool channel_spin_pays(void);
 
 #define CHANNEL_WANT_REPLY		0x8000
 

@@ -22,6 +22,7 @@
 
 #include "common/catch.h"
 #include "common/membuf.h"
+#include "common/spin_wait.h"
 #include "ipc/channel.h"
 #include "ipc/channel_internal.h"
 
@@ -37,6 +38,17 @@ typedef struct WorkerSlot
 
 static WorkerSlot *wslots = NULL;
 static bool worker_process = false;	/* this is the state worker */
+
+/*
+ * After a round that served requests, the worker spins up to this long for
+ * the next before it sleeps: a session alone sends its next statement's
+ * request a few tens of microseconds after its reply.  The worker is one
+ * process, and is not counted among the sessions that spin.
+ */
+#define CHANNEL_WORKER_SPIN_US	200
+static SpinWait request_spin;
+static bool served_lately = false;
+static uint32 sessions_avg16 = 16;	/* sessions served per round, x16, averaged */
 
 /* The slot whose requests the worker runs now, if any. */
 static ChannelSlot *serving = NULL;
@@ -92,6 +104,27 @@ void
 channel_worker_begin(void)
 {
 	worker_process = true;
+	spin_wait_init(&request_spin, CHANNEL_WORKER_SPIN_US);
+}
+
+/* Whether the worker's latch was set: a session sent something (or a signal came). */
+static bool
+latch_set(void *arg)
+{
+	return ((volatile Latch *) MyLatch)->is_set;
+}
+
+/*
+ * channel_worker_spin: before the worker sleeps on its latch, a short spin
+ * for the next request when its last round served some.  A session's
+ * SetLatch of a worker that spins is a store, not a signal.
+ */
+void
+channel_worker_spin(void)
+{
+	if (served_lately && channel_spin_pays() && !((volatile Latch *) MyLatch)->is_set)
+		(void) spin_wait(&request_spin, NULL, 0, latch_set, NULL);
+	served_lately = false;
 }
 
 /* channel_is_worker tells whether this process is the state worker. */
@@ -352,6 +385,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	bool		more = false;
 	StringInfoData reply;
 	uint64		served = 0;
+	uint32		sessions = 0;
 	instr_time	start;
 	instr_time	busy;
 
@@ -410,6 +444,11 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		}
 		served += done;
 		serving = NULL;
+		if (done > 0)
+		{
+			served_lately = true;
+			sessions++;
+		}
 		if (ws->in_off == ws->in.len)
 		{
 			resetStringInfo(&ws->in);
@@ -424,6 +463,9 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	pfree(reply.data);
 	if (served > 0)
 	{
+		/* How many sessions keep the worker busy: spinning pays when few do. */
+		sessions_avg16 = (sessions_avg16 * 7 + sessions * 16) / 8;
+		pg_atomic_write_u32(&channel_shared->sessions_avg16, sessions_avg16);
 		INSTR_TIME_SET_CURRENT(busy);
 		INSTR_TIME_SUBTRACT(busy, start);
 		pg_atomic_fetch_add_u64(&channel_shared->requests, served);
