@@ -29,6 +29,7 @@ bool		state_backend_snapshot_hold = false;
 bool		state_backend_start_hold = false;
 int			state_backend_max_state_size_kb = 5 * 1024;
 int			state_backend_request_timeout_ms = 30000;
+int			state_backend_spin_wait_us = 100;
 bool		state_backend_wal_rmgr_128 = false;
 int			state_backend_timer_batch_size = 500;
 int			state_backend_timer_max_retries = 3;
@@ -302,6 +303,17 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							 PGC_SUSET,
 							 GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("state_backend.spin_wait",
+							"Microseconds a session spins for the state worker's reply, and the worker for the next request, before sleeping.",
+							"Only while a core is free for it (the worker serves fewer sessions than the cores this server may use). 0 turns spinning off.",
+							&state_backend_spin_wait_us,
+							100,
+							0,
+							10000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("state_backend.request_timeout",
 							"How long a session waits for the state worker to answer a request on a rocksdb state.",

@@ -25,6 +25,7 @@ extern bool state_backend_snapshot_hold;
 extern bool state_backend_start_hold;
 extern int	state_backend_max_state_size_kb;
 extern int	state_backend_request_timeout_ms;
+extern int	state_backend_spin_wait_us;
 extern bool state_backend_wal_rmgr_128;
 extern int	state_backend_timer_batch_size;
 extern int	state_backend_timer_max_retries;

@@ -13,15 +13,22 @@
 
 typedef struct SpinWait
 {
-	int			budget_us;		/* how long a spin may last */
-	int			fails;			/* spins in a row that saw nothing */
+	int			credit;			/* what hits earned and misses cost; <= 0: off */
 	int			skipped;		/* waits that did not spin since it went off */
 } SpinWait;
 
 typedef bool (*SpinReadyFn) (void *arg);
 
-extern void spin_wait_init(SpinWait *sw, int budget_us);
-extern bool spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
+/* What a spin_wait did. */
+typedef enum SpinResult
+{
+	SPIN_SKIPPED,				/* did not spin: the caller sleeps */
+	SPIN_MISSED,				/* spun for its budget in vain */
+	SPIN_SEEN					/* spun until ready() */
+} SpinResult;
+
+extern void spin_wait_init(SpinWait *sw);
+extern SpinResult spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
 					  SpinReadyFn ready, void *arg);
 extern int	spin_wait_cores(void);
 

@@ -57,13 +57,12 @@ static char *deferred_message = NULL;
 static uint32 pending_generation = 0;	/* the worker they were posted to */
 
 /*
- * How long a session spins for a reply before it sleeps on its latch: a
- * round trip to a worker that is not busy elsewhere takes a few
- * microseconds of its work, and a sleep and wake-up of each side 10-30 on
- * an idle machine, more on a busy one.  One core is left to the worker:
- * at most cores - 1 sessions spin at once.
+ * A session spins for its reply before it sleeps on its latch (up to
+ * state_backend.spin_wait): a round trip to a worker that is not busy
+ * elsewhere takes a few microseconds of its work, and a sleep and wake-up
+ * of each side 10-30 on an idle machine, more on a busy one.  One core is
+ * left to the worker: at most cores - 1 sessions spin at once.
  */
-#define CHANNEL_REPLY_SPIN_US	200
 static SpinWait reply_spin;
 
 static Size
@@ -88,7 +87,9 @@ channel_init(void *fresh)
 	pg_atomic_init_u64(&channel_shared->busy_us, 0);
 	pg_atomic_init_u64(&channel_shared->heartbeat, 0);
 	pg_atomic_init_u32(&channel_shared->spinners, 0);
-	pg_atomic_init_u32(&channel_shared->sessions_avg16, 16);
+	pg_atomic_init_u32(&channel_shared->active_sessions, 0);
+	pg_atomic_init_u64(&channel_shared->spins, 0);
+	pg_atomic_init_u64(&channel_shared->spins_seen, 0);
 	channel_shared->nslots = MaxBackends;
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
@@ -195,7 +196,7 @@ channel_attach(void)
 				 errmsg("states served by the state worker cannot be used from this process")));
 	my_slot = &channel_shared->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
-	spin_wait_init(&reply_spin, CHANNEL_REPLY_SPIN_US);
+	spin_wait_init(&reply_spin);
 	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
 	next_seq = pg_atomic_read_u32(&my_slot->last_seq);
 	/* What an earlier owner left unread may end mid-reply. */
@@ -470,16 +471,28 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 
 /*
  * channel_spin_pays: whether a spin for the other side may pay now, on
- * either side.  It does when the worker serves, on average, fewer sessions
- * in a round than the machine has cores less a half: then a core is free
- * for the spin while the other side works.  With more, every core is busy,
- * and a spin takes CPU from the process it waits for.
+ * either side.  It does while the sessions the worker served in its last
+ * window of 10 ms are fewer than the cores this process may run on: then a
+ * core is free for the spin while the other side works.  With more, the
+ * cores are busy with those sessions (and their clients), and a spin takes
+ * CPU from the process it waits for.
  */
 bool
 channel_spin_pays(void)
 {
-	return pg_atomic_read_u32(&channel_shared->sessions_avg16) <
-		(uint32) (spin_wait_cores() * 16 - 8);
+	return pg_atomic_read_u32(&channel_shared->active_sessions) <
+		(uint32) spin_wait_cores();
+}
+
+/* channel_count_spin counts a spin (a SpinResult) for state.worker. */
+void
+channel_count_spin(int result)
+{
+	if (result == SPIN_SKIPPED)
+		return;
+	pg_atomic_fetch_add_u64(&channel_shared->spins, 1);
+	if (result == SPIN_SEEN)
+		pg_atomic_fetch_add_u64(&channel_shared->spins_seen, 1);
 }
 
 /* Whether a reply's header is in the session's reply ring. */
@@ -505,8 +518,8 @@ channel_read_reply(StringInfo out, ChannelWait *w)
 	 * sides the sleep and the wake-up.
 	 */
 	if (!reply_ready(NULL) && channel_spin_pays())
-		(void) spin_wait(&reply_spin, &channel_shared->spinners,
-						 spin_wait_cores() - 1, reply_ready, NULL);
+		channel_count_spin(spin_wait(&reply_spin, &channel_shared->spinners,
+									 spin_wait_cores() - 1, reply_ready, NULL));
 	while (!reply_ready(NULL))
 		channel_wait(w);
 	pg_atomic_write_u32(&my_slot->dirty, 1);	/* until the whole reply is read */
@@ -572,13 +585,20 @@ channel_post(uint16 target, uint16 kind, const char *payload, uint32 len)
 	posts_unapplied = true;
 }
 
-/* channel_worker_figures: the worker's pid (0: none), requests served, time busy. */
+/*
+ * channel_worker_figures: the worker's pid (0: none), requests served, time
+ * busy, and the spins of sessions and the worker (all, and those that saw
+ * what they waited for).
+ */
 void
-channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us)
+channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us, uint64 *spins,
+					   uint64 *spins_seen)
 {
 	*pid = (int) pg_atomic_read_u32(&channel_shared->worker_pid);
 	*requests = pg_atomic_read_u64(&channel_shared->requests);
 	*busy_us = pg_atomic_read_u64(&channel_shared->busy_us);
+	*spins = pg_atomic_read_u64(&channel_shared->spins);
+	*spins_seen = pg_atomic_read_u64(&channel_shared->spins_seen);
 }
 
 /*

@@ -57,7 +57,9 @@ typedef struct ChannelShared
 	pg_atomic_uint64 requests;	/* served since the server started */
 	pg_atomic_uint64 busy_us;	/* spent serving them */
 	pg_atomic_uint32 spinners;	/* sessions spinning for a reply */
-	pg_atomic_uint32 sessions_avg16;	/* sessions the worker serves a round, x16 */
+	pg_atomic_uint32 active_sessions;	/* sessions the worker served lately */
+	pg_atomic_uint64 spins;		/* spins of sessions and the worker, since start */
+	pg_atomic_uint64 spins_seen;	/* those that saw what they waited for */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;
@@ -72,6 +74,7 @@ typedef struct RequestHeader
 } RequestHeader;
 
 extern bool channel_spin_pays(void);
+extern void channel_count_spin(int result);
 
 #define CHANNEL_WANT_REPLY		0x8000
 

@@ -34,21 +34,29 @@ typedef struct WorkerSlot
 	StringInfoData out;			/* reply bytes not yet in the ring */
 	int			out_off;
 	uint64		skip;			/* bytes of a refused request still in the ring */
+	uint32		window;			/* the last window its requests were served in */
 } WorkerSlot;
 
 static WorkerSlot *wslots = NULL;
 static bool worker_process = false;	/* this is the state worker */
 
 /*
- * After a round that served requests, the worker spins up to this long for
- * the next before it sleeps: a session alone sends its next statement's
- * request a few tens of microseconds after its reply.  The worker is one
- * process, and is not counted among the sessions that spin.
+ * After a round that served requests, the worker spins for the next before
+ * it sleeps (up to state_backend.spin_wait): a session alone sends its next
+ * statement's request a few tens of microseconds after its reply.  The
+ * worker is one process, and is not counted among the sessions that spin.
  */
-#define CHANNEL_WORKER_SPIN_US	200
 static SpinWait request_spin;
 static bool served_lately = false;
-static uint32 sessions_avg16 = 16;	/* sessions served per round, x16, averaged */
+
+/*
+ * The sessions the worker served lately: distinct slots served in a window
+ * of CHANNEL_ACTIVE_WINDOW_US, published when the window ends.
+ */
+#define CHANNEL_ACTIVE_WINDOW_US	10000
+static uint32 window_no = 1;
+static uint32 window_sessions = 0;
+static instr_time window_start;
 
 /* The slot whose requests the worker runs now, if any. */
 static ChannelSlot *serving = NULL;
@@ -104,7 +112,8 @@ void
 channel_worker_begin(void)
 {
 	worker_process = true;
-	spin_wait_init(&request_spin, CHANNEL_WORKER_SPIN_US);
+	spin_wait_init(&request_spin);
+	INSTR_TIME_SET_CURRENT(window_start);
 }
 
 /* Whether the worker's latch was set: a session sent something (or a signal came). */
@@ -123,7 +132,7 @@ void
 channel_worker_spin(void)
 {
 	if (served_lately && channel_spin_pays() && !((volatile Latch *) MyLatch)->is_set)
-		(void) spin_wait(&request_spin, NULL, 0, latch_set, NULL);
+		channel_count_spin(spin_wait(&request_spin, NULL, 0, latch_set, NULL));
 	served_lately = false;
 }
 
@@ -385,7 +394,6 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	bool		more = false;
 	StringInfoData reply;
 	uint64		served = 0;
-	uint32		sessions = 0;
 	instr_time	start;
 	instr_time	busy;
 
@@ -447,7 +455,11 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		if (done > 0)
 		{
 			served_lately = true;
-			sessions++;
+			if (ws->window != window_no)
+			{
+				ws->window = window_no;
+				window_sessions++;
+			}
 		}
 		if (ws->in_off == ws->in.len)
 		{
@@ -463,9 +475,18 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	pfree(reply.data);
 	if (served > 0)
 	{
+		instr_time	window;
+
 		/* How many sessions keep the worker busy: spinning pays when few do. */
-		sessions_avg16 = (sessions_avg16 * 7 + sessions * 16) / 8;
-		pg_atomic_write_u32(&channel_shared->sessions_avg16, sessions_avg16);
+		INSTR_TIME_SET_CURRENT(window);
+		INSTR_TIME_SUBTRACT(window, window_start);
+		if (INSTR_TIME_GET_MICROSEC(window) >= CHANNEL_ACTIVE_WINDOW_US)
+		{
+			pg_atomic_write_u32(&channel_shared->active_sessions, window_sessions);
+			window_no++;
+			window_sessions = 0;
+			INSTR_TIME_SET_CURRENT(window_start);
+		}
 		INSTR_TIME_SET_CURRENT(busy);
 		INSTR_TIME_SUBTRACT(busy, start);
 		pg_atomic_fetch_add_u64(&channel_shared->requests, served);

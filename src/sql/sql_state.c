@@ -708,15 +708,19 @@ state_worker(PG_FUNCTION_ARGS)
 	int			pid;
 	uint64		requests;
 	uint64		busy_us;
+	uint64		spins;
+	uint64		spins_seen;
 	int			n;
 	const KeyedStateBackend *const *all = keyed_backend_all(&n);
 
 	state_backend_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
-	channel_worker_figures(&pid, &requests, &busy_us);
+	channel_worker_figures(&pid, &requests, &busy_us, &spins, &spins_seen);
 	worker_row(rsinfo, "pid", pid, pid == 0);
 	worker_row(rsinfo, "requests", (int64) requests, false);
 	worker_row(rsinfo, "busy_ms", (int64) (busy_us / 1000), false);
+	worker_row(rsinfo, "spins", (int64) spins, false);
+	worker_row(rsinfo, "spins_answered", (int64) spins_seen, false);
 	if (RecoveryInProgress())
 	{
 		XLogRecPtr	applied;

@@ -1,11 +1,10 @@
 # state_backend.rocksdb_compression: how RocksDB compresses the table
-# files it writes (none, the default, lz4 or zstd).  Under each, a state of
+# files it writes (lz4, the default, none or zstd).  Under each, a state of
 # compressible text values is flushed to table files; the files written
 # under lz4 and zstd are under half the size of those written under none;
-# sessions read every value back in their views (which read table files
-# through memory maps: with none, straight from the operating system's
-# cache), and through the worker, after a restart under another setting,
-# and after a compaction rewrote files a view had mapped.
+# sessions read every value back in their views and through the worker,
+# after restarts under the other settings, and after a compaction rewrote
+# the files a view had open.
 use strict;
 use warnings;
 use FindBin;
@@ -23,7 +22,7 @@ my $snaps = $node->basedir . '/snaps';
 mkdir $snaps or die "mkdir $snaps: $!";
 
 is($node->safe_psql('postgres', 'SHOW state_backend.rocksdb_compression'),
-	'none', 'table files are not compressed by default');
+	'lz4', 'table files are compressed with LZ4 by default');
 
 # The bytes of the table files of the instance.
 sub sst_bytes
@@ -74,7 +73,7 @@ cmp_ok($bytes{zstd}, '<', $bytes{none} / 2, 'zstd files are under half the size 
 my $views = $node->safe_psql('postgres', "SELECT value FROM state.worker WHERE name = 'rocksdb_session_reads'");
 cmp_ok($views, '>=', 3 * $n, 'the reads were made in views');
 
-# A view that mapped the files keeps reading right when a compaction
+# A view that has the files open keeps reading right when a compaction
 # replaces them: the session reads, the states are compacted (their files
 # rewritten and the old ones deleted) and the same session reads again.
 my $sum_sql = sum_sql('none', 'lz4', 'zstd');
@@ -84,7 +83,7 @@ $node->safe_psql('postgres', qq{
 SELECT state.compact(s) FROM unnest(ARRAY['c_none', 'c_lz4', 'c_zstd']) s;
 SELECT count(state.value_set('c_none', k, repeat(k::text || 'c_none', 40))) FROM generate_series(1::bigint, 10) k;
 SELECT state.wait_snapshot(state.snapshot('$snaps/after'));});
-is($s->query_safe($sum_sql), 3 * $n, 'and again after a compaction replaced the files it had mapped');
+is($s->query_safe($sum_sql), 3 * $n, 'and again after a compaction replaced the files it had open');
 $s->quit;
 
 $node->stop;

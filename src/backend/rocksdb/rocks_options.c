@@ -27,7 +27,7 @@ int			state_backend_rocksdb_write_buffer_mb = 64;
 bool		state_backend_rocksdb_session_reads = true;
 int			state_backend_rocksdb_session_cache_mb = 8;
 int			state_backend_rocksdb_session_reads_after = 1000;
-int			state_backend_rocksdb_compression = ROCKS_COMPRESSION_NONE;
+int			state_backend_rocksdb_compression = ROCKS_COMPRESSION_LZ4;
 
 static const struct config_enum_entry compression_options[] = {
 	{"none", ROCKS_COMPRESSION_NONE, false},
@@ -124,9 +124,9 @@ rocks_define_settings(void)
 
 	DefineCustomEnumVariable("state_backend.rocksdb_compression",
 							 "How RocksDB compresses the table files it writes from now on: none, lz4 or zstd.",
-							 "none: sessions read table blocks where the operating system caches them, with no copy and no decompression; lz4 or zstd: smaller files, and a read decompresses each block its cache does not hold.",
+							 "Files written before keep theirs until a compaction rewrites them.",
 							 &state_backend_rocksdb_compression,
-							 ROCKS_COMPRESSION_NONE,
+							 ROCKS_COMPRESSION_LZ4,
 							 compression_options,
 							 PGC_POSTMASTER,
 							 0,

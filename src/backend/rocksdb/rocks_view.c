@@ -354,7 +354,6 @@ view_make_options(void)
 	rocksdb_options_set_merge_operator(view_options, rocks_list_merge_operator());
 	/* Keeps every table file open: the worker may delete one a view still reads. */
 	rocksdb_options_set_max_open_files(view_options, -1);
-	rocksdb_options_set_allow_mmap_reads(view_options, 1);
 	rocksdb_options_set_info_log_level(view_options, 3);	/* errors */
 	rocksdb_options_set_keep_log_file_num(view_options, 1);
 	rocksdb_options_set_stats_dump_period_sec(view_options, 0);

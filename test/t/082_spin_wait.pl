@@ -1,0 +1,91 @@
+# state_backend.spin_wait: a session spins for the state worker's reply,
+# and the worker for the next request, only where a core is free for it.
+# state.worker counts the spins (spins, spins_answered).
+#
+# - One client writing a rocksdb state statement after statement, on a
+#   machine of two cores or more: the spins are counted, some answered.
+# - With state_backend.spin_wait = 0 nobody spins.
+# - A server whose CPU affinity is one core (taskset), on a machine of
+#   many: nobody spins.  Spinning there took the CPU the other side needed
+#   (rocksdb writes at one client at 0.6x) while sysconf counted the
+#   machine's cores.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use StateBackendTAP;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $own = `nproc 2>/dev/null` || 1;
+chomp $own;
+plan skip_all => "needs 2 cores to run on (has $own)" if $own < 2;
+
+my $script = {
+	'write' => q{\set k random(1, 10000)
+SELECT state.value_set('spin', :k::bigint, :k::bigint);
+} };
+
+sub spins
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', q{
+SELECT string_agg(value::text, ' ' ORDER BY name) FROM state.worker
+ WHERE name IN ('spins', 'spins_answered')});
+}
+
+sub writes
+{
+	my ($node, $n) = @_;
+	my $r = run_pgbench($node, "-n -M prepared -c 1 -t $n", $script);
+	is($r->{processed}, $n, "$n writes, one client") or diag $r->{stderr};
+}
+
+my $node = new_state_node('spin_wait');
+$node->safe_psql('postgres', q{
+SELECT state.create_state('spin', 'value', 'bigint', 'bigint', backend => 'rocksdb');});
+is($node->safe_psql('postgres', 'SHOW state_backend.spin_wait'), '100', 'spins up to 100 us by default');
+
+writes($node, 3000);
+my ($spins, $answered) = split / /, spins($node);
+cmp_ok($spins, '>', 0, "one client on $own cores: spins ($spins)");
+SKIP:
+{
+	# Under Valgrind the other side takes longer than a spin to answer.
+	skip 'answers take longer than a spin under Valgrind', 1 if $ENV{STATE_BACKEND_SANITIZE};
+	cmp_ok($answered, '>', 0, "some of them answered ($answered)");
+}
+
+$node->append_conf('postgresql.conf', "state_backend.spin_wait = 0\n");
+$node->reload;
+# The worker takes the reload at its next round.
+$node->safe_psql('postgres', q{SELECT state.value_get('spin', 1::bigint, 0::bigint)});
+my $before = spins($node);
+writes($node, 1000);
+is(spins($node), $before, 'with spin_wait = 0 nobody spins');
+$node->stop;
+
+# The same under an affinity of one core: the postmaster, and so every
+# process of the server, inherits this process's while it starts.
+SKIP:
+{
+	skip 'taskset is not installed', 4 if system('taskset -p $$ >/dev/null 2>&1') != 0;
+	my $all = `taskset -p -c $$`;
+	$all =~ s/.*:\s*//s;
+	chomp $all;
+	my $one = new_state_node('spin_one_core', extension => 0);
+	$one->stop;
+	system('taskset', '-p', '-c', '0', $$) == 0 or die "taskset: $!";
+	$one->start;
+	system('taskset', '-p', '-c', $all, $$) == 0 or die "taskset: $!";
+	$one->safe_psql('postgres', q{
+CREATE EXTENSION state_backend;
+SELECT state.create_state('spin', 'value', 'bigint', 'bigint', backend => 'rocksdb');});
+	my $pid = $one->safe_psql('postgres', 'SELECT pg_backend_pid()');
+	like(`taskset -p -c $pid`, qr/:\s*0\s*$/, 'a session of that server runs on core 0 only');
+	writes($one, 3000);
+	is(spins($one), '0 0', 'a server whose affinity is one core does not spin');
+	$one->stop;
+}
+
+done_testing();
