@@ -75,14 +75,14 @@ SKIP:
 	chomp $all;
 	my $one = new_state_node('spin_one_core', extension => 0);
 	$one->stop;
-	system('taskset', '-p', '-c', '0', $$) == 0 or die "taskset: $!";
+	system("taskset -p -c 0 $$ >/dev/null") == 0 or die "taskset: $!";
 	$one->start;
-	system('taskset', '-p', '-c', $all, $$) == 0 or die "taskset: $!";
+	system("taskset -p -c $all $$ >/dev/null") == 0 or die "taskset: $!";
 	$one->safe_psql('postgres', q{
 CREATE EXTENSION state_backend;
 SELECT state.create_state('spin', 'value', 'bigint', 'bigint', backend => 'rocksdb');});
-	my $pid = $one->safe_psql('postgres', 'SELECT pg_backend_pid()');
-	like(`taskset -p -c $pid`, qr/:\s*0\s*$/, 'a session of that server runs on core 0 only');
+	my $worker = worker_pid($one);
+	like(`taskset -p -c $worker`, qr/:\s*0\s*$/, 'its state worker runs on core 0 only');
 	writes($one, 3000);
 	is(spins($one), '0 0', 'a server whose affinity is one core does not spin');
 	$one->stop;
