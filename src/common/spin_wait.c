@@ -59,8 +59,9 @@ cgroup_cpus(void)
 	return cpus;
 }
 
-static int
-spin_cores(void)
+/* spin_wait_cores: the cores this process may run on, which callers cap their spinners by. */
+int
+spin_wait_cores(void)
 {
 	static int	cores = 0;
 
@@ -91,8 +92,8 @@ spin_wait_init(SpinWait *sw)
  * spin_wait spins until ready(arg) or the budget runs out, and says which.
  * When spinning is off (state_backend.spin_wait, or
  * for want of credit), this process may run on one core only, or spinners
- * (when given) already counts limit processes that spin, it returns false
- * at once (SPIN_SKIPPED), and the caller sleeps as it would have.
+ * (when given) already counts limit processes that spin, it returns
+ * SPIN_SKIPPED at once, and the caller sleeps as it would have.
  */
 SpinResult
 spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
@@ -100,10 +101,10 @@ spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
 {
 	instr_time	start;
 	instr_time	now;
-	bool		seen = false;
+	SpinResult	result = SPIN_MISSED;
 	int			budget = state_backend_spin_wait_us;
 
-	if (budget <= 0 || spin_cores() < 2)
+	if (budget <= 0 || spin_wait_cores() < 2)
 		return SPIN_SKIPPED;
 	if (sw->credit <= 0)
 	{
@@ -121,7 +122,7 @@ spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
 	{
 		if (ready(arg))
 		{
-			seen = true;
+			result = SPIN_SEEN;
 			break;
 		}
 		pg_spin_delay();
@@ -135,16 +136,9 @@ spin_wait(SpinWait *sw, pg_atomic_uint32 *spinners, int limit,
 	}
 	if (spinners != NULL)
 		pg_atomic_sub_fetch_u32(spinners, 1);
-	if (seen)
+	if (result == SPIN_SEEN)
 		sw->credit = sw->credit <= 0 ? SPIN_CREDIT_START : Min(sw->credit + 1, SPIN_CREDIT_MOST);
 	else
 		sw->credit -= SPIN_MISS_COST;
-	return seen ? SPIN_SEEN : SPIN_MISSED;
-}
-
-/* spin_wait_cores: the cores this process may run on, which callers cap their spinners by. */
-int
-spin_wait_cores(void)
-{
-	return spin_cores();
+	return result;
 }

@@ -475,22 +475,24 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	pfree(reply.data);
 	if (served > 0)
 	{
+		instr_time	now;
 		instr_time	window;
 
+		INSTR_TIME_SET_CURRENT(now);
+		busy = now;
+		INSTR_TIME_SUBTRACT(busy, start);
+		pg_atomic_fetch_add_u64(&channel_shared->requests, served);
+		pg_atomic_fetch_add_u64(&channel_shared->busy_us, INSTR_TIME_GET_MICROSEC(busy));
 		/* How many sessions keep the worker busy: spinning pays when few do. */
-		INSTR_TIME_SET_CURRENT(window);
+		window = now;
 		INSTR_TIME_SUBTRACT(window, window_start);
 		if (INSTR_TIME_GET_MICROSEC(window) >= CHANNEL_ACTIVE_WINDOW_US)
 		{
 			pg_atomic_write_u32(&channel_shared->active_sessions, window_sessions);
 			window_no++;
 			window_sessions = 0;
-			INSTR_TIME_SET_CURRENT(window_start);
+			window_start = now;
 		}
-		INSTR_TIME_SET_CURRENT(busy);
-		INSTR_TIME_SUBTRACT(busy, start);
-		pg_atomic_fetch_add_u64(&channel_shared->requests, served);
-		pg_atomic_fetch_add_u64(&channel_shared->busy_us, INSTR_TIME_GET_MICROSEC(busy));
 	}
 	return more;
 }
