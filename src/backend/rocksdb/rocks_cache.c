@@ -18,7 +18,7 @@
  * hash of the key image, not of the map key), so that a change of the whole
  * key (its removal, a put of its whole map) finds every entry of it in that
  * one set (rocks_cache_forget_key).  So a key with more hot entries than a
- * set has slots keeps only some of them.
+ * set holds keeps only some of them.
  *
  * A session that read a key in its own view of the instance (rocks_view.c)
  * stores what it read too (rocks_cache_fill), so that the next read of the
@@ -29,22 +29,31 @@
  * session sees the mark and stores nothing, or the worker, coming to the
  * set after it, finds the session's entry and takes it out.
  *
- * The cache is a fixed array of sets of CACHE_WAYS slots of a fixed size,
- * state_backend.rocksdb_shared_cache_size in all: it never allocates, and
- * an entry whose key and value images pass CACHE_SLOT_DATA bytes is not
- * kept.  A key has one set (by the hash of its image and its state); a set
- * full of other keys gives up the first slot the clock hand finds unread
- * since the hand last passed it.
+ * The cache is a fixed array of sets of CACHE_SET_SIZE bytes,
+ * state_backend.rocksdb_shared_cache_size in all: it never allocates.  A
+ * set's entries lie packed one after the other, each its header and its
+ * images, so that a small entry (a bigint key and value: 32 bytes) takes
+ * the room it needs; an entry whose key and value images pass
+ * CACHE_ENTRY_DATA bytes is not kept.  A key has one set (by the hash of
+ * its image and its state); a set without room for a new entry gives up
+ * the entries the clock hand finds unread since the hand last passed them
+ * (a bit per entry, which readers set), and the entries after one that
+ * goes move down.
  *
  * Readers take no lock.  Each set has a sequence counter that whoever
  * changes the set makes odd meanwhile (the worker, or a session storing
  * what it read, which then also sets SEQ_SESSION); a reader copies the
  * entry out, then checks that the counter is even and unchanged, else tries
  * again and, after a few tries, asks the worker.  So a reader never waits,
- * and never returns a torn image: every length it uses is bounded by the
- * slot before it is used.  A session only tries for a set once and gives
- * up when it is taken; the worker waits for a session that has it, which
- * holds it for the copy of one slot, with no error or interrupt between.
+ * and never returns a torn image: every size and length it uses is bounded
+ * by the set, and by the entry, before it is used, so a walk of entries
+ * moving under it stays inside the set.  The only thing a reader writes is
+ * its entry's read bit, with an atomic OR of a word of the set's own: one
+ * set in a set that changed meanwhile marks another entry read, which only
+ * spares that one from the hand once.  A session only tries for a set once
+ * and gives up when it is taken; the worker waits for a session that has
+ * it, which holds it for the store of one entry, with no error or
+ * interrupt between.
  */
 #include "postgres.h"
 
@@ -54,8 +63,8 @@
 
 #include "rocks_internal.h"
 
-#define CACHE_WAYS			8
-#define CACHE_SLOT_DATA		112
+#define CACHE_SET_SIZE		1024	/* bytes of a set: a line of header, then entries */
+#define CACHE_ENTRY_DATA	112		/* most bytes of an entry's key, map key and image */
 #define CACHE_ABSENT		0xFFFF	/* vallen of a key known to have no state */
 #define CACHE_FORGET		0xFFFE	/* a pending store: the key stays out */
 #define CACHE_FORGET_KEY	0xFFFD	/* a pending store: every entry of the key stays out */
@@ -70,25 +79,36 @@
 #define SEQ_COUNT(seq)		((seq) & ~SEQ_SESSION)
 #define SEQ_NEXT(seq)		((SEQ_COUNT(seq) + 1) & ~SEQ_SESSION)
 
-typedef struct CacheSlot
+/* An entry: this header, then the key image, the map key and the image. */
+typedef struct CacheEntry
 {
-	uint32		state_id;		/* 0: the slot is free */
+	uint32		state_id;
 	uint32		hash;			/* the host's key_hash of the key image */
 	uint16		keylen;
 	uint16		vallen;			/* or CACHE_ABSENT */
-	uint8		ref;			/* read since the clock hand last passed */
+	uint16		size;			/* of the whole entry, a multiple of 8 */
 	uint8		mklen;			/* a map entry's map key length, else 0 */
-	uint8		pad[2];
-	char		data[CACHE_SLOT_DATA];	/* key image, map key, then value image */
-} CacheSlot;
+	uint8		pad;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} CacheEntry;
+
+#define CACHE_ENTRY_HDR		offsetof(CacheEntry, data)
+#define CACHE_ARENA			(CACHE_SET_SIZE - PG_CACHE_LINE_SIZE)
 
 typedef struct CacheSet
 {
-	pg_atomic_uint32 seq;		/* odd while the worker changes the set */
-	uint32		hand;			/* the clock hand (worker only) */
-	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(uint32)];
-	CacheSlot	slots[CACHE_WAYS];
+	pg_atomic_uint32 seq;		/* odd while the set changes */
+	uint16		used;			/* bytes of arena its entries take */
+	uint16		count;			/* its entries */
+	pg_atomic_uint64 read;		/* bit i: entry i read since the hand passed it */
+	uint16		hand;			/* the clock hand: an entry's number */
+	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(uint32) - sizeof(uint64) - sizeof(uint16)];
+	char		arena[CACHE_ARENA];
 } CacheSet;
+
+StaticAssertDecl(sizeof(CacheSet) == CACHE_SET_SIZE, "a set is CACHE_SET_SIZE bytes");
+StaticAssertDecl(CACHE_ARENA / MAXALIGN(CACHE_ENTRY_HDR) <= 64, "a read bit for each entry");
+StaticAssertDecl(CACHE_ENTRY_HDR + CACHE_ENTRY_DATA <= PG_UINT16_MAX, "an entry's size fits");
 
 typedef struct CacheShared
 {
@@ -136,9 +156,13 @@ rocks_cache_shmem_init(void)
 	pg_atomic_init_u64(&cache->fills, 0);
 	for (uint32 i = 0; i < nsets; i++)
 	{
-		pg_atomic_init_u32(&cache->sets[i].seq, 0);
-		cache->sets[i].hand = 0;
-		memset(cache->sets[i].slots, 0, sizeof(cache->sets[i].slots));
+		CacheSet   *set = &cache->sets[i];
+
+		pg_atomic_init_u32(&set->seq, 0);
+		pg_atomic_init_u64(&set->read, 0);
+		set->used = 0;
+		set->count = 0;
+		set->hand = 0;
 	}
 }
 
@@ -168,12 +192,19 @@ rocks_cache_key(RocksCacheKey *ck, uint32 state_id, const char *key, uint32 keyl
 	ck->mklen = mkey ? mklen : 0;
 }
 
-/* Whether an entry's names fit a slot, and its image too (value NULL: none). */
+/* Whether an entry's names fit an entry, and its image too (value NULL: none). */
 static bool
 ck_fits(const RocksCacheKey *ck, const char *value, uint32 vallen)
 {
-	return ck->keylen <= CACHE_SLOT_DATA && ck->mklen <= CACHE_SLOT_DATA - ck->keylen &&
-		(value == NULL || vallen <= CACHE_SLOT_DATA - ck->keylen - ck->mklen);
+	return ck->keylen <= CACHE_ENTRY_DATA && ck->mklen <= CACHE_ENTRY_DATA - ck->keylen &&
+		(value == NULL || vallen <= CACHE_ENTRY_DATA - ck->keylen - ck->mklen);
+}
+
+/* The bytes an entry of ck with an image of vallen bytes (value NULL: none) takes. */
+static uint16
+entry_size(const RocksCacheKey *ck, const char *value, uint32 vallen)
+{
+	return (uint16) TYPEALIGN(8, CACHE_ENTRY_HDR + ck->keylen + ck->mklen + (value ? vallen : 0));
 }
 
 static CacheSet *
@@ -207,7 +238,7 @@ RocksCacheResult
 rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 {
 	CacheSet   *set;
-	char		buf[CACHE_SLOT_DATA];
+	char		buf[CACHE_ENTRY_DATA];
 	uint32		namelen = ck->keylen + ck->mklen;
 
 	if (cache == NULL || cache->nsets == 0 || !ck_fits(ck, NULL, 0))
@@ -216,6 +247,8 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 	for (int try = 0; try < CACHE_READ_TRIES; try++)
 	{
 		uint32		seq = pg_atomic_read_u32(&set->seq);
+		uint32		used;
+		uint32		off = 0;
 		int			hit = -1;
 		uint32		vallen = 0;
 
@@ -225,22 +258,29 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 			continue;
 		}
 		pg_read_barrier();
-		for (int i = 0; i < CACHE_WAYS; i++)
+		used = Min(((volatile CacheSet *) set)->used, CACHE_ARENA);
+		for (int i = 0; off + CACHE_ENTRY_HDR <= used; i++)
 		{
-			volatile CacheSlot *s = &set->slots[i];
+			volatile CacheEntry *e = (volatile CacheEntry *) (set->arena + off);
+			uint32		size = e->size;
 
-			if (s->state_id != ck->state_id || s->hash != ck->hash ||
-				s->keylen != ck->keylen || s->mklen != ck->mklen)
+			/* Sizes bound the walk to the set; a torn one ends it. */
+			if (size < CACHE_ENTRY_HDR || size > used - off)
+				break;
+			off += size;
+			if (e->state_id != ck->state_id || e->hash != ck->hash ||
+				e->keylen != ck->keylen || e->mklen != ck->mklen)
 				continue;
-			vallen = s->vallen;
-			if (vallen != CACHE_ABSENT && vallen > CACHE_SLOT_DATA - namelen)
+			vallen = e->vallen;
+			if (namelen > size - CACHE_ENTRY_HDR ||
+				(vallen != CACHE_ABSENT && vallen > size - CACHE_ENTRY_HDR - namelen))
 				break;			/* being rewritten: the check below fails */
-			if (memcmp((const char *) s->data, ck->key, ck->keylen) != 0 ||
+			if (memcmp((const char *) e->data, ck->key, ck->keylen) != 0 ||
 				(ck->mklen > 0 &&
-				 memcmp((const char *) s->data + ck->keylen, ck->mkey, ck->mklen) != 0))
+				 memcmp((const char *) e->data + ck->keylen, ck->mkey, ck->mklen) != 0))
 				continue;
 			if (vallen != CACHE_ABSENT)
-				memcpy(buf, (const char *) s->data + namelen, vallen);
+				memcpy(buf, (const char *) e->data + namelen, vallen);
 			hit = i;
 			break;
 		}
@@ -249,8 +289,8 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 			continue;
 		if (hit < 0)
 			return ROCKS_CACHE_MISS;
-		if (!set->slots[hit].ref)
-			set->slots[hit].ref = 1;
+		if (!(pg_atomic_read_u64(&set->read) & (UINT64CONST(1) << hit)))
+			(void) pg_atomic_fetch_or_u64(&set->read, UINT64CONST(1) << hit);
 		if (vallen == CACHE_ABSENT)
 			return ROCKS_CACHE_ABSENT;
 		resetStringInfo(out);
@@ -262,7 +302,7 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 
 /*
  * The worker's side: a change of a set is bracketed by these two.  A
- * session storing what it read holds a set for the copy of one slot, with
+ * session storing what it read holds a set for the store of one entry, with
  * no error or interrupt in between; the worker spins, then sleeps a little
  * at a time.  It takes no interrupt there: the worker changes sets in the
  * middle of its own bookkeeping (a commit, a truncate), which an error
@@ -294,94 +334,197 @@ set_change_end(CacheSet *set)
 	(void) pg_atomic_exchange_u32(&set->seq, SEQ_NEXT(pg_atomic_read_u32(&set->seq)));
 }
 
-/* Whether a slot holds an entry of ck's key (its image, or a map entry). */
-static bool
-slot_of_key(const CacheSlot *s, const RocksCacheKey *ck)
+static inline CacheEntry *
+set_entry(CacheSet *set, uint32 off)
 {
-	return s->state_id == ck->state_id && s->hash == ck->hash && s->keylen == ck->keylen &&
-		memcmp(s->data, ck->key, ck->keylen) == 0;
+	return (CacheEntry *) (set->arena + off);
 }
 
-/* Whether a slot holds ck's entry itself. */
+/* Whether an entry is of ck's key (its image, or one of its map's entries). */
 static bool
-slot_is(const CacheSlot *s, const RocksCacheKey *ck)
+entry_of_key(const CacheEntry *e, const RocksCacheKey *ck)
 {
-	return slot_of_key(s, ck) && s->mklen == ck->mklen &&
-		(ck->mklen == 0 || memcmp(s->data + ck->keylen, ck->mkey, ck->mklen) == 0);
+	return e->state_id == ck->state_id && e->hash == ck->hash && e->keylen == ck->keylen &&
+		memcmp(e->data, ck->key, ck->keylen) == 0;
 }
 
-static int
-set_find(CacheSet *set, const RocksCacheKey *ck)
+/* Whether an entry is ck's entry itself. */
+static bool
+entry_is(const CacheEntry *e, const RocksCacheKey *ck)
 {
-	for (int i = 0; i < CACHE_WAYS; i++)
-		if (slot_is(&set->slots[i], ck))
-			return i;
-	return -1;
+	return entry_of_key(e, ck) && e->mklen == ck->mklen &&
+		(ck->mklen == 0 || memcmp(e->data + ck->keylen, ck->mkey, ck->mklen) == 0);
 }
 
 /*
- * The slot a new key takes: a free one, else the clock's victim.  Readers
- * set ref bits as the hand clears them, so the hand goes round twice at
- * most.
+ * The rest of this file changes sets only while it holds them (their
+ * counter odd, set_change_begin or a session's compare-and-swap); readers
+ * may set read bits meanwhile, so those change atomically.
  */
-static int
-set_victim(CacheSet *set)
-{
-	int			i;
 
-	for (i = 0; i < CACHE_WAYS; i++)
-		if (set->slots[i].state_id == 0)
-			return i;
-	for (int step = 0; step < 2 * CACHE_WAYS; step++)
-	{
-		i = set->hand;
-		set->hand = (set->hand + 1) % CACHE_WAYS;
-		if (!set->slots[i].ref)
-			return i;
-		set->slots[i].ref = 0;
-	}
-	return i;
+/* Entry number i of a set, at offset *off, goes; those after it move down. */
+static void
+set_remove(CacheSet *set, int i, uint32 off)
+{
+	uint16		size = set_entry(set, off)->size;
+	uint64		low = (UINT64CONST(1) << i) - 1;
+	uint64		bits = pg_atomic_read_u64(&set->read);
+
+	memmove(set->arena + off, set->arena + off + size, set->used - off - size);
+	set->used -= size;
+	set->count--;
+	/* The read bits of the entries after it move down with them. */
+	while (!pg_atomic_compare_exchange_u64(&set->read, &bits,
+										   (bits & low) | ((bits >> 1) & ~low)))
+		;
+	if (set->hand > i)
+		set->hand--;
+	if (set->hand >= set->count)
+		set->hand = 0;
 }
 
-/* Slot i of a set, which the caller holds, takes an entry and its image. */
-static void
-set_put(CacheSet *set, int i, const RocksCacheKey *ck, const char *value, uint32 vallen)
+/* The number and offset of ck's entry in a set; -1 when it has none. */
+static int
+set_find(CacheSet *set, const RocksCacheKey *ck, uint32 *off)
 {
-	CacheSlot  *s = &set->slots[i];
+	uint32		o = 0;
 
-	s->state_id = ck->state_id;
-	s->hash = ck->hash;
-	s->keylen = (uint16) ck->keylen;
-	s->mklen = (uint8) ck->mklen;
-	s->vallen = value ? (uint16) vallen : CACHE_ABSENT;
-	s->ref = 0;
-	memcpy(s->data, ck->key, ck->keylen);
+	for (int i = 0; i < set->count; i++)
+	{
+		CacheEntry *e = set_entry(set, o);
+
+		if (entry_is(e, ck))
+		{
+			*off = o;
+			return i;
+		}
+		o += e->size;
+	}
+	return -1;
+}
+
+/* The offset of entry number i of a set. */
+static uint32
+set_offset(CacheSet *set, int i)
+{
+	uint32		o = 0;
+
+	while (i-- > 0)
+		o += set_entry(set, o)->size;
+	return o;
+}
+
+/*
+ * Give up one entry: the first the clock hand finds unread since it last
+ * passed (it clears the bits it passes, so it goes round twice at most).
+ */
+static void
+set_evict(CacheSet *set)
+{
+	int			i = 0;
+
+	for (int step = 0; step < 2 * set->count; step++)
+	{
+		uint64		bit;
+
+		i = set->hand;
+		bit = UINT64CONST(1) << i;
+		if (!(pg_atomic_read_u64(&set->read) & bit))
+			break;
+		(void) pg_atomic_fetch_and_u64(&set->read, ~bit);
+		set->hand = (set->hand + 1) % set->count;
+	}
+	set_remove(set, i, set_offset(set, i));
+}
+
+/*
+ * A set takes ck's entry and its image (value NULL: no state), in place of
+ * the one it holds, giving up unread entries for the room.
+ */
+static void
+set_put(CacheSet *set, const RocksCacheKey *ck, const char *value, uint32 vallen)
+{
+	uint16		size = entry_size(ck, value, vallen);
+	uint32		off;
+	int			i = set_find(set, ck, &off);
+	CacheEntry *e;
+
+	if (i >= 0 && set_entry(set, off)->size != size)
+	{
+		set_remove(set, i, off);
+		i = -1;
+	}
+	if (i < 0)
+	{
+		while (set->count > 0 && CACHE_ARENA - set->used < size)
+			set_evict(set);
+		off = set->used;
+		i = set->count;
+		(void) pg_atomic_fetch_and_u64(&set->read, ~(UINT64CONST(1) << i));
+	}
+	e = set_entry(set, off);
+	e->state_id = ck->state_id;
+	e->hash = ck->hash;
+	e->keylen = (uint16) ck->keylen;
+	e->mklen = (uint8) ck->mklen;
+	e->vallen = value ? (uint16) vallen : CACHE_ABSENT;
+	e->size = size;
+	e->pad = 0;
+	memcpy(e->data, ck->key, ck->keylen);
 	if (ck->mklen > 0)
-		memcpy(s->data + ck->keylen, ck->mkey, ck->mklen);
+		memcpy(e->data + ck->keylen, ck->mkey, ck->mklen);
 	if (value)
-		memcpy(s->data + ck->keylen + ck->mklen, value, vallen);
+		memcpy(e->data + ck->keylen + ck->mklen, value, vallen);
+	if (i == set->count)
+	{
+		set->used += size;
+		set->count++;
+	}
+}
+
+/*
+ * A set gives up ck's entry, or with whole_key every entry of its key (its
+ * image, or all its map's entries); with state_only, every entry of ck's
+ * state.
+ */
+static void
+set_forget(CacheSet *set, const RocksCacheKey *ck, bool whole_key, bool state_only)
+{
+	uint32		off = 0;
+
+	for (int i = 0; i < set->count;)
+	{
+		CacheEntry *e = set_entry(set, off);
+
+		if (state_only ? e->state_id == ck->state_id :
+			whole_key ? entry_of_key(e, ck) : entry_is(e, ck))
+			set_remove(set, i, off);
+		else
+		{
+			off += e->size;
+			i++;
+		}
+	}
 }
 
 /*
  * rocks_cache_store (worker only) records what RocksDB now holds for an
- * entry: its image, or (value NULL) no state.  An image too large for a
- * slot leaves the entry out of the cache.
+ * entry: its image, or (value NULL) no state.  An image too large for an
+ * entry leaves the entry out of the cache.
  */
 void
 rocks_cache_store(const RocksCacheKey *ck, const char *value, uint32 vallen)
 {
 	CacheSet   *set;
-	int			i;
 
 	if (cache == NULL || cache->nsets == 0)
 		return;
 	set = cache_set(ck->state_id, ck->hash);
 	set_change_begin(set);
-	i = set_find(set, ck);
 	if (ck_fits(ck, value, vallen))
-		set_put(set, i < 0 ? set_victim(set) : i, ck, value, vallen);
-	else if (i >= 0)
-		set->slots[i].state_id = 0;
+		set_put(set, ck, value, vallen);
+	else
+		set_forget(set, ck, false, false);
 	set_change_end(set);
 }
 
@@ -399,7 +542,6 @@ rocks_cache_fill(const RocksCacheKey *ck, const char *value, uint32 vallen,
 	CacheSet   *set;
 	uint32		seq;
 	uint32		held;
-	int			i;
 
 	if (cache == NULL || cache->nsets == 0 || !ck_fits(ck, value, vallen))
 		return;
@@ -411,8 +553,7 @@ rocks_cache_fill(const RocksCacheKey *ck, const char *value, uint32 vallen,
 		return;
 	if (still_current(ck->state_id, ck->hash))
 	{
-		i = set_find(set, ck);
-		set_put(set, i < 0 ? set_victim(set) : i, ck, value, vallen);
+		set_put(set, ck, value, vallen);
 		filled++;
 	}
 	pg_memory_barrier();
@@ -429,13 +570,7 @@ cache_forget(const RocksCacheKey *ck, bool whole_key)
 	CacheSet   *set = cache_set(ck->state_id, ck->hash);
 
 	set_change_begin(set);
-	for (int i = 0; i < CACHE_WAYS; i++)
-	{
-		CacheSlot  *s = &set->slots[i];
-
-		if (whole_key ? slot_of_key(s, ck) : slot_is(s, ck))
-			s->state_id = 0;
-	}
+	set_forget(set, ck, whole_key, false);
 	set_change_end(set);
 }
 
@@ -485,7 +620,7 @@ rocks_cache_write(const RocksCacheKey *ck, const char *value, uint32 vallen, boo
 	cache_forget(ck, false);
 	if (!ck_fits(ck, NULL, 0))
 		return;
-	/* Too large for a slot, it stays out: so must an image stored before. */
+	/* Too large for an entry, it stays out: so must an image stored before. */
 	if (forget || (value && !ck_fits(ck, value, vallen)))
 		pending_add(ck, CACHE_FORGET, NULL);
 	else
@@ -558,6 +693,30 @@ rocks_cache_committed(bool ok)
 }
 
 /*
+ * Whether a set holds an entry of a state, looked at without holding it:
+ * bounded as a reader's walk is, and right only if its counter did not
+ * move meanwhile.
+ */
+static bool
+set_holds_state(CacheSet *set, uint32 state_id)
+{
+	uint32		used = Min(((volatile CacheSet *) set)->used, CACHE_ARENA);
+
+	for (uint32 off = 0; off + CACHE_ENTRY_HDR <= used;)
+	{
+		volatile CacheEntry *e = (volatile CacheEntry *) (set->arena + off);
+		uint32		size = e->size;
+
+		if (size < CACHE_ENTRY_HDR || size > used - off)
+			return true;		/* torn: the caller takes the set */
+		if (e->state_id == state_id)
+			return true;
+		off += size;
+	}
+	return false;
+}
+
+/*
  * rocks_cache_forget_state (worker only) drops every entry of a state.
  * The caller has marked every key first (rocks_view_mark_all): a session
  * that takes a set after this passed it sees the mark and stores nothing.
@@ -565,8 +724,11 @@ rocks_cache_committed(bool ok)
 void
 rocks_cache_forget_state(uint32 state_id)
 {
+	RocksCacheKey ck;
+
 	if (cache == NULL)
 		return;
+	rocks_cache_key(&ck, state_id, NULL, 0, 0, NULL, 0);
 	pg_memory_barrier();
 	for (uint32 n = 0; n < cache->nsets; n++)
 	{
@@ -580,15 +742,13 @@ rocks_cache_forget_state(uint32 state_id)
 		 * sees the marks.
 		 */
 		pg_read_barrier();
-		for (int i = 0; i < CACHE_WAYS && !has; i++)
-			has = set->slots[i].state_id == state_id;
+		if (!has)
+			has = set_holds_state(set, state_id);
 		pg_read_barrier();
 		if (!has && pg_atomic_read_u32(&set->seq) == seq)
 			continue;
 		set_change_begin(set);
-		for (int i = 0; i < CACHE_WAYS; i++)
-			if (set->slots[i].state_id == state_id)
-				set->slots[i].state_id = 0;
+		set_forget(set, &ck, false, true);
 		set_change_end(set);
 	}
 }
@@ -616,8 +776,10 @@ rocks_cache_clear(void)
 		if ((seq & 1) && !(seq & SEQ_SESSION))
 			pg_atomic_write_u32(&set->seq, SEQ_NEXT(seq));
 		set_change_begin(set);
-		for (int i = 0; i < CACHE_WAYS; i++)
-			set->slots[i].state_id = 0;
+		set->used = 0;
+		set->count = 0;
+		set->hand = 0;
+		pg_atomic_write_u64(&set->read, 0);
 		set_change_end(set);
 	}
 }
