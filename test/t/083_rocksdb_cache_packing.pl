@@ -16,6 +16,14 @@
 #   and checked against a table written beside it, then every key read
 #   back twice, the second time from the cache, and checked again: a read
 #   answered by the cache is always what the state holds.
+# - A reader walking a set that moves under it: in a cache of one set, a
+#   writer cycles 27 keys (each new entry evicts one, and those after it
+#   move down), one of them with a value that holds a forged entry header
+#   for the reader's key (its state, the hash of its key, the key, a size
+#   of 512 and a value of 480 bytes), while a session reads that key for
+#   5 s.  A walk that landed on the forged header copied 480 bytes into a
+#   buffer of 112 and killed the session, and with it every other; now the
+#   reader reads the key's own value every time.
 
 use strict;
 use warnings;
@@ -146,4 +154,62 @@ cmp_ok(requests() - $before, '<', 3000 * 8,
 	'the second pass read some keys from the cache');
 
 $node->stop;
+
+# ---------------------------------------------------------------- race
+# A fresh server, whose first state has id 1, and a cache of one set.
+my $race = new_state_node('race', conf => <<'EOF');
+state_backend.backend = 'rocksdb'
+state_backend.rocksdb_shared_cache_size = '1kB'
+state_backend.rocksdb_session_reads = off
+EOF
+$race->safe_psql('postgres', q{SELECT state.create_state('t', 'value', 'text', 'bytea')});
+$race->safe_psql('postgres', q{SELECT state.value_set('t', 'KKKKKKKK', '\x1111111111111111'::bytea)});
+
+# The forged header, little-endian: 8 bytes that align it, state id 1, the
+# hash of the key, key length 8, value length 480, size 512, no map key,
+# then the key.
+my $forged = q{'\x000000000000000001000000'::bytea
+  || (SELECT substring(h from 4 for 1) || substring(h from 3 for 1)
+          || substring(h from 2 for 1) || substring(h from 1 for 1)
+      FROM int4send(hashtext('KKKKKKKK')) h)
+  || '\x0800e001000200004b4b4b4b4b4b4b4b'::bytea};
+my $writer = qq{
+DO \$\$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+	WHILE clock_timestamp() < t0 + interval '5 s' LOOP
+		FOR i IN 1..25 LOOP
+			PERFORM state.value_set('t', 'R' || lpad(i::text, 7, '0'), '\\x0102030405060708'::bytea);
+		END LOOP;
+		PERFORM state.value_set('t', 'BBBBBBBB', $forged);
+		PERFORM state.value_set('t', 'KKKKKKKK', '\\x1111111111111111'::bytea);
+	END LOOP;
+END \$\$;
+};
+my $reader = q{
+DO $$
+DECLARE t0 timestamptz := clock_timestamp(); n int := 0; v bytea;
+BEGIN
+	WHILE clock_timestamp() < t0 + interval '5 s' LOOP
+		v := state.value_get('t', 'KKKKKKKK', NULL::bytea);
+		IF v IS DISTINCT FROM '\x1111111111111111'::bytea THEN
+			RAISE EXCEPTION 'read % after % reads', v, n;
+		END IF;
+		n := n + 1;
+	END LOOP;
+	RAISE NOTICE 'reads %', n;
+END $$;
+};
+my $log_offset = -s $race->logfile;
+my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
+my @psql = ('psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $race->connstr('postgres'), '-c');
+my $w = IPC::Run::start([ @psql, $writer ], '>', \$wout, '2>', \$werr, IPC::Run::timeout(120));
+my $r = IPC::Run::start([ @psql, $reader ], '>', \$rout, '2>', \$rerr, IPC::Run::timeout(120));
+$w->finish;
+$r->finish;
+is($w->result(0), 0, 'the writer cycled the one set for 5 s') or diag($werr);
+is($r->result(0), 0, "the reader read the key's own value every time") or diag($rerr);
+like($rerr, qr/reads [1-9]/, 'the reader read');
+is(join("\n", log_crashes($race, $log_offset)), '', 'no process of the server crashed');
+$race->stop;
 done_testing();

@@ -93,7 +93,21 @@ typedef struct CacheEntry
 } CacheEntry;
 
 #define CACHE_ENTRY_HDR		offsetof(CacheEntry, data)
+#define CACHE_ENTRY_MOST	TYPEALIGN(8, CACHE_ENTRY_HDR + CACHE_ENTRY_DATA)
 #define CACHE_ARENA			(CACHE_SET_SIZE - PG_CACHE_LINE_SIZE)
+
+/*
+ * Whether a size read without holding the set may be an entry's, with room
+ * bytes of the set after it.  A walk that a change of the set made land
+ * inside an entry reads its images as a header, which its writer chose: it
+ * must neither leave the set nor copy more than an entry holds.
+ */
+static inline bool
+walk_size_ok(uint32 size, uint32 room)
+{
+	return size >= CACHE_ENTRY_HDR && size <= CACHE_ENTRY_MOST && size % 8 == 0 &&
+		size <= room;
+}
 
 typedef struct CacheSet
 {
@@ -265,7 +279,7 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 			uint32		size = e->size;
 
 			/* Sizes bound the walk to the set; a torn one ends it. */
-			if (size < CACHE_ENTRY_HDR || size > used - off)
+			if (!walk_size_ok(size, used - off))
 				break;
 			off += size;
 			if (e->state_id != ck->state_id || e->hash != ck->hash ||
@@ -485,26 +499,67 @@ set_put(CacheSet *set, const RocksCacheKey *ck, const char *value, uint32 vallen
 /*
  * A set gives up ck's entry, or with whole_key every entry of its key (its
  * image, or all its map's entries); with state_only, every entry of ck's
- * state.
+ * state.  One pass: the entries kept move down over those that go, and
+ * their read bits with them.
  */
 static void
 set_forget(CacheSet *set, const RocksCacheKey *ck, bool whole_key, bool state_only)
 {
-	uint32		off = 0;
+	uint32		from = 0;
+	uint32		to = 0;
+	int			kept = 0;
+	uint64		bits = pg_atomic_read_u64(&set->read);
+	uint64		keptbits;
+	int			hand = set->hand;
 
-	for (int i = 0; i < set->count;)
+	do
 	{
-		CacheEntry *e = set_entry(set, off);
-
-		if (state_only ? e->state_id == ck->state_id :
-			whole_key ? entry_of_key(e, ck) : entry_is(e, ck))
-			set_remove(set, i, off);
-		else
+		keptbits = 0;
+		from = to = 0;
+		kept = 0;
+		hand = set->hand;
+		for (int i = 0; i < set->count; i++)
 		{
-			off += e->size;
-			i++;
+			CacheEntry *e = set_entry(set, from);
+			uint16		size = e->size;
+
+			if (state_only ? e->state_id == ck->state_id :
+				whole_key ? entry_of_key(e, ck) : entry_is(e, ck))
+			{
+				if (set->hand > i)
+					hand--;
+			}
+			else
+			{
+				if (bits & (UINT64CONST(1) << i))
+					keptbits |= UINT64CONST(1) << kept;
+				kept++;
+			}
+			from += size;
 		}
+		if (kept == set->count)
+			return;				/* nothing of it here */
+		/* The bits as they are now go with the entries (readers may set some). */
+	} while (!pg_atomic_compare_exchange_u64(&set->read, &bits, keptbits));
+
+	from = 0;
+	for (int i = 0; i < set->count; i++)
+	{
+		CacheEntry *e = set_entry(set, from);
+		uint16		size = e->size;
+
+		if (!(state_only ? e->state_id == ck->state_id :
+			  whole_key ? entry_of_key(e, ck) : entry_is(e, ck)))
+		{
+			if (to != from)
+				memmove(set->arena + to, set->arena + from, size);
+			to += size;
+		}
+		from += size;
 	}
+	set->used = to;
+	set->count = kept;
+	set->hand = (hand >= 0 && hand < kept) ? hand : 0;
 }
 
 /*
@@ -707,7 +762,7 @@ set_holds_state(CacheSet *set, uint32 state_id)
 		volatile CacheEntry *e = (volatile CacheEntry *) (set->arena + off);
 		uint32		size = e->size;
 
-		if (size < CACHE_ENTRY_HDR || size > used - off)
+		if (!walk_size_ok(size, used - off))
 			return true;		/* torn: the caller takes the set */
 		if (e->state_id == state_id)
 			return true;
@@ -771,11 +826,12 @@ rocks_cache_clear(void)
 
 		/*
 		 * A worker that died in the middle of a change left it odd, and
-		 * nobody will end that change; a session's change ends.
+		 * nobody will end that change: this one takes it over as it is,
+		 * still odd, so that no reader takes the half-changed set for a
+		 * whole one.  A session's change ends: wait for it.
 		 */
-		if ((seq & 1) && !(seq & SEQ_SESSION))
-			pg_atomic_write_u32(&set->seq, SEQ_NEXT(seq));
-		set_change_begin(set);
+		if (!(seq & 1) || (seq & SEQ_SESSION))
+			set_change_begin(set);
 		set->used = 0;
 		set->count = 0;
 		set->hand = 0;
