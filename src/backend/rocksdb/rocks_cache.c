@@ -57,6 +57,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "port/atomics.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
@@ -94,7 +95,19 @@ typedef struct CacheEntry
 
 #define CACHE_ENTRY_HDR		offsetof(CacheEntry, data)
 #define CACHE_ENTRY_MOST	TYPEALIGN(8, CACHE_ENTRY_HDR + CACHE_ENTRY_DATA)
-#define CACHE_ARENA			(CACHE_SET_SIZE - PG_CACHE_LINE_SIZE)
+#define CACHE_SET_HEADER	64		/* a line of the CPU's cache */
+#define CACHE_ARENA			(CACHE_SET_SIZE - CACHE_SET_HEADER)
+
+/*
+ * A set's header line ends with a Bloom filter of its entries' keys (three
+ * bits of CACHE_BLOOM_BITS each), so that a read of a key the set does not
+ * hold, the common case of a state larger than the cache, looks at that
+ * line only: about 1% of them walk the entries for nothing with 24 in
+ * the set.  Writers add a key's bits as its entry comes, and make the
+ * filter again from the entries left when some go.
+ */
+#define CACHE_BLOOM_WORDS	5
+#define CACHE_BLOOM_BITS	(CACHE_BLOOM_WORDS * 64)
 
 /*
  * Whether a size read without holding the set may be an entry's, with room
@@ -116,10 +129,12 @@ typedef struct CacheSet
 	uint16		count;			/* its entries */
 	pg_atomic_uint64 read;		/* bit i: entry i read since the hand passed it */
 	uint16		hand;			/* the clock hand: an entry's number */
-	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(uint32) - sizeof(uint64) - sizeof(uint16)];
+	uint16		pad[3];
+	uint64		bloom[CACHE_BLOOM_WORDS];	/* the keys of its entries */
 	char		arena[CACHE_ARENA];
 } CacheSet;
 
+StaticAssertDecl(offsetof(CacheSet, arena) == CACHE_SET_HEADER, "a set's header is a line");
 StaticAssertDecl(sizeof(CacheSet) == CACHE_SET_SIZE, "a set is CACHE_SET_SIZE bytes");
 StaticAssertDecl(CACHE_ARENA / MAXALIGN(CACHE_ENTRY_HDR) <= 64, "a read bit for each entry");
 StaticAssertDecl(CACHE_ENTRY_HDR + CACHE_ENTRY_DATA <= PG_UINT16_MAX, "an entry's size fits");
@@ -133,6 +148,42 @@ typedef struct CacheShared
 } CacheShared;
 
 static CacheShared *cache = NULL;
+
+/* The three bits of a key in a set's filter. */
+static inline void
+bloom_bits(uint32 state_id, uint32 hash, uint32 bits[3])
+{
+	uint32		h = murmurhash32(hash ^ murmurhash32(state_id));
+
+	bits[0] = h % CACHE_BLOOM_BITS;
+	bits[1] = (h >> 11) % CACHE_BLOOM_BITS;
+	bits[2] = ((h >> 22) ^ (h << 10)) % CACHE_BLOOM_BITS;
+}
+
+/* Whether a set may hold an entry of a key (read without holding it). */
+static bool
+bloom_may_hold(CacheSet *set, uint32 state_id, uint32 hash)
+{
+	volatile uint64 *bloom = set->bloom;
+	uint32		bits[3];
+
+	bloom_bits(state_id, hash, bits);
+	for (int i = 0; i < 3; i++)
+		if (!(bloom[bits[i] / 64] & (UINT64CONST(1) << (bits[i] % 64))))
+			return false;
+	return true;
+}
+
+/* A set, which the caller holds, notes a key in its filter. */
+static void
+bloom_add(CacheSet *set, uint32 state_id, uint32 hash)
+{
+	uint32		bits[3];
+
+	bloom_bits(state_id, hash, bits);
+	for (int i = 0; i < 3; i++)
+		set->bloom[bits[i] / 64] |= UINT64CONST(1) << (bits[i] % 64);
+}
 
 /* Entries this session stored (rocks_cache_fill), not yet counted. */
 static uint64 filled = 0;
@@ -174,6 +225,7 @@ rocks_cache_shmem_init(void)
 
 		pg_atomic_init_u32(&set->seq, 0);
 		pg_atomic_init_u64(&set->read, 0);
+		memset(set->bloom, 0, sizeof(set->bloom));
 		set->used = 0;
 		set->count = 0;
 		set->hand = 0;
@@ -272,6 +324,13 @@ rocks_cache_lookup(const RocksCacheKey *ck, StringInfo out)
 			continue;
 		}
 		pg_read_barrier();
+		if (!bloom_may_hold(set, ck->state_id, ck->hash))
+		{
+			pg_read_barrier();
+			if (pg_atomic_read_u32(&set->seq) != seq)
+				continue;
+			return ROCKS_CACHE_MISS;
+		}
 		used = Min(((volatile CacheSet *) set)->used, CACHE_ARENA);
 		for (int i = 0; off + CACHE_ENTRY_HDR <= used; i++)
 		{
@@ -376,6 +435,22 @@ entry_is(const CacheEntry *e, const RocksCacheKey *ck)
  * may set read bits meanwhile, so those change atomically.
  */
 
+/* A set, which the caller holds, makes its filter again from its entries. */
+static void
+set_bloom_rebuild(CacheSet *set)
+{
+	uint32		off = 0;
+
+	memset(set->bloom, 0, sizeof(set->bloom));
+	for (int i = 0; i < set->count; i++)
+	{
+		CacheEntry *e = set_entry(set, off);
+
+		bloom_add(set, e->state_id, e->hash);
+		off += e->size;
+	}
+}
+
 /* Entry number i of a set, at offset *off, goes; those after it move down. */
 static void
 set_remove(CacheSet *set, int i, uint32 off)
@@ -395,6 +470,7 @@ set_remove(CacheSet *set, int i, uint32 off)
 		set->hand--;
 	if (set->hand >= set->count)
 		set->hand = 0;
+	set_bloom_rebuild(set);
 }
 
 /* The number and offset of ck's entry in a set; -1 when it has none. */
@@ -402,6 +478,9 @@ static int
 set_find(CacheSet *set, const RocksCacheKey *ck, uint32 *off)
 {
 	uint32		o = 0;
+
+	if (!bloom_may_hold(set, ck->state_id, ck->hash))
+		return -1;
 
 	for (int i = 0; i < set->count; i++)
 	{
@@ -493,6 +572,7 @@ set_put(CacheSet *set, const RocksCacheKey *ck, const char *value, uint32 vallen
 	{
 		set->used += size;
 		set->count++;
+		bloom_add(set, ck->state_id, ck->hash);
 	}
 }
 
@@ -512,6 +592,8 @@ set_forget(CacheSet *set, const RocksCacheKey *ck, bool whole_key, bool state_on
 	uint64		keptbits;
 	int			hand = set->hand;
 
+	if (!state_only && !bloom_may_hold(set, ck->state_id, ck->hash))
+		return;
 	do
 	{
 		keptbits = 0;
@@ -560,6 +642,7 @@ set_forget(CacheSet *set, const RocksCacheKey *ck, bool whole_key, bool state_on
 	set->used = to;
 	set->count = kept;
 	set->hand = (hand >= 0 && hand < kept) ? hand : 0;
+	set_bloom_rebuild(set);
 }
 
 /*
@@ -835,6 +918,7 @@ rocks_cache_clear(void)
 		set->used = 0;
 		set->count = 0;
 		set->hand = 0;
+		memset(set->bloom, 0, sizeof(set->bloom));
 		pg_atomic_write_u64(&set->read, 0);
 		set_change_end(set);
 	}
