@@ -38,7 +38,9 @@
  * its image and its state); a set without room for a new entry gives up
  * the entries the clock hand finds unread since the hand last passed them
  * (a bit per entry, which readers set), and the entries after one that
- * goes move down.
+ * goes move down.  A set's header line ends with a Bloom filter of its
+ * entries' keys, which holds the bits of every key the set holds, and may
+ * hold those of keys that left it until a writer makes it again.
  *
  * Readers take no lock.  Each set has a sequence counter that whoever
  * changes the set makes odd meanwhile (the worker, or a session storing
@@ -49,7 +51,7 @@
  * by the set, and by the entry, before it is used, so a walk of entries
  * moving under it stays inside the set.  The only thing a reader writes is
  * its entry's read bit, with an atomic OR of a word of the set's own: one
- * set in a set that changed meanwhile marks another entry read, which only
+ * bit set in a set that changed meanwhile marks another entry read, which only
  * spares that one from the hand once.  A session only tries for a set once
  * and gives up when it is taken; the worker waits for a session that has
  * it, which holds it for the store of one entry, with no error or
@@ -153,7 +155,8 @@ static CacheShared *cache = NULL;
 static inline void
 bloom_bits(uint32 state_id, uint32 hash, uint32 bits[3])
 {
-	uint32		h = murmurhash32(hash ^ murmurhash32(state_id));
+	/* Seeded apart from rocks_key_slot, which chose the set by the same key. */
+	uint32		h = murmurhash32(hash ^ murmurhash32(state_id ^ 0x5bd1e995U));
 
 	bits[0] = h % CACHE_BLOOM_BITS;
 	bits[1] = (h >> 11) % CACHE_BLOOM_BITS;
@@ -470,7 +473,7 @@ set_remove(CacheSet *set, int i, uint32 off)
 		set->hand--;
 	if (set->hand >= set->count)
 		set->hand = 0;
-	set_bloom_rebuild(set);
+	/* Its key's bits stay in the filter until the caller makes it again. */
 }
 
 /* The number and offset of ck's entry in a set; -1 when it has none. */
@@ -541,16 +544,23 @@ set_put(CacheSet *set, const RocksCacheKey *ck, const char *value, uint32 vallen
 	uint32		off;
 	int			i = set_find(set, ck, &off);
 	CacheEntry *e;
+	bool		removed = false;
 
 	if (i >= 0 && set_entry(set, off)->size != size)
 	{
 		set_remove(set, i, off);
+		removed = true;
 		i = -1;
 	}
 	if (i < 0)
 	{
 		while (set->count > 0 && CACHE_ARENA - set->used < size)
+		{
 			set_evict(set);
+			removed = true;
+		}
+		if (removed)
+			set_bloom_rebuild(set);
 		off = set->used;
 		i = set->count;
 		(void) pg_atomic_fetch_and_u64(&set->read, ~(UINT64CONST(1) << i));
