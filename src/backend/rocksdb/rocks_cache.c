@@ -595,53 +595,53 @@ set_put(CacheSet *set, const RocksCacheKey *ck, const char *value, uint32 vallen
 static void
 set_forget(CacheSet *set, const RocksCacheKey *ck, bool whole_key, bool state_only)
 {
+	uint64		goes = 0;		/* bit i: entry i goes */
+	uint64		bits;
+	uint64		keptbits;
 	uint32		from = 0;
 	uint32		to = 0;
 	int			kept = 0;
-	uint64		bits = pg_atomic_read_u64(&set->read);
-	uint64		keptbits;
 	int			hand = set->hand;
 
 	if (!state_only && !bloom_may_hold(set, ck->state_id, ck->hash))
 		return;
+	for (int i = 0; i < set->count; i++)
+	{
+		CacheEntry *e = set_entry(set, from);
+
+		if (state_only ? e->state_id == ck->state_id :
+			whole_key ? entry_of_key(e, ck) : entry_is(e, ck))
+		{
+			goes |= UINT64CONST(1) << i;
+			if (set->hand > i)
+				hand--;
+		}
+		from += e->size;
+	}
+	if (goes == 0)
+		return;					/* nothing of it here */
+
+	/* The read bits as they are now go with the entries (readers may set some). */
+	bits = pg_atomic_read_u64(&set->read);
 	do
 	{
 		keptbits = 0;
-		from = to = 0;
 		kept = 0;
-		hand = set->hand;
 		for (int i = 0; i < set->count; i++)
-		{
-			CacheEntry *e = set_entry(set, from);
-			uint16		size = e->size;
-
-			if (state_only ? e->state_id == ck->state_id :
-				whole_key ? entry_of_key(e, ck) : entry_is(e, ck))
-			{
-				if (set->hand > i)
-					hand--;
-			}
-			else
+			if (!(goes & (UINT64CONST(1) << i)))
 			{
 				if (bits & (UINT64CONST(1) << i))
 					keptbits |= UINT64CONST(1) << kept;
 				kept++;
 			}
-			from += size;
-		}
-		if (kept == set->count)
-			return;				/* nothing of it here */
-		/* The bits as they are now go with the entries (readers may set some). */
 	} while (!pg_atomic_compare_exchange_u64(&set->read, &bits, keptbits));
 
 	from = 0;
 	for (int i = 0; i < set->count; i++)
 	{
-		CacheEntry *e = set_entry(set, from);
-		uint16		size = e->size;
+		uint16		size = set_entry(set, from)->size;
 
-		if (!(state_only ? e->state_id == ck->state_id :
-			  whole_key ? entry_of_key(e, ck) : entry_is(e, ck)))
+		if (!(goes & (UINT64CONST(1) << i)))
 		{
 			if (to != from)
 				memmove(set->arena + to, set->arena + from, size);
