@@ -221,13 +221,13 @@ state_worker_checkpoint(bool final)
 			;
 	PG_TRY();
 	{
-		id = snapshot_request(NULL, SNAPSHOT_NATIVE);
+		id = snapshot_request(NULL, SNAPSHOT_NATIVE, true);
 		/* Transactions are committing: serve them until they let the cut in. */
 		for (int tries = 0; id == 0 && tries < (final ? 10000 : 1000); tries++)
 		{
 			(void) state_worker_serve(1);
 			worker_pause(1L);
-			id = snapshot_request(NULL, SNAPSHOT_NATIVE);
+			id = snapshot_request(NULL, SNAPSHOT_NATIVE, true);
 		}
 		if (id == 0)
 			ereport(LOG,

@@ -48,6 +48,7 @@ typedef struct SnapshotControl
 	bool		picked;			/* the worker took it */
 	bool		cancel_requested;
 	bool		is_checkpoint;
+	bool		workers_own;	/* the worker's own checkpoint: no session asked */
 	int			owner_pid;		/* the worker that cut the running snapshot */
 	SnapshotFiles files;		/* what the running snapshot has on disk */
 	int			cut_holds;		/* restores logging their states: no cut */
@@ -505,7 +506,7 @@ snapshot_control_hold_cuts(bool hold)
  */
 void
 snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
-					   bool checkpoint, void (*cut) (void *arg), void *arg,
+					   bool checkpoint, bool workers_own, void (*cut) (void *arg), void *arg,
 					   const int *ndescs, const XLogRecPtr *wal_position)
 {
 	SnapshotInfo *info;
@@ -525,6 +526,7 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	ctl->picked = false;
 	ctl->cancel_requested = false;
 	ctl->is_checkpoint = checkpoint;
+	ctl->workers_own = workers_own;
 	ctl->owner_pid = MyProcPid;
 	ctl->files = SNAPSHOT_FILES_NONE;
 	ctl->ndescs = *ndescs;
@@ -584,6 +586,21 @@ snapshot_control_reserve(void)
 	id = ctl->next_id++;
 	LWLockRelease(control_lock());
 	return id;
+}
+
+/*
+ * snapshot_control_workers_own_running tells whether the snapshot running
+ * is a checkpoint of the worker's own, which no session asked for.
+ */
+bool
+snapshot_control_workers_own_running(void)
+{
+	bool		running;
+
+	LWLockAcquire(control_lock(), LW_SHARED);
+	running = ctl->running_id != 0 && ctl->workers_own;
+	LWLockRelease(control_lock());
+	return running;
 }
 
 /*

@@ -96,10 +96,11 @@ extern void snapshot_worker_attach(void);
 extern void snapshot_check_cancel(void);
 extern void snapshot_bump_next_id(int64 id);
 extern int64 snapshot_control_reserve(void);
+extern bool snapshot_control_workers_own_running(void);
 extern StateDesc *snapshot_control_cut_descs(void);
 extern void snapshot_control_hold_cuts(bool hold);
 extern void snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
-								   bool checkpoint,
+								   bool checkpoint, bool workers_own,
 								   void (*cut) (void *arg), void *arg,
 								   const int *ndescs, const XLogRecPtr *wal_position);
 extern bool snapshot_control_pick(SnapshotJob *job);

@@ -41,6 +41,7 @@
 #include "catalog/registry.h"
 #include "common/catch.h"
 #include "common/fault.h"
+#include "common/pause.h"
 #include "common/progress.h"
 #include "common/settings.h"
 #include "format/records.h"
@@ -112,6 +113,17 @@ release_backends(int64 id)
 }
 
 /*
+ * cut_gate_reopen lets transactional commits go on when the worker leaves
+ * a cut by an exit (FATAL, which runs no PG_CATCH): they wait at the gate
+ * until txn_state_cut_done, and would wait for ever.
+ */
+static void
+cut_gate_reopen(int code, Datum arg)
+{
+	txn_state_cut_done();
+}
+
+/*
  * snapshot_request starts a snapshot and returns its id: path is its
  * directory, or NULL for a checkpoint under state_backend.checkpoint_dir,
  * or, with no checkpoint directory, a snapshot kept in shared memory.  The
@@ -123,20 +135,11 @@ release_backends(int64 id)
  * Returns 0 without a snapshot when transactions are committing their
  * writes to transactional states (a cut must not fall inside one): the
  * caller asks again soon, and they let it in (txn/txn_state.h).
+ * workers_own: a checkpoint of the worker's own, which a session's
+ * snapshot asked for meanwhile waits for (snapshot_handle_request).
  */
-/*
- * cut_gate_reopen lets transactional commits go on when the worker leaves
- * a cut by an exit (FATAL, which runs no PG_CATCH): they wait at the gate
- * until txn_state_cut_done, and would wait for ever.
- */
-static void
-cut_gate_reopen(int code, Datum arg)
-{
-	txn_state_cut_done();
-}
-
 int64
-snapshot_request(const char *path, SnapshotFormat format)
+snapshot_request(const char *path, SnapshotFormat format, bool workers_own)
 {
 	volatile int64 id = 0;
 	CutContext	cut;
@@ -159,7 +162,7 @@ snapshot_request(const char *path, SnapshotFormat format)
 		cut.done = false;
 		cut.id = id;
 		cut.wal_position = InvalidXLogRecPtr;
-		snapshot_control_begin(id, path, format, checkpoint, cut_backends, &cut, &cut.n,
+		snapshot_control_begin(id, path, format, checkpoint, workers_own, cut_backends, &cut, &cut.n,
 							   &cut.wal_position);
 	}
 	PG_CATCH();
@@ -177,6 +180,14 @@ snapshot_request(const char *path, SnapshotFormat format)
 
 /* How many times (a millisecond apart) a cut is asked for before giving up. */
 #define SNAPSHOT_CUT_TRIES	10000
+
+/*
+ * The worker's answer to a session's snapshot request while a checkpoint
+ * is being written: ask again once it is done.
+ */
+#define SNAPSHOT_AFTER_CHECKPOINT	(-1)
+/* Milliseconds between two requests of a session that waits for a checkpoint. */
+#define SNAPSHOT_CHECKPOINT_POLL_MS	10
 
 /*
  * snapshot_request_cut is what state.snapshot() calls: the state worker
@@ -202,13 +213,22 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 	/*
 	 * 0: transactions are committing; they let the cut in within moments,
 	 * unless one is stuck in its commit (a synchronous standby gone).
+	 * SNAPSHOT_AFTER_CHECKPOINT: the worker is writing a checkpoint, which
+	 * the session did not ask for and cannot cancel; it waits for it (a
+	 * cancel of the statement ends the wait).
 	 */
-	for (int tries = 0;
-		 (id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data,
-								  req.len, true)) == 0;
-		 tries++)
+	for (int tries = 0;;)
 	{
-		if (tries >= SNAPSHOT_CUT_TRIES)
+		id = channel_call_int64(CHANNEL_TARGET_WORKER, CHANNEL_WORKER_SNAPSHOT, req.data,
+								req.len, true);
+		if (id > 0)
+			break;
+		if (id == SNAPSHOT_AFTER_CHECKPOINT)
+		{
+			state_pause(SNAPSHOT_CHECKPOINT_POLL_MS);
+			continue;
+		}
+		if (++tries >= SNAPSHOT_CUT_TRIES)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
 					 errmsg("could not take a snapshot: a transaction has been committing writes to transactional states for %d s",
@@ -238,7 +258,13 @@ snapshot_handle_request(const char *payload, uint32 len, StringInfo reply)
 		elog(ERROR, "state_backend: unknown snapshot format %d", f);
 	if (len > sizeof(f) + sizeof(hold))
 		path = pnstrdup(payload + sizeof(f) + sizeof(hold), len - sizeof(f) - sizeof(hold));
-	id = snapshot_request(path, (SnapshotFormat) f);
+	if (snapshot_control_workers_own_running())
+	{
+		id = SNAPSHOT_AFTER_CHECKPOINT;
+		appendBinaryStringInfo(reply, (const char *) &id, sizeof(id));
+		return true;
+	}
+	id = snapshot_request(path, (SnapshotFormat) f, false);
 	held_snapshot_id = hold ? id : 0;
 	appendBinaryStringInfo(reply, (const char *) &id, sizeof(id));
 	return true;

@@ -9,7 +9,7 @@
 
 #include "format/snapshot_format.h"
 
-extern int64 snapshot_request(const char *path, SnapshotFormat format);
+extern int64 snapshot_request(const char *path, SnapshotFormat format, bool workers_own);
 extern int64 snapshot_request_cut(const char *path, SnapshotFormat format);
 extern bool snapshot_handle_request(const char *payload, uint32 len, StringInfo reply);
 extern bool snapshot_run_pending(void);

@@ -324,9 +324,9 @@ sub wait_snapshot_status
 }
 
 # checkpoint_now($node, dbname => 'postgres'): a checkpoint
-# (state.snapshot() with no path), taken once no other snapshot runs (the
-# state worker takes checkpoints of its own, and a snapshot asked for
-# meanwhile is refused with 55006), and waited for: "completed", or the
+# (state.snapshot() with no path), taken once no other snapshot runs (one
+# that another session asked for refuses it with 55006; a checkpoint of
+# the worker's own is waited for), and waited for: "completed", or the
 # test dies with the error.
 sub checkpoint_now
 {
