@@ -225,7 +225,13 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 			break;
 		if (id == SNAPSHOT_AFTER_CHECKPOINT)
 		{
-			state_pause(SNAPSHOT_CHECKPOINT_POLL_MS);
+			/* The whole pause: the reply just read set the latch. */
+			TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															SNAPSHOT_CHECKPOINT_POLL_MS);
+			long		left;
+
+			while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+				state_pause(left);
 			continue;
 		}
 		if (++tries >= SNAPSHOT_CUT_TRIES)

@@ -365,7 +365,7 @@ isnt($node{node1}->safe_psql('postgres', 'SHOW synchronous_standby_names'), '',
 	'node1: pg_auto_failover made the secondary synchronous');
 
 # snapshot_now($cluster): a checkpoint (a snapshot to checkpoint_dir), retried
-# while a timed one runs (55006).
+# while one another session asked for runs (55006; a timed one is waited for).
 sub snapshot_now
 {
 	my ($cluster) = @_;

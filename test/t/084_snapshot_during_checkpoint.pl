@@ -26,15 +26,15 @@ $node->safe_psql('postgres', q{
 SELECT state.create_state('sdc', 'value', 'bigint', 'bigint', backend => 'memory');
 SELECT count(state.value_set('sdc', k, k)) FROM generate_series(1::bigint, 1000) k;});
 
-# The worker's checkpoints, every second, each held 3 s at its key groups.
+# The worker's checkpoints, every second, each slowed to about 5 s: it
+# sleeps 40 ms after each of its 128 key groups, and serves sessions
+# between them.
 sub arm_worker_checkpoints
 {
-	my $log_at = -s $node->logfile;
 	$node->safe_psql('postgres', q{
-ALTER SYSTEM SET state_backend.fault_points = 'checkpoint.key_groups:sleep:3000';
+ALTER SYSTEM SET state_backend.fault_points = 'checkpoint.write_key_group:sleep:40';
 ALTER SYSTEM SET state_backend.checkpoint_interval = '1s';
 SELECT pg_reload_conf();});
-	$node->wait_for_log(qr/fault point "checkpoint\.key_groups" reached/, $log_at);
 }
 
 sub disarm
@@ -45,18 +45,36 @@ ALTER SYSTEM RESET state_backend.checkpoint_interval;
 SELECT pg_reload_conf();});
 }
 
-# The worker's own checkpoint that runs now (its id), if any.
-sub running_checkpoint
+# The worker's checkpoint that runs now with at least 1 and at most $most
+# key groups written: "id key_groups_done", waited for.
+sub checkpoint_under_way
 {
-	return $node->safe_psql('postgres', qq{
-SELECT max(id) FROM state.snapshots
- WHERE status = 'running' AND path LIKE '$chk/chk-%'});
+	my ($most) = @_;
+	my $row = '';
+	my $deadline = time() + 60;
+	until ($row ne '' || time() > $deadline)
+	{
+		$row = $node->safe_psql('postgres', qq{
+SELECT id || ' ' || key_groups_done FROM state.snapshots
+ WHERE status = 'running' AND path LIKE '$chk/chk-%'
+   AND key_groups_done BETWEEN 1 AND $most});
+		usleep(20_000) if $row eq '';
+	}
+	return split / /, $row;
+}
+
+sub key_groups_done
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT key_groups_done FROM state.snapshots WHERE id = $id AND status = 'running'");
 }
 
 ############################################ a snapshot waits for the worker's checkpoint
 arm_worker_checkpoints();
-my $chk_id = running_checkpoint();
-ok($chk_id, "the worker's checkpoint $chk_id runs when the session asks for its snapshot");
+my ($chk_id) = checkpoint_under_way(60);
+ok($chk_id, "the worker's checkpoint $chk_id is being written when the session asks");
+$chk_id //= 0;
 my ($ret, $out, $err) = $node->psql('postgres', qq{
 SELECT state.snapshot('$snaps/during') AS id \\gset
 SELECT (:id > $chk_id)::text || ' ' || state.wait_snapshot(:id);});
@@ -71,32 +89,43 @@ SELECT sum(state.value_get('sdc', k, NULL::bigint)) FROM generate_series(1::bigi
 	"1000\n500500", 'and restores every entry');
 
 ############################################ the wait ends at a cancel
-# The next checkpoint: the worker sleeps at its key groups, and the
-# session's request waits for it, then for the rest of the checkpoint.
-my $log_at = -s $node->logfile;
-$node->wait_for_log(qr/fault point "checkpoint\.key_groups" reached/, $log_at);
+my ($cid, $at_start) = checkpoint_under_way(40);
+$cid //= 0;
 my ($c_in, $c_out, $c_err) = ('', '', '');
 my $c = IPC::Run::start(
 	[ 'psql', '-XAtq', '-h', $node->host, '-p', $node->port, 'postgres' ],
 	'<', \$c_in, '>', \$c_out, '2>', \$c_err, IPC::Run::timeout(60));
 $c_in .= "SELECT state.snapshot('$snaps/cancelled');\n\\q\n";
-my $waiting = 0;
-for (1 .. 250)
-{
-	$c->pump_nb;
-	$waiting = $node->safe_psql('postgres', q{
+my $waiting_sql = q{
 SELECT count(*) FROM pg_stat_activity
- WHERE query LIKE 'SELECT state.snapshot(%cancelled%' AND wait_event = 'Extension'});
-	last if $waiting;
+ WHERE query LIKE 'SELECT state.snapshot(%cancelled%' AND state = 'active'};
+my $seen_at;
+for (1 .. 500)
+{
+	$c->pump_nb if $c->pumpable;
+	if (!defined $seen_at && $node->safe_psql('postgres', $waiting_sql))
+	{
+		$seen_at = key_groups_done($cid);
+	}
+	# Key groups written since: the worker served the session between
+	# them, and answered it to wait.
+	last if defined $seen_at && (key_groups_done($cid) || 0) >= $seen_at + 3;
 	usleep(20_000);
 }
-ok($waiting, 'a session waits behind the checkpoint');
+my $later = key_groups_done($cid);
+ok(defined $seen_at && $later ne '' && $later >= $seen_at + 3,
+	'the worker went on writing its checkpoint, serving the session between key groups');
+is($node->safe_psql('postgres', $waiting_sql), '1', 'while the session still waits');
 $node->safe_psql('postgres', q{
 SELECT pg_cancel_backend(pid) FROM pg_stat_activity
  WHERE query LIKE 'SELECT state.snapshot(%cancelled%' AND pid <> pg_backend_pid()});
 $c->finish;
 like($c_err, qr/canceling statement due to user request/, 'a cancel ends the wait');
+is(wait_snapshot_status($node, $cid), 'completed', 'the checkpoint completes');
 disarm();
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM state.snapshots WHERE path = '$snaps/cancelled'}),
+	'0', 'and no snapshot is taken for the cancelled call');
 
 ############################################ a snapshot a session asked for still refuses another
 # A checkpoint too (no path), but one a session asked for: held after its cut.
@@ -108,7 +137,7 @@ $a_in .= "SET state_backend.snapshot_hold = on;\nSELECT state.snapshot();\n";
 my $deadline = time() + 60;
 until ($a_out =~ /^\d+$/m || $a_err ne '' || time() > $deadline)
 {
-	$a->pump_nb;
+	$a->pump_nb if $a->pumpable;
 	usleep(20_000);
 }
 my ($held_id) = $a_out =~ /^(\d+)$/m;
