@@ -17,7 +17,11 @@
 # line of output is "N passed, N failed"; the exit status is non-zero when
 # anything failed.  Environment:
 #   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
-#                                the TAP tests (default 1500)
+#                                the TAP tests (default 2700: a guard
+#                                against a hang, not a target)
+#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 2:
+#                                most of a file's time is waiting for its
+#                                servers)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900)
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
@@ -38,7 +42,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
-TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-1500}
+TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
+TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 
@@ -262,7 +267,7 @@ else
 	note "TAP tests (test/t/*.pl) as $RUNNER"
 	log=$WORK/tap.out
 	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
-		make "${MAKEVARS[@]}" REGRESS= ISOLATION= installcheck) 2>&1 | tee "$log"
+		make "${MAKEVARS[@]}" REGRESS= ISOLATION= PROVE_FLAGS="-j$TAP_JOBS" installcheck) 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 124 ] && echo "TAP tests: timed out after ${TEST_TIMEOUT}s"
 	# prove's summary: "Files=F, Tests=T, ..." and, on failure, one
