@@ -6,6 +6,7 @@
 
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "common/pause.h"
@@ -22,4 +23,18 @@ state_pause(long ms)
 					 PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * state_pause_full sleeps the whole ms milliseconds, whatever sets the
+ * latch meanwhile (a reply of the state worker sets it), taking interrupts.
+ */
+void
+state_pause_full(long ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+	long		left;
+
+	while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+		state_pause(left);
 }

@@ -9,5 +9,6 @@
 #define STATE_BACKEND_PAUSE_H
 
 extern void state_pause(long ms);
+extern void state_pause_full(long ms);
 
 #endif							/* STATE_BACKEND_PAUSE_H */

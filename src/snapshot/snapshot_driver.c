@@ -226,12 +226,7 @@ snapshot_request_cut(const char *path, SnapshotFormat format)
 		if (id == SNAPSHOT_AFTER_CHECKPOINT)
 		{
 			/* The whole pause: the reply just read set the latch. */
-			TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															SNAPSHOT_CHECKPOINT_POLL_MS);
-			long		left;
-
-			while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
-				state_pause(left);
+			state_pause_full(SNAPSHOT_CHECKPOINT_POLL_MS);
 			continue;
 		}
 		if (++tries >= SNAPSHOT_CUT_TRIES)
