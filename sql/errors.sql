@@ -241,6 +241,40 @@ SELECT state.value_set('e_big', 1, repeat('z', 4 * 1024 * 1024));
 SELECT length(state.value_get('e_big', 1, NULL::text));
 SELECT state.drop_state('e_big');
 
+---------------------------------------------------------------- read-only transaction: 25006
+-- A read-only transaction reads states and changes none, as PostgreSQL
+-- refuses nextval() or an INSERT there: failover tools fence a server with
+-- default_transaction_read_only.
+BEGIN TRANSACTION READ ONLY;
+SELECT * FROM e($$SELECT state.value_set('e_val', 1, 1::bigint)$$);
+SELECT * FROM e($$SELECT state.list_add('e_list', 1, 3::bigint)$$);
+SELECT * FROM e($$SELECT state.list_add_all('e_list', 1, ARRAY[3]::bigint[])$$);
+SELECT * FROM e($$SELECT state.list_update('e_list', 1, ARRAY[3]::bigint[])$$);
+SELECT * FROM e($$SELECT state.map_put('e_map', 1, 2, 20::bigint)$$);
+SELECT * FROM e($$SELECT state.map_remove('e_map', 1, 1)$$);
+SELECT * FROM e($$SELECT state.reduce('e_red', 1, 1::bigint)$$);
+SELECT * FROM e($$SELECT state.clear('e_val', 1)$$);
+SELECT * FROM e($$SELECT state.truncate('e_list')$$);
+SELECT * FROM e($$SELECT state.compact('e_map')$$);
+SELECT * FROM e($$SELECT state.create_state('e_ro', 'value', 'bigint', 'bigint')$$);
+SELECT * FROM e($$SELECT state.drop_state('e_red')$$);
+SELECT * FROM e($$SELECT state.alter_state('e_val', rename_to => 'e_ro')$$);
+SELECT * FROM e($$SELECT state.grant_access('e_val', 'pg_monitor', 'write')$$);
+SELECT * FROM e($$SELECT state.revoke_access('e_val', 'pg_monitor', 'write')$$);
+SELECT * FROM e($$SELECT state.restore('/nonexistent')$$);
+-- reads go on
+SELECT state.value_get('e_val', 1, -1::bigint), state.list_get('e_list', 1, NULL::bigint[]);
+COMMIT;
+-- default_transaction_read_only makes every transaction read-only, and a
+-- transaction that says READ WRITE writes again
+SET default_transaction_read_only = on;
+SELECT * FROM e($$SELECT state.reduce('e_red', 1, 1::bigint)$$);
+BEGIN TRANSACTION READ WRITE;
+SELECT state.reduce('e_red', 1, 0::bigint);
+COMMIT;
+RESET default_transaction_read_only;
+SELECT state.reduce('e_red', 1, 0::bigint);
+
 ---------------------------------------------------------------- the server keeps answering
 SELECT 1 AS alive;
 SELECT e_state();

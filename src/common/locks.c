@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "miscadmin.h"
 
 #include "storage/lwlock.h"
 
@@ -77,4 +78,19 @@ state_backend_check_available(void)
 				 errmsg("states are not available during recovery"),
 				 errdetail("This server is a standby, or is still recovering: its states could be stale."),
 				 errhint("Use the primary. A hot standby reads logged states only.")));
+}
+
+/*
+ * state_backend_check_writable is state_backend_check_available for a
+ * function that changes states or their definitions ("what" names it):
+ * it also refuses in a read-only transaction, as PostgreSQL refuses
+ * nextval() or an INSERT there.  Failover tools fence a server with
+ * default_transaction_read_only while it is not yet, or no longer, the
+ * only primary.
+ */
+void
+state_backend_check_writable(const char *what)
+{
+	state_backend_check_available();
+	PreventCommandIfReadOnly(what);
 }

@@ -30,5 +30,6 @@ extern LWLock *state_backend_lock(int n);
 extern void state_backend_mark_loaded(void);
 extern void state_backend_check_loaded(void);
 extern void state_backend_check_available(void);
+extern void state_backend_check_writable(const char *what);
 
 #endif							/* STATE_BACKEND_LOCKS_H */

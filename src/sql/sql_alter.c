@@ -629,7 +629,7 @@ state_alter_state(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot change a state on a standby"),
 				 errhint("Change it on the primary; the change reaches the standby in WAL when the state is logged.")));
-	state_backend_check_available();
+	state_backend_check_writable("state.alter_state()");
 	if (timer_worker_is_me())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),

@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
@@ -259,6 +260,11 @@ again:
 	 * (state_ops_lock_writes): an alter_state it waited for has replaced the
 	 * state meanwhile, so it looks again.
 	 */
+	if ((privs & STATE_PRIV_WRITE) && XactReadOnly && !RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot change state \"%s\" in a read-only transaction",
+						NameStr(call->desc.name))));
 	if (((privs & STATE_PRIV_WRITE) ||
 		 (call->desc.ttl > 0 && call->desc.ttl_update == STATE_TTL_ON_READ_AND_WRITE)) &&
 		!RecoveryInProgress())

@@ -364,7 +364,7 @@ state_restore(PG_FUNCTION_ARGS)
 {
 	SnapshotSource src;
 
-	state_backend_check_available();
+	state_backend_check_writable("state.restore()");
 	source_arg(fcinfo, 0, &src);
 	return restore_sources(fcinfo, &src, 1);
 }
@@ -382,7 +382,7 @@ state_restore_merge(PG_FUNCTION_ARGS)
 	int			n;
 	SnapshotSource *srcs;
 
-	state_backend_check_available();
+	state_backend_check_writable("state.restore()");
 	state_call_require_arg(fcinfo, 0, "snapshot paths");
 	arr = PG_GETARG_ARRAYTYPE_P(0);
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);

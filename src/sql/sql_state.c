@@ -222,7 +222,7 @@ state_create_state(PG_FUNCTION_ARGS)
 	bool		has_aggregate = PG_NARGS() > 11 && !PG_ARGISNULL(11);
 	bool		timers;
 
-	state_backend_check_available();
+	state_backend_check_writable("state.create_state()");
 	memset(&desc, 0, sizeof(desc));
 
 	state_call_name_new(name, &desc.name);
@@ -349,7 +349,7 @@ state_drop_state(PG_FUNCTION_ARGS)
 	StateDesc	desc;
 	int			slot;
 
-	state_backend_check_available();
+	state_backend_check_writable("state.drop_state()");
 
 	/* A concurrent drop between lookup and drop counts as "not there". */
 	if (registry_lookup(name, &desc, &slot))
@@ -598,7 +598,7 @@ set_grant(FunctionCallInfo fcinfo, bool grant)
 	StateDesc	desc;
 	int			slot;
 
-	state_backend_check_available();
+	state_backend_check_writable(grant ? "state.grant_access()" : "state.revoke_access()");
 	/* regrole takes any number as a role OID: it must name a role. */
 	if (!OidIsValid(role) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
 		ereport(ERROR,
