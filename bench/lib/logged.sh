@@ -11,7 +11,10 @@
 #     LG_KEYS preloaded keys): value_set and reduce on logged heap states
 #     with synchronous_commit = off, beside the same on unlogged heap
 #     states; the same with synchronous_commit = on, beside a logged
-#     table's upsert and hot update (UPDATE ... SET v = v + 1)
+#     table's upsert and hot update (UPDATE ... SET v = v + 1); reduce on
+#     a logged rocksdb state both ways, beside an unlogged rocksdb state
+#     (off) and the table's hot update (on): the state worker flushes WAL
+#     before RocksDB holds a logged change (WAL before data)
 #   bulk: one statement of NBULK value_set into an empty logged state,
 #     beside an unlogged one: time and WAL bytes
 #   replay: the server stops with -m immediate right after the bulk
@@ -33,8 +36,10 @@ SELECT state.create_state('lg_v', 'value', 'text', 'bigint', backend => 'memory'
 SELECT state.create_state('lg_vu', 'value', 'text', 'bigint', backend => 'memory');
 SELECT state.create_state('lg_r', 'reducing', 'text', 'bigint', backend => 'memory', reducer => 'sum', logged => true);
 SELECT state.create_state('lg_ru', 'reducing', 'text', 'bigint', backend => 'memory', reducer => 'sum');
+SELECT state.create_state('lg_rr', 'reducing', 'text', 'bigint', backend => 'rocksdb', reducer => 'sum', logged => true);
+SELECT state.create_state('lg_rru', 'reducing', 'text', 'bigint', backend => 'rocksdb', reducer => 'sum');
 SELECT count(state.value_set(s, i::text, i::bigint)) FROM generate_series(1, $LG_KEYS) i, unnest(ARRAY['lg_v', 'lg_vu']) s;
-SELECT count(state.reduce(s, i::text, i::bigint)) FROM generate_series(1, $LG_KEYS) i, unnest(ARRAY['lg_r', 'lg_ru']) s;
+SELECT count(state.reduce(s, i::text, i::bigint)) FROM generate_series(1, $LG_KEYS) i, unnest(ARRAY['lg_r', 'lg_ru', 'lg_rr', 'lg_rru']) s;
 CREATE TABLE bench.lg_kv (k text PRIMARY KEY, v bigint);
 INSERT INTO bench.lg_kv SELECT i::text, i FROM generate_series(1, $LG_KEYS) i;
 VACUUM ANALYZE bench.lg_kv;
@@ -58,9 +63,11 @@ else
 	for sync in off on; do
 		lg_case value_set_logged "$sync" "SELECT state.value_set('lg_v', :k::text, :k::bigint);"
 		lg_case reduce_logged "$sync" "SELECT state.reduce('lg_r', :k::text, 1::bigint);"
+		lg_case reduce_logged_rocksdb "$sync" "SELECT state.reduce('lg_rr', :k::text, 1::bigint);"
 		if [ "$sync" = off ]; then
 			lg_case value_set_unlogged "$sync" "SELECT state.value_set('lg_vu', :k::text, :k::bigint);"
 			lg_case reduce_unlogged "$sync" "SELECT state.reduce('lg_ru', :k::text, 1::bigint);"
+			lg_case reduce_unlogged_rocksdb "$sync" "SELECT state.reduce('lg_rru', :k::text, 1::bigint);"
 		else
 			lg_case upsert_table "$sync" "INSERT INTO bench.lg_kv VALUES (:k::text, :k) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;"
 			lg_case update_table "$sync" "UPDATE bench.lg_kv SET v = v + 1 WHERE k = :k::text;"

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
@@ -607,6 +608,18 @@ write_snapshot(SnapshotJob *job, SnapshotWriter *volatile *wp, volatile bool *du
 		snapshot_writer_refresh_sizes(w);
 	}
 	snapshot_control_phase(job->id, SNAPSHOT_PHASE_FINISHING, -1, -1);
+
+	/*
+	 * The snapshot holds every change logged before its cut: WAL is flushed
+	 * to the cut before the MANIFEST makes it complete.  Else a crash that
+	 * loses the end of WAL (synchronous_commit off) leaves a checkpoint
+	 * whose cut is past the end of WAL, and the next start, replaying from
+	 * the cut, skips the records that WAL then writes below it.  The cut
+	 * is where the next record begins: past a page header when none was
+	 * inserted since, which is no position to flush to.
+	 */
+	if (job->info.wal_position != InvalidXLogRecPtr && !RecoveryInProgress())
+		XLogFlush(Min(job->info.wal_position, GetXLogInsertEndRecPtr()));
 	FAULT_POINT("checkpoint.before_manifest");
 	snapshot_writer_finish(w);
 	*durable = !p.in_memory;

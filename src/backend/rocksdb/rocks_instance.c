@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "access/xlog.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
@@ -849,6 +850,24 @@ rocks_kept_data(void)
 }
 
 
+/*
+ * rocks_wal_first: WAL before data, as PostgreSQL's buffer manager flushes
+ * WAL up to a page's LSN before it writes the page.  Once written, a batch
+ * outlives a crash of the server's processes (RocksDB's own log), so the
+ * records of the logged changes in it are flushed first.  Else a crash
+ * that loses the end of WAL (synchronous_commit off, or a session that had
+ * not committed yet) leaves the instance ahead of WAL: ahead of the other
+ * logged states and of standbys, for good.  Records being replayed are in
+ * WAL already.
+ */
+void
+rocks_wal_first(void)
+{
+	if (rocks.batch_lsn != InvalidXLogRecPtr && rocks_host->replaying() == InvalidXLogRecPtr &&
+		!RecoveryInProgress())
+		XLogFlush(rocks.batch_lsn);
+}
+
 /* While set, rocks_commit gathers instead of writing: one batch for a stage (rocks_stage.c). */
 bool		rocks_commit_held = false;
 
@@ -882,6 +901,7 @@ rocks_commit(void)
 		rocksdb_writebatch_put_cf(rocks.batch, rocks.deflt, APPLIED_LSN_KEY,
 								  strlen(APPLIED_LSN_KEY), (const char *) &stamp, sizeof(stamp));
 	}
+	rocks_wal_first();
 	check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);

@@ -756,18 +756,26 @@ handle_truncate(Request *r, StringInfo reply)
 	initStringInfo(&to);
 	rocks_state_range(&from, &to);
 	rocks_commit();
+	/*
+	 * WAL first (rocks_wal_first): the range is deleted for good at once.
+	 * A deletion that then fails has the instance fail (no write after it);
+	 * the next start applies the record again, which is harmless.
+	 */
+	if (r->h.flags & ROCKS_REQUEST_LOGGED)
+	{
+		request_log(r, STATE_CHANGE_TRUNCATE, NULL, 0, NULL, 0, false);
+		rocks_wal_first();
+	}
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
 	/* Marked first: sessions then store nothing of the state in the cache. */
 	rocks_view_mark_all();
 	rocks_cache_forget_state(r->h.state_id);
+	if (err)
+		rocks.failed = true;
 	rocks_check(err, "delete a range");
-	if (r->h.flags & ROCKS_REQUEST_LOGGED)
-	{
-		/* Logged after it is done: applying it again is harmless. */
-		request_log(r, STATE_CHANGE_TRUNCATE, NULL, 0, NULL, 0, false);
-		rocks_commit();
-	}
+	/* The position the instance holds, with the record's end. */
+	rocks_commit();
 	reply_int64(reply, n);
 }
 
