@@ -25,8 +25,13 @@ plan skip_all => 'needs /proc' unless -d '/proc/self/fd';
 
 # No shared entry cache: it holds the entries just written (these compress
 # to a few dozen bytes), and a read it answers opens none of the view's
-# files.
-my $node = new_state_node('idle_view', conf => <<'EOF');
+# files.  Each checkpoint (a snapshot to checkpoint_dir) is waited for: it
+# flushes the memtables, and until it has, a view answers from the
+# memtables it replays from the worker's log, opening no table file either.
+my $chkdir = PostgreSQL::Test::Utils::tempdir() . '/checkpoints';
+my $node = new_state_node('idle_view', conf => <<"EOF");
+state_backend.checkpoint_dir = '$chkdir'
+state_backend.checkpoint_interval = 0
 state_backend.backend = 'rocksdb'
 state_backend.rocksdb_session_reads_after = 0
 state_backend.rocksdb_write_buffer_size = '4MB'
@@ -36,7 +41,7 @@ EOF
 $node->safe_psql('postgres', q{
 SELECT state.create_state('iv', 'value', 'int', 'text');
 SELECT count(state.value_set('iv', i, repeat(md5(i::text), 20))) FROM generate_series(1, 20000) i;
-SELECT state.snapshot();
+SELECT state.wait_snapshot(state.snapshot());
 });
 
 # The idle session: reads in its view, then waits.
@@ -55,7 +60,7 @@ cmp_ok($views, '>', 0, 'the session opened its view');
 # Written over and compacted: the files the view opened are deleted.
 $node->safe_psql('postgres', q{
 SELECT count(state.value_set('iv', i, repeat(md5((i + 1)::text), 20))) FROM generate_series(1, 20000) i;
-SELECT state.snapshot();
+SELECT state.wait_snapshot(state.snapshot());
 SELECT state.compact('iv');
 });
 my $dir = $node->data_dir . '/pg_state_backend/rocksdb';
