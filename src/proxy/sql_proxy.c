@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -664,6 +665,28 @@ proxy_return_set(FunctionCallInfo fcinfo)
  * arguments as text, to the part that owns the key (or to every part) and
  * returns what came back, in the caller's types.
  */
+/*
+ * The proxy functions that only read.  Every other one changes states on
+ * the parts, whose sessions are not read-only: it is refused in a
+ * read-only transaction of the proxy, as postgres_fdw refuses to change a
+ * foreign table there.  (A function missing here is refused: the safe
+ * side.)
+ */
+static bool
+proxy_call_reads(const char *name)
+{
+	static const char *const readers[] = {
+		"value_get", "aggregate", "key_group", "list_get", "list_length", "map_get",
+		"map_contains", "map_entries", "map_size", "map_is_empty", "window_get", "keys",
+		"entries", "windows", "timers", "states", "stats"
+	};
+
+	for (int i = 0; i < lengthof(readers); i++)
+		if (strcmp(name, readers[i]) == 0)
+			return true;
+	return false;
+}
+
 Datum
 state_proxy_call(PG_FUNCTION_ARGS)
 {
@@ -683,6 +706,8 @@ state_proxy_call(PG_FUNCTION_ARGS)
 	pc = fcinfo->flinfo->fn_extra;
 	if (pc == NULL)
 		fcinfo->flinfo->fn_extra = pc = proxy_call_get(fcinfo);
+	if (XactReadOnly && !proxy_call_reads(pc->name))
+		PreventCommandIfReadOnly(psprintf("%s.%s()", pc->schema, pc->name));
 	/*
 	 * Wait while the cluster is paused (a rescale); given back after the
 	 * call, or by the abort of the (sub)transaction an error ends.  The

@@ -255,16 +255,22 @@ again:
 	}
 
 	/*
-	 * A writer (a read that moves a TTL deadline writes too) holds the
-	 * state's writers' lock to the end of its transaction
-	 * (state_ops_lock_writes): an alter_state it waited for has replaced the
-	 * state meanwhile, so it looks again.
+	 * A read-only transaction changes no state, before any lock is taken, as
+	 * PostgreSQL's executor refuses a write before it checks privileges.  (A
+	 * read that moves a TTL deadline is still a read.)
 	 */
 	if ((privs & STATE_PRIV_WRITE) && XactReadOnly && !RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot change state \"%s\" in a read-only transaction",
 						NameStr(call->desc.name))));
+
+	/*
+	 * A writer (a read that moves a TTL deadline writes too) holds the
+	 * state's writers' lock to the end of its transaction
+	 * (state_ops_lock_writes): an alter_state it waited for has replaced the
+	 * state meanwhile, so it looks again.
+	 */
 	if (((privs & STATE_PRIV_WRITE) ||
 		 (call->desc.ttl > 0 && call->desc.ttl_update == STATE_TTL_ON_READ_AND_WRITE)) &&
 		!RecoveryInProgress())

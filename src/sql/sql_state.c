@@ -320,7 +320,7 @@ state_advance_ttl_clock(PG_FUNCTION_ARGS)
 {
 	int64		by;
 
-	state_backend_check_available();
+	state_backend_check_writable("state._advance_ttl_clock()");
 	if (!superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

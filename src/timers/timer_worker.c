@@ -74,6 +74,9 @@ timer_worker_is_me(void)
 #define PUBLISH_MS			250
 #define SYNC_MS				1000
 
+/* How often a fenced worker looks whether default_transaction_read_only is off again. */
+#define FENCED_POLL_MS		1000
+
 static MemoryContext timer_worker_cxt;
 static int	first_state = 0;	/* where the next batch starts looking */
 static uint64 batch_number = 0;
@@ -838,6 +841,7 @@ state_timer_worker_main(Datum main_arg)
 	TimestampTz last_publish = 0;
 	bool		any = true;
 	bool		reload_next = false;
+	bool		fenced = false;
 	Firing	   *batch;
 
 	pqsignal(SIGTERM, die);
@@ -860,9 +864,8 @@ state_timer_worker_main(Datum main_arg)
 
 	while (any)
 	{
-		MemoryContext round_cxt = AllocSetContextCreate(timer_worker_cxt, "timer round",
-														ALLOCSET_DEFAULT_SIZES);
-		MemoryContext old = MemoryContextSwitchTo(round_cxt);
+		MemoryContext round_cxt;
+		MemoryContext old;
 		bool		full;
 
 		CHECK_FOR_INTERRUPTS();
@@ -873,6 +876,28 @@ state_timer_worker_main(Datum main_arg)
 		}
 		/* While a session pauses this database's firing (a rescale), wait. */
 		timer_queue_hold_while_paused();
+
+		/*
+		 * A server fenced with default_transaction_read_only (a failover
+		 * tool's, while it is not the only primary) fires nothing: every
+		 * handler that writes would fail, and so would the record of its
+		 * failure.  Its timers wait, and fire once the fence is lifted.
+		 */
+		if (DefaultXactReadOnly)
+		{
+			if (!fenced)
+				ereport(LOG,
+						(errmsg("state_backend: the timer worker of database %u fires no timer while default_transaction_read_only is on",
+								MyDatabaseId)));
+			fenced = true;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 FENCED_POLL_MS, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
+		fenced = false;
+		round_cxt = AllocSetContextCreate(timer_worker_cxt, "timer round", ALLOCSET_DEFAULT_SIZES);
+		old = MemoryContextSwitchTo(round_cxt);
 		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);
 		full = timer_round(batch, &last_sync, &any, &reload_next);
 		if (TimestampDifferenceExceeds(last_publish, GetCurrentTimestamp(), PUBLISH_MS))

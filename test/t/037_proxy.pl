@@ -214,6 +214,21 @@ $e = sql_error($proxy, "SELECT state_proxy.value_get('v', NULL::int, 0::bigint)"
 is($e->{sqlstate}, '22004', 'a NULL key: null_value_not_allowed');
 $e = sql_error($proxy, "SELECT state.create_proxy('sc', ARRAY['host=x'])");
 is($e->{sqlstate}, '42710', 'a second proxy of a cluster: duplicate_object');
+
+# A read-only transaction of the proxy reads through it and changes nothing
+# on the parts (their sessions are not read-only): as postgres_fdw.
+my $v1 = $proxy->safe_psql('postgres', "SELECT state_proxy.value_get('v', 1, 0::bigint)");
+is($proxy->safe_psql('postgres',
+		"BEGIN READ ONLY; SELECT state_proxy.value_get('v', 1, 0::bigint); COMMIT"),
+	$v1, 'read-only: a read through the proxy');
+for my $call ("state_proxy.value_set('v', 1, 12345::bigint)", "state_proxy.truncate('v')",
+	"state_proxy.reduce_many('r', ARRAY[1], ARRAY[1::bigint])")
+{
+	$e = sql_error($proxy, "BEGIN READ ONLY; SELECT $call; COMMIT");
+	is($e->{sqlstate}, '25006', "read-only: $call is refused (25006)");
+}
+is($proxy->safe_psql('postgres', "SELECT state_proxy.value_get('v', 1, 0::bigint)"),
+	$v1, 'read-only: the value is unchanged');
 $e = sql_error($proxy, "SELECT state.create_proxy('Bad Name', ARRAY['host=x'], 'p2')");
 is($e->{sqlstate}, '22023', 'a cluster name that is not an identifier: 22023');
 
