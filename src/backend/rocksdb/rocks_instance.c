@@ -549,12 +549,27 @@ family_keep_image(RocksFamily *f, const char *image, uint32 len)
 	f->persisted = true;
 }
 
+/*
+ * wal_flush_inserted: WAL before a state's descriptor is stored or removed.
+ * The record that creates or drops a logged state was written before the
+ * worker got here (by the session, or by the registry): every record
+ * inserted so far is flushed, so that no crash leaves the instance with a
+ * state that WAL never created, or without one that WAL still has.
+ */
+static void
+wal_flush_inserted(void)
+{
+	if (rocks_host->replaying() == InvalidXLogRecPtr && !RecoveryInProgress())
+		XLogFlush(GetXLogInsertEndRecPtr());
+}
+
 static void
 family_persist(RocksFamily *f, const StringInfo image)
 {
 	char		key[32];
 	char	   *err = NULL;
 
+	wal_flush_inserted();
 	desc_key(f->id, key, sizeof(key));
 	rocksdb_put_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key),
 				   image->data, image->len, &err);
@@ -593,6 +608,7 @@ family_drop(RocksFamily *f)
 
 	/* Writes gathered for it are made first: a batch naming a dropped family fails. */
 	rocks_commit();
+	wal_flush_inserted();
 
 	desc_key(id, key, sizeof(key));
 	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key, strlen(key), &err);

@@ -39,6 +39,7 @@
  */
 #include "postgres.h"
 
+#include "access/clog.h"
 #include "access/transam.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
@@ -276,14 +277,35 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 	return skipped;
 }
 
+/*
+ * commit_durable: WAL before data.  An asynchronous commit (synchronous_commit
+ * off) is seen as committed before its record is flushed; a crash that
+ * loses the record aborts the transaction, so its writes must not be in the
+ * instance before it is flushed.  The commit log gives the position to
+ * flush to (nothing for a commit that flushed its record itself).
+ */
+static void
+commit_durable(uint64 fxid)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+
+	if (RecoveryInProgress())
+		return;
+	(void) TransactionIdGetStatus(XidFromFullTransactionId(FullTransactionIdFromU64(fxid)), &lsn);
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
+}
+
 /* A stage's end: applied when its transaction committed, forgotten otherwise. */
 static void
 stage_resolve(Stage *s, bool committed)
 {
 	if (committed)
 	{
-		int			skipped = apply_writes(s->writes.data, s->writes.len, s->fxid,
-										   s->recovered);
+		int			skipped;
+
+		commit_durable(s->fxid);
+		skipped = apply_writes(s->writes.data, s->writes.len, s->fxid, s->recovered);
 
 		if (s->recovered)
 			ereport(LOG,
