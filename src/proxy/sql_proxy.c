@@ -676,7 +676,7 @@ static bool
 proxy_call_reads(const char *name)
 {
 	static const char *const readers[] = {
-		"value_get", "aggregate", "key_group", "list_get", "list_length", "map_get",
+		"value_get", "value_get_many", "key_group", "list_get", "list_length", "map_get",
 		"map_contains", "map_entries", "map_size", "map_is_empty", "window_get", "keys",
 		"entries", "windows", "timers", "states", "stats"
 	};

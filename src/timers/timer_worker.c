@@ -74,8 +74,13 @@ timer_worker_is_me(void)
 #define PUBLISH_MS			250
 #define SYNC_MS				1000
 
-/* How often a fenced worker looks whether default_transaction_read_only is off again. */
+/*
+ * How often a fenced worker looks whether default_transaction_read_only is
+ * off again, and after how long it stops to read its database's settings
+ * anew.
+ */
 #define FENCED_POLL_MS		1000
+#define FENCED_RESTART_MS	60000
 
 static MemoryContext timer_worker_cxt;
 static int	first_state = 0;	/* where the next batch starts looking */
@@ -841,7 +846,7 @@ state_timer_worker_main(Datum main_arg)
 	TimestampTz last_publish = 0;
 	bool		any = true;
 	bool		reload_next = false;
-	bool		fenced = false;
+	TimestampTz fenced_since = 0;
 	Firing	   *batch;
 
 	pqsignal(SIGTERM, die);
@@ -885,17 +890,28 @@ state_timer_worker_main(Datum main_arg)
 		 */
 		if (DefaultXactReadOnly)
 		{
-			if (!fenced)
+			if (fenced_since == 0)
+			{
+				fenced_since = GetCurrentTimestamp();
 				ereport(LOG,
 						(errmsg("state_backend: the timer worker of database %u fires no timer while default_transaction_read_only is on",
 								MyDatabaseId)));
-			fenced = true;
+			}
+
+			/*
+			 * A worker reads its database's and role's settings (ALTER
+			 * DATABASE ... SET) once, as it starts: after a while it stops,
+			 * and the state worker starts another, which sees a fence lifted
+			 * there.
+			 */
+			if (TimestampDifferenceExceeds(fenced_since, GetCurrentTimestamp(), FENCED_RESTART_MS))
+				proc_exit(0);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 FENCED_POLL_MS, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			continue;
 		}
-		fenced = false;
+		fenced_since = 0;
 		round_cxt = AllocSetContextCreate(timer_worker_cxt, "timer round", ALLOCSET_DEFAULT_SIZES);
 		old = MemoryContextSwitchTo(round_cxt);
 		batch = palloc(sizeof(Firing) * state_backend_timer_batch_size);

@@ -610,7 +610,7 @@ sub wait_for_acks
 # timeout stops it.  Those commits are lost to tables and states alike.
 # Set just before the perform failover, the only step where that race can
 # happen: a loss of the table anywhere else is no one's but ours.
-my $event_mark;
+my ($event_mark, $event_end);
 my $tool_lost = 0;
 
 sub last_event
@@ -626,6 +626,7 @@ sub race_events
 		'pg_auto_failover', qq{
 SELECT count(*) FROM pgautofailover.event
  WHERE eventid > $event_mark
+   AND eventid <= } . ($event_end // 'eventid') . q{
    AND description LIKE '%to wait_primary because none of the standby nodes in the quorum are healthy%'});
 }
 
@@ -767,6 +768,7 @@ my $performed = eval {
 };
 ok($performed, 'failover 2: pg_autoctl perform failover') or diag "$@\n$out\n$err";
 wait_for_states(node1 => 'primary', node2 => 'secondary');
+$event_end = last_event();
 pass('failover 2: node1 primary, node2 rejoined as a secondary');
 note_rejoin('node2', $autoctl_log_size);
 check_primary($node{node1}, 'failover 2: node1');

@@ -221,6 +221,12 @@ my $v1 = $proxy->safe_psql('postgres', "SELECT state_proxy.value_get('v', 1, 0::
 is($proxy->safe_psql('postgres',
 		"BEGIN READ ONLY; SELECT state_proxy.value_get('v', 1, 0::bigint); COMMIT"),
 	$v1, 'read-only: a read through the proxy');
+is($proxy->safe_psql('postgres', q{
+BEGIN READ ONLY;
+SELECT count(*) FROM state_proxy.value_get_many('v', ARRAY[1, 2], 0::bigint);
+SELECT count(*) > 0 FROM state_proxy.states;
+SELECT count(*) > 0 FROM state_proxy.stats;
+COMMIT}), "2\nt\nt", 'read-only: value_get_many and the states and stats views through the proxy');
 for my $call ("state_proxy.value_set('v', 1, 12345::bigint)", "state_proxy.truncate('v')",
 	"state_proxy.reduce_many('r', ARRAY[1], ARRAY[1::bigint])")
 {

@@ -117,7 +117,6 @@ $node->reload;
 $node->safe_psql('postgres', q{
 SELECT state.create_state('cm', 'value', 'int', 'int', logged => true),
        state.create_state('cr', 'value', 'int', 'int', backend => 'rocksdb', logged => true);
-SELECT state.value_set('cr', 1, 1);
 });
 sleep 1;
 crash('crash 4');
@@ -131,7 +130,6 @@ SELECT state.drop_state('cm', true), state.drop_state('cr', true);
 SELECT state.create_state('dm', 'value', 'int', 'int', logged => true),
        state.create_state('dr', 'value', 'int', 'int', backend => 'rocksdb', logged => true);
 SELECT count(state.value_set(s, i, i)) FROM generate_series(1, 10) i, unnest(ARRAY['dm', 'dr']) s;
-SET synchronous_commit = on;
 });
 checkpoint_now($node);
 $node->safe_psql('postgres', q{SELECT state.drop_state('dm'), state.drop_state('dr')});
@@ -168,7 +166,8 @@ SELECT state.reduce('tt', 1, 7::bigint);
 COMMIT;
 });
 # Applied by the worker: a read in a new session sees it.
-$node->poll_query_until('postgres', q{SELECT state.value_get('tt', 1, 0::bigint) = 7});
+ok($node->poll_query_until('postgres', q{SELECT state.value_get('tt', 1, 0::bigint) = 7}),
+	'the commit is applied to the transactional state');
 crash('crash 6');
 is($node->safe_psql('postgres',
 		q{SELECT (SELECT count(*) FROM tt_rows) || '/' || state.value_get('tt', 1, 0::bigint)}) =~ m{^(0/0|1/7)$} ? 'alike' : 'differ',

@@ -14,7 +14,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use StateBackendTAP;
@@ -26,8 +25,8 @@ CREATE TABLE fired (k int);
 SELECT state.create_state('hits', 'reducing', 'int', 'bigint', reducer => 'sum');
 CREATE FUNCTION on_timer(k int, at timestamptz) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO fired VALUES (k);
     PERFORM state.reduce('hits', k, 1::bigint);
+    INSERT INTO fired VALUES (k);
 END $$;
 SELECT state.create_state('tm', 'timers', 'int', handler => 'on_timer(int,timestamptz)');
 SELECT state.timer_register('tm', 1, clock_timestamp());
@@ -43,14 +42,15 @@ my $offset = -s $node->logfile;
 $node->safe_psql('postgres', 'ALTER SYSTEM SET default_transaction_read_only = on');
 $node->reload;
 ok($node->poll_query_until('postgres', 'SHOW default_transaction_read_only', 'on'), 'fenced');
-sleep 1;    # the worker reads the configuration again too
 $node->safe_psql('postgres', q{
 BEGIN TRANSACTION READ WRITE;
 SELECT state.timer_register('tm', k, clock_timestamp()) FROM generate_series(2, 4) k;
 COMMIT;
 });
 sleep 2;
-is($node->safe_psql('postgres', 'SELECT count(*) FROM fired'), '1', 'fenced: nothing fires');
+is($node->safe_psql('postgres',
+		q{SELECT count(*) || '/' || (SELECT sum(state.value_get('hits', k, 0::bigint)) FROM generate_series(1, 4) k) FROM fired}),
+	'1/1', 'fenced: nothing fires, and no handler wrote its state');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM state.timer_failures'), '0',
 	'fenced: no timer failed');
 is($node->safe_psql('postgres', $worker), $pid, 'fenced: the same timer worker runs');

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -129,10 +130,18 @@ const StateStageRoutine rocks_stage_routine = {
 	.wait = rocks_stage_wait,
 };
 
-/* rocks_client_stage_apply asks for the stage to be applied (after the commit record). */
+/*
+ * rocks_client_stage_apply asks for the stage to be applied (after the
+ * commit record).  An asynchronous commit's record is flushed first, here,
+ * where sessions share their flushes: the worker applies a stage only once
+ * its commit is durable (rocks_stage.c, commit_durable), and would flush
+ * itself, one commit after another, for every other request.
+ */
 void
 rocks_client_stage_apply(void)
 {
+	if (XactLastCommitEnd != InvalidXLogRecPtr)
+		XLogFlush(XactLastCommitEnd);
 	rocks_host->channel_post(STATE_BACKEND_ROCKSDB_ID, ROCKS_REQ_STAGE_APPLY,
 				 (const char *) &stage_header, sizeof(stage_header));
 	rocks_host->wake_worker();

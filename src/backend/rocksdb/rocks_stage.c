@@ -631,7 +631,10 @@ rocks_stage_recover(void)
 		FAULT_POINT_HOST("apply.rocksdb_stage_recover");
 		if (xact_committed(in->fxid))
 		{
-			int			skipped = apply_writes(in->data, in->len, in->fxid, true);
+			int			skipped;
+
+			commit_durable(in->fxid);
+			skipped = apply_writes(in->data, in->len, in->fxid, true);
 
 			tell_expecting(in->fxid);
 			ereport(LOG,
