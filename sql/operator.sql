@@ -31,6 +31,12 @@ SELECT expect_error($$SELECT state.operator_add('op_l', 'x')$$);
 -- broadcast state
 SELECT state.broadcast_put('op_b', 'pi', 3.14), state.broadcast_put('op_b', 'e', 2.72);
 SELECT state.broadcast_put('op_b', 'none', NULL::numeric);
+-- a read-only transaction changes no operator state (25006)
+BEGIN TRANSACTION READ ONLY;
+SELECT expect_error($$SELECT state.broadcast_put('op_b', 'ro', 1.0)$$);
+SELECT expect_error($$SELECT state.broadcast_remove('op_b', 'pi')$$);
+SELECT expect_error($$SELECT state.operator_add('op_l', 9)$$);
+COMMIT;
 SELECT state.broadcast_get('op_b', 'pi', 0::numeric), state.broadcast_get('op_b', 'nope', -1::numeric);
 SELECT * FROM state.broadcast_entries('op_b', NULL::text, NULL::numeric) ORDER BY 1;
 SELECT state.broadcast_remove('op_b', 'e') AS removed, state.broadcast_remove('op_b', 'e') AS again;

@@ -30,6 +30,13 @@ SELECT state.timer_register('tm_ev', 'gone', '2026-01-01 00:00:05+00');
 SELECT state.timer_delete('tm_ev', 'gone', '2026-01-01 00:00:05+00');
 SELECT state.timer_delete('tm_ev', 'gone', '2026-01-01 00:00:05+00');
 SELECT * FROM state.timers('tm_ev', NULL::text) ORDER BY at, key;
+-- a read-only transaction registers, deletes and advances nothing (25006)
+BEGIN TRANSACTION READ ONLY;
+SELECT expect_error($$SELECT state.timer_register('tm_ev', 'ro'::text, '2026-01-01 00:00:40+00')$$);
+SELECT expect_error($$SELECT state.timer_delete('tm_ev', 'a'::text, '2026-01-01 00:00:10+00')$$);
+SELECT expect_error($$SELECT state.advance_watermark('tm_ev', '2026-01-01 00:01:00+00')$$);
+SELECT count(*) FROM state.timers('tm_ev', NULL::text);
+COMMIT;
 -- no function of the extension takes a key as anyelement (an untyped key
 -- could not resolve it: 42804)
 SELECT p.oid::regprocedure FROM pg_proc p, unnest(p.proargnames) WITH ORDINALITY a(name, i)
