@@ -19,10 +19,9 @@
 #   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
 #                                the TAP tests (default 2700: a guard
 #                                against a hang, not a target)
-#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 1;
+#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 2:
 #                                most of a file's time is waiting for its
-#                                servers, but some files' timing does not
-#                                yet hold beside another)
+#                                servers; 1 runs them one after another)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900)
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
@@ -44,7 +43,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
-TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-1}
+TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 
