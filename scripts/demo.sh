@@ -55,6 +55,9 @@ if [ ! -d "$DIR" ]; then
 	as_root install -d -o postgres -g postgres -m 0700 "$DIR"
 fi
 [ "$(stat -c %U "$DIR")" = postgres ] || die "$DIR exists and is not owned by postgres"
+# The server runs as postgres: every directory above DIR must let it through.
+as_pg test -w "$DIR" ||
+	die "the postgres user cannot reach $DIR: a directory above it is closed to it (mode 0700?); choose STATE_BACKEND_DEMO_DIR where it can, or open the parents (chmod o+x)"
 
 if ! as_pg test -f "$DATA/PG_VERSION"; then
 	log "creating a server in $DATA"
