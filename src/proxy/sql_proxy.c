@@ -661,11 +661,6 @@ proxy_return_set(FunctionCallInfo fcinfo)
 }
 
 /*
- * state_proxy_call is every proxy function: it sends the call, its
- * arguments as text, to the part that owns the key (or to every part) and
- * returns what came back, in the caller's types.
- */
-/*
  * The proxy functions that only read.  Every other one changes states on
  * the parts, whose sessions are not read-only: it is refused in a
  * read-only transaction of the proxy, as postgres_fdw refuses to change a
@@ -687,6 +682,11 @@ proxy_call_reads(const char *name)
 	return false;
 }
 
+/*
+ * state_proxy_call is every proxy function: it sends the call, its
+ * arguments as text, to the part that owns the key (or to every part) and
+ * returns what came back, in the caller's types.
+ */
 Datum
 state_proxy_call(PG_FUNCTION_ARGS)
 {

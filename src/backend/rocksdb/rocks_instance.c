@@ -550,17 +550,33 @@ family_keep_image(RocksFamily *f, const char *image, uint32 len)
 }
 
 /*
- * wal_flush_inserted: WAL before a state's descriptor is stored or removed.
- * The record that creates or drops a logged state was written before the
- * worker got here (by the session, or by the registry): every record
- * inserted so far is flushed, so that no crash leaves the instance with a
- * state that WAL never created, or without one that WAL still has.
+ * rocks_wal_flush: WAL before data, as PostgreSQL's buffer manager flushes
+ * WAL up to a page's LSN before it writes the page.  What the instance
+ * writes outlives a crash of the server's processes (RocksDB's own log), so
+ * WAL is flushed to "upto" first: else a crash that loses the end of WAL
+ * (synchronous_commit off, or a session that had not committed yet) leaves
+ * the instance ahead of WAL, of the other logged states and of standbys,
+ * for good.  Nothing while replaying or in recovery: that WAL is in.
+ */
+void
+rocks_wal_flush(XLogRecPtr upto)
+{
+	if (upto != InvalidXLogRecPtr && rocks_host->replaying() == InvalidXLogRecPtr &&
+		!RecoveryInProgress())
+		XLogFlush(upto);
+}
+
+/*
+ * wal_flush_inserted, before a state's descriptor is stored or removed: the
+ * record that creates or drops a logged state was written before the worker
+ * got here (by the session, or by the registry), so every record inserted
+ * so far is flushed: no crash leaves the instance with a state that WAL
+ * never created, or without one that WAL still has.
  */
 static void
 wal_flush_inserted(void)
 {
-	if (rocks_host->replaying() == InvalidXLogRecPtr && !RecoveryInProgress())
-		XLogFlush(GetXLogInsertEndRecPtr());
+	rocks_wal_flush(GetXLogInsertEndRecPtr());
 }
 
 static void
@@ -866,24 +882,6 @@ rocks_kept_data(void)
 }
 
 
-/*
- * rocks_wal_first: WAL before data, as PostgreSQL's buffer manager flushes
- * WAL up to a page's LSN before it writes the page.  Once written, a batch
- * outlives a crash of the server's processes (RocksDB's own log), so the
- * records of the logged changes in it are flushed first.  Else a crash
- * that loses the end of WAL (synchronous_commit off, or a session that had
- * not committed yet) leaves the instance ahead of WAL: ahead of the other
- * logged states and of standbys, for good.  Records being replayed are in
- * WAL already.
- */
-void
-rocks_wal_first(void)
-{
-	if (rocks.batch_lsn != InvalidXLogRecPtr && rocks_host->replaying() == InvalidXLogRecPtr &&
-		!RecoveryInProgress())
-		XLogFlush(rocks.batch_lsn);
-}
-
 /* While set, rocks_commit gathers instead of writing: one batch for a stage (rocks_stage.c). */
 bool		rocks_commit_held = false;
 
@@ -917,7 +915,8 @@ rocks_commit(void)
 		rocksdb_writebatch_put_cf(rocks.batch, rocks.deflt, APPLIED_LSN_KEY,
 								  strlen(APPLIED_LSN_KEY), (const char *) &stamp, sizeof(stamp));
 	}
-	rocks_wal_first();
+	/* The records of the logged changes in the batch, first. */
+	rocks_wal_flush(rocks.batch_lsn);
 	check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);

@@ -295,7 +295,7 @@ extern void rocks_flush_all(void);
 #define ROCKS_IDLE_FLUSH_MS 5000
 extern void rocks_flush_idle(void);
 extern void rocks_commit(void);
-extern void rocks_wal_first(void);
+extern void rocks_wal_flush(XLogRecPtr upto);
 extern XLogRecPtr rocks_applied_lsn(void);
 extern rocksdb_column_family_handle_t *rocks_family(uint32 id, int slot);
 extern char *rocks_get(rocksdb_column_family_handle_t *cf, const char *key, size_t keylen,

@@ -757,14 +757,14 @@ handle_truncate(Request *r, StringInfo reply)
 	rocks_state_range(&from, &to);
 	rocks_commit();
 	/*
-	 * WAL first (rocks_wal_first): the range is deleted for good at once.
+	 * WAL first (rocks_wal_flush): the range is deleted for good at once.
 	 * A deletion that then fails has the instance fail (no write after it);
 	 * the next start applies the record again, which is harmless.
 	 */
 	if (r->h.flags & ROCKS_REQUEST_LOGGED)
 	{
 		request_log(r, STATE_CHANGE_TRUNCATE, NULL, 0, NULL, 0, false);
-		rocks_wal_first();
+		rocks_wal_flush(rocks.batch_lsn);
 	}
 	rocksdb_delete_range_cf(rocks.db, rocks.wopts, r->cf, from.data, from.len,
 							to.data, to.len, &err);
