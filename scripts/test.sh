@@ -37,6 +37,8 @@
 #   STATE_BACKEND_CORE_REGRESS=0 do not run PostgreSQL's own regression suite
 #                                with the extension (scripts/core-regress.sh)
 #   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900)
+#   STATE_BACKEND_SIDE_JOBS=0    run PostgreSQL's suite and bench/smoke after
+#                                the TAP tests instead of beside them
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,6 +48,7 @@ TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
 TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
+SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-1}
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
@@ -257,6 +260,61 @@ run_regress memory installcheck .
 run_regress rocksdb installcheck-rocksdb output_rocksdb
 run_regress lmdb installcheck-lmdb output_lmdb
 
+# ------------------------------------------------------------ core suite, bench smoke
+# PostgreSQL's own regression suite with the extension preloaded and created
+# (one step, failed by any test the extension makes differ), then the bench
+# harness's smoke mode.  Each runs its own server on its own port, so by
+# default they run beside the TAP tests, at a lower priority, and report
+# after them.
+run_side() {
+	if [ "${STATE_BACKEND_CORE_REGRESS:-1}" != 0 ]; then
+		CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
+			timeout -k 30 "${STATE_BACKEND_CORE_TIMEOUT:-900}" "$ROOT/scripts/core-regress.sh" \
+			>"$WORK/core.log" 2>&1
+		echo $? >"$WORK/core.rc"
+	fi
+	if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
+		(cd "$SRC" && as_runner timeout -k 30 "$BENCH_TIMEOUT" ./bench/smoke) >"$WORK/bench.log" 2>&1
+		echo $? >"$WORK/bench.rc"
+	fi
+}
+
+report_side() {
+	local rc
+	if [ "${STATE_BACKEND_CORE_REGRESS:-1}" = 0 ]; then
+		skipped=$((skipped + 1)); report+=("core suite   skipped (STATE_BACKEND_CORE_REGRESS=0)")
+	else
+		note "PostgreSQL's regression suite with the extension (scripts/core-regress.sh)"
+		rc=$(cat "$WORK/core.rc" 2>/dev/null || echo 1)
+		if [ "$rc" -eq 0 ]; then
+			# Its progress, and the summary that ends it (not the diffs).
+			awk '/^==> /{print} /suite against the server/{f=1; next} f' "$WORK/core.log"
+			passed=$((passed + 1)); report+=("core suite   $(tail -n 1 "$WORK/core.log"): no test differs with the extension")
+		else
+			tail -n 200 "$WORK/core.log"
+			failed=$((failed + 1)); report+=("core suite   FAILED (exit $rc): $(tail -n 1 "$WORK/core.log")")
+		fi
+	fi
+	if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
+		note "bench/smoke as $RUNNER"
+		cat "$WORK/bench.log"
+		rc=$(cat "$WORK/bench.rc" 2>/dev/null || echo 1)
+		[ "$rc" -eq 124 ] && echo "bench/smoke: timed out after ${BENCH_TIMEOUT}s"
+		if [ "$rc" -eq 0 ]; then
+			passed=$((passed + 1)); report+=("bench smoke  ok")
+		else
+			failed=$((failed + 1)); report+=("bench smoke  FAILED (exit $rc)")
+		fi
+	fi
+}
+
+side_pid=
+if [ "$SIDE_JOBS" = 1 ]; then
+	note "PostgreSQL's regression suite and bench/smoke start beside the TAP tests (reported after them)"
+	(renice -n 10 -p "$BASHPID" >/dev/null 2>&1; run_side) </dev/null &
+	side_pid=$!
+fi
+
 # ------------------------------------------------------------ TAP (prove)
 shopt -s nullglob
 tap_files=("$SRC"/test/t/*.pl)
@@ -319,40 +377,12 @@ else
 	report+=("${tap_failures[@]}")
 fi
 
-# ------------------------------------------------------------ core suite
-# PostgreSQL's own regression suite with the extension preloaded and created:
-# one step, failed by any test the extension makes differ.
-if [ "${STATE_BACKEND_CORE_REGRESS:-1}" = 0 ]; then
-	skipped=$((skipped + 1)); report+=("core suite   skipped (STATE_BACKEND_CORE_REGRESS=0)")
+if [ -n "$side_pid" ]; then
+	wait "$side_pid"
 else
-	note "PostgreSQL's regression suite with the extension (scripts/core-regress.sh)"
-	core_log=$(mktemp /tmp/state_backend_core.XXXXXX)
-	CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
-		timeout -k 30 "${STATE_BACKEND_CORE_TIMEOUT:-900}" "$ROOT/scripts/core-regress.sh" >"$core_log" 2>&1
-	rc=$?
-	if [ "$rc" -eq 0 ]; then
-		# Its progress, and the summary that ends it (not the diffs).
-		awk '/^==> /{print} /suite against the server/{f=1; next} f' "$core_log"
-		passed=$((passed + 1)); report+=("core suite   $(tail -n 1 "$core_log"): no test differs with the extension")
-	else
-		tail -n 200 "$core_log"
-		failed=$((failed + 1)); report+=("core suite   FAILED (exit $rc): $(tail -n 1 "$core_log")")
-	fi
-	rm -f "$core_log"
+	run_side
 fi
-
-# ------------------------------------------------------------ bench smoke
-if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
-	note "bench/smoke as $RUNNER"
-	(cd "$SRC" && as_runner timeout -k 30 "$BENCH_TIMEOUT" ./bench/smoke) 2>&1
-	rc=$?
-	[ "$rc" -eq 124 ] && echo "bench/smoke: timed out after ${BENCH_TIMEOUT}s"
-	if [ "$rc" -eq 0 ]; then
-		passed=$((passed + 1)); report+=("bench smoke  ok")
-	else
-		failed=$((failed + 1)); report+=("bench smoke  FAILED (exit $rc)")
-	fi
-fi
+report_side
 
 stop_servers
 finish

@@ -740,7 +740,7 @@ static void
 rc_flush(void)
 {
 	if (rocks_host->in_worker())
-		rc_run_here(STATE_REQUEST_ROUND_END, NULL, 0);
+		rc_run_here(STATE_REQUEST_PASS_END, NULL, 0);
 	else
 		rocks_host->posts_sync();
 }
