@@ -60,6 +60,13 @@ static uint32 window_no = 1;
 static uint32 window_sessions = 0;
 static instr_time window_start;
 
+/*
+ * Some slot's replies wait for the pass's commit (worker_pass_end).  Still
+ * set at the next pass only if an error cut the last one short: that pass
+ * is ended first, so that no held reply goes out before its commit.
+ */
+static bool pass_holds = false;
+
 /* The slot whose requests the worker runs now, if any. */
 static ChannelSlot *serving = NULL;
 
@@ -459,6 +466,7 @@ worker_pass_end(ChannelHandler handler, StringInfo reply)
 		if (!worker_flush_replies(&channel_shared->slots[i], ws))
 			all_out = false;
 	}
+	pass_holds = false;
 	if (edata != NULL)
 		FreeErrorData(edata);
 	return all_out;
@@ -484,7 +492,6 @@ bool
 channel_worker_serve(ChannelHandler handler, int budget)
 {
 	bool		more = false;
-	bool		held = false;
 	StringInfoData reply;
 	uint64		served = 0;
 	instr_time	start;
@@ -494,6 +501,8 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	INSTR_TIME_SET_CURRENT(start);
 
 	initStringInfo(&reply);
+	if (pass_holds && !worker_pass_end(handler, &reply))
+		more = true;
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
 		ChannelSlot *s = &channel_shared->slots[i];
@@ -540,7 +549,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		{
 			ws->held = true;
 			ws->held_seq = last.seq;
-			held = true;
+			pass_holds = true;
 		}
 		served += done;
 		serving = NULL;
@@ -564,7 +573,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		if (!ws->held && !worker_flush_replies(s, ws))
 			more = true;
 	}
-	if (held && !worker_pass_end(handler, &reply))
+	if (pass_holds && !worker_pass_end(handler, &reply))
 		more = true;
 	pfree(reply.data);
 	if (served > 0)

@@ -13,8 +13,10 @@
 #    lost.  Every increment that was acknowledged is there, once.
 # 2. A pass whose commit fails (the fault point write.rocksdb_group_commit
 #    armed with error): the statement whose write waited for it fails with
-#    that error, for a posted write and for a read-modify-write alike; it
-#    is not acknowledged.  Disarmed, writes and reads go on.
+#    that error, for a posted write and for a read-modify-write alike, and
+#    the write is never applied, by a later commit or otherwise: the
+#    instance fails and the worker restarts.  A read that waits for no
+#    write is answered meanwhile.  Disarmed, writes and reads go on.
 
 use strict;
 use warnings;
@@ -113,19 +115,31 @@ $node->poll_query_until('postgres', q{
 SELECT count(*) > 0 FROM pg_settings WHERE name = 'state_backend.fault_points' AND setting <> ''})
   or die 'the fault point was not armed';
 
+my $pid = worker_pid($node);
 my ($ret, $out, $err) = $node->psql('postgres', q{SELECT state.value_set('vs', 7, 71::bigint)});
 isnt($ret, 0, 'a posted write whose pass failed to commit fails');
 like($err, qr/fault point "write\.rocksdb_group_commit"/, 'with the error of the commit')
   or diag $err;
+ok(defined wait_for_worker($node, not => $pid), 'the worker restarted');
+like(slurp_file($node->logfile), qr/state_backend worker restarts: a write to the storage of backend "rocksdb" failed/,
+	'because the instance failed');
+# (The first call may meet the worker still starting: "restarted while serving".)
+ok($node->poll_query_until('postgres', q{SELECT state.value_get('vs', 1000, 0::bigint) = 0}),
+	'a read that waits for no write is answered, the fault point still armed');
+$pid = worker_pid($node);
 ($ret, $out, $err) = $node->psql('postgres', q{SELECT state.reduce('ru', 7, 1::bigint)});
 isnt($ret, 0, 'a reduce whose pass failed to commit fails');
 like($err, qr/fault point "write\.rocksdb_group_commit"/, 'with the error of the commit')
   or diag $err;
+ok(defined wait_for_worker($node, not => $pid), 'the worker restarted again');
 
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET state_backend.fault_points');
 $node->reload;
 $node->poll_query_until('postgres', q{SELECT true FROM (SELECT state.value_set('vs', 8, 80::bigint)) w})
   or die 'writes did not resume';
+is( $node->safe_psql('postgres', q{
+SELECT state.value_get('vs', 7, 0::bigint) || ' ' || state.value_get('ru', 7, 0::bigint)}),
+	'70 70', 'the writes that were told they failed were never applied');
 is( $node->safe_psql('postgres', q{
 SELECT state.reduce('ru', 9, 5::bigint) || ' ' || state.value_get('vs', 8, 0::bigint)}),
 	'5 80', 'disarmed, writes and reads go on');

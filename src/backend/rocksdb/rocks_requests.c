@@ -133,6 +133,28 @@ pending_key_absent(const Request *r)
 		!pending_key_find(pending_key_hash(r), false);
 }
 
+/*
+ * Where the batch stood when the session served now began its round (at
+ * the previous session's end of round): whether its own writes wait in the
+ * batch at the end of its round, so that only such a session's replies
+ * wait for the pass's commit.  A commit since (batch_clears moved) leaves
+ * in the batch only what this session wrote after it.
+ */
+static uint64 round_clears = 0;
+static int	round_count = 0;
+
+static bool
+round_left_writes(void)
+{
+	int			count = rocksdb_writebatch_count(rocks.batch);
+	bool		mine;
+
+	mine = (rocks.batch_clears == round_clears) ? count > round_count : count > 0;
+	round_clears = rocks.batch_clears;
+	round_count = count;
+	return mine;
+}
+
 /* Set while the request being run came from a session, in a pass of the worker. */
 bool		rocks_serving_session = false;
 
@@ -1013,8 +1035,8 @@ static const RequestHandler read_handlers[] = {
  * that answer nothing are gathered in a batch, committed before the next
  * read and at the end of the pass (STATE_REQUEST_PASS_END).  Returns
  * whether a reply was produced; at the end of a session's requests of a
- * round (STATE_REQUEST_ROUND_END), whether the batch holds writes that
- * its replies must wait for.
+ * round (STATE_REQUEST_ROUND_END), whether the batch holds writes of that
+ * session, which its replies must wait for.
  */
 bool
 rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInfo reply)
@@ -1024,15 +1046,32 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 
 	Assert(op != ROCKS_REQ_STAGE && op != ROCKS_REQ_STAGE_PREPARE && op != ROCKS_REQ_STAGE_APPLY);
 	if (op == STATE_REQUEST_ROUND_END)
-		return rocks.db != NULL && rocks_batch_waits();
+		return rocks.db != NULL && round_left_writes();
 	if (op == STATE_REQUEST_PASS_END)
 	{
 		if (rocks.db == NULL)
 			return false;
-		/* A read's commit in the pass may have failed with others' writes in it. */
-		rocks_check_not_failed();
-		FAULT_POINT_HOST("write.rocksdb_group_commit");
-		rocks_commit();
+
+		/*
+		 * The sessions whose replies wait are told of any error here instead:
+		 * what the batch holds must then never be written, by a later commit
+		 * or otherwise.  The instance fails, and the worker restarts; WAL's
+		 * replay brings back the logged changes WAL holds (a change is never
+		 * ahead of its record), the rest is lost, as the errors said.
+		 */
+		PG_TRY();
+		{
+			/* A read's commit in the pass may have failed with others' writes in it. */
+			rocks_check_not_failed();
+			FAULT_POINT_HOST("write.rocksdb_group_commit");
+			rocks_commit();
+		}
+		PG_CATCH();
+		{
+			rocks.failed = true;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		return false;
 	}
 	if (op == ROCKS_REQ_FIGURES)
