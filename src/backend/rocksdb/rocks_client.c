@@ -740,11 +740,7 @@ static void
 rc_flush(void)
 {
 	if (rocks_host->in_worker())
-	{
-		/* What the worker runs itself is committed now (no session waits on it). */
-		if (rocks_is_open())
-			rocks_commit();
-	}
+		rc_run_here(STATE_REQUEST_ROUND_END, NULL, 0);
 	else
 		rocks_host->posts_sync();
 }

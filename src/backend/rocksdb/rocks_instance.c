@@ -273,8 +273,8 @@ rocks_check_space_for(uint64 extra)
 }
 
 /* After a failed write RocksDB must not be written again: see space_needed. */
-void
-rocks_check_not_failed(void)
+static void
+check_not_failed(void)
 {
 	if (rocks.failed)
 		ereport(ERROR,
@@ -329,7 +329,7 @@ rocks_open(void)
 
 	if (rocks.db)
 		return;
-	rocks_check_not_failed();
+	check_not_failed();
 	rocks_check_space();
 	rocks_options_ready();
 	rocks_apply_settings();
@@ -690,13 +690,6 @@ rocks_family(uint32 id, int slot)
 	return f->handle;
 }
 
-/* Whether the registry changed since the instance was last brought in line with it. */
-bool
-rocks_registry_changed(void)
-{
-	return rocks.db != NULL && rocks_host->states_version() != synced_version;
-}
-
 /*
  * rocks_sync_registry brings the instance in line with the registry:
  * descriptors of new or changed states are stored, column families of
@@ -892,17 +885,7 @@ rocks_kept_data(void)
 /* While set, rocks_commit gathers instead of writing: one batch for a stage (rocks_stage.c). */
 bool		rocks_commit_held = false;
 
-/* Whether writes wait in the batch for a commit. */
-bool
-rocks_batch_waits(void)
-{
-	return rocksdb_writebatch_count(rocks.batch) > 0 || rocks.batch_lsn != InvalidXLogRecPtr;
-}
-
-/*
- * Commit the writes gathered (from every session served since the last
- * commit, or from what the worker ran itself).
- */
+/* Commit the writes gathered from one session's requests. */
 void
 rocks_commit(void)
 {
@@ -913,7 +896,7 @@ rocks_commit(void)
 	/* A staged commit's writes gather into one batch (rocks_stage.c). */
 	if (rocks_commit_held)
 		return;
-	if (!rocks_batch_waits())
+	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
 	{
 		rocks_cache_committed(false);	/* nothing waits in an empty batch */
 		rocks_view_publish();	/* changes made outside a batch, if any */
@@ -934,10 +917,9 @@ rocks_commit(void)
 	}
 	/* The records of the logged changes in the batch, first. */
 	rocks_wal_flush(rocks.batch_lsn);
-	rocks_check_not_failed();
+	check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
 	rocksdb_writebatch_clear(rocks.batch);
-	rocks.batch_clears++;
 	rocks.batch_lsn = InvalidXLogRecPtr;
 	if (err)
 		rocks.failed = true;
