@@ -498,6 +498,36 @@ rocks_open_existing(void)
 	return rocks.db != NULL;
 }
 
+/*
+ * rocks_close_commit: the writes the batch holds go into the instance
+ * before it closes, whatever ends the worker (an error that ends the
+ * process, a shutdown).  Their logged changes' records are in WAL, and a
+ * worker that starts again on its own replays none: a batch lost here would
+ * leave the instance behind WAL, and behind its standbys, for good (the
+ * next commit stamps a later applied position).  A staged commit's writes
+ * gathered for it are not made (rocks_commit_held): the next start applies
+ * the stage again.
+ */
+static void
+rocks_close_commit(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (rocks.failed)
+		return;
+	PG_TRY();
+	{
+		rocks_commit();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+}
+
 void
 rocks_close(void)
 {
@@ -506,6 +536,7 @@ rocks_close(void)
 
 	if (!rocks.db)
 		return;
+	rocks_close_commit();
 	rocks_compact_forget(0);
 	rocksdb_cancel_all_background_work(rocks.db, 1);
 	/* After a failed write, closing would write: the process ends instead. */

@@ -260,6 +260,8 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 		intent_key(&key, fxid);
 		rocksdb_writebatch_delete_cf(rocks.batch, rocks.deflt, key.data, key.len);
 		pfree(key.data);
+		/* Still held: a worker that exits here makes none of it (rocks_close). */
+		FAULT_POINT_HOST("apply.rocksdb_stage_before_write");
 	}
 	PG_CATCH();
 	{
@@ -271,7 +273,6 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 	}
 	PG_END_TRY();
 	rocks_commit_held = false;
-	FAULT_POINT_HOST("apply.rocksdb_stage_before_write");
 	rocks_commit();
 	pfree(reply.data);
 	return skipped;
