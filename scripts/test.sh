@@ -22,7 +22,8 @@
 #   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 2:
 #                                most of a file's time is waiting for its
 #                                servers; 1 runs them one after another)
-#   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900)
+#   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900,
+#                                2700 beside the TAP tests)
 #   STATE_BACKEND_KEEP=1         keep the temporary directory (results, logs)
 #   STATE_BACKEND_SMALL_FS       a directory on a small filesystem for the
 #                                disk-full test (set here when run as root)
@@ -36,7 +37,9 @@
 #                                manager id 128)
 #   STATE_BACKEND_CORE_REGRESS=0 do not run PostgreSQL's own regression suite
 #                                with the extension (scripts/core-regress.sh)
-#   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900)
+#   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900, 2700
+#                                beside the TAP tests, where it runs at a
+#                                lower priority: guards against a hang)
 #   STATE_BACKEND_SIDE_JOBS=0    run PostgreSQL's suite and bench/smoke after
 #                                the TAP tests instead of beside them
 set -uo pipefail
@@ -47,8 +50,10 @@ PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
 TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
-BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-900}
 SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-1}
+if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
+BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-$side_timeout}
+CORE_TIMEOUT=${STATE_BACKEND_CORE_TIMEOUT:-$side_timeout}
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
@@ -269,7 +274,7 @@ run_regress lmdb installcheck-lmdb output_lmdb
 run_side() {
 	if [ "${STATE_BACKEND_CORE_REGRESS:-1}" != 0 ]; then
 		CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
-			timeout -k 30 "${STATE_BACKEND_CORE_TIMEOUT:-900}" "$ROOT/scripts/core-regress.sh" \
+			timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
 			>"$WORK/core.log" 2>&1
 		echo $? >"$WORK/core.rc"
 	fi
