@@ -54,6 +54,7 @@ SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-1}
 if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-$side_timeout}
 CORE_TIMEOUT=${STATE_BACKEND_CORE_TIMEOUT:-$side_timeout}
+RUN_CORE=${STATE_BACKEND_CORE_REGRESS:-1}
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
@@ -271,14 +272,17 @@ run_regress lmdb installcheck-lmdb output_lmdb
 # harness's smoke mode.  Each runs its own server on its own port, so by
 # default they run beside the TAP tests, at a lower priority, and report
 # after them.
+RUN_SMOKE=0
+[ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ] && RUN_SMOKE=1
+
 run_side() {
-	if [ "${STATE_BACKEND_CORE_REGRESS:-1}" != 0 ]; then
+	if [ "$RUN_CORE" != 0 ]; then
 		CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
 			timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
 			>"$WORK/core.log" 2>&1
 		echo $? >"$WORK/core.rc"
 	fi
-	if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
+	if [ "$RUN_SMOKE" = 1 ]; then
 		(cd "$SRC" && as_runner timeout -k 30 "$BENCH_TIMEOUT" ./bench/smoke) >"$WORK/bench.log" 2>&1
 		echo $? >"$WORK/bench.rc"
 	fi
@@ -286,7 +290,7 @@ run_side() {
 
 report_side() {
 	local rc
-	if [ "${STATE_BACKEND_CORE_REGRESS:-1}" = 0 ]; then
+	if [ "$RUN_CORE" = 0 ]; then
 		skipped=$((skipped + 1)); report+=("core suite   skipped (STATE_BACKEND_CORE_REGRESS=0)")
 	else
 		note "PostgreSQL's regression suite with the extension (scripts/core-regress.sh)"
@@ -300,7 +304,7 @@ report_side() {
 			failed=$((failed + 1)); report+=("core suite   FAILED (exit $rc): $(tail -n 1 "$WORK/core.log")")
 		fi
 	fi
-	if [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ]; then
+	if [ "$RUN_SMOKE" = 1 ]; then
 		note "bench/smoke as $RUNNER"
 		cat "$WORK/bench.log"
 		rc=$(cat "$WORK/bench.rc" 2>/dev/null || echo 1)

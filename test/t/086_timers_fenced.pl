@@ -44,10 +44,7 @@ $node->reload;
 ok($node->poll_query_until('postgres', 'SHOW default_transaction_read_only', 'on'), 'fenced');
 # The worker has seen the fence once it says so (a signal is not a reload
 # done): only then are timers registered.
-eval {
-	$node->wait_for_log(qr/fires no timer while default_transaction_read_only is on/, $offset);
-	1;
-};
+$node->wait_for_log(qr/fires no timer while default_transaction_read_only is on/, $offset);
 $node->safe_psql('postgres', q{
 BEGIN TRANSACTION READ WRITE;
 SELECT state.timer_register('tm', k, clock_timestamp()) FROM generate_series(2, 4) k;
