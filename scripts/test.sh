@@ -40,8 +40,9 @@
 #   STATE_BACKEND_CORE_TIMEOUT   seconds allowed to it (default 900, 2700
 #                                beside the TAP tests, where it runs at a
 #                                lower priority: guards against a hang)
-#   STATE_BACKEND_SIDE_JOBS=0    run PostgreSQL's suite and bench/smoke after
-#                                the TAP tests instead of beside them
+#   STATE_BACKEND_SIDE_JOBS=1    run PostgreSQL's suite and bench/smoke beside
+#                                the TAP tests, at a lower priority, instead
+#                                of after them (default 0)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +51,7 @@ PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
 TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
-SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-1}
+SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-0}
 if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
 BENCH_TIMEOUT=${STATE_BACKEND_BENCH_TIMEOUT:-$side_timeout}
 CORE_TIMEOUT=${STATE_BACKEND_CORE_TIMEOUT:-$side_timeout}
@@ -269,9 +270,9 @@ run_regress lmdb installcheck-lmdb output_lmdb
 # ------------------------------------------------------------ core suite, bench smoke
 # PostgreSQL's own regression suite with the extension preloaded and created
 # (one step, failed by any test the extension makes differ), then the bench
-# harness's smoke mode.  Each runs its own server on its own port, so by
-# default they run beside the TAP tests, at a lower priority, and report
-# after them.
+# harness's smoke mode.  Each runs its own server on its own port, so with
+# STATE_BACKEND_SIDE_JOBS=1 they run beside the TAP tests, at a lower
+# priority, and report after them.
 RUN_SMOKE=0
 [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ] && RUN_SMOKE=1
 
