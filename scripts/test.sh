@@ -335,7 +335,7 @@ else
 	note "TAP tests (test/t/*.pl) as $RUNNER"
 	log=$WORK/tap.out
 	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
-		make "${MAKEVARS[@]}" REGRESS= ISOLATION= PROVE_FLAGS="-j$TAP_JOBS" installcheck) 2>&1 | tee "$log"
+		make "${MAKEVARS[@]}" REGRESS= ISOLATION= PROVE_FLAGS="-j$TAP_JOBS --timer" installcheck) 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 124 ] && echo "TAP tests: timed out after ${TEST_TIMEOUT}s"
 	# prove's summary: "Files=F, Tests=T, ..." and, on failure, one

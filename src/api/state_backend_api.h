@@ -591,9 +591,15 @@ typedef struct StateBackendProvider
 
 	/*
 	 * One request sent by a session (kind < STATE_REQUEST_MAX_KIND), the end
-	 * of a session's requests of one round (STATE_REQUEST_ROUND_END: commit
-	 * what was gathered), or a session's sync (STATE_REQUEST_SYNC: make its
-	 * earlier requests applied): returns whether a reply was produced.
+	 * of a session's requests of one round (STATE_REQUEST_ROUND_END), the
+	 * end of a pass of the worker over every session (STATE_REQUEST_PASS_END)
+	 * or a session's sync (STATE_REQUEST_SYNC: reply once its earlier
+	 * requests are applied): returns whether a reply was produced.  At
+	 * ROUND_END a provider commits what it gathered and returns false, or
+	 * keeps it for PASS_END and returns true: that session's replies of the
+	 * round (a sync's too) are then held until PASS_END has committed, and
+	 * if PASS_END fails every such session gets its error instead.  One
+	 * commit per pass serves every session's writes of the pass.
 	 */
 	bool		(*handle_request) (uint16 kind, const char *payload, uint32 len,
 								   StringInfo reply);
@@ -615,6 +621,7 @@ typedef struct StateBackendProvider
 
 /* Request kinds a provider's handle_request gets from the host itself. */
 #define STATE_REQUEST_ROUND_END	0x7FFF
+#define STATE_REQUEST_PASS_END	0x7FFD	/* commit what ROUND_END kept */
 #define STATE_REQUEST_SYNC		0x7FFE	/* reply once every earlier request of
 										 * the session is applied */
 #define STATE_REQUEST_MAX_KIND	0x7FF0	/* a provider's kinds are below */

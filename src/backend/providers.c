@@ -477,7 +477,8 @@ keyed_backends_worker_failed(void)
 /*
  * keyed_backends_handle_request runs a request addressed to a backend (its
  * id), or one for every backend that serves requests (CHANNEL_TARGET_ALL:
- * the end of a round, a sync): whether a reply was produced.
+ * the end of a round or a pass, a sync): whether a reply was produced, or
+ * at the end of a round, whether a backend keeps writes for the pass's end.
  */
 bool
 keyed_backends_handle_request(uint16 target, uint16 kind, const char *payload, uint32 len,
@@ -487,10 +488,13 @@ keyed_backends_handle_request(uint16 target, uint16 kind, const char *payload, u
 
 	if (target == CHANNEL_TARGET_ALL)
 	{
+		bool		keeps = false;
+
 		for (int i = 0; i < nproviders; i++)
-			if (providers[i]->handle_request)
-				(void) providers[i]->handle_request(kind, payload, len, reply);
-		return kind == STATE_REQUEST_SYNC;
+			if (providers[i]->handle_request &&
+				providers[i]->handle_request(kind, payload, len, reply))
+				keeps = true;
+		return kind == STATE_REQUEST_SYNC || (kind == STATE_REQUEST_ROUND_END && keeps);
 	}
 	p = keyed_backend_provider(target);
 	if (p == NULL || p->handle_request == NULL)

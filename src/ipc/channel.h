@@ -22,8 +22,9 @@
 
 /*
  * Targets besides a backend's id: the worker's own requests (snapshots),
- * and every backend that serves requests (the end of a round, a sync; the
- * kinds STATE_REQUEST_ROUND_END and STATE_REQUEST_SYNC of the provider API).
+ * and every backend that serves requests (the end of a round or a pass, a
+ * sync; the kinds STATE_REQUEST_ROUND_END, STATE_REQUEST_PASS_END and
+ * STATE_REQUEST_SYNC of the provider API).
  */
 #define CHANNEL_TARGET_WORKER	0xFFFF
 #define CHANNEL_TARGET_ALL		0xFFFE
@@ -50,10 +51,12 @@ extern XLogRecPtr channel_session_lsn(void);
 /* Worker side. */
 /*
  * A handler runs one request and says whether it produced a reply.  After
- * a slot's requests of one round it is called with CHANNEL_TARGET_ALL and
- * STATE_REQUEST_ROUND_END, so that writes gathered can be committed; an
- * error then is reported to the session as the failure of its last request
- * of the round.
+ * a slot's requests of one pass it is called with CHANNEL_TARGET_ALL and
+ * STATE_REQUEST_ROUND_END: true means writes gathered wait for the pass's
+ * commit, and the slot's replies with them.  After a pass that kept any it
+ * is called with STATE_REQUEST_PASS_END, the commit; its error is reported
+ * to each session that waited as the failure of its last request of the
+ * pass, and then none of their replies of the pass goes out.
  */
 typedef bool (*ChannelHandler) (uint16 target, uint16 kind, const char *payload,
 								uint32 len, StringInfo reply);

@@ -35,6 +35,8 @@ typedef struct WorkerSlot
 	int			out_off;
 	uint64		skip;			/* bytes of a refused request still in the ring */
 	uint32		window;			/* the last window its requests were served in */
+	bool		held;			/* its replies wait for the pass's commit */
+	uint32		held_seq;		/* its last request of the pass */
 } WorkerSlot;
 
 static WorkerSlot *wslots = NULL;
@@ -57,6 +59,13 @@ static bool served_lately = false;
 static uint32 window_no = 1;
 static uint32 window_sessions = 0;
 static instr_time window_start;
+
+/*
+ * Some slot's replies wait for the pass's commit (worker_pass_end).  Still
+ * set at the next pass only if an error cut the last one short: that pass
+ * is ended first, so that no held reply goes out before its commit.
+ */
+static bool pass_holds = false;
 
 /* The slot whose requests the worker runs now, if any. */
 static ChannelSlot *serving = NULL;
@@ -330,6 +339,24 @@ worker_resync(ChannelSlot *s, WorkerSlot *ws, uint32 gen)
 	worker_wake_client(s);
 }
 
+/* An error reply to the request "hdr" of a slot. */
+static void
+worker_add_error(WorkerSlot *ws, const RequestHeader *hdr, const ErrorData *edata)
+{
+	StringInfoData msg;
+
+	initStringInfo(&msg);
+	appendStringInfoString(&msg, edata->message);
+	if (edata->detail)
+	{
+		appendStringInfoChar(&msg, '\0');
+		appendStringInfoString(&msg, edata->detail);
+	}
+	worker_add_reply(ws, hdr->seq, edata->sqlerrcode ? edata->sqlerrcode :
+					 ERRCODE_INTERNAL_ERROR, msg.data, msg.len);
+	pfree(msg.data);
+}
+
 /*
  * Run one request.  The handler's errors become an error reply (for a
  * posted request too, which the session raises later).
@@ -353,23 +380,96 @@ worker_run_request(ChannelHandler handler, WorkerSlot *ws, const RequestHeader *
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		StringInfoData msg;
 
 		/* A handler holds no lock across requests: catch_error drops any it left. */
 		edata = catch_error(cxt);
-		initStringInfo(&msg);
-		appendStringInfoString(&msg, edata->message);
-		if (edata->detail)
-		{
-			appendStringInfoChar(&msg, '\0');
-			appendStringInfoString(&msg, edata->detail);
-		}
-		worker_add_reply(ws, hdr->seq, edata->sqlerrcode ? edata->sqlerrcode :
-						 ERRCODE_INTERNAL_ERROR, msg.data, msg.len);
+		worker_add_error(ws, hdr, edata);
 		FreeErrorData(edata);
-		pfree(msg.data);
 	}
 	PG_END_TRY();
+}
+
+/*
+ * worker_round_end runs STATE_REQUEST_ROUND_END after a slot's requests of
+ * a pass: whether a backend kept the writes it gathered for the pass's
+ * commit (the slot's replies then wait for it).  An error is the failure
+ * of the slot's last request of the pass.
+ */
+static bool
+worker_round_end(ChannelHandler handler, WorkerSlot *ws, uint32 seq, StringInfo reply)
+{
+	RequestHeader hdr;
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		keeps = false;
+
+	hdr.seq = seq;
+	hdr.target = CHANNEL_TARGET_ALL;
+	hdr.kind = STATE_REQUEST_ROUND_END;
+	hdr.len = 0;
+	PG_TRY();
+	{
+		resetStringInfo(reply);
+		keeps = handler(CHANNEL_TARGET_ALL, STATE_REQUEST_ROUND_END, NULL, 0, reply);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = catch_error(cxt);
+
+		worker_add_error(ws, &hdr, edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return keeps;
+}
+
+/*
+ * worker_pass_end commits what backends kept from the pass
+ * (STATE_REQUEST_PASS_END), then hands every slot that waited for it its
+ * replies.  Should the commit fail, none of those replies goes out: each
+ * such slot gets the error instead, as the failure of its last request of
+ * the pass (the one its session waits on, or a posted one it raises at its
+ * next call).  Returns whether every reply fit in its ring.
+ */
+static bool
+worker_pass_end(ChannelHandler handler, StringInfo reply)
+{
+	RequestHeader hdr;
+	ErrorData  *edata = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		all_out = true;
+
+	PG_TRY();
+	{
+		resetStringInfo(reply);
+		(void) handler(CHANNEL_TARGET_ALL, STATE_REQUEST_PASS_END, NULL, 0, reply);
+	}
+	PG_CATCH();
+	{
+		edata = catch_error(cxt);
+	}
+	PG_END_TRY();
+	for (int i = 0; i < channel_shared->nslots; i++)
+	{
+		WorkerSlot *ws = &wslots[i];
+
+		if (!ws->held)
+			continue;
+		ws->held = false;
+		if (edata != NULL)
+		{
+			/* Its replies were all held: nothing of this pass went out. */
+			Assert(ws->out_off == 0);
+			resetStringInfo(&ws->out);
+			hdr.seq = ws->held_seq;
+			worker_add_error(ws, &hdr, edata);
+		}
+		if (!worker_flush_replies(&channel_shared->slots[i], ws))
+			all_out = false;
+	}
+	pass_holds = false;
+	if (edata != NULL)
+		FreeErrorData(edata);
+	return all_out;
 }
 
 /*
@@ -401,6 +501,8 @@ channel_worker_serve(ChannelHandler handler, int budget)
 	INSTR_TIME_SET_CURRENT(start);
 
 	initStringInfo(&reply);
+	if (pass_holds && !worker_pass_end(handler, &reply))
+		more = true;
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
 		ChannelSlot *s = &channel_shared->slots[i];
@@ -443,12 +545,11 @@ channel_worker_serve(ChannelHandler handler, int budget)
 			last.seq = hdr.seq;
 			done++;
 		}
-		if (done > 0)
+		if (done > 0 && worker_round_end(handler, ws, last.seq, &reply))
 		{
-			last.target = CHANNEL_TARGET_ALL;
-			last.kind = STATE_REQUEST_ROUND_END;
-			last.len = 0;
-			worker_run_request(handler, ws, &last, NULL, &reply);
+			ws->held = true;
+			ws->held_seq = last.seq;
+			pass_holds = true;
 		}
 		served += done;
 		serving = NULL;
@@ -469,9 +570,11 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		}
 		else if (done == budget)
 			more = true;
-		if (!worker_flush_replies(s, ws))
+		if (!ws->held && !worker_flush_replies(s, ws))
 			more = true;
 	}
+	if (pass_holds && !worker_pass_end(handler, &reply))
+		more = true;
 	pfree(reply.data);
 	if (served > 0)
 	{

@@ -6,6 +6,13 @@
 # next write stamps a later applied position in the instance: before the
 # fix the primary's list lacked the first append for good (after a restart
 # of the server too), while a standby, which applies WAL, had it.
+#
+# The same holds when the batch cannot be written: the commit of a pass of
+# the worker fails (the fault point write.rocksdb_group_commit armed with
+# error) with a logged append in its batch.  The session is told of the
+# error, but the append's record may be in WAL, and then its standby
+# applies it; the server's processes restart (as for a crash) and the start
+# replays WAL, so that the primary holds what its standby holds.
 
 use strict;
 use warnings;
@@ -21,7 +28,8 @@ my $chkroot = PostgreSQL::Test::Utils::tempdir() . '/checkpoints';
 my $node = new_state_node(
 	'exit_batch',
 	init => { allows_streaming => 1 },
-	conf => "state_backend.checkpoint_dir = '$chkroot'\n");
+	conf => "state_backend.checkpoint_dir = '$chkroot'\n"
+	  . "restart_after_crash = on\n");
 ok(defined wait_for_worker($node), 'state worker running');
 $node->safe_psql('postgres', q{
 SELECT state.create_state('kr', 'list', 'int', 'int', backend => 'rocksdb', logged => true);
@@ -55,6 +63,47 @@ is($s, $p, 'the standby holds what the primary holds');
 $node->restart;
 ok(defined wait_for_worker($node), 'state worker running after a restart');
 is($node->safe_psql('postgres', $q), $s, 'and after a restart of the primary');
+
+# A failed commit of a pass with a logged append in its batch.
+my $log_offset = -s $node->logfile;
+$pid = worker_pid($node);
+$node->safe_psql('postgres',
+	q{ALTER SYSTEM SET state_backend.fault_points = 'write.rocksdb_group_commit:error'});
+$node->reload;
+$node->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_settings WHERE name = 'state_backend.fault_points' AND setting <> ''})
+  or die 'the fault point was not armed';
+# The worker reads the setting at its next round: until then the append may go through.
+my $tries = 0;
+for (; $tries < 100; $tries++)
+{
+	($ret, $out, $err) = $node->psql('postgres', q{SELECT state.list_add('kr', 1, 200)});
+	last if $ret != 0;
+	select(undef, undef, undef, 0.05);
+}
+isnt($ret, 0, 'an append whose pass failed to commit fails');
+like($err, qr/fault point "write\.rocksdb_group_commit"|terminating connection|server closed the connection/,
+	'with the commit\'s error, or the restart of the server\'s processes')
+  or diag $err;
+$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET state_backend.fault_points');
+$node->reload;
+ok(defined wait_for_worker($node, not => $pid, timeout => 120), 'a new worker runs');
+like(slurp_file($node->logfile, $log_offset),
+	qr/state_backend restarts the server's processes: changes of logged rocksdb states that are in WAL could not be written/,
+	'the server\'s processes restarted for the replay');
+$node->poll_query_until('postgres', q{SELECT true FROM (SELECT state.list_add('kr', 1, 300)) w})
+  or die 'writes did not resume';
+ok(standby_applied($node, $standby), 'the standby applied the WAL');
+$p = $node->safe_psql('postgres', $q);
+$s = $standby->safe_psql('postgres', $q);
+# The failed append's record is in WAL if something flushed WAL past it
+# before the restart (another commit); else the restart lost it with the
+# rest of what WAL had not written.  Either way, primary and standby agree.
+my $acked = '0,1,100' . (',200' x $tries);
+like($s, qr/^\Q$acked\E(,200)?,300$/, 'the standby holds every acknowledged append');
+is($p, $s, 'the primary holds what its standby holds');
+
 $standby->stop;
 $node->stop;
 done_testing();

@@ -740,7 +740,11 @@ static void
 rc_flush(void)
 {
 	if (rocks_host->in_worker())
-		rc_run_here(STATE_REQUEST_ROUND_END, NULL, 0);
+	{
+		/* What the worker runs itself is committed now (no session waits on it). */
+		if (rocks_is_open())
+			rocks_commit();
+	}
 	else
 		rocks_host->posts_sync();
 }

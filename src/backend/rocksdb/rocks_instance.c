@@ -273,8 +273,8 @@ rocks_check_space_for(uint64 extra)
 }
 
 /* After a failed write RocksDB must not be written again: see space_needed. */
-static void
-check_not_failed(void)
+void
+rocks_check_not_failed(void)
 {
 	if (rocks.failed)
 		ereport(ERROR,
@@ -329,7 +329,7 @@ rocks_open(void)
 
 	if (rocks.db)
 		return;
-	check_not_failed();
+	rocks_check_not_failed();
 	rocks_check_space();
 	rocks_options_ready();
 	rocks_apply_settings();
@@ -528,6 +528,26 @@ rocks_close_commit(void)
 	PG_END_TRY();
 }
 
+/*
+ * rocks_restart_for_replay: changes of logged states whose records are in
+ * WAL were not written to the instance, and never will be by this process
+ * (its writes failed).  A worker that starts again on its own replays no
+ * WAL, and the next commit would stamp a later applied position: the
+ * instance would stay behind WAL and its standbys for good.  So the
+ * server's processes restart (exit code 2, as for a crash), and the start
+ * replays WAL from the position the instance holds.  Should its writes
+ * fail again there, the start waits for the cause to be fixed
+ * (logged_start_wait) rather than restarting again.
+ */
+static void
+rocks_restart_for_replay(void)
+{
+	ereport(LOG,
+			(errmsg("state_backend restarts the server's processes: changes of logged rocksdb states that are in WAL could not be written to the instance"),
+			 errdetail("The start replays them from WAL.")));
+	_exit(2);
+}
+
 void
 rocks_close(void)
 {
@@ -541,7 +561,11 @@ rocks_close(void)
 	rocksdb_cancel_all_background_work(rocks.db, 1);
 	/* After a failed write, closing would write: the process ends instead. */
 	if (rocks.failed)
+	{
+		if (rocks.lost_logged || rocks.batch_lsn != InvalidXLogRecPtr)
+			rocks_restart_for_replay();
 		return;
+	}
 	/* Every column family handle goes before the instance. */
 	hash_seq_init(&seq, families);
 	while ((f = hash_seq_search(&seq)) != NULL)
@@ -719,6 +743,13 @@ rocks_family(uint32 id, int slot)
 	if (!hidden)
 		(void) family_sync(f);
 	return f->handle;
+}
+
+/* Whether the registry changed since the instance was last brought in line with it. */
+bool
+rocks_registry_changed(void)
+{
+	return rocks.db != NULL && rocks_host->states_version() != synced_version;
 }
 
 /*
@@ -916,7 +947,17 @@ rocks_kept_data(void)
 /* While set, rocks_commit gathers instead of writing: one batch for a stage (rocks_stage.c). */
 bool		rocks_commit_held = false;
 
-/* Commit the writes gathered from one session's requests. */
+/* Whether writes wait in the batch for a commit. */
+bool
+rocks_batch_waits(void)
+{
+	return rocksdb_writebatch_count(rocks.batch) > 0 || rocks.batch_lsn != InvalidXLogRecPtr;
+}
+
+/*
+ * Commit the writes gathered (from every session served since the last
+ * commit, or from what the worker ran itself).
+ */
 void
 rocks_commit(void)
 {
@@ -927,7 +968,7 @@ rocks_commit(void)
 	/* A staged commit's writes gather into one batch (rocks_stage.c). */
 	if (rocks_commit_held)
 		return;
-	if (rocksdb_writebatch_count(rocks.batch) == 0 && rocks.batch_lsn == InvalidXLogRecPtr)
+	if (!rocks_batch_waits())
 	{
 		rocks_cache_committed(false);	/* nothing waits in an empty batch */
 		rocks_view_publish();	/* changes made outside a batch, if any */
@@ -948,12 +989,17 @@ rocks_commit(void)
 	}
 	/* The records of the logged changes in the batch, first. */
 	rocks_wal_flush(rocks.batch_lsn);
-	check_not_failed();
+	rocks_check_not_failed();
 	rocksdb_write(rocks.db, rocks.wopts, rocks.batch, &err);
-	rocksdb_writebatch_clear(rocks.batch);
-	rocks.batch_lsn = InvalidXLogRecPtr;
 	if (err)
+	{
 		rocks.failed = true;
+		if (rocks.batch_lsn != InvalidXLogRecPtr)
+			rocks.lost_logged = true;	/* see rocks_close */
+	}
+	rocksdb_writebatch_clear(rocks.batch);
+	rocks.batch_clears++;
+	rocks.batch_lsn = InvalidXLogRecPtr;
 	/* The batch's keys left the cache; they come back with what it wrote. */
 	rocks_cache_committed(err == NULL);
 	if (err == NULL)

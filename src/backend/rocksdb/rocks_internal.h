@@ -88,12 +88,14 @@ extern void rocks_cache_shmem_init(void);
 extern bool rocks_open_existing(void);
 extern void rocks_close(void);
 extern bool rocks_failed(void);
+extern void rocks_check_not_failed(void);
 extern void rocks_apply_settings(void);
 extern bool rocks_adopt_states(void);
 extern void rocks_set_aside(const char *why);
 extern void rocks_begin_load(void);
 extern void rocks_end_load(void);
 extern void rocks_sweep_read_scratch(void);
+extern bool rocks_registry_changed(void);
 extern void rocks_sync_registry(void);
 
 /* Requests of sessions, served by the worker. */
@@ -163,6 +165,7 @@ extern bool rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len,
 extern void rocks_stage_round(void);
 extern void rocks_stage_recover(void);
 extern bool rocks_commit_held;
+extern bool rocks_serving_session;
 
 /* Flags of a CAS request (rocks_requests.c: handle_cas). */
 #define ROCKS_CAS_EXPECTED	0x01	/* the key holds an image to compare */
@@ -179,10 +182,12 @@ typedef struct RocksInstance
 	rocksdb_readoptions_t *ropts;
 	rocksdb_flushoptions_t *flushopts;
 	rocksdb_column_family_handle_t *deflt;
-	rocksdb_writebatch_t *batch;	/* posted writes of one session's round */
+	rocksdb_writebatch_t *batch;	/* writes of the worker's pass, uncommitted */
+	uint64		batch_clears;	/* times the batch was emptied */
 	XLogRecPtr	batch_lsn;		/* end of the WAL records of its logged writes */
 	XLogRecPtr	applied_lsn;	/* the position the instance holds (rocks_commit) */
 	bool		failed;			/* a write failed: RocksDB is not called again */
+	bool		lost_logged;	/* a failed write held changes of logged states */
 } RocksInstance;
 
 extern RocksInstance rocks;
@@ -294,6 +299,7 @@ extern bool rocks_is_open(void);
 extern void rocks_flush_all(void);
 #define ROCKS_IDLE_FLUSH_MS 5000
 extern void rocks_flush_idle(void);
+extern bool rocks_batch_waits(void);
 extern void rocks_commit(void);
 extern void rocks_wal_flush(XLogRecPtr upto);
 extern XLogRecPtr rocks_applied_lsn(void);

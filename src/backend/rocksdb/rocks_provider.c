@@ -62,12 +62,25 @@ rp_shmem_init(void)
 	rocks_view_shmem_init();
 }
 
+/* A session's request, in a pass of the worker over the sessions. */
 static bool
 rp_handle_request(uint16 kind, const char *payload, uint32 len, StringInfo reply)
 {
+	bool		answered;
+
 	if (kind == ROCKS_REQ_RESTORE_NATIVE)
 		return rocks_handle_restore(payload, len, reply);
-	return rocks_serve_request((RocksReqKind) kind, payload, len, reply);
+	rocks_serving_session = true;
+	PG_TRY();
+	{
+		answered = rocks_serve_request((RocksReqKind) kind, payload, len, reply);
+	}
+	PG_FINALLY();
+	{
+		rocks_serving_session = false;
+	}
+	PG_END_TRY();
+	return answered;
 }
 
 static const StateBackendProvider rocks_provider_def = {

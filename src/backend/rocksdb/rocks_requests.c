@@ -5,14 +5,18 @@
  *		(rocks_instance.c).
  *
  * Writes that answer nothing are gathered in the instance's write batch
- * and committed before the next read and at the end of a session's
- * requests of one round (STATE_REQUEST_ROUND_END): one write, and with
- * state_backend.rocksdb_sync one fsync, per session per round.  The worker
- * is the only writer, so a read and the write that follows it are atomic.
+ * and committed before the next read and at the end of the worker's pass
+ * over every session (STATE_REQUEST_PASS_END): one write, and with
+ * state_backend.rocksdb_sync one fsync, for every session whose writes
+ * came in that pass (and, for logged states, one WAL flush).  A session's
+ * replies of the pass, a sync's among them, wait for that commit.  The
+ * worker is the only writer, so a read and the write that follows it are
+ * atomic.
  * What is stored, byte by byte, is rocks_keys.c's.
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -45,6 +49,129 @@ request_parse(const char *payload, uint32 len, Request *r)
 }
 
 /*
+ * The keys the batch holds writes of, so that a read of another key need
+ * not commit the batch first: the read-modify-writes of distinct keys
+ * (reduce, aggregate, a CAS) in a pass then share one commit, and one WAL
+ * flush.  A key is a hash of its state and RocksDB key; a collision costs a
+ * commit, never a stale read.  The set speaks for the batch only while the
+ * batch is the one it saw (batch_clears) with the entries it saw
+ * (covered): a write made otherwise (the worker's own, a truncate) leaves
+ * the count past "covered", and every read then commits first.
+ */
+#define PENDING_KEY_SLOTS	1024	/* a power of two; half of it is used at most */
+
+static uint64 pending_keys[PENDING_KEY_SLOTS];
+static int	pending_nkeys = 0;
+static uint64 pending_clears = 0;
+static int	pending_covered = -1;	/* -1: the set does not speak for the batch */
+
+static uint64
+pending_key_hash(const Request *r)
+{
+	return hash_bytes_extended((const unsigned char *) r->rkey.data, r->rkey.len,
+							   r->h.state_id) | 1;
+}
+
+/* Whether the key's hash is in the set; with add, it is once this returns. */
+static bool
+pending_key_find(uint64 h, bool add)
+{
+	uint32		i = (uint32) (h >> 32) & (PENDING_KEY_SLOTS - 1);
+
+	for (;;)
+	{
+		if (pending_keys[i] == h)
+			return true;
+		if (pending_keys[i] == 0)
+		{
+			if (add)
+			{
+				pending_keys[i] = h;
+				pending_nkeys++;
+			}
+			return false;
+		}
+		i = (i + 1) & (PENDING_KEY_SLOTS - 1);
+	}
+}
+
+/*
+ * pending_key_written: a keyed write request ran; "before" is what the
+ * batch counted when it began.
+ */
+static void
+pending_key_written(const Request *r, int before)
+{
+	int			count = rocksdb_writebatch_count(rocks.batch);
+
+	if (before == 0 || pending_clears != rocks.batch_clears)
+	{
+		/* A batch the set has not seen: start it afresh. */
+		memset(pending_keys, 0, sizeof(pending_keys));
+		pending_nkeys = 0;
+		pending_clears = rocks.batch_clears;
+		pending_covered = (before == 0) ? 0 : -1;
+	}
+	if (count == 0)
+		return;					/* committed already */
+	if (pending_covered != before || pending_nkeys >= PENDING_KEY_SLOTS / 2)
+	{
+		pending_covered = -1;
+		return;
+	}
+	(void) pending_key_find(pending_key_hash(r), true);
+	pending_covered = count;
+}
+
+/* Whether a read of the request's key only may skip committing the batch first. */
+static bool
+pending_key_absent(const Request *r)
+{
+	return pending_covered >= 0 &&
+		pending_clears == rocks.batch_clears &&
+		pending_covered == rocksdb_writebatch_count(rocks.batch) &&
+		!pending_key_find(pending_key_hash(r), false);
+}
+
+/*
+ * Where the batch stood when the session served now began its round (at
+ * the previous session's end of round): whether its own writes wait in the
+ * batch at the end of its round, so that only such a session's replies
+ * wait for the pass's commit.  A commit since (batch_clears moved) leaves
+ * in the batch only what this session wrote after it.
+ */
+static uint64 round_clears = 0;
+static int	round_count = 0;
+
+static bool
+round_left_writes(void)
+{
+	int			count = rocksdb_writebatch_count(rocks.batch);
+	bool		mine;
+
+	mine = (rocks.batch_clears == round_clears) ? count > round_count : count > 0;
+	round_clears = rocks.batch_clears;
+	round_count = count;
+	return mine;
+}
+
+/* Set while the request being run came from a session, in a pass of the worker. */
+bool		rocks_serving_session = false;
+
+/*
+ * rocks_commit_written ends a request that wrote and replies that it did:
+ * the write is committed now, or, for a session's request in a pass, with
+ * the pass (STATE_REQUEST_PASS_END), the reply held until then.  What the
+ * worker runs itself is committed now: its callers read RocksDB next.
+ */
+static void
+rocks_commit_written(void)
+{
+	if (!rocks_serving_session)
+		rocks_commit();
+}
+
+/*
  * A logged state's write goes to WAL as it joins the batch: the worker is
  * the only writer and makes every cut between requests, so a cut's WAL
  * position parts the writes it holds from those it does not.
@@ -71,6 +198,8 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 								 mkey, mkeylen, value, len, isnull);
 	if (end > rocks.batch_lsn)
 		rocks.batch_lsn = end;
+	/* The session waits for it at commit (the batch's commit comes later in the pass). */
+	rocks_host->applied_lsn(end);
 }
 
 
@@ -419,7 +548,7 @@ handle_cas(Request *r, StringInfo reply)
 				request_log(r, STATE_CHANGE_MAP_REMOVE, c.mkey, c.mkeylen, NULL, 0, false);
 			else
 				request_log(r, STATE_CHANGE_REMOVE, NULL, 0, NULL, 0, false);
-			rocks_commit();
+			rocks_commit_written();
 		}
 	}
 	else if (entry)
@@ -431,7 +560,7 @@ handle_cas(Request *r, StringInfo reply)
 		request_entry_write(r, c.mkey, c.mkeylen, v.data, v.len);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, v.data, v.len);
 		request_log(r, STATE_CHANGE_MAP_PUT, c.mkey, c.mkeylen, c.image, c.imagelen, false);
-		rocks_commit();
+		rocks_commit_written();
 		pfree(v.data);
 	}
 	else
@@ -439,7 +568,7 @@ handle_cas(Request *r, StringInfo reply)
 		request_cache_write(r, c.image, c.imagelen);
 		rocksdb_writebatch_put_cf(rocks.batch, r->cf, k.data, k.len, c.image, c.imagelen);
 		request_log(r, STATE_CHANGE_PUT, NULL, 0, c.image, c.imagelen, false);
-		rocks_commit();
+		rocks_commit_written();
 	}
 	reply_bool(reply, same);
 	if (!same)
@@ -487,7 +616,7 @@ handle_fold(Request *r, StringInfo reply)
 	request_cache_write(r, reply->data, reply->len);
 	rocksdb_writebatch_put_cf(rocks.batch, r->cf, r->rkey.data, r->rkey.len, reply->data, reply->len);
 	request_log(r, STATE_CHANGE_PUT, NULL, 0, reply->data, reply->len, false);
-	rocks_commit();
+	rocks_commit_written();
 }
 
 /*
@@ -573,7 +702,7 @@ handle_map_remove(Request *r, StringInfo reply)
 		request_entry_write(r, r->rest, r->restlen, NULL, 0);
 		rocksdb_writebatch_delete_cf(rocks.batch, r->cf, k.data, k.len);
 		request_log(r, STATE_CHANGE_MAP_REMOVE, r->rest, r->restlen, NULL, 0, false);
-		rocks_commit();
+		rocks_commit_written();
 	}
 	else
 		request_entry_cache(r, r->rest, r->restlen, NULL, 0);
@@ -806,6 +935,25 @@ handle_compact(Request *r, StringInfo reply)
 															 r->rest[0] != 0, r->rest[1] != 0));
 }
 
+/* Whether a request reads nothing but its own key (a map's: its entries). */
+static bool
+op_reads_its_key(RocksReqKind op)
+{
+	switch (op)
+	{
+		case ROCKS_REQ_GET:
+		case ROCKS_REQ_REMOVE:
+		case ROCKS_REQ_CAS:
+		case ROCKS_REQ_FOLD:
+		case ROCKS_REQ_MAP_GET:
+		case ROCKS_REQ_MAP_REMOVE:
+		case ROCKS_REQ_LENGTH:
+			return true;
+		default:
+			return false;
+	}
+}
+
 /* Whether a request may write to the instance. */
 static bool
 op_writes(RocksReqKind op)
@@ -855,7 +1003,7 @@ handle_remove(Request *r, StringInfo reply)
 		request_cache_write(r, NULL, 0);
 		key_delete(r);
 		request_log(r, STATE_CHANGE_REMOVE, NULL, 0, NULL, 0, false);
-		rocks_commit();
+		rocks_commit_written();
 	}
 	else
 		request_cache(r, NULL, 0);
@@ -885,19 +1033,47 @@ static const RequestHandler read_handlers[] = {
 /*
  * rocks_handle_request runs one state request from a session.  Writes
  * that answer nothing are gathered in a batch, committed before the next
- * read and at the end of the session's requests of a round
- * (STATE_REQUEST_ROUND_END).  Returns whether a reply was produced.
+ * read and at the end of the pass (STATE_REQUEST_PASS_END).  Returns
+ * whether a reply was produced; at the end of a session's requests of a
+ * round (STATE_REQUEST_ROUND_END), whether the batch holds writes of that
+ * session, which its replies must wait for.
  */
 bool
 rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInfo reply)
 {
 	Request		r;
+	int			before;
 
 	Assert(op != ROCKS_REQ_STAGE && op != ROCKS_REQ_STAGE_PREPARE && op != ROCKS_REQ_STAGE_APPLY);
 	if (op == STATE_REQUEST_ROUND_END)
+		return rocks.db != NULL && round_left_writes();
+	if (op == STATE_REQUEST_PASS_END)
 	{
-		if (rocks.db)
+		if (rocks.db == NULL)
+			return false;
+
+		/*
+		 * The sessions whose replies wait are told of any error here instead:
+		 * what the batch holds must then never be written, by a later commit
+		 * or otherwise.  The instance fails, and the worker exits; if the
+		 * batch held changes of logged states, whose records are in WAL, the
+		 * server's processes restart and WAL's replay writes them
+		 * (rocks_close), so that the instance is not left behind WAL and its
+		 * standbys.  Unlogged changes are lost, as the errors said.
+		 */
+		PG_TRY();
+		{
+			/* A read's commit in the pass may have failed with others' writes in it. */
+			rocks_check_not_failed();
+			FAULT_POINT_HOST("write.rocksdb_group_commit");
 			rocks_commit();
+		}
+		PG_CATCH();
+		{
+			rocks.failed = true;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		return false;
 	}
 	if (op == ROCKS_REQ_FIGURES)
@@ -910,7 +1086,8 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	}
 	if (op == STATE_REQUEST_SYNC)
 	{
-		if (rocks.db)
+		/* Writes gathered wait for the pass's commit, and this reply with them. */
+		if (rocks.db && rocks_registry_changed())
 		{
 			rocks_commit();
 			rocks_sync_registry();
@@ -920,9 +1097,12 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	if (op_writes(op))
 	{
 		FAULT_POINT_HOST("write.rocksdb_request");
+		/* Nothing more goes to WAL for a batch that will not be written. */
+		rocks_check_not_failed();
 		check_space_now_and_then();
 	}
 	request_parse(payload, len, &r);
+	before = rocksdb_writebatch_count(rocks.batch);
 	switch (op)
 	{
 		case ROCKS_REQ_OPEN:
@@ -947,22 +1127,32 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 				rocksdb_writebatch_put_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										  r.rest, r.restlen);
 			request_log(&r, STATE_CHANGE_PUT, NULL, 0, r.rest, r.restlen, false);
+			pending_key_written(&r, before);
 			return false;
 		case ROCKS_REQ_APPEND:
 			request_cache_forget(&r);
 			rocksdb_writebatch_merge_cf(rocks.batch, r.cf, r.rkey.data, r.rkey.len,
 										r.rest, r.restlen);
 			request_log(&r, STATE_CHANGE_APPEND, NULL, 0, r.rest, r.restlen, false);
+			pending_key_written(&r, before);
 			return false;
 		case ROCKS_REQ_MAP_PUT:
 			handle_map_put(&r);
+			pending_key_written(&r, before);
 			return false;
 		default:
 			break;
 	}
 
-	/* The rest read: the session's earlier writes go first. */
-	rocks_commit();
+	/*
+	 * The rest read: the writes gathered go first, unless the request reads
+	 * only its own key and none of them is of that key.
+	 */
+	if (!op_reads_its_key(op) || !pending_key_absent(&r))
+	{
+		rocks_commit();
+		before = rocksdb_writebatch_count(rocks.batch);
+	}
 	if ((size_t) op >= lengthof(read_handlers) || read_handlers[op] == NULL)
 		elog(ERROR, "state_backend: unexpected rocksdb request %d", (int) op);
 
@@ -974,5 +1164,7 @@ rocks_handle_request(RocksReqKind op, const char *payload, uint32 len, StringInf
 	if (op_writes(op) && op != ROCKS_REQ_COMPACT && op != ROCKS_REQ_TRUNCATE)
 		rocks_view_mark_key(r.h.state_id, r.key, r.h.keylen);
 	read_handlers[op] (&r, reply);
+	if (op_writes(op) && op_reads_its_key(op))
+		pending_key_written(&r, before);
 	return true;
 }

@@ -267,6 +267,7 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 	{
 		rocks_commit_held = false;
 		rocksdb_writebatch_clear(rocks.batch);
+		rocks.batch_clears++;
 		rocks.batch_lsn = InvalidXLogRecPtr;
 		rocks_cache_committed(false);
 		PG_RE_THROW();
