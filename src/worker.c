@@ -111,6 +111,32 @@ state_worker_dispatch(uint16 target, uint16 kind, const char *payload, uint32 le
 	return keyed_backends_handle_request(target, kind, payload, len, reply);
 }
 
+/* Set once the start is over: sessions are served from then on. */
+static bool worker_started = false;
+
+/*
+ * A backend whose storage failed is not written again in this process: the
+ * worker exits at once, wherever it served from (its loop, a snapshot's or
+ * a checkpoint's yields), for a new worker to open it afresh.  During the
+ * start, logged_start_wait says so and waits instead.
+ */
+static void
+state_worker_exit_if_failed(void)
+{
+	const char *failed;
+
+	if (!worker_started)
+		return;
+	failed = keyed_backends_worker_failed();
+	if (failed != NULL)
+	{
+		ereport(LOG,
+				(errmsg("state_backend worker restarts: a write to the storage of backend \"%s\" failed",
+						failed)));
+		proc_exit(1);
+	}
+}
+
 /*
  * state_worker_serve serves what sessions sent, in rounds, until nothing
  * is left or max_rounds rounds ran; returns whether work is left.  Long jobs
@@ -142,6 +168,7 @@ state_worker_serve(int max_rounds)
 		MemoryContextReset(serve_cxt);
 	}
 	MemoryContextSwitchTo(old);
+	state_worker_exit_if_failed();
 	return more;
 }
 
@@ -513,6 +540,7 @@ state_worker_start(void)
 		state_ops_drop_replaced();
 	keyed_backends_worker_ready();
 	registry_set_ready();
+	worker_started = true;
 	ereport(LOG, (errmsg("state_backend worker started")));
 }
 
@@ -613,7 +641,6 @@ static void
 state_worker_round(WorkerRounds *r)
 {
 	long		timeout = round_timeout(r);
-	const char *failed;
 	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0);
 
 	if (timeout != 0)
@@ -630,15 +657,6 @@ state_worker_round(WorkerRounds *r)
 		keyed_backends_worker_reload();
 	}
 	r->busy = state_worker_serve(4);
-	failed = keyed_backends_worker_failed();
-	if (failed != NULL)
-	{
-		/* Not written again in this process: a new worker opens it afresh. */
-		ereport(LOG,
-				(errmsg("state_backend worker restarts: a write to the storage of backend \"%s\" failed",
-						failed)));
-		proc_exit(1);
-	}
 	if (logged_standby_active() && standby_round(r))
 		return;
 	while (snapshot_run_pending())

@@ -749,11 +749,15 @@ typedef struct StateBackendHost
 	 * written, tells it where they end with applied_lsn (ignored while the
 	 * worker replays).  replaying: the
 	 * end of the record the worker is replaying now (changes are then not
-	 * logged again), InvalidXLogRecPtr when it is not replaying.
+	 * logged again), InvalidXLogRecPtr when it is not replaying.  replayed:
+	 * the end of the last record the worker replayed wholly (whether it
+	 * replays now or not), InvalidXLogRecPtr before any: what a backend
+	 * still holds of a replay that an error cut short is stamped with it.
 	 */
 	void		(*remote_change) (void);
 	void		(*applied_lsn) (XLogRecPtr lsn);
 	XLogRecPtr	(*replaying) (void);
+	XLogRecPtr	(*replayed) (void);
 
 	/*
 	 * States by id, for a backend whose requests name them (in the state

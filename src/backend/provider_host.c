@@ -366,6 +366,7 @@ const StateBackendHost state_backend_host = {
 	.remote_change = state_wal_note_remote,
 	.applied_lsn = host_applied_lsn,
 	.replaying = state_wal_replaying,
+	.replayed = state_wal_replayed,
 	.state_get = host_state_get,
 	.state_find = host_state_find,
 	.states_version = registry_version,

@@ -40,6 +40,7 @@ is_map_kind(uint8 kind)
 
 static XLogRecPtr last_lsn = InvalidXLogRecPtr;
 static XLogRecPtr replaying_end = InvalidXLogRecPtr;
+static XLogRecPtr replayed_end = InvalidXLogRecPtr;	/* the highest of them */
 static bool remote_pending = false;
 static bool suppressed = false;
 
@@ -205,6 +206,8 @@ void
 state_wal_set_replaying(XLogRecPtr record_end)
 {
 	replaying_end = record_end;
+	if (record_end > replayed_end)
+		replayed_end = record_end;
 }
 
 void
@@ -217,6 +220,13 @@ XLogRecPtr
 state_wal_replaying(void)
 {
 	return replaying_end;
+}
+
+/* The end of the last record replayed wholly in this process (see above). */
+XLogRecPtr
+state_wal_replayed(void)
+{
+	return replayed_end;
 }
 
 /*

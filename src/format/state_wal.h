@@ -126,6 +126,7 @@ extern bool state_wal_take_remote(void);
  */
 extern void state_wal_set_replaying(XLogRecPtr record_end);
 extern XLogRecPtr state_wal_replaying(void);
+extern XLogRecPtr state_wal_replayed(void);
 
 /* The worker loading a checkpoint at start logs nothing either. */
 extern void state_wal_suppress(bool suppress);

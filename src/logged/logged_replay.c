@@ -825,12 +825,12 @@ replay_one(LoggedReplay *r, int64 *n)
 		else if (replay_record(r))
 			changed = 1;
 		r->applied_end = reader->EndRecPtr;
+		/* Wholly applied: what is committed from here on holds it. */
+		state_wal_set_replaying(reader->EndRecPtr);
 		if (r->standby)
 			FAULT_POINT("standby.record_after_apply");
 		else
 			FAULT_POINT("replay.record_after_apply");
-		/* Wholly applied: what is committed from here on holds it. */
-		state_wal_set_replaying(reader->EndRecPtr);
 	}
 	PG_CATCH();
 	{

@@ -766,7 +766,8 @@ rocks_sync_registry(void)
 	uint32	   *gone;
 	int			ngone = 0;
 
-	if (!rocks.db || version == synced_version)
+	/* A failed instance is not written again (the worker exits). */
+	if (!rocks.db || rocks.failed || version == synced_version)
 		return;
 	gone = palloc(sizeof(uint32) * (hash_get_num_entries(families) + 1));
 	hash_seq_init(&seq, families);
@@ -965,6 +966,15 @@ rocks_commit(void)
 	XLogRecPtr	lsn = Max(rocks.batch_lsn, rocks_host->replaying());
 	uint64		stamp = 0;
 
+	/*
+	 * Changes replayed from WAL are stamped with the end of the last record
+	 * replayed wholly, also when an error cut the replay short and the
+	 * batch is committed after it (a worker's exit): stamped lower, the next
+	 * start would apply them again (an append twice).
+	 */
+	if (rocks.batch_replayed)
+		lsn = Max(lsn, rocks_host->replayed());
+
 	/* A staged commit's writes gather into one batch (rocks_stage.c). */
 	if (rocks_commit_held)
 		return;
@@ -1000,6 +1010,7 @@ rocks_commit(void)
 	rocksdb_writebatch_clear(rocks.batch);
 	rocks.batch_clears++;
 	rocks.batch_lsn = InvalidXLogRecPtr;
+	rocks.batch_replayed = false;
 	/* The batch's keys left the cache; they come back with what it wrote. */
 	rocks_cache_committed(err == NULL);
 	if (err == NULL)

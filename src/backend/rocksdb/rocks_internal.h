@@ -185,6 +185,7 @@ typedef struct RocksInstance
 	rocksdb_writebatch_t *batch;	/* writes of the worker's pass, uncommitted */
 	uint64		batch_clears;	/* times the batch was emptied */
 	XLogRecPtr	batch_lsn;		/* end of the WAL records of its logged writes */
+	bool		batch_replayed; /* it holds changes replayed from WAL */
 	XLogRecPtr	applied_lsn;	/* the position the instance holds (rocks_commit) */
 	bool		failed;			/* a write failed: RocksDB is not called again */
 	bool		lost_logged;	/* a failed write held changes of logged states */

@@ -184,6 +184,11 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 	StateTarget st;
 	StateKey	key;
 
+	if (rocks_host->replaying() != InvalidXLogRecPtr)
+	{
+		rocks.batch_replayed = true;	/* see rocks_commit */
+		return;
+	}
 	if (!(r->h.flags & ROCKS_REQUEST_LOGGED))
 		return;
 	memset(&st, 0, sizeof(st));

@@ -169,6 +169,7 @@ rocks_snapshot_prepare(int64 id)
 	rocks_snapshot_release(0);
 	if (!rocks_is_open())
 		return;
+	rocks_check_not_failed();
 	staging_path(staging.dir, sizeof(staging.dir), "snapshot");
 	remove_scratch(staging.dir);
 
@@ -851,6 +852,7 @@ rocks_handle_restore(const char *payload, uint32 len, StringInfo reply)
 
 	if (len < sizeof(uint32))
 		elog(ERROR, "state_backend: short restore request");
+	rocks_check_not_failed();
 	memcpy(&dirlen, payload, sizeof(uint32));
 	if (dirlen > len - sizeof(uint32) || len - sizeof(uint32) - dirlen < sizeof(int32))
 		elog(ERROR, "state_backend: short restore request");

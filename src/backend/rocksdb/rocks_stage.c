@@ -269,6 +269,7 @@ apply_writes(const char *data, uint32 len, uint64 fxid, bool fix_slots)
 		rocksdb_writebatch_clear(rocks.batch);
 		rocks.batch_clears++;
 		rocks.batch_lsn = InvalidXLogRecPtr;
+		rocks.batch_replayed = false;
 		rocks_cache_committed(false);
 		PG_RE_THROW();
 	}
@@ -408,6 +409,7 @@ rocks_stage_handle(RocksReqKind op, const char *payload, uint32 len, StringInfo 
 				char	   *err = NULL;
 
 				FAULT_POINT_HOST("commit.rocksdb_stage_prepare");
+				rocks_check_not_failed();
 				if (s->count != h.count)
 				{
 					uint32		held = s->count;
@@ -538,6 +540,7 @@ intent_remove(uint64 fxid)
 	StringInfoData key;
 	char	   *err = NULL;
 
+	rocks_check_not_failed();
 	intent_key(&key, fxid);
 	rocksdb_delete_cf(rocks.db, rocks.wopts, rocks.deflt, key.data, key.len, &err);
 	pfree(key.data);
