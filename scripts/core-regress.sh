@@ -37,12 +37,20 @@
 #   CORE_REGRESS_SETUP=0      do not build and install the extension first
 #                             (scripts/setup.sh); it must be installed already
 #   CORE_REGRESS_KEEP=1       keep the temporary directory
+#   CORE_REGRESS_STEP         "build": fetch and build only, into
+#                             CORE_REGRESS_DIR; "run": run the suite with
+#                             what a "build" step left there; default both
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PORT=${CORE_REGRESS_PORT:-54399}
 PACKAGES=(postgresql-15 build-essential bzip2)
+STEP=${CORE_REGRESS_STEP:-all}
+case "$STEP" in
+	all | build | run) ;;
+	*) echo "CORE_REGRESS_STEP is build, run or unset, not $STEP" >&2; exit 2 ;;
+esac
 
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
@@ -61,6 +69,9 @@ case "$server_version" in
 	*) die "the server is PostgreSQL $server_version, not 15" ;;
 esac
 
+if [ "$STEP" != all ] && [ -z "${CORE_REGRESS_DIR:-}" ]; then
+	die "CORE_REGRESS_STEP=$STEP needs CORE_REGRESS_DIR"
+fi
 if [ -n "${CORE_REGRESS_DIR:-}" ]; then
 	work=$CORE_REGRESS_DIR
 	mkdir -p "$work" || die "cannot make $work"
@@ -97,64 +108,78 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
-# ------------------------------------------------------------ the source
-# deb-src entries for the configured Debian mirrors, in a private apt
-# directory: the one-line form (sources.list, *.list) and deb822 (*.sources).
-apt_dir=$work/apt
-mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-	[ -f "$f" ] || continue
-	sed -n -E 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f"
-done | grep -i debian >"$apt_dir/sources.list.d/src.list"
-i=0
-for f in /etc/apt/sources.list.d/*.sources; do
-	[ -f "$f" ] || continue
-	grep -qi 'debian' "$f" || continue
-	sed -E 's/^Types:.*/Types: deb-src/' "$f" >"$apt_dir/sources.list.d/src$i.sources"
-	i=$((i + 1))
-done
-apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-	-o "APT::Sandbox::User=root")
-log "reading the source lists of the Debian mirrors"
-as_root apt-get "${apt_opts[@]}" -qq update || log "some source lists could not be read"
-mapfile -t versions < <(apt-cache "${apt_opts[@]}" showsrc postgresql-15 2>/dev/null |
-	awk '/^Version:/ {print $2}' | sort -u | sort -r -V)
-[ "${#versions[@]}" -gt 0 ] || die "no source of postgresql-15 on the configured mirrors"
-# The installed server's Debian version first, then the newest.
-installed=$(dpkg-query -W -f '${Version}' postgresql-15 2>/dev/null || true)
-ordered=()
-for v in "${versions[@]}"; do [ "$v" = "$installed" ] && ordered+=("$v"); done
-for v in "${versions[@]}"; do [ "$v" != "$installed" ] && ordered+=("$v"); done
-src_version=
-mkdir -p "$work/src"
-for v in "${ordered[@]}"; do
-	if (cd "$work/src" && as_root apt-get "${apt_opts[@]}" -qq source --download-only "postgresql-15=$v") \
-		>"$work/apt-source.log" 2>&1; then
-		src_version=$v
-		break
-	fi
-	log "the source of postgresql-15 $v could not be fetched"
-done
-[ -n "$src_version" ] || { cat "$work/apt-source.log"; die "no source of postgresql-15 could be fetched"; }
-tarball=$(ls "$work"/src/postgresql-15_*.orig.tar.* 2>/dev/null | head -n 1)
-[ -n "$tarball" ] || die "the source package of postgresql-15 $src_version has no upstream tarball"
-log "PostgreSQL's regression suite of postgresql-15 $src_version, against the server $server_version"
-as_root chown -R "$(id -u):$(id -g)" "$work/src"
-tar -C "$work" -xf "$tarball" || die "could not unpack $tarball"
-pgsrc=$(ls -d "$work"/postgresql-15.*/ | head -n 1)
-pgsrc=${pgsrc%/}
+# What a "build" step left: the source's version and where it is.
+built=$work/built
+if [ "$STEP" = run ]; then
+	[ -s "$built" ] || die "no build in $work (CORE_REGRESS_STEP=build first)"
+	read -r src_version pgsrc <"$built"
+	regress=$pgsrc/src/test/regress
+	log "PostgreSQL's regression suite of postgresql-15 $src_version, against the server $server_version"
+else
+	# ------------------------------------------------------------ the source
+	# deb-src entries for the configured Debian mirrors, in a private apt
+	# directory: the one-line form (sources.list, *.list) and deb822 (*.sources).
+	apt_dir=$work/apt
+	mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		sed -n -E 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f"
+	done | grep -i debian >"$apt_dir/sources.list.d/src.list"
+	i=0
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		grep -qi 'debian' "$f" || continue
+		sed -E 's/^Types:.*/Types: deb-src/' "$f" >"$apt_dir/sources.list.d/src$i.sources"
+		i=$((i + 1))
+	done
+	apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
+		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+		-o "APT::Sandbox::User=root")
+	log "reading the source lists of the Debian mirrors"
+	as_root apt-get "${apt_opts[@]}" -qq update || log "some source lists could not be read"
+	mapfile -t versions < <(apt-cache "${apt_opts[@]}" showsrc postgresql-15 2>/dev/null |
+		awk '/^Version:/ {print $2}' | sort -u | sort -r -V)
+	[ "${#versions[@]}" -gt 0 ] || die "no source of postgresql-15 on the configured mirrors"
+	# The installed server's Debian version first, then the newest.
+	installed=$(dpkg-query -W -f '${Version}' postgresql-15 2>/dev/null || true)
+	ordered=()
+	for v in "${versions[@]}"; do [ "$v" = "$installed" ] && ordered+=("$v"); done
+	for v in "${versions[@]}"; do [ "$v" != "$installed" ] && ordered+=("$v"); done
+	src_version=
+	mkdir -p "$work/src"
+	for v in "${ordered[@]}"; do
+		if (cd "$work/src" && as_root apt-get "${apt_opts[@]}" -qq source --download-only "postgresql-15=$v") \
+			>"$work/apt-source.log" 2>&1; then
+			src_version=$v
+			break
+		fi
+		log "the source of postgresql-15 $v could not be fetched"
+	done
+	[ -n "$src_version" ] || { cat "$work/apt-source.log"; die "no source of postgresql-15 could be fetched"; }
+	tarball=$(ls "$work"/src/postgresql-15_*.orig.tar.* 2>/dev/null | head -n 1)
+	[ -n "$tarball" ] || die "the source package of postgresql-15 $src_version has no upstream tarball"
+	log "PostgreSQL's regression suite of postgresql-15 $src_version, against the server $server_version"
+	as_root chown -R "$(id -u):$(id -g)" "$work/src"
+	tar -C "$work" -xf "$tarball" || die "could not unpack $tarball"
+	pgsrc=$(ls -d "$work"/postgresql-15.*/ | head -n 1)
+	pgsrc=${pgsrc%/}
 
-# ------------------------------------------------------------ build
-# Only the suite's driver and its C modules; the options leave out what
-# they do not use (the server is Debian's, built with everything).
-log "building pg_regress, regress.so, refint.so, autoinc.so and psql"
-(cd "$pgsrc" && ./configure --prefix="$("$PG_CONFIG" --prefix 2>/dev/null || echo /usr)" \
-	--without-icu --without-readline --without-zlib >"$work/configure.log" 2>&1) ||
-	{ tail -n 20 "$work/configure.log"; die "configure failed"; }
-{ make -s -C "$pgsrc/src/test/regress" -j"$(nproc)" && make -s -C "$pgsrc/src/bin/psql" -j"$(nproc)"; } \
-	>"$work/build.log" 2>&1 || { tail -n 20 "$work/build.log"; die "the build failed"; }
-regress=$pgsrc/src/test/regress
+	# ------------------------------------------------------------ build
+	# Only the suite's driver and its C modules; the options leave out what
+	# they do not use (the server is Debian's, built with everything).
+	log "building pg_regress, regress.so, refint.so, autoinc.so and psql"
+	(cd "$pgsrc" && ./configure --prefix="$("$PG_CONFIG" --prefix 2>/dev/null || echo /usr)" \
+		--without-icu --without-readline --without-zlib >"$work/configure.log" 2>&1) ||
+		{ tail -n 20 "$work/configure.log"; die "configure failed"; }
+	{ make -s -C "$pgsrc/src/test/regress" -j"$(nproc)" && make -s -C "$pgsrc/src/bin/psql" -j"$(nproc)"; } \
+		>"$work/build.log" 2>&1 || { tail -n 20 "$work/build.log"; die "the build failed"; }
+	regress=$pgsrc/src/test/regress
+	echo "$src_version $pgsrc" >"$built"
+fi
+if [ "$STEP" = build ]; then
+	log "built in $work"
+	exit 0
+fi
 
 # ------------------------------------------------------------ the suite
 as_root chown -R postgres: "$work"

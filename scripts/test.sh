@@ -19,7 +19,7 @@
 #   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
 #                                the TAP tests (default 2700: a guard
 #                                against a hang, not a target)
-#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 2:
+#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 4:
 #                                most of a file's time is waiting for its
 #                                servers; 1 runs them one after another)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900,
@@ -49,7 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
-TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-2}
+TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-4}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-0}
 if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
@@ -72,6 +72,7 @@ finish() {
 	printf '\n==> summary\n'
 	local line
 	for line in "${report[@]}"; do printf '  %s\n' "$line"; done
+	printf '  time         %d s in all\n' "$SECONDS"
 	if [ "$skipped" -gt 0 ]; then
 		printf '%d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
 	else
@@ -182,6 +183,7 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m,mode=0777 state_backend_lmd
 fi
 # shellcheck disable=SC2317  # called from the EXIT trap
 cleanup() {
+	if [ -n "${core_build_pid:-}" ]; then kill "$core_build_pid" 2>/dev/null || true; fi
 	stop_servers
 	if [ -n "${STATE_BACKEND_SMALL_FS:-}" ]; then umount "$SMALL_FS" 2>/dev/null || true; fi
 	if [ -n "${STATE_BACKEND_ROCKSDB_FS:-}" ]; then umount "$ROCKSDB_FS" 2>/dev/null || true; fi
@@ -227,12 +229,26 @@ if [ "${STATE_BACKEND_PACKAGE:-1}" = 1 ]; then
 	fi
 fi
 
+# ------------------------------------------------------------ the core suite's build
+# PostgreSQL's source for its own regression suite is fetched and its driver
+# built at a lower priority while the tests below run (most of their time is
+# spent waiting for their servers); the suite runs after them.
+core_build_pid=
+if [ "$RUN_CORE" != 0 ] && [ "$SIDE_JOBS" != 1 ]; then
+	(renice -n 10 -p "$BASHPID" >/dev/null 2>&1
+	CORE_REGRESS_SETUP=0 CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=build \
+		PG_CONFIG="$PG_CONFIG" timeout -k 30 "$TEST_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
+		>"$WORK/core-build.log" 2>&1
+	echo $? >"$WORK/core-build.rc") </dev/null &
+	core_build_pid=$!
+fi
+
 # ------------------------------------------------------------ pg_regress
 # run_regress LABEL TARGET OUTDIR: one pg_regress pass (make TARGET), whose
 # results, regression.diffs and server log (log/postmaster.log) are in
 # $SRC/OUTDIR; its tests are added to the counts.
 run_regress() {
-	local label=$1 target=$2 outdir=$3 log rc r_ok r_fail r_ign
+	local label=$1 target=$2 outdir=$3 log rc r_ok r_fail r_ign t0=$SECONDS
 	note "pg_regress $label (sql/, expected/; make $target) as $RUNNER"
 	log=$WORK/regress-$label.out
 	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
@@ -259,7 +275,7 @@ run_regress() {
 		fi
 	fi
 	passed=$((passed + r_ok)); failed=$((failed + r_fail)); skipped=$((skipped + r_ign))
-	report+=("pg_regress   $label: $r_ok ok, $r_fail FAILED (exit $rc)")
+	report+=("pg_regress   $label: $r_ok ok, $r_fail FAILED (exit $rc; $((SECONDS - t0)) s)")
 }
 # The same tests against each backend, as Flink runs one test base against
 # every state backend.
@@ -277,15 +293,33 @@ RUN_SMOKE=0
 [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ] && RUN_SMOKE=1
 
 run_side() {
-	if [ "$RUN_CORE" != 0 ]; then
+	local t0=$SECONDS
+	if [ "$RUN_CORE" != 0 ] && [ -n "$core_build_pid" ]; then
+		# Built beside the tests: the suite alone now.
+		wait "$core_build_pid"
+		t0=$SECONDS
+		if [ "$(cat "$WORK/core-build.rc" 2>/dev/null || echo 1)" = 0 ]; then
+			CORE_REGRESS_SETUP=0 CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=run \
+				PG_CONFIG="$PG_CONFIG" timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
+				>"$WORK/core.log" 2>&1
+			echo $? >"$WORK/core.rc"
+		else
+			cp "$WORK/core-build.log" "$WORK/core.log"
+			cat "$WORK/core-build.rc" >"$WORK/core.rc" 2>/dev/null || echo 1 >"$WORK/core.rc"
+		fi
+		echo $((SECONDS - t0)) >"$WORK/core.secs"
+	elif [ "$RUN_CORE" != 0 ]; then
 		CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
 			timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
 			>"$WORK/core.log" 2>&1
 		echo $? >"$WORK/core.rc"
+		echo $((SECONDS - t0)) >"$WORK/core.secs"
 	fi
+	t0=$SECONDS
 	if [ "$RUN_SMOKE" = 1 ]; then
 		(cd "$SRC" && as_runner timeout -k 30 "$BENCH_TIMEOUT" ./bench/smoke) >"$WORK/bench.log" 2>&1
 		echo $? >"$WORK/bench.rc"
+		echo $((SECONDS - t0)) >"$WORK/bench.secs"
 	fi
 }
 
@@ -299,7 +333,7 @@ report_side() {
 		if [ "$rc" -eq 0 ]; then
 			# Its progress, and the summary that ends it (not the diffs).
 			awk '/^==> /{print} /suite against the server/{f=1; next} f' "$WORK/core.log"
-			passed=$((passed + 1)); report+=("core suite   $(tail -n 1 "$WORK/core.log"): no test differs with the extension")
+			passed=$((passed + 1)); report+=("core suite   $(tail -n 1 "$WORK/core.log"): no test differs with the extension ($(cat "$WORK/core.secs") s)")
 		else
 			tail -n 200 "$WORK/core.log"
 			failed=$((failed + 1)); report+=("core suite   FAILED (exit $rc): $(tail -n 1 "$WORK/core.log")")
@@ -311,7 +345,7 @@ report_side() {
 		rc=$(cat "$WORK/bench.rc" 2>/dev/null || echo 1)
 		[ "$rc" -eq 124 ] && echo "bench/smoke: timed out after ${BENCH_TIMEOUT}s"
 		if [ "$rc" -eq 0 ]; then
-			passed=$((passed + 1)); report+=("bench smoke  ok")
+			passed=$((passed + 1)); report+=("bench smoke  ok ($(cat "$WORK/bench.secs") s)")
 		else
 			failed=$((failed + 1)); report+=("bench smoke  FAILED (exit $rc)")
 		fi
@@ -333,6 +367,7 @@ if [ ${#tap_files[@]} -eq 0 ]; then
 	report+=("tap          no test files in test/t")
 else
 	note "TAP tests (test/t/*.pl) as $RUNNER"
+	tap_t0=$SECONDS
 	log=$WORK/tap.out
 	(cd "$SRC" && as_runner timeout -k 30 "$TEST_TIMEOUT" \
 		make "${MAKEVARS[@]}" REGRESS= ISOLATION= PROVE_FLAGS="-j$TAP_JOBS --timer" installcheck) 2>&1 | tee "$log"
@@ -383,7 +418,7 @@ else
 		done
 	fi
 	passed=$((passed + t_ok)); failed=$((failed + t_fail))
-	report+=("tap          ${#tap_files[@]} files, $t_ok assertions ok, $t_fail FAILED (exit $rc)")
+	report+=("tap          ${#tap_files[@]} files, $t_ok assertions ok, $t_fail FAILED (exit $rc; $((SECONDS - tap_t0)) s, $TAP_JOBS at once)")
 	report+=("${tap_failures[@]}")
 fi
 
