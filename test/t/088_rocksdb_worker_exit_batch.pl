@@ -122,7 +122,9 @@ like($s, qr/^\Q$acked\E(,200)?,300$/, 'the standby holds every acknowledged appe
 is($p, $s, 'the primary holds what its standby holds');
 
 # A worker that exits while the start's replay is cut short.  An append's
-# record is in WAL (another commit flushed it) but not in the instance (the
+# record is in WAL (the commit of a transaction that wrote WAL flushed it:
+# one that only took an xid, as txid_current(), would not) but not in the
+# instance (the
 # server stopped while the worker slept before the pass's commit).  The
 # next start replays it, and its replay stops at an error before the
 # replay's commit; the server is stopped then, and the worker commits what
@@ -134,7 +136,7 @@ my $held = held_at_fault_point($node, 'write.rocksdb_group_commit',
 	q{SELECT state.list_add('kr', 1, 400);});
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET state_backend.fault_points = 'replay.flush_end:error';
-SELECT txid_current();});
+CREATE TABLE wal_flush (i int);});
 $node->stop('immediate');
 eval { finish_held($held); };
 $log_offset = -s $node->logfile;
@@ -150,7 +152,7 @@ $node->poll_query_until('postgres', q{SELECT true FROM (SELECT state.list_add('k
 ok(standby_applied($node, $standby), 'the standby applied the WAL');
 $p = $node->safe_psql('postgres', $q);
 $s = $standby->safe_psql('postgres', $q);
-like($s, qr/,300(,400)?,500$/, 'the standby holds the append at most once');
+like($s, qr/,300,400,500$/, 'the standby holds the append once');
 is($p, $s, 'and so does the primary: the replay did not apply it twice');
 
 $standby->stop;
