@@ -233,13 +233,23 @@ fi
 # PostgreSQL's source for its own regression suite is fetched and its driver
 # built at a lower priority while the tests below run (most of their time is
 # spent waiting for their servers); the suite runs after them.
+
+# run_core NAME LIMIT [VAR=value...]: scripts/core-regress.sh with those
+# settings, for at most LIMIT seconds; its output, exit status and seconds
+# in $WORK/NAME.log, .rc and .secs.
+run_core() {
+	local name=$1 limit=$2 t0=$SECONDS
+	shift 2
+	env CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" "$@" \
+		timeout -k 30 "$limit" "$ROOT/scripts/core-regress.sh" >"$WORK/$name.log" 2>&1
+	echo $? >"$WORK/$name.rc"
+	echo $((SECONDS - t0)) >"$WORK/$name.secs"
+}
+
 core_build_pid=
 if [ "$RUN_CORE" != 0 ] && [ "$SIDE_JOBS" != 1 ]; then
 	(renice -n 10 -p "$BASHPID" >/dev/null 2>&1
-	CORE_REGRESS_SETUP=0 CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=build \
-		PG_CONFIG="$PG_CONFIG" timeout -k 30 "$TEST_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
-		>"$WORK/core-build.log" 2>&1
-	echo $? >"$WORK/core-build.rc") </dev/null &
+	run_core core-build "$TEST_TIMEOUT" CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=build) </dev/null &
 	core_build_pid=$!
 fi
 
@@ -293,30 +303,19 @@ RUN_SMOKE=0
 [ -f "$SRC/bench/smoke" ] && [ -x "$SRC/bench/smoke" ] && RUN_SMOKE=1
 
 run_side() {
-	local t0=$SECONDS
-	local core_pid=
+	local t0 core_pid= x
 	if [ "$RUN_CORE" != 0 ] && [ -n "$core_build_pid" ]; then
 		# Built beside the tests: the suite now, beside bench/smoke (whose
 		# figures are not kept; the suite compares outputs, not times).
 		wait "$core_build_pid"
-		(t0=$SECONDS
 		if [ "$(cat "$WORK/core-build.rc" 2>/dev/null || echo 1)" = 0 ]; then
-			CORE_REGRESS_SETUP=0 CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=run \
-				PG_CONFIG="$PG_CONFIG" timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
-				>"$WORK/core.log" 2>&1
-			echo $? >"$WORK/core.rc"
+			run_core core "$CORE_TIMEOUT" CORE_REGRESS_DIR="$WORK/core" CORE_REGRESS_STEP=run </dev/null &
+			core_pid=$!
 		else
-			cp "$WORK/core-build.log" "$WORK/core.log"
-			cat "$WORK/core-build.rc" >"$WORK/core.rc" 2>/dev/null || echo 1 >"$WORK/core.rc"
+			for x in log rc secs; do cp "$WORK/core-build.$x" "$WORK/core.$x" 2>/dev/null; done
 		fi
-		echo $((SECONDS - t0)) >"$WORK/core.secs") </dev/null &
-		core_pid=$!
 	elif [ "$RUN_CORE" != 0 ]; then
-		CORE_REGRESS_SETUP=0 PG_CONFIG="$PG_CONFIG" \
-			timeout -k 30 "$CORE_TIMEOUT" "$ROOT/scripts/core-regress.sh" \
-			>"$WORK/core.log" 2>&1
-		echo $? >"$WORK/core.rc"
-		echo $((SECONDS - t0)) >"$WORK/core.secs"
+		run_core core "$CORE_TIMEOUT"
 	fi
 	t0=$SECONDS
 	if [ "$RUN_SMOKE" = 1 ]; then

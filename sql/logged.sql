@@ -83,20 +83,6 @@ SELECT state.drop_state(name) FROM state.states WHERE name LIKE 'lg_%' ORDER BY 
 ALTER SYSTEM RESET state_backend.checkpoint_dir;
 SELECT pg_reload_conf();
 \c
--- The worker drops the slot itself after a checkpoint that holds no logged
--- state, and one may be under way: whichever of the two goes first.
-DO $$
-BEGIN
-  FOR i IN 1 .. 200 LOOP
-    BEGIN
-      PERFORM pg_drop_replication_slot('state_backend');
-    EXCEPTION WHEN undefined_object OR object_in_use THEN
-      NULL;
-    END;
-    EXIT WHEN NOT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = 'state_backend');
-    PERFORM pg_sleep(0.05);
-  END LOOP;
-END $$;
-SELECT count(*) AS slots FROM pg_replication_slots WHERE slot_name = 'state_backend';
+SELECT drop_state_slot() AS slots;
 SHOW state_backend.checkpoint_dir;
 DROP EXTENSION pg_walinspect;

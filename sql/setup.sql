@@ -41,6 +41,24 @@ BEGIN
     RETURN false;
 END $$;
 
+-- drop_state_slot(): drops the replication slot logged states keep, once
+-- none is left; the worker drops it itself after a checkpoint that holds no
+-- logged state, and one may be under way: whichever of the two goes first.
+-- Returns how many such slots are left.
+CREATE FUNCTION public.drop_state_slot() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. 200 LOOP
+    BEGIN
+      PERFORM pg_drop_replication_slot('state_backend');
+    EXCEPTION WHEN undefined_object OR object_in_use THEN
+      NULL;
+    END;
+    EXIT WHEN NOT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = 'state_backend');
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+  RETURN (SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'state_backend');
+END $$;
+
 -- the helper itself
 SELECT expect_error('SELECT 1/0');
 SELECT expect_error('SELECT 1');

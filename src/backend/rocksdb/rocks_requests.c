@@ -184,11 +184,6 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 	StateTarget st;
 	StateKey	key;
 
-	if (rocks_host->replaying() != InvalidXLogRecPtr)
-	{
-		rocks.batch_replayed = true;	/* see rocks_commit */
-		return;
-	}
 	if (!(r->h.flags & ROCKS_REQUEST_LOGGED))
 		return;
 	memset(&st, 0, sizeof(st));
@@ -201,6 +196,13 @@ request_log(const Request *r, uint8 kind, const char *mkey, uint32 mkeylen,
 	key.key_group = r->h.key_group;
 	end = rocks_host->log_change(&st, kind, &key,
 								 mkey, mkeylen, value, len, isnull);
+	if (end == InvalidXLogRecPtr)
+	{
+		/* Not logged again: replayed from WAL (see rocks_commit), or suppressed. */
+		if (rocks_host->replaying() != InvalidXLogRecPtr)
+			rocks.batch_replayed = true;
+		return;
+	}
 	if (end > rocks.batch_lsn)
 		rocks.batch_lsn = end;
 	/* The session waits for it at commit (the batch's commit comes later in the pass). */
