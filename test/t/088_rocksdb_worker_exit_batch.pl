@@ -92,7 +92,7 @@ SET state_backend.snapshot_hold = on;
 SELECT state.snapshot();}), qr/^\d+$/, 'a snapshot is held running');
 # The worker reads the setting at its next round: until then the append may go through.
 my $tries = 0;
-for (; $tries < 100; $tries++)
+for (my $deadline = time() + 60; time() < $deadline; $tries++)
 {
 	($ret, $out, $err) = $node->psql('postgres', q{SELECT state.list_add('kr', 1, 200)});
 	last if $ret != 0;
