@@ -273,7 +273,7 @@ for n in $BS_SIZES; do
 	done
 	sql1 "CHECKPOINT" >/dev/null
 	if [ ${#targets[@]} -gt 1 ] && [ "${targets[0]}" = table ] && [[ " $BS_PARTS " == *" statements "* ]]; then
-		log "bigstate, $n: per statement, ${targets[*]}, clients $BS_CLIENTS, $ROUNDS round(s) of ${SECS}s after a warm-up, -M $PROTOCOL"
+		log "bigstate, $n: per statement, ${targets[*]}, clients $BS_CLIENTS, $ROUNDS round(s) of $RUN_LENGTH, -M $PROTOCOL"
 		bs_cases "$n" "${targets[@]:1}" table
 	fi
 	bs_drop table

@@ -73,7 +73,7 @@ sql1 "CHECKPOINT" >/dev/null
 # ------------------------------------------------------------ per statement
 LMD_CASES="value_get:random value_set:random reduce:hot"
 if [ "$lmd_loaded" = 1 ]; then
-	log "lmdb per-statement cases: $ROUNDS round(s) of ${SECS}s after a warm-up of ${WARMUP_N}s, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
+	log "lmdb per-statement cases: $ROUNDS round(s) of $RUN_LENGTH, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
 	saved_nkeys=$NKEYS
 	NKEYS=$LMDB_KEYS
 	run_group lmd_ lmd "$ROCKSDB_CLIENTS" "$LMD_CASES" "${LMD_TARGETS[@]}"

@@ -88,7 +88,7 @@ sql1 "CHECKPOINT" >/dev/null
 # floors; "rdb_tps" lines.
 RDB_CASES="value_get:random value_get:hot value_set:random reduce:hot"
 if [ "$rdb_loaded" = 1 ]; then
-	log "rocksdb per-statement cases: $ROUNDS round(s) of ${SECS}s after a warm-up of ${WARMUP_N}s, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
+	log "rocksdb per-statement cases: $ROUNDS round(s) of $RUN_LENGTH, -c $ROCKSDB_CLIENTS, -M $PROTOCOL"
 	run_group rdb_ rdb "$ROCKSDB_CLIENTS" "$RDB_CASES" "${RDB_TARGETS[@]}"
 fi
 meta rdb_statement_seconds "$(($(date +%s) - t_rdb))"
