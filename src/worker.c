@@ -309,6 +309,7 @@ worker_pause(long ms)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		channel_worker_reloaded();
 	}
 }
 
@@ -655,6 +656,7 @@ state_worker_round(WorkerRounds *r)
 		ProcessConfigFile(PGC_SIGHUP);
 		state_area_apply_limit();
 		keyed_backends_worker_reload();
+		channel_worker_reloaded();
 	}
 	r->busy = state_worker_serve(4);
 	if (logged_standby_active() && standby_round(r))

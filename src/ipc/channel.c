@@ -90,6 +90,7 @@ channel_init(void *fresh)
 	pg_atomic_init_u32(&channel_shared->active_sessions, 0);
 	pg_atomic_init_u64(&channel_shared->spins, 0);
 	pg_atomic_init_u64(&channel_shared->spins_seen, 0);
+	pg_atomic_init_u64(&channel_shared->reloads, 0);
 	channel_shared->nslots = MaxBackends;
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
@@ -599,6 +600,23 @@ channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us, uint64 *spin
 	*busy_us = pg_atomic_read_u64(&channel_shared->busy_us);
 	*spins = pg_atomic_read_u64(&channel_shared->spins);
 	*spins_seen = pg_atomic_read_u64(&channel_shared->spins_seen);
+}
+
+/*
+ * channel_worker_reloaded: the worker has applied a configuration reload
+ * (its settings, fault points included, are the file's from now on).
+ * channel_worker_reloads: how many it has applied since the server started.
+ */
+void
+channel_worker_reloaded(void)
+{
+	pg_atomic_fetch_add_u64(&channel_shared->reloads, 1);
+}
+
+uint64
+channel_worker_reloads(void)
+{
+	return pg_atomic_read_u64(&channel_shared->reloads);
 }
 
 /*

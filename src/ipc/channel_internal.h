@@ -60,6 +60,7 @@ typedef struct ChannelShared
 	pg_atomic_uint32 active_sessions;	/* sessions the worker served lately */
 	pg_atomic_uint64 spins;		/* spins of sessions and the worker, since start */
 	pg_atomic_uint64 spins_seen;	/* those that saw what they waited for */
+	pg_atomic_uint64 reloads;	/* configuration reloads the worker applied */
 	int			nslots;
 	ChannelSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } ChannelShared;

@@ -316,6 +316,7 @@ logged_start_wait(int ms)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			channel_worker_reloaded();
 		}
 		/* Nothing may be written to that store again by this process. */
 	} while (failed != NULL);

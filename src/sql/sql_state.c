@@ -721,6 +721,7 @@ state_worker(PG_FUNCTION_ARGS)
 	worker_row(rsinfo, "busy_ms", (int64) (busy_us / 1000), false);
 	worker_row(rsinfo, "spins", (int64) spins, false);
 	worker_row(rsinfo, "spins_answered", (int64) spins_seen, false);
+	worker_row(rsinfo, "reloads", (int64) channel_worker_reloads(), false);
 	if (RecoveryInProgress())
 	{
 		XLogRecPtr	applied;

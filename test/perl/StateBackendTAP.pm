@@ -25,6 +25,7 @@ our @EXPORT = qw(
   worker_pids
   worker_pid
   wait_for_worker
+  reload_worker
   log_crashes
   run_pgbench
   install_release
@@ -147,6 +148,29 @@ sub wait_for_worker
 		usleep(100_000);
 	}
 	return undef;
+}
+
+# reload_worker($node, timeout => 60)
+#
+# Reloads the configuration and waits until the state worker has applied it
+# (state.worker's "reloads" counts one more): from then on its settings,
+# fault points included, are the file's.  True once it has, false on
+# timeout (a worker that serves from inside a snapshot or a checkpoint
+# applies it only after).
+sub reload_worker
+{
+	my ($node, %opts) = @_;
+	my $q = q{SELECT value FROM state.worker WHERE name = 'reloads'};
+	my $before = $node->safe_psql('postgres', $q);
+	$node->reload;
+	my $deadline = time() + ($opts{timeout} // 60);
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $q);
+		return 1 if $ret == 0 && $out =~ /^\d+$/ && $out > $before;
+		usleep(50_000);
+	}
+	return 0;
 }
 
 # Lines of the server log (from byte $offset on) that show a process dying

@@ -107,10 +107,7 @@ my $log_offset = -s $node->logfile;
 
 # A real change of a setting the worker applies at reload.
 $node->safe_psql('postgres', q{ALTER SYSTEM SET state_backend.memory_limit = '128MB'});
-$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
-$node->wait_for_log(qr/received SIGHUP, reloading configuration files/, $log_offset);
-# Give the worker time to handle the signal (it is asynchronous).
-sleep 2;
+ok(reload_worker($node), 'the worker applies the reload');
 is(worker_pid($node), $wpid, 'the worker keeps running after SIGHUP (same pid)');
 is($node->safe_psql('postgres', $check_sql), $expected, 'state answers after SIGHUP');
 is($node->safe_psql('postgres', 'SHOW state_backend.memory_limit'), '128MB',

@@ -38,8 +38,8 @@ sub arm
 {
 	my ($spec) = @_;
 	$node->safe_psql('postgres',
-		"ALTER SYSTEM SET state_backend.fault_points = '$spec'; SELECT pg_reload_conf()");
-	usleep(300_000);
+		"ALTER SYSTEM SET state_backend.fault_points = '$spec'");
+	reload_worker($node) or die "the worker did not apply '$spec'";
 }
 
 # The snapshot asked for with $sql, while the worker exits at $point: its

@@ -113,8 +113,7 @@ ok(standby_applied($node, $standby) &&
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 $node->safe_psql('postgres', qq{SELECT state.restore('$dir/snap')});
 $standby->append_conf('postgresql.conf', "state_backend.fault_points = 'standby.record_after_apply:exit'\n");
-$standby->reload;
-sleep(1);
+reload_worker($standby) or die 'the standby\'s worker did not apply the fault point';
 $offset = -s $standby->logfile;
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 $standby->wait_for_log(qr/fault point "standby.record_after_apply" reached/, $offset);

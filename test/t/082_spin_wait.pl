@@ -70,9 +70,7 @@ SKIP:
 }
 
 $node->append_conf('postgresql.conf', "state_backend.spin_wait = 0\n");
-$node->reload;
-# The worker takes the reload at its next round.
-$node->safe_psql('postgres', q{SELECT state.value_get('spin', 1::bigint, 0::bigint)});
+reload_worker($node) or die 'the worker did not apply spin_wait = 0';
 my $before = spins($node);
 writes($node, 1000);
 is(spins($node), $before, 'with spin_wait = 0 nobody spins');

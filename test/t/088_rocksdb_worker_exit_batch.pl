@@ -39,17 +39,13 @@ my $node = new_state_node(
 	  . "restart_after_crash = on\n");
 ok(defined wait_for_worker($node), 'state worker running');
 
-# Arms fault points in the state worker: it reads the setting at its next
-# round (not while it serves from inside a snapshot).
+# Arms fault points in the state worker, and waits until it has applied
+# the reload (it does between requests, not from inside a snapshot).
 sub arm_worker
 {
 	my ($points) = @_;
 	$node->safe_psql('postgres', "ALTER SYSTEM SET state_backend.fault_points = '$points'");
-	$node->reload;
-	$node->poll_query_until('postgres', qq{
-SELECT setting = '$points' FROM pg_settings WHERE name = 'state_backend.fault_points'})
-	  or die "$points was not armed";
-	sleep 1;
+	reload_worker($node) or die "the worker did not apply $points";
 }
 $node->safe_psql('postgres', q{
 SELECT state.create_state('kr', 'list', 'int', 'int', backend => 'rocksdb', logged => true);
@@ -90,7 +86,8 @@ arm_worker('write.rocksdb_group_commit:error');
 like($node->safe_psql('postgres', q{
 SET state_backend.snapshot_hold = on;
 SELECT state.snapshot();}), qr/^\d+$/, 'a snapshot is held running');
-# The worker reads the setting at its next round: until then the append may go through.
+# Appends until one fails (the first should); any that went through first is
+# counted among the acknowledged.
 my $tries = 0;
 for (my $deadline = time() + 60; time() < $deadline; $tries++)
 {
