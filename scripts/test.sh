@@ -19,7 +19,7 @@
 #   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
 #                                the TAP tests (default 2700: a guard
 #                                against a hang, not a target)
-#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 4:
+#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 6:
 #                                most of a file's time is waiting for its
 #                                servers; 1 runs them one after another)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900,
@@ -49,7 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
-TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-4}
+TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-6}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-0}
 if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
@@ -399,7 +399,8 @@ else
 	# The longest files start first, so that none of them is left running
 	# alone at the end; the rest in order.
 	tap_order=()
-	for f in 041_fault_points 034_windows 073_alter_state_crash 029_fault_loop; do
+	for f in 041_fault_points 037_proxy 029_fault_loop 034_windows 073_alter_state_crash \
+		042_privilege_matrix 036_auto_failover 012_fuzz; do
 		[ -f "$SRC/test/t/$f.pl" ] && tap_order+=("test/t/$f.pl")
 	done
 	for f in "${tap_files[@]}"; do
