@@ -19,7 +19,7 @@
 #   STATE_BACKEND_TEST_TIMEOUT   seconds allowed to each of pg_regress and
 #                                the TAP tests (default 2700: a guard
 #                                against a hang, not a target)
-#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 6:
+#   STATE_BACKEND_TAP_JOBS       TAP test files run at once (default 4:
 #                                most of a file's time is waiting for its
 #                                servers; 1 runs them one after another)
 #   STATE_BACKEND_BENCH_TIMEOUT  seconds allowed to bench/smoke (default 900,
@@ -49,7 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=${PG_CONFIG:-$PGBIN/pg_config}
 TEST_TIMEOUT=${STATE_BACKEND_TEST_TIMEOUT:-2700}
-TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-6}
+TAP_JOBS=${STATE_BACKEND_TAP_JOBS:-4}
 TEST_PACKAGES=(postgresql-15-hll postgresql-15-tdigest postgresql-15-plproxy postgresql-15-auto-failover)
 SIDE_JOBS=${STATE_BACKEND_SIDE_JOBS:-0}
 if [ "$SIDE_JOBS" = 1 ]; then side_timeout=2700; else side_timeout=900; fi
