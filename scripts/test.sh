@@ -182,8 +182,17 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m,mode=0777 state_backend_lmd
 	export STATE_BACKEND_LMDB_FS=$LMDB_FS
 fi
 # shellcheck disable=SC2317  # called from the EXIT trap
+# kill_tree PID: a background job and what it started (a script's
+# background jobs ignore the terminal's interrupt).
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+	kill "$1" 2>/dev/null || true
+}
+
 cleanup() {
 	if [ -n "${core_build_pid:-}" ]; then kill "$core_build_pid" 2>/dev/null || true; fi
+	for p in ${regress_pids[@]+"${regress_pids[@]}"}; do kill_tree "$p"; done
 	stop_servers
 	if [ -n "${STATE_BACKEND_SMALL_FS:-}" ]; then umount "$SMALL_FS" 2>/dev/null || true; fi
 	if [ -n "${STATE_BACKEND_ROCKSDB_FS:-}" ]; then umount "$ROCKSDB_FS" 2>/dev/null || true; fi
@@ -312,6 +321,7 @@ for pass in "${REGRESS_PASSES[@]}"; do
 	regress_pids+=($!)
 done
 wait "${regress_pids[@]}"
+regress_pids=()
 for pass in "${REGRESS_PASSES[@]}"; do
 	# shellcheck disable=SC2086
 	report_regress $pass

@@ -306,11 +306,7 @@ worker_pause(long ms)
 {
 	state_pause(ms);
 	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-		channel_worker_reloaded();
-	}
+		state_settings_reload();
 }
 
 /* The checkpoint a standby's worker loaded at its start (NULL: none, or unknown). */
@@ -325,6 +321,7 @@ typedef struct WorkerRounds
 	TimestampTz last_request_look;	/* for a checkpoint a standby asked for */
 	bool		sweeping;		/* the last TTL sweep found work */
 	bool		busy;			/* sessions sent more than one round could take */
+	uint64		settings_applied;	/* state_settings_generation() last applied */
 } WorkerRounds;
 
 /*
@@ -651,9 +648,11 @@ state_worker_round(WorkerRounds *r)
 	CHECK_FOR_INTERRUPTS();
 
 	if (ConfigReloadPending)
+		state_settings_reload();
+	if (state_settings_generation() != r->settings_applied)
 	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
+		/* Reloads taken here, or in a wait since the last round. */
+		r->settings_applied = state_settings_generation();
 		state_area_apply_limit();
 		keyed_backends_worker_reload();
 		channel_worker_reloaded();
@@ -723,6 +722,7 @@ state_worker_main(Datum main_arg)
 	rounds.last_request_look = 0;
 	rounds.sweeping = true;
 	rounds.busy = false;
+	rounds.settings_applied = 0;	/* reloads during the start, if any, are applied at once */
 	while (!ShutdownRequestPending)
 		state_worker_round(&rounds);
 

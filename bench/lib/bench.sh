@@ -2,7 +2,7 @@
 # bench/lib/bench.sh: the benchmark harness behind bench/run and bench/smoke.
 #
 #   bench/lib/bench.sh run     full run: prints a table, writes bench/results/
-#   bench/lib/bench.sh smoke   every case for about a second on a small data set
+#   bench/lib/bench.sh smoke   every case, briefly, on a small data set
 #
 # It starts a private server (Unix socket only, in a temporary directory) as
 # an unprivileged user: `postgres` when invoked as root, else the invoking
@@ -36,6 +36,7 @@ if [ "$MODE" = smoke ]; then
 	# A per-statement case runs this many transactions per client, not
 	# SECS seconds (most of the smoke's time was those seconds); setting
 	# BENCH_SECONDS runs them for seconds again.
+	# The warm-up does not apply to those.
 	SMOKE_TXNS=
 	[ -z "${BENCH_SECONDS:-}" ] && SMOKE_TXNS=${BENCH_SMOKE_TRANSACTIONS:-200}
 	WARMUP_1=${BENCH_WARMUP:-0}
@@ -52,6 +53,7 @@ if [ "$MODE" = smoke ]; then
 	LAT_SECS=${BENCH_LATENCY_SECONDS:-1}
 	LMDB_KEYS=${BENCH_LMDB_KEYS:-10000}
 else
+	SMOKE_TXNS=
 	SECS=${BENCH_SECONDS:-3}
 	WARMUP_1=${BENCH_WARMUP:-2}		# 1 client
 	WARMUP_N=${BENCH_WARMUP:-5}		# more clients: each process warms up
@@ -427,6 +429,7 @@ meta mode "$MODE"
 meta cases "$CASES"
 meta seconds "$SECS"
 meta warmup "$WARMUP_N s with several clients, $WARMUP_1 s with one"
+[ -n "${SMOKE_TXNS:-}" ] && meta smoke_transactions "$SMOKE_TXNS"
 meta rounds "$ROUNDS"
 meta keys "$NKEYS"
 meta hot "$HOT"
@@ -684,8 +687,8 @@ run_case() {
 	if [ "$rc" -ne 0 ] || [ -z "$tps" ] || [ "${txn:-0}" -eq 0 ] || [ "${nfail:-0}" -ne 0 ]; then
 		printf 'bench: case %s, %s client(s) FAILED (pgbench exit %d):\n' "$id" "$c" "$rc" >&2
 		grep -vE '^(pgbench \(|transaction type|scaling factor|query mode|number of (clients|threads)|maximum number|duration)' "$out" | head -n 20 >&2
-		# A smoke run's second of pgbench can end before a loaded machine
-		# made one transaction: the case runs once more, and says so.
+		# A smoke run's case, run for BENCH_SECONDS, can end before a loaded
+		# machine made one transaction: the case runs once more, and says so.
 		if [ "$MODE" = smoke ] && [ -z "${RUN_CASE_AGAIN:-}" ]; then
 			note "case $id, $c client(s) failed once (pgbench exit $rc, $txn transactions, ${nfail:-0} failed) and ran again"
 			RUN_CASE_AGAIN=1 run_case "$@"

@@ -529,7 +529,9 @@ say_ "";
 say_ "state_backend benchmark ($meta{mode}): $meta{date}, $meta{host}";
 if (@rows)
 {
-	say_ "pgbench -M $meta{protocol}: per case the median tps of $meta{seconds} s after a warm-up ($meta{warmup})"
+	say_ "pgbench -M $meta{protocol}: per case "
+	  . ($meta{smoke_transactions} ? "the tps of a run of $meta{smoke_transactions} transactions per client"
+		: "the median tps of $meta{seconds} s after a warm-up ($meta{warmup})")
 	  . ($rounds > 1 ? ", best of $rounds rounds" : '') . "; $keys_n keys, hot = $meta{hot} keys";
 	say_ "";
 	say_ "Floor (tps; spread = how much it moved during the run, a measure of the noise)";
@@ -619,9 +621,12 @@ md "- Backends measured: " . (join(', ', @backends) || 'none')
 md "- Cases: " . ($meta{cases} // 'statement bulk snapshot') . " (`BENCH_CASES`)";
 if (@rows)
 {
-	md "- Per statement: `pgbench -n -M $meta{protocol} -P 1`, $rounds round(s), each running every case once."
-	  . " A case's figure is the median of the per-second tps over $meta{seconds} s after a warm-up ($meta{warmup}:"
-	  . " every run starts new server processes, which first fault in the shared memory they touch, one page at a time);"
+	md "- Per statement: " . ($meta{smoke_transactions}
+		? "`pgbench -n -M $meta{protocol} -t $meta{smoke_transactions}`, $rounds round(s), each running every case once."
+		  . " A case's figure is the tps of the whole run (a smoke run's: not a measurement);"
+		: "`pgbench -n -M $meta{protocol} -P 1`, $rounds round(s), each running every case once."
+		  . " A case's figure is the median of the per-second tps over $meta{seconds} s after a warm-up ($meta{warmup}:"
+		  . " every run starts new server processes, which first fault in the shared memory they touch, one page at a time);")
 	  . " with several rounds, its best round. "
 	  . join(' and ', map { $_ == 1 ? '`-c 1 -j 1`' : "`-c $_ -j " . ($_ < 2 ? $_ : 2) . '`' } @clients)
 	  . "; tps without connection time. Keys are the text `'1'` to `'$keys_n'`, all preloaded in every state and table;"

@@ -8,6 +8,7 @@
 
 #include <limits.h>
 
+#include "postmaster/interrupt.h"
 #include "utils/guc.h"
 
 #include "common/fault.h"
@@ -325,4 +326,29 @@ state_backend_define_settings(GucStringCheckHook backend_check)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+}
+
+/*
+ * state_settings_reload applies a configuration reload that this process
+ * was signalled for (ConfigReloadPending), wherever it waits: the settings
+ * (fault points included) are the file's from then on.  What a process does
+ * with changed settings beyond that (the state worker's memory limit and
+ * backends) is its main loop's, which compares state_settings_generation
+ * with the one it applied last, so that a reload taken in a wait elsewhere
+ * is not left half applied.
+ */
+static uint64 settings_generation = 0;
+
+void
+state_settings_reload(void)
+{
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	settings_generation++;
+}
+
+uint64
+state_settings_generation(void)
+{
+	return settings_generation;
 }

@@ -41,5 +41,7 @@ extern char *state_backend_fault_points;
  * module.c, so that this file names no backend.
  */
 extern void state_backend_define_settings(GucStringCheckHook backend_check);
+extern void state_settings_reload(void);
+extern uint64 state_settings_generation(void);
 
 #endif							/* STATE_BACKEND_SETTINGS_H */

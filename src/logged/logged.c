@@ -313,11 +313,7 @@ logged_start_wait(int ms)
 			proc_exit(1);
 		}
 		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			channel_worker_reloaded();
-		}
+			state_settings_reload();
 		/* Nothing may be written to that store again by this process. */
 	} while (failed != NULL);
 }

@@ -156,18 +156,28 @@ sub wait_for_worker
 # (state.worker's "reloads" counts one more): from then on its settings,
 # fault points included, are the file's.  True once it has, false on
 # timeout (a worker that serves from inside a snapshot or a checkpoint
-# applies it only after).
+# applies it only after).  Should another worker run meanwhile (a restart
+# zeroes the count), it reloads again and waits for that one.
 sub reload_worker
 {
 	my ($node, %opts) = @_;
-	my $q = q{SELECT value FROM state.worker WHERE name = 'reloads'};
-	my $before = $node->safe_psql('postgres', $q);
+	my $q = q{SELECT string_agg(coalesce(value::text, '0'), ' ' ORDER BY name) FROM state.worker
+ WHERE name IN ('pid', 'reloads')};
+	my ($pid, $before) = split / /, $node->safe_psql('postgres', $q);
 	$node->reload;
 	my $deadline = time() + ($opts{timeout} // 60);
 	while (time() < $deadline)
 	{
 		my ($ret, $out) = $node->psql('postgres', $q);
-		return 1 if $ret == 0 && $out =~ /^\d+$/ && $out > $before;
+		if ($ret == 0 && $out =~ /^(\d+) (\d+)$/)
+		{
+			return 1 if $1 == $pid && $2 > $before;
+			if ($1 != $pid && $1 != 0)
+			{
+				($pid, $before) = ($1, $2);
+				$node->reload;
+			}
+		}
 		usleep(50_000);
 	}
 	return 0;
