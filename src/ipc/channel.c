@@ -603,8 +603,8 @@ channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us, uint64 *spin
 }
 
 /*
- * channel_worker_reloaded: the worker has applied a configuration reload
- * (its settings, fault points included, are the file's from now on).
+ * channel_worker_reloaded: the worker has applied a configuration reload in
+ * full (its settings are the file's, and its loop has applied them).
  * channel_worker_reloads: how many it has applied since the server started.
  */
 void

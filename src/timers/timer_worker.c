@@ -875,10 +875,7 @@ state_timer_worker_main(Datum main_arg)
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+			state_settings_reload();
 		/* While a session pauses this database's firing (a rescale), wait. */
 		timer_queue_hold_while_paused();
 
