@@ -412,6 +412,44 @@ channel_write(const char *data, Size len, ChannelWait *w)
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
 }
 
+/*
+ * channel_await_worker waits, up to state_backend.request_timeout, while no
+ * worker serves the channel: one exited and the postmaster has not started
+ * the next, or the next is still starting.  A request written meanwhile
+ * would be dropped by the next worker, which starts every stream afresh,
+ * and its session told that the worker restarted while serving it; the
+ * request that waits goes to the worker that will read it.  A worker that
+ * exits after this look, before it reads the request, is that restart.
+ */
+static void
+channel_await_worker(void)
+{
+	TimestampTz since = 0;
+
+	while (pg_atomic_read_u32(&channel_shared->worker_pid) == 0)
+	{
+		long		left = 1000;
+		int			rc;
+
+		if (since == 0)
+			since = GetCurrentTimestamp();
+		if (state_backend_request_timeout_ms > 0)
+		{
+			left = state_backend_request_timeout_ms -
+				(long) ((GetCurrentTimestamp() - since) / 1000);
+			if (left <= 0)
+				channel_timed_out();
+		}
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					   Min(left, 100L), PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* The worker publishes its pid after its generation (channel_worker_attach). */
+	pg_read_barrier();
+}
+
 /* channel_send writes one whole request; returns its sequence number. */
 static uint32
 channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, uint32 len,
@@ -427,6 +465,7 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 				 errdetail("A key and value sent to the state worker may take at most %zu bytes.",
 						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
+	channel_await_worker();
 
 	/*
 	 * A worker that started since this session's last request may have

@@ -114,7 +114,32 @@ is($node->safe_psql('postgres', "SELECT state.wait_snapshot($sid, '60 s')"),
 is($node->safe_psql('postgres', 'SELECT state.wait_snapshot(state.snapshot(), \'60 s\')'),
 	'completed', 'and the next one runs');
 
-# 6. The final checkpoint at shutdown runs after a snapshot the worker
+# 6. A session that asks the worker for something while none runs (the
+# one that exited is gone, the next not yet started) is answered by the
+# next one, not told that the worker restarted while serving it.  The
+# wait and the request are in one session, a few microseconds apart, well
+# inside the second the postmaster waits before starting the next worker.
+arm('checkpoint.key_groups:exit:1');
+my $before = worker_pid($node);
+my ($ret, $out, $err) = $node->psql('postgres', q{
+SELECT state.snapshot() > 0;
+DO $$
+BEGIN
+  FOR i IN 1 .. 3000 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'state_backend worker';
+SELECT cardinality(state.list_get('r', 3, '{}'::int[]));
+}, timeout => 120);
+is($ret, 0, 'a request sent while no worker runs does not fail') or diag($err);
+is($out, "t\n0\n143", 'it was sent while none ran, and the next worker answered it');
+ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next worker runs');
+arm('');
+
+# 7. The final checkpoint at shutdown runs after a snapshot the worker
 # left, and the states come back from it whole.
 $id = snapshot_while_exiting('checkpoint.key_groups', 'SELECT state.snapshot()');
 my $offset = -s $node->logfile;

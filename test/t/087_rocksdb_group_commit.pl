@@ -123,7 +123,6 @@ like($err, qr/fault point "write\.rocksdb_group_commit"/, 'with the error of the
 ok(defined wait_for_worker($node, not => $pid), 'the worker restarted');
 like(slurp_file($node->logfile), qr/state_backend worker restarts: a write to the storage of backend "rocksdb" failed/,
 	'because the instance failed');
-# (The first call may meet the worker still starting: "restarted while serving".)
 ok($node->poll_query_until('postgres', q{SELECT state.value_get('vs', 1000, 0::bigint) = 0}),
 	'a read that waits for no write is answered, the fault point still armed');
 $pid = worker_pid($node);
