@@ -263,17 +263,37 @@ channel_wait_begin(ChannelWait *w, bool long_running, uint32 generation)
 }
 
 /*
+ * channel_sleep sleeps up to max_ms, or until the latch is set, and raises
+ * the error of a timeout once state_backend.request_timeout has passed
+ * since since.  Interrupts (cancel, terminate) are served.
+ */
+static void
+channel_sleep(TimestampTz since, long max_ms)
+{
+	long		left = max_ms;
+	int			rc;
+
+	if (state_backend_request_timeout_ms > 0)
+	{
+		left = state_backend_request_timeout_ms -
+			(long) ((GetCurrentTimestamp() - since) / 1000);
+		if (left <= 0)
+			channel_timed_out();
+	}
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   Min(left, max_ms), PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
  * channel_wait sleeps until the worker signals progress (or a second
  * passed), and raises the error of a timeout or a worker restart.
- * Interrupts (cancel, terminate) are served.
  */
 static void
 channel_wait(ChannelWait *w)
 {
-	long		left = 1000;
-	int			rc;
-	TimestampTz now = GetCurrentTimestamp();
-
 	if (pg_atomic_read_u32(&channel_shared->worker_generation) != w->generation)
 		channel_worker_restarted();
 	if (w->long_running)
@@ -283,20 +303,10 @@ channel_wait(ChannelWait *w)
 		if (beat != w->beat)
 		{
 			w->beat = beat;
-			w->since = now;
+			w->since = GetCurrentTimestamp();
 		}
 	}
-	if (state_backend_request_timeout_ms > 0)
-	{
-		left = state_backend_request_timeout_ms - (long) ((now - w->since) / 1000);
-		if (left <= 0)
-			channel_timed_out();
-	}
-	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				   Min(left, 1000L), PG_WAIT_EXTENSION);
-	if (rc & WL_LATCH_SET)
-		ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
+	channel_sleep(w->since, 1000L);
 }
 
 /*
@@ -428,23 +438,9 @@ channel_await_worker(void)
 
 	while (pg_atomic_read_u32(&channel_shared->worker_pid) == 0)
 	{
-		long		left = 1000;
-		int			rc;
-
 		if (since == 0)
 			since = GetCurrentTimestamp();
-		if (state_backend_request_timeout_ms > 0)
-		{
-			left = state_backend_request_timeout_ms -
-				(long) ((GetCurrentTimestamp() - since) / 1000);
-			if (left <= 0)
-				channel_timed_out();
-		}
-		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   Min(left, 100L), PG_WAIT_EXTENSION);
-		if (rc & WL_LATCH_SET)
-			ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		channel_sleep(since, 100L);
 	}
 	/* The worker publishes its pid after its generation (channel_worker_attach). */
 	pg_read_barrier();
