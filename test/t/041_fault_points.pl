@@ -7,8 +7,9 @@
 # it; a prefix with no load here fails the test, naming the load to add.
 #
 # For each point and each action (error, exit, crash, each at the first
-# arrival in a process; sleep, 10 ms at every arrival, armed on every point
-# of a prefix at once) the point is armed through an included
+# arrival in a process; sleep, 10 ms at every arrival, 1 ms at a point
+# passed at every WAL record, armed on every point of a prefix at once)
+# the point is armed through an included
 # configuration file and a reload (so running workers get it, and a
 # start-up point armed with crash is disarmed by the next reload while the
 # postmaster restarts the cluster), the prefix's load runs, step by step
@@ -75,7 +76,11 @@ my $seed = $ENV{STATE_BACKEND_FAULT_SEED} // int(time() / 86400);
 diag($full ? 'walking every point with every action'
 	: "walking every point with sleep and one other action (STATE_BACKEND_FAULT_SEED=$seed; "
 	  . 'STATE_BACKEND_FAULT_WALK=1 walks them all)');
+# A sleep round's sleep at each arrival; 1 ms at the points a replay or a
+# standby passes at every WAL record (hundreds of arrivals a step).
 my $SLEEP_MS = 10;
+my $SLEEP_MS_PER_RECORD = 1;
+sub sleep_ms { $_[0] =~ /\.(record_[a-z_]+|txn_commit_record)$/ ? $SLEEP_MS_PER_RECORD : $SLEEP_MS }
 
 ############################################################ the points
 
@@ -1138,7 +1143,7 @@ sub round
 	$rounds++;
 	$per_action{$action}++;
 	my $t0 = time();
-	my $item = sub { my ($p) = @_; $action eq 'sleep' ? "$p:sleep:$SLEEP_MS" : "$p:$action:1" };
+	my $item = sub { my ($p) = @_; $action eq 'sleep' ? "$p:sleep:" . sleep_ms($p) : "$p:$action:1" };
 	my (@got, @bad);
 	for my $it (@$items)
 	{
@@ -1291,6 +1296,13 @@ for my $action (@ACTIONS)
 					push @items, [ $l, [$alone] ];
 				}
 				@take = grep { !/proxy_(part_put_back|journal_removed)|flush_batch$/ } @take;
+				# A standby's points passed at every WAL record, in an item
+				# of their own: its load writes a few hundred records,
+				# where the other steps make new standbys replay the walk's
+				# whole WAL, tens of thousands of arrivals.
+				my @per_record = grep { /^standby\.(record_[a-z_]+|txn_commit_record)$/ } @take;
+				@take = grep { !/^standby\.(record_[a-z_]+|txn_commit_record)$/ } @take;
+				push @items, [ $l, \@per_record ] if @per_record;
 				push @items, [ $l, \@take ] if @take;
 			}
 			my ($got, $bad) = round('sleep', \@items);
