@@ -7,7 +7,7 @@
 # Installs dpkg-dev and build-essential when missing, then the Build-Depends
 # of debian/control that are not met (apt-get build-dep).  Copies the tree,
 # without .git and build products, to a temporary directory and runs
-# `dpkg-buildpackage -us -uc -b` there, so this tree is left as it was.  The
+# `dpkg-buildpackage -us -uc -b -j<cores>` there, so this tree is left as it was.  The
 # .deb files (the packages and their -dbgsym) are moved to OUTDIR (default
 # ./dist) and their paths printed: the -dbgsym ones, the lmdb provider's,
 # then the main package's last.  The build runs no
@@ -68,7 +68,7 @@ fi
 
 # ------------------------------------------------------------ build
 log "building state-backend $VERSION in $SRC"
-dpkg-buildpackage -us -uc -b
+dpkg-buildpackage -us -uc -b -j"$(nproc)"
 
 shopt -s nullglob
 debs=("$WORK"/*.deb)

@@ -25,11 +25,11 @@ install_packages "${PACKAGES[@]}"
 # install as root.  with_llvm=no: no JIT bitcode, so clang is not needed.
 log "building state_backend against $("$PG_CONFIG" --version)"
 cd "$ROOT"
-make -s with_llvm=no PG_CONFIG="$PG_CONFIG"
+make -s -j"$(nproc)" with_llvm=no PG_CONFIG="$PG_CONFIG"
 log "installing into $("$PG_CONFIG" --pkglibdir) and $("$PG_CONFIG" --sharedir)/extension"
 as_root make -s with_llvm=no PG_CONFIG="$PG_CONFIG" install
 # The lmdb provider: another library, built against the header just installed.
 log "building and installing contrib/lmdb (backend lmdb)"
-make -s -C contrib/lmdb with_llvm=no PG_CONFIG="$PG_CONFIG"
+make -s -j"$(nproc)" -C contrib/lmdb with_llvm=no PG_CONFIG="$PG_CONFIG"
 as_root make -s -C contrib/lmdb with_llvm=no PG_CONFIG="$PG_CONFIG" install
 log "setup done"

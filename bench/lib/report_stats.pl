@@ -23,8 +23,10 @@ exit 0 unless %tps;
 
 my $out = "\n### What state.stats counting costs\n\n"
   . "`state.value_get` per statement: `pgbench -M prepared`, $meta{sc_clients} clients, random keys of"
-  . " $meta{sc_keys} text keys; with `state_backend.track_stats` on and off for the whole server, each"
-  . " the mean of two runs (order on off off on). The memory state counts in the sessions; the"
+  . " $meta{sc_keys} text keys; with `state_backend.track_stats` on and off for the whole server,"
+  . ($meta{sc_order} && $meta{sc_order} eq 'on off' ? ' one run of each (order on off).'
+	: ' each the mean of two runs (order on off off on).')
+  . " The memory state counts in the sessions; the"
   . " rocksdb state's values are too large for the shared cache, so every read is the worker's,"
   . " from SST files, where RocksDB also counts block cache hits and misses.\n\n"
   . "| state | counting | tps | x off |\n| --- | --- | ---: | ---: |\n";

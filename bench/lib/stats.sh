@@ -14,6 +14,8 @@
 #              (the sessions' counters and RocksDB's block counting, which
 #              the worker follows from the server's setting)
 #
+# The smoke runs each mode once (order on off).
+#
 # Records "sc_tps CASE:on|off TPS" lines for bench/lib/report_stats.pl.
 
 SC_KEYS=$((NKEYS < 100000 ? NKEYS : 100000))
@@ -21,6 +23,8 @@ SC_CLIENTS=${BENCH_STATS_CLIENTS:-8}
 sc_fail() { FAILED=$((FAILED + 1)); printf 'bench: stats case %s FAILED\n' "$*" >&2; }
 meta sc_clients "$SC_CLIENTS"
 meta sc_keys "$SC_KEYS"
+if [ "$MODE" = smoke ]; then SC_ORDER="on off"; SC_RUNS=1; else SC_ORDER="on off off on"; SC_RUNS=2; fi
+meta sc_order "$SC_ORDER"
 
 # sc_setting MODE: state_backend.track_stats for the whole server.
 sc_setting() {
@@ -46,7 +50,7 @@ else
 	for case in memory rocksdb; do
 		if [ "$case" = memory ]; then default='0::bigint'; else default="''::text"; fi
 		declare -A sc_sum=([on]=0 [off]=0)
-		for mode in on off off on; do
+		for mode in $SC_ORDER; do
 			sc_setting "$mode"
 			out="$WORK/out/sc-$case-$mode.txt"
 			tps=$(stmt_tps "$out" "$SC_KEYS" "$SC_CLIENTS" \
@@ -59,9 +63,9 @@ else
 			sc_sum[$mode]=$(awk -v a="${sc_sum[$mode]}" -v b="$tps" 'BEGIN { print a + b }')
 		done
 		for mode in on off; do
-			tps=$(awk -v a="${sc_sum[$mode]}" 'BEGIN { printf "%.1f", a / 2 }')
+			tps=$(awk -v a="${sc_sum[$mode]}" -v n="$SC_RUNS" 'BEGIN { printf "%.1f", a / n }')
 			raw sc_tps "$case:$mode" "$tps"
-			printf '   %-7s value_get, counting %-3s %10.0f tps (mean of 2 runs)\n' "$case" "$mode" "$tps" >&2
+			printf '   %-7s value_get, counting %-3s %10.0f tps (mean of %d runs)\n' "$case" "$mode" "$tps" "$SC_RUNS" >&2
 		done
 	done
 	sql bench >/dev/null <<<"ALTER SYSTEM RESET state_backend.track_stats; SELECT pg_reload_conf();"
