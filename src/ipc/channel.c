@@ -223,6 +223,21 @@ channel_timed_out(void)
 }
 
 /*
+ * channel_no_worker raises the error of a session that waited
+ * state_backend.request_timeout for a worker to serve the channel, and sent
+ * nothing.
+ */
+static void
+channel_no_worker(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("no state worker has served within %d ms", state_backend_request_timeout_ms),
+			 errdetail("The state worker exited and the next one has not started serving; the request was not sent."),
+			 errhint("Check the server log, or raise state_backend.request_timeout.")));
+}
+
+/*
  * channel_worker_restarted raises the error of a session whose request was
  * sent to a worker that has since been replaced: the new worker dropped
  * what the old one had not done.
@@ -264,11 +279,11 @@ channel_wait_begin(ChannelWait *w, bool long_running, uint32 generation)
 
 /*
  * channel_sleep sleeps up to max_ms, or until the latch is set, and raises
- * the error of a timeout once state_backend.request_timeout has passed
- * since since.  Interrupts (cancel, terminate) are served.
+ * timed_out's error once state_backend.request_timeout has passed since
+ * since.  Interrupts (cancel, terminate) are served.
  */
 static void
-channel_sleep(TimestampTz since, long max_ms)
+channel_sleep(TimestampTz since, long max_ms, void (*timed_out) (void))
 {
 	long		left = max_ms;
 	int			rc;
@@ -278,7 +293,7 @@ channel_sleep(TimestampTz since, long max_ms)
 		left = state_backend_request_timeout_ms -
 			(long) ((GetCurrentTimestamp() - since) / 1000);
 		if (left <= 0)
-			channel_timed_out();
+			timed_out();
 	}
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   Min(left, max_ms), PG_WAIT_EXTENSION);
@@ -306,7 +321,7 @@ channel_wait(ChannelWait *w)
 			w->since = GetCurrentTimestamp();
 		}
 	}
-	channel_sleep(w->since, 1000L);
+	channel_sleep(w->since, 1000L, channel_timed_out);
 }
 
 /*
@@ -418,6 +433,9 @@ channel_write(const char *data, Size len, ChannelWait *w)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
 		channel_drain_replies();
 		channel_wait(w);
+		/* Woken by a worker that started meanwhile: the rest is no request to it. */
+		if (pg_atomic_read_u32(&channel_shared->worker_generation) != w->generation)
+			channel_worker_restarted();
 	}
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
 }
@@ -436,11 +454,19 @@ channel_await_worker(void)
 {
 	TimestampTz since = 0;
 
+	/*
+	 * Not where interrupts are held (a transaction's staged rocksdb writes
+	 * posted after its commit record): such a wait could not be cancelled
+	 * nor the session terminated, and the next worker applies committed
+	 * stages itself.
+	 */
+	if (!INTERRUPTS_CAN_BE_PROCESSED())
+		return;
 	while (pg_atomic_read_u32(&channel_shared->worker_pid) == 0)
 	{
 		if (since == 0)
 			since = GetCurrentTimestamp();
-		channel_sleep(since, 100L);
+		channel_sleep(since, 100L, channel_no_worker);
 	}
 	/* The worker publishes its pid after its generation (channel_worker_attach). */
 	pg_read_barrier();
@@ -461,6 +487,18 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 				 errdetail("A key and value sent to the state worker may take at most %zu bytes.",
 						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
+
+	/*
+	 * Errors of posted requests already in the reply ring come first: a
+	 * worker whose pass fails to commit answers the pass's posted writes
+	 * with that error and exits, and neither the wait for the next worker
+	 * nor the resynchronisation with it may hide it.
+	 */
+	if (have_pending && !pg_atomic_read_u32(&my_slot->dirty))
+	{
+		channel_drain_replies();
+		channel_raise_deferred();
+	}
 	channel_await_worker();
 
 	/*
@@ -469,6 +507,15 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 	 */
 	if (pg_atomic_read_u32(&channel_shared->worker_generation) != last_generation)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
+
+	/*
+	 * Requests posted to a worker that has since been replaced were dropped
+	 * with its rings: fail now, before this request goes to the new one and
+	 * is carried out only to be reported as failed.
+	 */
+	if (have_pending &&
+		pending_generation != pg_atomic_read_u32(&channel_shared->worker_generation))
+		channel_worker_restarted();
 	if (pg_atomic_read_u32(&my_slot->dirty))
 		channel_resync();
 	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
@@ -479,6 +526,14 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 	hdr.target = target;
 	hdr.kind = kind | (want_reply ? CHANNEL_WANT_REPLY : 0);
 	pg_atomic_write_u32(&my_slot->last_seq, next_seq);
+
+	/*
+	 * Until the whole message is in: a worker that starts meanwhile drops
+	 * what is in the ring, and must then drop the rest of this message too
+	 * rather than read it as requests (channel_worker_attach).  The ring's
+	 * writes come after this (channel_ring_put's barrier).
+	 */
+	pg_atomic_write_u32(&my_slot->dirty, 1);
 
 	/* Wait for room for the header, so a message starts whole. */
 	while (CHANNEL_RING_SIZE - channel_ring_used(&my_slot->req) < sizeof(hdr))

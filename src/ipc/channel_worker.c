@@ -36,6 +36,8 @@ typedef struct WorkerSlot
 	uint64		skip;			/* bytes of a refused request still in the ring */
 	uint32		window;			/* the last window its requests were served in */
 	bool		held;			/* its replies wait for the pass's commit */
+	bool		stale;			/* mid-message when the last worker went: input
+								 * dropped until the session resynchronises */
 	uint32		held_seq;		/* its last request of the pass */
 } WorkerSlot;
 
@@ -81,7 +83,11 @@ channel_worker_attach(void)
 	/*
 	 * A previous worker may have left requests half-taken: start every
 	 * stream afresh.  Sessions notice the new generation and resynchronise
-	 * their reply stream before their next request.
+	 * their reply stream before their next request.  A session that was
+	 * writing a message (dirty, set before its first byte) may go on with
+	 * the rest of it, which is no request: its slot's input is dropped
+	 * until it resynchronises.  Dirty is read after the drop, so that a
+	 * message whose first bytes were dropped is seen.
 	 */
 	for (int i = 0; i < channel_shared->nslots; i++)
 	{
@@ -90,12 +96,16 @@ channel_worker_attach(void)
 		initStringInfo(&wslots[i].in);
 		initStringInfo(&wslots[i].out);
 		pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
+		pg_memory_barrier();
+		wslots[i].stale = pg_atomic_read_u32(&s->dirty) != 0;
 		wslots[i].gen = pg_atomic_read_u32(&s->client_gen);
 		pg_atomic_write_u32(&s->worker_gen, wslots[i].gen);
 	}
 	MemoryContextSwitchTo(old);
 	pg_atomic_fetch_add_u32(&channel_shared->worker_generation, 1);
 	channel_shared->worker_latch = MyLatch;
+	/* Sessions that see the pid see the latch and the generation too. */
+	pg_write_barrier();
 	pg_atomic_write_u32(&channel_shared->worker_pid, MyProcPid);
 	for (int i = 0; i < channel_shared->nslots; i++)
 		worker_wake_client(&channel_shared->slots[i]);
@@ -329,6 +339,7 @@ worker_resync(ChannelSlot *s, WorkerSlot *ws, uint32 gen)
 	resetStringInfo(&ws->in);
 	ws->in_off = 0;
 	ws->skip = 0;
+	ws->stale = false;
 	resetStringInfo(&ws->out);
 	ws->out_off = 0;
 	pg_atomic_write_u64(&s->req.tail, pg_atomic_read_u64(&s->req.head));
@@ -514,6 +525,15 @@ channel_worker_serve(ChannelHandler handler, int budget)
 
 		if (gen != ws->gen)
 			worker_resync(s, ws, gen);
+		if (ws->stale)
+		{
+			/* The rest of a message cut by the last worker's exit. */
+			channel_ring_consume(&s->req, channel_ring_used(&s->req));
+			pg_memory_barrier();	/* tail before client_waiting */
+			if (pg_atomic_read_u32(&s->client_waiting))
+				worker_wake_client(s);
+			continue;
+		}
 		if (!worker_flush_replies(s, ws))
 		{
 			more = true;

@@ -117,11 +117,36 @@ is($node->safe_psql('postgres', 'SELECT state.wait_snapshot(state.snapshot(), \'
 # 6. A session that asks the worker for something while none runs (the
 # one that exited is gone, the next not yet started) is answered by the
 # next one, not told that the worker restarted while serving it.  The
-# wait and the request are in one session, a few microseconds apart, well
-# inside the second the postmaster waits before starting the next worker.
+# look at pg_stat_activity and the call are in one statement, microseconds
+# apart, well inside the second the postmaster waits before it starts the
+# next worker.
 arm('checkpoint.key_groups:exit:1');
 my $before = worker_pid($node);
 my ($ret, $out, $err) = $node->psql('postgres', q{
+SELECT state.snapshot() > 0;
+DO $$
+DECLARE
+  gone boolean := false;
+BEGIN
+  FOR i IN 1 .. 3000 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    gone := NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
+    EXIT WHEN gone;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RAISE NOTICE 'no worker: %, answer: %', gone, cardinality(state.list_get('r', 3, '{}'::int[]));
+END $$;
+}, timeout => 120);
+is($ret, 0, 'a request sent while no worker runs does not fail') or diag($err);
+like($err, qr/NOTICE:  no worker: t, answer: 143$/m,
+	'it was sent while none ran, and the next worker answered it');
+ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next worker runs');
+
+# The same with a request_timeout shorter than the wait: the call fails
+# saying that nothing was sent.
+$before = worker_pid($node);
+my $r6 = sql_error($node, q{
+SET state_backend.request_timeout = '200ms';
 SELECT state.snapshot() > 0;
 DO $$
 BEGIN
@@ -130,16 +155,65 @@ BEGIN
     EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
     PERFORM pg_sleep(0.01);
   END LOOP;
+  PERFORM state.list_get('r', 3, '{}'::int[]);
 END $$;
-SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'state_backend worker';
-SELECT cardinality(state.list_get('r', 3, '{}'::int[]));
 }, timeout => 120);
-is($ret, 0, 'a request sent while no worker runs does not fail') or diag($err);
-is($out, "t\n0\n143", 'it was sent while none ran, and the next worker answered it');
+is($r6->{sqlstate}, '08006', 'a call no worker took up within request_timeout fails with 08006');
+like($r6->{stderr}, qr/no state worker has served within 200 ms.*\n.*the request was not sent/,
+	'saying that the request was not sent') or diag($r6->{stderr});
 ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next worker runs');
 arm('');
 
-# 7. The final checkpoint at shutdown runs after a snapshot the worker
+# 7. A worker that exits while a session writes a request larger than the
+# ring: the next worker drops what the ring held, and the rest of that
+# request, which the session goes on writing, is no request either.  The
+# value is zeros, which read as request headers would be thousands of
+# requests; the worker sleeps at checkpoint.manifest_write, taking nothing,
+# then exits at checkpoint.manifest_rename.
+$node->safe_psql('postgres',
+	q{SELECT state.create_state('bb', 'value', 'int', 'bytea', backend => 'rocksdb')});
+my $requests_q = q{SELECT value FROM state.worker WHERE name = 'requests'};
+my $requests_before = $node->safe_psql('postgres', $requests_q);
+$before = worker_pid($node);
+my $log_offset = -s $node->logfile;
+arm('checkpoint.manifest_write:sleep:4000,checkpoint.manifest_rename:exit:1');
+$node->safe_psql('postgres', 'SELECT state.snapshot()');
+$node->wait_for_log(qr/fault point "checkpoint\.manifest_write" reached: sleep/, $log_offset);
+($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT state.value_set('bb', 1, decode(repeat('00', 200000), 'hex'))}, timeout => 120);
+isnt($ret, 0, 'the request cut by the exit fails');
+like($err, qr/the state worker restarted while serving this session/, 'saying the worker restarted')
+  or diag($err);
+ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next worker runs');
+arm('');
+my $requests_after = $node->safe_psql('postgres', $requests_q);
+cmp_ok($requests_after - $requests_before, '<', 100,
+	'the rest of the cut request was not read as requests');
+is($node->safe_psql('postgres', q{SELECT state.value_get('bb', 1, NULL::bytea) IS NULL}),
+	't', 'nothing of it was stored');
+
+# 8. A write posted to a worker that exits before taking it is lost with
+# its ring: the session's next call fails before it is sent, so that it is
+# not carried out by the next worker only to be reported as failed.  The
+# three calls are one statement (a statement's end waits for its posted
+# writes).
+$before = worker_pid($node);
+$log_offset = -s $node->logfile;
+arm('checkpoint.manifest_write:sleep:4000,checkpoint.manifest_rename:exit:1');
+$node->safe_psql('postgres', 'SELECT state.snapshot()');
+$node->wait_for_log(qr/fault point "checkpoint\.manifest_write" reached: sleep/, $log_offset);
+($ret, $out, $err) = $node->psql('postgres', q{
+SELECT state.value_set('bb', 2, '\x02'::bytea), pg_sleep(8), state.value_set('bb', 3, '\x03'::bytea)},
+	timeout => 120);
+like($err, qr/the state worker restarted while serving this session/,
+	'a call after a post the exited worker never took fails') or diag($err);
+ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next worker runs');
+arm('');
+is( $node->safe_psql('postgres',
+		q{SELECT coalesce(state.value_get('bb', 3, NULL::bytea)::text, 'none')}),
+	'none', 'and was not carried out');
+
+# 9. The final checkpoint at shutdown runs after a snapshot the worker
 # left, and the states come back from it whole.
 $id = snapshot_while_exiting('checkpoint.key_groups', 'SELECT state.snapshot()');
 my $offset = -s $node->logfile;
