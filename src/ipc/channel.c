@@ -433,9 +433,6 @@ channel_write(const char *data, Size len, ChannelWait *w)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
 		channel_drain_replies();
 		channel_wait(w);
-		/* Woken by a worker that started meanwhile: the rest is no request to it. */
-		if (pg_atomic_read_u32(&channel_shared->worker_generation) != w->generation)
-			channel_worker_restarted();
 	}
 	pg_atomic_write_u32(&my_slot->client_waiting, 0);
 }
@@ -479,6 +476,7 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 {
 	RequestHeader hdr;
 	ChannelWait w;
+	uint32		generation;
 
 	if (len > CHANNEL_MAX_PAYLOAD)
 		ereport(ERROR,
@@ -487,39 +485,36 @@ channel_send(uint16 target, uint16 kind, bool want_reply, const char *payload, u
 				 errdetail("A key and value sent to the state worker may take at most %zu bytes.",
 						   (Size) CHANNEL_MAX_PAYLOAD)));
 	channel_attach();
+	channel_await_worker();
+	generation = pg_atomic_read_u32(&channel_shared->worker_generation);
 
 	/*
-	 * Errors of posted requests already in the reply ring come first: a
-	 * worker whose pass fails to commit answers the pass's posted writes
-	 * with that error and exits, and neither the wait for the next worker
-	 * nor the resynchronisation with it may hide it.
+	 * Requests posted to a worker that has since been replaced were dropped
+	 * with its rings: fail now, before this request goes to the new one and
+	 * is carried out only to be reported as failed.  The error the old one
+	 * answered them with, if it is in the reply ring (a pass that failed to
+	 * commit: the worker answers, then exits), comes first.
 	 */
-	if (have_pending && !pg_atomic_read_u32(&my_slot->dirty))
+	if (have_pending && pending_generation != generation)
 	{
-		channel_drain_replies();
-		channel_raise_deferred();
+		if (!pg_atomic_read_u32(&my_slot->dirty))
+		{
+			channel_drain_replies();
+			channel_raise_deferred();
+		}
+		channel_worker_restarted();
 	}
-	channel_await_worker();
 
 	/*
 	 * A worker that started since this session's last request may have
 	 * left a reply half-written: start the reply stream afresh.
 	 */
-	if (pg_atomic_read_u32(&channel_shared->worker_generation) != last_generation)
+	if (generation != last_generation)
 		pg_atomic_write_u32(&my_slot->dirty, 1);
-
-	/*
-	 * Requests posted to a worker that has since been replaced were dropped
-	 * with its rings: fail now, before this request goes to the new one and
-	 * is carried out only to be reported as failed.
-	 */
-	if (have_pending &&
-		pending_generation != pg_atomic_read_u32(&channel_shared->worker_generation))
-		channel_worker_restarted();
 	if (pg_atomic_read_u32(&my_slot->dirty))
 		channel_resync();
-	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
-	channel_wait_begin(&w, false, pg_atomic_read_u32(&channel_shared->worker_generation));
+	last_generation = generation;
+	channel_wait_begin(&w, false, generation);
 	hdr.len = len;
 	hdr.seq = ++next_seq;
 	Assert((kind & CHANNEL_WANT_REPLY) == 0);
@@ -669,9 +664,7 @@ channel_post(uint16 target, uint16 kind, const char *payload, uint32 len)
 
 	(void) channel_send(target, kind, false, payload, len, &generation);
 	if (!have_pending)
-		pending_generation = generation;
-	else if (pending_generation != generation)
-		channel_worker_restarted();
+		pending_generation = generation;	/* channel_send checks the others */
 	have_pending = true;
 	posts_unapplied = true;
 }
@@ -735,10 +728,8 @@ channel_call(uint16 target, uint16 kind, const char *payload, uint32 len,
 	uint32		seq = channel_send(target, kind, true, payload, len, &generation);
 	ChannelWait w;
 
-	/* Posted requests that a restarted worker dropped would be lost. */
-	if (have_pending && pending_generation != generation)
-		channel_worker_restarted();
-	have_pending = false;
+	have_pending = false;		/* answered in order before this (channel_send
+								 * failed if a replaced worker dropped them) */
 	channel_wait_begin(&w, long_running, generation);
 	for (;;)
 	{

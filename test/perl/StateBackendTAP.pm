@@ -156,8 +156,8 @@ sub wait_for_worker
 # (state.worker's "reloads" counts one more): from then on its settings,
 # fault points included, are the file's.  True once it has, false on
 # timeout (a worker that serves from inside a snapshot or a checkpoint
-# applies it only after).  Should another worker run meanwhile (a restart
-# zeroes the count), it reloads again and waits for that one.
+# applies it only after).  Should another worker run meanwhile (a crash
+# restart zeroes the count), it reloads again and waits for that one.
 sub reload_worker
 {
 	my ($node, %opts) = @_;

@@ -80,7 +80,8 @@ diag($full ? 'walking every point with every action'
 # standby passes at every WAL record (hundreds of arrivals a step).
 my $SLEEP_MS = 10;
 my $SLEEP_MS_PER_RECORD = 1;
-sub sleep_ms { $_[0] =~ /\.(record_[a-z_]+|txn_commit_record)$/ ? $SLEEP_MS_PER_RECORD : $SLEEP_MS }
+my $PER_RECORD = qr/\.(record_[a-z_]+|txn_commit_record)$/;
+sub sleep_ms { $_[0] =~ $PER_RECORD ? $SLEEP_MS_PER_RECORD : $SLEEP_MS }
 
 ############################################################ the points
 
@@ -1300,8 +1301,8 @@ for my $action (@ACTIONS)
 				# of their own: its load writes a few hundred records,
 				# where the other steps make new standbys replay the walk's
 				# whole WAL, tens of thousands of arrivals.
-				my @per_record = grep { /^standby\.(record_[a-z_]+|txn_commit_record)$/ } @take;
-				@take = grep { !/^standby\.(record_[a-z_]+|txn_commit_record)$/ } @take;
+				my @per_record = $l->{standby} ? grep { $_ =~ $PER_RECORD } @take : ();
+				@take = grep { !($l->{standby} && $_ =~ $PER_RECORD) } @take;
 				push @items, [ $l, \@per_record ] if @per_record;
 				push @items, [ $l, \@take ] if @take;
 			}

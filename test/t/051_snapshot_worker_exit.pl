@@ -122,20 +122,22 @@ is($node->safe_psql('postgres', 'SELECT state.wait_snapshot(state.snapshot(), \'
 # next worker.
 arm('checkpoint.key_groups:exit:1');
 my $before = worker_pid($node);
-my ($ret, $out, $err) = $node->psql('postgres', q{
-SELECT state.snapshot() > 0;
-DO $$
-DECLARE
-  gone boolean := false;
-BEGIN
+# PL/pgSQL: until pg_stat_activity shows no state worker (gone: whether it did).
+my $until_no_worker = q{
   FOR i IN 1 .. 3000 LOOP
     PERFORM pg_stat_clear_snapshot();
     gone := NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
     EXIT WHEN gone;
     PERFORM pg_sleep(0.01);
-  END LOOP;
+  END LOOP;};
+my ($ret, $out, $err) = $node->psql('postgres', qq{
+SELECT state.snapshot() > 0;
+DO \$\$
+DECLARE
+  gone boolean := false;
+BEGIN $until_no_worker
   RAISE NOTICE 'no worker: %, answer: %', gone, cardinality(state.list_get('r', 3, '{}'::int[]));
-END $$;
+END \$\$;
 }, timeout => 120);
 is($ret, 0, 'a request sent while no worker runs does not fail') or diag($err);
 like($err, qr/NOTICE:  no worker: t, answer: 143$/m,
@@ -145,18 +147,15 @@ ok(defined wait_for_worker($node, not => $before, timeout => 60), 'the next work
 # The same with a request_timeout shorter than the wait: the call fails
 # saying that nothing was sent.
 $before = worker_pid($node);
-my $r6 = sql_error($node, q{
+my $r6 = sql_error($node, qq{
 SET state_backend.request_timeout = '200ms';
 SELECT state.snapshot() > 0;
-DO $$
-BEGIN
-  FOR i IN 1 .. 3000 LOOP
-    PERFORM pg_stat_clear_snapshot();
-    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
-    PERFORM pg_sleep(0.01);
-  END LOOP;
+DO \$\$
+DECLARE
+  gone boolean := false;
+BEGIN $until_no_worker
   PERFORM state.list_get('r', 3, '{}'::int[]);
-END $$;
+END \$\$;
 }, timeout => 120);
 is($r6->{sqlstate}, '08006', 'a call no worker took up within request_timeout fails with 08006');
 like($r6->{stderr}, qr/no state worker has served within 200 ms.*\n.*the request was not sent/,
