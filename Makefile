@@ -42,6 +42,7 @@ OBJS = \
 	src/common/local_hash.o \
 	src/common/pause.o \
 	src/common/spin_wait.o \
+	src/common/latch_sleep.o \
 	src/common/ttl_clock.o \
 	src/common/fault.o \
 	src/ipc/channel.o \

@@ -456,7 +456,6 @@ state_worker_start(void)
 		logged_standby_wait_for_checkpoint();
 
 	(void) state_area();
-	snapshot_worker_attach();
 	serve_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend requests",
 									  ALLOCSET_DEFAULT_SIZES);
 	sweep_cxt = AllocSetContextCreate(TopMemoryContext, "state_backend TTL cleanup",
@@ -639,11 +638,10 @@ static void
 state_worker_round(WorkerRounds *r)
 {
 	long		timeout = round_timeout(r);
-	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0);
 
 	if (timeout != 0)
 		channel_worker_spin();
-	(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
+	channel_worker_sleep(timeout);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 

@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "common/latch_sleep.h"
 #include "common/settings.h"
 #include "common/spin_wait.h"
 #include "ipc/channel.h"
@@ -81,6 +82,7 @@ channel_init(void *fresh)
 {
 	Assert(fresh == channel_shared);
 	channel_shared->worker_latch = NULL;
+	pg_atomic_init_u32(&channel_shared->worker_sleeping, 0);
 	pg_atomic_init_u32(&channel_shared->worker_pid, 0);
 	pg_atomic_init_u32(&channel_shared->worker_generation, 0);
 	pg_atomic_init_u64(&channel_shared->requests, 0);
@@ -102,6 +104,7 @@ channel_init(void *fresh)
 		pg_atomic_init_u32(&s->worker_blocked, 0);
 		pg_atomic_init_u32(&s->last_seq, 0);
 		pg_atomic_init_u32(&s->dirty, 0);
+		pg_atomic_init_u32(&s->client_sleeping, 0);
 		pg_atomic_init_u64(&s->wal_lsn, 0);
 		s->client_latch = NULL;
 		pg_atomic_init_u64(&s->req.head, 0);
@@ -179,7 +182,7 @@ channel_wake_worker(void)
 	Latch	   *latch = channel_shared ? channel_shared->worker_latch : NULL;
 
 	if (latch)
-		SetLatch(latch);
+		latch_wake(latch, &channel_shared->worker_sleeping);
 }
 
 static void
@@ -197,6 +200,7 @@ channel_attach(void)
 				 errmsg("states served by the state worker cannot be used from this process")));
 	my_slot = &channel_shared->slots[MyProc->pgprocno];
 	my_slot->client_latch = MyLatch;
+	pg_atomic_write_u32(&my_slot->client_sleeping, 0);	/* an earlier owner may have died asleep */
 	spin_wait_init(&reply_spin);
 	last_generation = pg_atomic_read_u32(&channel_shared->worker_generation);
 	next_seq = pg_atomic_read_u32(&my_slot->last_seq);
@@ -295,8 +299,7 @@ channel_sleep(TimestampTz since, long max_ms, void (*timed_out) (void))
 		if (left <= 0)
 			timed_out();
 	}
-	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				   Min(left, max_ms), PG_WAIT_EXTENSION);
+	rc = latch_sleep(&my_slot->client_sleeping, Min(left, max_ms), PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();

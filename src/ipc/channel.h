@@ -68,6 +68,7 @@ extern void channel_worker_detach(void);
 extern void channel_worker_heartbeat(void);
 extern bool channel_is_worker(void);
 extern void channel_worker_spin(void);
+extern void channel_worker_sleep(long timeout_ms);
 extern bool channel_worker_serve(ChannelHandler handler, int budget);
 extern void channel_worker_note_lsn(XLogRecPtr lsn);
 

@@ -42,6 +42,7 @@ typedef struct ChannelSlot
 	pg_atomic_uint32 worker_blocked;	/* the worker has replies pending */
 	pg_atomic_uint32 last_seq;	/* the last sequence number a session used */
 	pg_atomic_uint32 dirty;		/* a message may be half-written or half-read */
+	pg_atomic_uint32 client_sleeping;	/* the session sleeps in latch_sleep */
 	pg_atomic_uint64 wal_lsn;	/* end of WAL the worker wrote for its requests */
 	Latch	   *client_latch;
 	ChannelRing req;
@@ -51,6 +52,7 @@ typedef struct ChannelSlot
 typedef struct ChannelShared
 {
 	Latch	   *worker_latch;
+	pg_atomic_uint32 worker_sleeping;	/* the worker sleeps in latch_sleep */
 	pg_atomic_uint32 worker_pid;
 	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
 	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */

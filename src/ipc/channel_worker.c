@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
@@ -21,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "common/catch.h"
+#include "common/latch_sleep.h"
 #include "common/membuf.h"
 #include "common/spin_wait.h"
 #include "ipc/channel.h"
@@ -109,6 +111,8 @@ channel_worker_attach(void)
 	pg_atomic_write_u32(&channel_shared->worker_pid, MyProcPid);
 	for (int i = 0; i < channel_shared->nslots; i++)
 		worker_wake_client(&channel_shared->slots[i]);
+	/* What was asked of it while it started (a snapshot) is served at once. */
+	SetLatch(MyLatch);
 }
 
 /*
@@ -155,6 +159,17 @@ channel_worker_spin(void)
 	served_lately = false;
 }
 
+/*
+ * channel_worker_sleep: the worker's sleep until a session (or a signal)
+ * sets its latch, or timeout_ms passed (< 0: no timeout).  Sessions wake it
+ * with a futex wake (channel_wake_worker), not a signal.
+ */
+void
+channel_worker_sleep(long timeout_ms)
+{
+	(void) latch_sleep(&channel_shared->worker_sleeping, timeout_ms, PG_WAIT_EXTENSION);
+}
+
 /* channel_is_worker tells whether this process is the state worker. */
 bool
 channel_is_worker(void)
@@ -177,7 +192,7 @@ worker_wake_client(ChannelSlot *s)
 	Latch	   *latch = s->client_latch;
 
 	if (latch)
-		SetLatch(latch);
+		latch_wake(latch, &s->client_sleeping);
 }
 
 /*

@@ -20,7 +20,6 @@
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -29,6 +28,7 @@
 #include "common/locks.h"
 #include "common/settings.h"
 #include "common/ttl_clock.h"
+#include "ipc/channel.h"
 #include "snapshot/snapshot_control.h"
 
 #define SNAPSHOT_HISTORY		64
@@ -53,7 +53,6 @@ typedef struct SnapshotControl
 	SnapshotFiles files;		/* what the running snapshot has on disk */
 	int			cut_holds;		/* restores logging their states: no cut */
 	int			ndescs;			/* in cut_descs, copied at the cut */
-	Latch	   *worker_latch;
 	SnapshotInfo history[SNAPSHOT_HISTORY];
 	MemorySnapshot memory[SNAPSHOT_MEMORY_KEPT];
 } SnapshotControl;
@@ -161,8 +160,7 @@ snapshot_cancel(int64 id)
 	if (running)
 	{
 		ctl->cancel_requested = true;
-		if (ctl->worker_latch)
-			SetLatch(ctl->worker_latch);
+		channel_wake_worker();
 	}
 	LWLockRelease(control_lock());
 	return running;
@@ -377,15 +375,6 @@ snapshot_error_text(ErrorData *edata)
 	return edata->message;
 }
 
-/* The worker announces its latch, so requests can wake it. */
-void
-snapshot_worker_attach(void)
-{
-	LWLockAcquire(control_lock(), LW_EXCLUSIVE);
-	ctl->worker_latch = MyLatch;
-	LWLockRelease(control_lock());
-}
-
 /* Never reuse the id of a checkpoint already on disk. */
 void
 snapshot_bump_next_id(int64 id)
@@ -547,8 +536,7 @@ snapshot_control_begin(int64 id, const char *path, SnapshotFormat format,
 	info->ttl_now = info->started_at + ttl_clock_offset();
 	info->states = *ndescs;
 	info->wal_position = *wal_position;
-	if (ctl->worker_latch)
-		SetLatch(ctl->worker_latch);
+	channel_wake_worker();
 	LWLockRelease(control_lock());
 }
 

@@ -92,7 +92,6 @@ typedef enum SnapshotFiles
 } SnapshotFiles;
 
 /* The snapshot driver's side (the state worker). */
-extern void snapshot_worker_attach(void);
 extern void snapshot_check_cancel(void);
 extern void snapshot_bump_next_id(int64 id);
 extern int64 snapshot_control_reserve(void);

@@ -4,7 +4,8 @@
 #
 # - One client writing a rocksdb state statement after statement, on a
 #   machine of two cores or more: the spins are counted, some answered.
-# - With state_backend.spin_wait = 0 nobody spins.
+# - With state_backend.spin_wait = 0 nobody spins, and each side wakes the
+#   other from its sleep.
 # - A server whose CPU affinity is one core (taskset), on a machine of
 #   many: nobody spins.  Spinning there took the CPU the other side needed
 #   (rocksdb writes at one client at 0.6x) while sysconf counted the
@@ -72,8 +73,14 @@ SKIP:
 $node->append_conf('postgresql.conf', "state_backend.spin_wait = 0\n");
 reload_worker($node) or die 'the worker did not apply spin_wait = 0';
 my $before = spins($node);
+my $started = time();
 writes($node, 1000);
 is(spins($node), $before, 'with spin_wait = 0 nobody spins');
+# Each of them then wakes the sleeping worker, and the worker the sleeping
+# session (a futex wake, common/latch_sleep.c): about 0.1 s in all.  A side
+# left asleep would see the other's answer only at the end of its sleep of
+# up to a second, 1000 times.
+cmp_ok(time() - $started, '<', 100, 'a sleeping side is woken at once, not at its next look');
 $node->stop;
 
 # The same under an affinity of one core: the postmaster, and so every
