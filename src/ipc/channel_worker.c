@@ -111,7 +111,10 @@ channel_worker_attach(void)
 	pg_atomic_write_u32(&channel_shared->worker_pid, MyProcPid);
 	for (int i = 0; i < channel_shared->nslots; i++)
 		worker_wake_client(&channel_shared->slots[i]);
-	/* What was asked of it while it started (a snapshot) is served at once. */
+	/*
+	 * A snapshot asked for while it started woke nobody (channel_wake_worker
+	 * wakes a serving worker only): its first round need not wait for it.
+	 */
 	SetLatch(MyLatch);
 }
 
