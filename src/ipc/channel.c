@@ -86,6 +86,7 @@ channel_init(void *fresh)
 	pg_atomic_init_u32(&channel_shared->worker_pid, 0);
 	pg_atomic_init_u32(&channel_shared->worker_generation, 0);
 	pg_atomic_init_u64(&channel_shared->requests, 0);
+	pg_atomic_init_u64(&channel_shared->passes, 0);
 	pg_atomic_init_u64(&channel_shared->busy_us, 0);
 	pg_atomic_init_u64(&channel_shared->heartbeat, 0);
 	pg_atomic_init_u32(&channel_shared->spinners, 0);
@@ -673,16 +674,17 @@ channel_post(uint16 target, uint16 kind, const char *payload, uint32 len)
 }
 
 /*
- * channel_worker_figures: the worker's pid (0: none), requests served, time
- * busy, and the spins of sessions and the worker (all, and those that saw
- * what they waited for).
+ * channel_worker_figures: the worker's pid (0: none), requests served, the
+ * passes over the slots that served them, time busy, and the spins of
+ * sessions and the worker (all, and those that saw what they waited for).
  */
 void
-channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us, uint64 *spins,
-					   uint64 *spins_seen)
+channel_worker_figures(int *pid, uint64 *requests, uint64 *passes, uint64 *busy_us,
+					   uint64 *spins, uint64 *spins_seen)
 {
 	*pid = (int) pg_atomic_read_u32(&channel_shared->worker_pid);
 	*requests = pg_atomic_read_u64(&channel_shared->requests);
+	*passes = pg_atomic_read_u64(&channel_shared->passes);
 	*busy_us = pg_atomic_read_u64(&channel_shared->busy_us);
 	*spins = pg_atomic_read_u64(&channel_shared->spins);
 	*spins_seen = pg_atomic_read_u64(&channel_shared->spins_seen);

@@ -44,7 +44,7 @@ extern void channel_sync(void);
 extern void channel_wake_worker(void);
 extern void channel_forget_pending(void);
 extern bool channel_posts_applied(void);
-extern void channel_worker_figures(int *pid, uint64 *requests, uint64 *busy_us,
+extern void channel_worker_figures(int *pid, uint64 *requests, uint64 *passes, uint64 *busy_us,
 								  uint64 *spins, uint64 *spins_seen);
 extern void channel_worker_reloaded(void);
 extern uint64 channel_worker_reloads(void);

@@ -57,6 +57,7 @@ typedef struct ChannelShared
 	pg_atomic_uint32 worker_generation;	/* bumped at every worker start */
 	pg_atomic_uint64 heartbeat; /* bumped while the worker makes progress */
 	pg_atomic_uint64 requests;	/* served since the server started */
+	pg_atomic_uint64 passes;	/* passes over the slots that served some */
 	pg_atomic_uint64 busy_us;	/* spent serving them */
 	pg_atomic_uint32 spinners;	/* sessions spinning for a reply */
 	pg_atomic_uint32 active_sessions;	/* sessions the worker served lately */

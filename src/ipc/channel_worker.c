@@ -623,6 +623,7 @@ channel_worker_serve(ChannelHandler handler, int budget)
 		busy = now;
 		INSTR_TIME_SUBTRACT(busy, start);
 		pg_atomic_fetch_add_u64(&channel_shared->requests, served);
+		pg_atomic_fetch_add_u64(&channel_shared->passes, 1);
 		pg_atomic_fetch_add_u64(&channel_shared->busy_us, INSTR_TIME_GET_MICROSEC(busy));
 		/* How many sessions keep the worker busy: spinning pays when few do. */
 		window = now;

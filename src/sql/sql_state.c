@@ -707,6 +707,7 @@ state_worker(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			pid;
 	uint64		requests;
+	uint64		passes;
 	uint64		busy_us;
 	uint64		spins;
 	uint64		spins_seen;
@@ -715,9 +716,10 @@ state_worker(PG_FUNCTION_ARGS)
 
 	state_backend_check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
-	channel_worker_figures(&pid, &requests, &busy_us, &spins, &spins_seen);
+	channel_worker_figures(&pid, &requests, &passes, &busy_us, &spins, &spins_seen);
 	worker_row(rsinfo, "pid", pid, pid == 0);
 	worker_row(rsinfo, "requests", (int64) requests, false);
+	worker_row(rsinfo, "passes", (int64) passes, false);
 	worker_row(rsinfo, "busy_ms", (int64) (busy_us / 1000), false);
 	worker_row(rsinfo, "spins", (int64) spins, false);
 	worker_row(rsinfo, "spins_answered", (int64) spins_seen, false);

@@ -47,7 +47,18 @@ $node->safe_psql('postgres', q{
 SELECT state.create_state('spin', 'value', 'bigint', 'bigint', backend => 'rocksdb');});
 is($node->safe_psql('postgres', 'SHOW state_backend.spin_wait'), '100', 'spins up to 100 us by default');
 
+my $served_q = q{
+SELECT string_agg(value::text, ' ' ORDER BY name) FROM state.worker
+ WHERE name IN ('passes', 'requests')};
+my ($passes, $requests) = split / /, $node->safe_psql('postgres', $served_q);
 writes($node, 3000);
+my ($passes_after, $requests_after) = split / /, $node->safe_psql('postgres', $served_q);
+# Each statement is a posted write and the wait for it at its end, and the
+# worker serves them in one pass or two: the passes count what it took at
+# each wake-up.
+cmp_ok($requests_after - $requests, '>=', 6000, 'two requests a statement');
+ok($passes_after - $passes >= 3000 / 2 && $passes_after - $passes <= $requests_after - $requests,
+	'passes are counted, at most one a request (' . ($passes_after - $passes) . ')');
 my ($spins, $answered) = split / /, spins($node);
 cmp_ok($spins, '>', 0, "one client on $own cores: spins ($spins)");
 SKIP:
