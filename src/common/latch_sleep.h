@@ -12,8 +12,9 @@
  * the latch's own flag take about 10 µs and 3.5 µs.  The sleeper waits on
  * its latch's is_set word, so that the SetLatch(MyLatch) of the handlers of
  * cancel, terminate, timeouts and reloads ends the sleep as it ends
- * WaitLatch's (the kernel compares the word before it sleeps), and publishes that it sleeps in a flag of its own, which a waker
- * reads after setting the latch to know whether to wake it.
+ * WaitLatch's (the kernel compares the word before it sleeps), and
+ * publishes that it sleeps in a flag of its own, which a waker reads after
+ * setting the latch to know whether to wake it.
  */
 #ifndef STATE_BACKEND_LATCH_SLEEP_H
 #define STATE_BACKEND_LATCH_SLEEP_H

@@ -123,10 +123,9 @@ is($node->safe_psql('postgres', 'SELECT state.wait_snapshot(state.snapshot(), \'
 arm('checkpoint.key_groups:exit:1');
 my $before = worker_pid($node);
 # PL/pgSQL: until pg_stat_activity shows no state worker (gone: whether it
-# did), for up to two minutes (a worker under Valgrind takes tens of seconds
-# to reach the snapshot's step).
+# did), for up to 30 s.
 my $until_no_worker = q{
-  FOR i IN 1 .. 12000 LOOP
+  FOR i IN 1 .. 3000 LOOP
     PERFORM pg_stat_clear_snapshot();
     gone := NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'state_backend worker');
     EXIT WHEN gone;
@@ -140,7 +139,7 @@ DECLARE
 BEGIN $until_no_worker
   RAISE NOTICE 'no worker: %, answer: %', gone, cardinality(state.list_get('r', 3, '{}'::int[]));
 END \$\$;
-}, timeout => 300);
+}, timeout => 120);
 is($ret, 0, 'a request sent while no worker runs does not fail') or diag($err);
 like($err, qr/NOTICE:  no worker: t, answer: 143$/m,
 	'it was sent while none ran, and the next worker answered it');
@@ -162,7 +161,7 @@ BEGIN $until_no_worker
   END IF;
   PERFORM state.list_get('r', 3, '{}'::int[]);
 END \$\$;
-}, timeout => 300);
+}, timeout => 120);
 is($r6->{sqlstate}, '08006', 'a call no worker took up within request_timeout fails with 08006');
 like($r6->{stderr}, qr/no state worker has served within 200 ms.*\n.*the request was not sent/,
 	'saying that the request was not sent') or diag($r6->{stderr});
