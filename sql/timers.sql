@@ -61,6 +61,8 @@ SELECT state.advance_watermark('tm_ev', '2026-01-01 00:00:20+00');
 SELECT state.advance_watermark('tm_ev', '2026-01-01 00:01:00+00');
 SELECT wait_for($$SELECT count(*) = 3 FROM fired$$);
 SELECT name, k, at FROM fired ORDER BY at;
+-- a firing is counted once its batch has committed, a moment after its rows show
+SELECT wait_for($$SELECT timers_fired = 3 FROM state.stats WHERE name = 'tm_ev'$$);
 SELECT name, timers_registered, timers_fired, timers_failed FROM state.stats WHERE name = 'tm_ev';
 SELECT wait_for($$SELECT pending = 0 FROM state.timer_status WHERE name = 'tm_ev'$$);
 SELECT name, time_domain, watermark, pending, retrying, problem FROM state.timer_status;
@@ -113,6 +115,7 @@ SELECT wait_for($$SELECT count(*) = 1 FROM state.timer_failures$$);
 SELECT name, key, at, attempts, error FROM state.timer_failures;
 SELECT k, count(*) FROM fired WHERE name = 'fail' GROUP BY k ORDER BY k;
 SELECT count(*) FROM state.timers('tm_f', NULL::text);
+SELECT wait_for($$SELECT timers_fired = 1 AND timers_failed = 1 FROM state.stats WHERE name = 'tm_f'$$);
 SELECT name, timers_fired, timers_failed FROM state.stats WHERE name = 'tm_f';
 
 -- Privileges: the handler runs as the state's owner; without write on the
